@@ -33,6 +33,8 @@
 //!   computation's instructions are serialised and stores can live on different cores
 //!   (§5.2).
 //! * [`ChainStats`]: how evenly tags spread, for monitoring and for Fig. 11.
+//! * [`oracle::Oracle`]: the contract as a plain map, the model the tests and fuzzer check
+//!   the store against.
 //!
 //! Choices the paper leaves open, and ours:
 //!
@@ -83,6 +85,8 @@ extern crate std;
 
 mod config;
 mod hash;
+#[cfg(feature = "alloc")]
+pub mod oracle;
 #[cfg(feature = "alloc")]
 mod shard;
 mod stats;
