@@ -35,7 +35,11 @@ impl HashRatio {
 
     /// h = `quarters` / 4, for `quarters` in 2..=16; `None` otherwise.
     pub const fn from_quarters(quarters: u8) -> Option<HashRatio> {
-        if quarters >= 2 && quarters <= 16 { Some(HashRatio(quarters)) } else { None }
+        if quarters >= 2 && quarters <= 16 {
+            Some(HashRatio(quarters))
+        } else {
+            None
+        }
     }
 
     /// h in quarters.
@@ -99,7 +103,9 @@ impl EssConfig {
         key: HashKey,
     ) -> Result<EssConfig, ConfigError> {
         if capacity_log2 == 0 || capacity_log2 > MAX_CAPACITY_LOG2 {
-            return Err(ConfigError::Capacity { log2: capacity_log2 });
+            return Err(ConfigError::Capacity {
+                log2: capacity_log2,
+            });
         }
         if resolution_ticks == 0 {
             return Err(ConfigError::ZeroResolution);
@@ -107,13 +113,24 @@ impl EssConfig {
         if lifetime_ticks == 0 {
             return Err(ConfigError::ZeroLifetime);
         }
-        if lifetime_ticks % resolution_ticks != 0 {
-            return Err(ConfigError::LifetimeNotWholeUnits { lifetime_ticks, resolution_ticks });
+        if !lifetime_ticks.is_multiple_of(resolution_ticks) {
+            return Err(ConfigError::LifetimeNotWholeUnits {
+                lifetime_ticks,
+                resolution_ticks,
+            });
         }
         if lifetime_ticks / resolution_ticks > MAX_LIFETIME_UNITS {
-            return Err(ConfigError::LifetimeTooLong { units: lifetime_ticks / resolution_ticks });
+            return Err(ConfigError::LifetimeTooLong {
+                units: lifetime_ticks / resolution_ticks,
+            });
         }
-        Ok(EssConfig { capacity_log2, hash_ratio: HashRatio::TWO, lifetime_ticks, resolution_ticks, key })
+        Ok(EssConfig {
+            capacity_log2,
+            hash_ratio: HashRatio::TWO,
+            lifetime_ticks,
+            resolution_ticks,
+            key,
+        })
     }
 
     /// The smallest store that never refuses a creation while creations stay under
@@ -142,8 +159,13 @@ impl EssConfig {
         if ticks_per_second == 0 {
             return Err(ConfigError::ZeroResolution);
         }
-        let needed = Self::bindings_for_rate(creations_per_second, ticks_per_second, lifetime_ticks);
-        let log2 = if needed <= 2 { 1 } else { 128 - (needed - 1).leading_zeros() };
+        let needed =
+            Self::bindings_for_rate(creations_per_second, ticks_per_second, lifetime_ticks);
+        let log2 = if needed <= 2 {
+            1
+        } else {
+            128 - (needed - 1).leading_zeros()
+        };
         if log2 > u32::from(MAX_CAPACITY_LOG2) {
             return Err(ConfigError::RateTooHigh { bindings: needed });
         }
@@ -153,7 +175,11 @@ impl EssConfig {
 
     /// How many bindings can be unexpired at once at `creations_per_second`: the ceiling of
     /// rate × lifetime.
-    pub fn bindings_for_rate(creations_per_second: u64, ticks_per_second: u64, lifetime_ticks: u64) -> u128 {
+    pub fn bindings_for_rate(
+        creations_per_second: u64,
+        ticks_per_second: u64,
+        lifetime_ticks: u64,
+    ) -> u128 {
         let num = u128::from(creations_per_second) * u128::from(lifetime_ticks);
         num.div_ceil(u128::from(ticks_per_second.max(1)))
     }
@@ -255,22 +281,43 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConfigError::Capacity { log2 } => {
-                write!(f, "capacity 2^{log2} is outside 2^1..=2^{MAX_CAPACITY_LOG2}")
+                write!(
+                    f,
+                    "capacity 2^{log2} is outside 2^1..=2^{MAX_CAPACITY_LOG2}"
+                )
             }
-            ConfigError::ZeroResolution => f.write_str("clock resolution must be at least one tick"),
+            ConfigError::ZeroResolution => {
+                f.write_str("clock resolution must be at least one tick")
+            }
             ConfigError::ZeroLifetime => f.write_str("lifetime must be at least one tick"),
-            ConfigError::LifetimeNotWholeUnits { lifetime_ticks, resolution_ticks } => write!(
+            ConfigError::LifetimeNotWholeUnits {
+                lifetime_ticks,
+                resolution_ticks,
+            } => write!(
                 f,
                 "lifetime of {lifetime_ticks} ticks is not a whole number of {resolution_ticks}-tick clock units"
             ),
             ConfigError::LifetimeTooLong { units } => {
-                write!(f, "lifetime of {units} clock units exceeds {MAX_LIFETIME_UNITS}")
+                write!(
+                    f,
+                    "lifetime of {units} clock units exceeds {MAX_LIFETIME_UNITS}"
+                )
             }
             ConfigError::RateTooHigh { bindings } => {
-                write!(f, "rate needs {bindings} bindings, more than 2^{MAX_CAPACITY_LOG2}")
+                write!(
+                    f,
+                    "rate needs {bindings} bindings, more than 2^{MAX_CAPACITY_LOG2}"
+                )
             }
-            ConfigError::TableLength { table, expected, actual } => {
-                write!(f, "{table} table has {actual} entries, config needs {expected}")
+            ConfigError::TableLength {
+                table,
+                expected,
+                actual,
+            } => {
+                write!(
+                    f,
+                    "{table} table has {actual} entries, config needs {expected}"
+                )
             }
         }
     }
@@ -288,12 +335,30 @@ mod tests {
 
     #[test]
     fn rejects_bad_configs() {
-        assert_eq!(EssConfig::new(0, 10, 1, key()), Err(ConfigError::Capacity { log2: 0 }));
-        assert_eq!(EssConfig::new(29, 10, 1, key()), Err(ConfigError::Capacity { log2: 29 }));
-        assert_eq!(EssConfig::new(4, 10, 0, key()), Err(ConfigError::ZeroResolution));
-        assert_eq!(EssConfig::new(4, 0, 1, key()), Err(ConfigError::ZeroLifetime));
-        assert!(matches!(EssConfig::new(4, 10, 3, key()), Err(ConfigError::LifetimeNotWholeUnits { .. })));
-        assert!(matches!(EssConfig::new(4, 1 << 31, 1, key()), Err(ConfigError::LifetimeTooLong { .. })));
+        assert_eq!(
+            EssConfig::new(0, 10, 1, key()),
+            Err(ConfigError::Capacity { log2: 0 })
+        );
+        assert_eq!(
+            EssConfig::new(29, 10, 1, key()),
+            Err(ConfigError::Capacity { log2: 29 })
+        );
+        assert_eq!(
+            EssConfig::new(4, 10, 0, key()),
+            Err(ConfigError::ZeroResolution)
+        );
+        assert_eq!(
+            EssConfig::new(4, 0, 1, key()),
+            Err(ConfigError::ZeroLifetime)
+        );
+        assert!(matches!(
+            EssConfig::new(4, 10, 3, key()),
+            Err(ConfigError::LifetimeNotWholeUnits { .. })
+        ));
+        assert!(matches!(
+            EssConfig::new(4, 1 << 31, 1, key()),
+            Err(ConfigError::LifetimeTooLong { .. })
+        ));
         assert!(EssConfig::new(4, (1 << 31) - 1, 1, key()).is_ok());
     }
 
@@ -318,7 +383,10 @@ mod tests {
         assert_eq!(HashRatio::HALF.slots_for(1), 1);
         assert_eq!(std::format!("{}", HashRatio::HALF), "0.5");
         assert_eq!(std::format!("{}", HashRatio::TWO), "2");
-        assert_eq!(std::format!("{}", HashRatio::from_quarters(7).unwrap()), "1.75");
+        assert_eq!(
+            std::format!("{}", HashRatio::from_quarters(7).unwrap()),
+            "1.75"
+        );
         assert!(HashRatio::from_quarters(17).is_none());
     }
 }

@@ -34,7 +34,12 @@ impl core::fmt::Debug for HashKey {
 }
 
 /// Odd constants (digits of pi) that keep a weak key from zeroing a round.
-const PI: [u64; 4] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+const PI: [u64; 4] = [
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+];
 
 #[inline(always)]
 const fn folded_multiply(a: u64, b: u64) -> u64 {
@@ -60,12 +65,18 @@ impl HashKey {
     /// A key stretched from one 64-bit secret seed (SplitMix64).
     pub const fn from_seed(seed: u64) -> Self {
         let mut s = seed;
-        HashKey([splitmix64(&mut s), splitmix64(&mut s), splitmix64(&mut s), splitmix64(&mut s)])
+        HashKey([
+            splitmix64(&mut s),
+            splitmix64(&mut s),
+            splitmix64(&mut s),
+            splitmix64(&mut s),
+        ])
     }
 
     /// A different key derived from this one, for the `i`th member of a family (shards).
     pub const fn derive(&self, i: u64) -> Self {
-        let mut s = self.0[0] ^ self.0[1].rotate_left(17) ^ self.0[2].rotate_left(31) ^ self.0[3] ^ i;
+        let mut s =
+            self.0[0] ^ self.0[1].rotate_left(17) ^ self.0[2].rotate_left(31) ^ self.0[3] ^ i;
         let mut out = [0u64; 4];
         let mut j = 0;
         while j < 4 {

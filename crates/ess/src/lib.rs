@@ -102,7 +102,7 @@ pub use stats::{ChainStats, HISTOGRAM_LEN};
 pub use store::{Counters, DefaultTables, Ess, Full, Handle, Probe};
 #[cfg(feature = "alloc")]
 pub use tables::OwnedTables;
-pub use tables::{BorrowedTables, TagSlot, Tables};
+pub use tables::{BorrowedTables, Tables, TagSlot};
 pub use time::Instant;
 
 /// A 64-bit tag: the name of a binding, chosen at random by its users (§2.3).

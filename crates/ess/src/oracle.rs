@@ -63,7 +63,10 @@ impl Oracle {
     /// The value bound to `tag` at `now`, or `None` for *nil*.
     pub fn get(&self, now: Instant, tag: Tag) -> Option<Value> {
         let t = self.effective(now);
-        self.bindings.get(&tag.0).filter(|(_, gone)| *gone > t).map(|(v, _)| *v)
+        self.bindings
+            .get(&tag.0)
+            .filter(|(_, gone)| *gone > t)
+            .map(|(v, _)| *v)
     }
 
     /// Finds or creates `tag`'s binding; `Ok(true)` if it was created (with value 0).
@@ -80,7 +83,9 @@ impl Oracle {
             return Err(Full);
         }
         let r = self.resolution_ticks;
-        let gone = (t / r).saturating_add(self.lifetime_ticks / r).saturating_mul(r);
+        let gone = (t / r)
+            .saturating_add(self.lifetime_ticks / r)
+            .saturating_mul(r);
         self.bindings.insert(tag.0, (Value(0), gone));
         Ok(true)
     }
@@ -112,6 +117,9 @@ impl Oracle {
     /// The first tick at which `tag`'s binding is gone, if it has one at `now`.
     pub fn expiry(&self, now: Instant, tag: Tag) -> Option<Instant> {
         let t = self.effective(now);
-        self.bindings.get(&tag.0).filter(|(_, gone)| *gone > t).map(|(_, gone)| Instant::from_ticks(*gone))
+        self.bindings
+            .get(&tag.0)
+            .filter(|(_, gone)| *gone > t)
+            .map(|(_, gone)| Instant::from_ticks(*gone))
     }
 }

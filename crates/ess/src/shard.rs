@@ -4,7 +4,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::config::EssConfig;
-use crate::hash::{reduce, HashKey};
+use crate::hash::{HashKey, reduce};
 use crate::store::{Ess, Full};
 use crate::time::Instant;
 use crate::{Tag, Value};
@@ -32,7 +32,10 @@ pub struct ShardRouter {
 impl ShardRouter {
     /// A router over `shards` shards (at least one) keyed by `key`.
     pub const fn new(shards: u32, key: HashKey) -> Self {
-        ShardRouter { key, shards: if shards == 0 { 1 } else { shards } }
+        ShardRouter {
+            key,
+            shards: if shards == 0 { 1 } else { shards },
+        }
     }
 
     /// The shard for computation `cid`.
@@ -128,7 +131,10 @@ impl ShardedEss {
 
     /// Runs every shard's bounded cleaner; returns the entries reclaimed.
     pub fn clean(&mut self, now: Instant, budget_per_shard: usize) -> usize {
-        self.shards.iter_mut().map(|s| s.clean(now, budget_per_shard)).sum()
+        self.shards
+            .iter_mut()
+            .map(|s| s.clean(now, budget_per_shard))
+            .sum()
     }
 
     /// Bytes used by all shards.

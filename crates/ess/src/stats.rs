@@ -44,17 +44,29 @@ pub struct ChainStats {
 impl ChainStats {
     /// Mean entries examined by a `find` that hits, over all visible bindings.
     pub fn mean_hit_probes(&self) -> f64 {
-        if self.visible == 0 { 0.0 } else { self.hit_probes as f64 / self.visible as f64 }
+        if self.visible == 0 {
+            0.0
+        } else {
+            self.hit_probes as f64 / self.visible as f64
+        }
     }
 
     /// Mean entries examined by a `find` that misses, over all slots (uniform tags).
     pub fn mean_miss_probes(&self) -> f64 {
-        if self.slots == 0 { 0.0 } else { self.miss_probes as f64 / self.slots as f64 }
+        if self.slots == 0 {
+            0.0
+        } else {
+            self.miss_probes as f64 / self.slots as f64
+        }
     }
 
     /// Visible bindings per hash slot (the load factor α = fill / h).
     pub fn load(&self) -> f64 {
-        if self.slots == 0 { 0.0 } else { self.visible as f64 / self.slots as f64 }
+        if self.slots == 0 {
+            0.0
+        } else {
+            self.visible as f64 / self.slots as f64
+        }
     }
 }
 

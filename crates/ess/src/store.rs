@@ -6,7 +6,7 @@ use crate::config::EssConfig;
 use crate::hash::reduce;
 #[cfg(feature = "alloc")]
 use crate::tables::OwnedTables;
-use crate::tables::{prepare, NIL, TagSlot, Tables};
+use crate::tables::{NIL, Tables, TagSlot, prepare};
 use crate::time::{Clock, Instant};
 use crate::{ConfigError, Tag, Value};
 
@@ -190,7 +190,9 @@ impl<T: Tables> Ess<T> {
     /// work. `None` if nothing is waiting.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let slot = self.tail()?;
-        Some(Instant::from_ticks(self.clock.units_to_ticks(self.full_expiry(slot.expiry))))
+        Some(Instant::from_ticks(
+            self.clock.units_to_ticks(self.full_expiry(slot.expiry)),
+        ))
     }
 
     // ---- lookups ----------------------------------------------------------------------
@@ -198,13 +200,18 @@ impl<T: Tables> Ess<T> {
     /// Finds the live binding of `tag` at `now`, or `None` (*nil*).
     #[inline]
     pub fn find(&self, now: Instant, tag: Tag) -> Option<Handle> {
-        self.walk(self.clock.effective_ticks(now), tag.0, self.bucket(tag.0)).0
+        self.walk(self.clock.effective_ticks(now), tag.0, self.bucket(tag.0))
+            .0
     }
 
     /// [`find`](Self::find), also reporting how many tag-table entries it examined.
     pub fn probe(&self, now: Instant, tag: Tag) -> Probe {
-        let (found, entries_examined) = self.walk(self.clock.effective_ticks(now), tag.0, self.bucket(tag.0));
-        Probe { found, entries_examined }
+        let (found, entries_examined) =
+            self.walk(self.clock.effective_ticks(now), tag.0, self.bucket(tag.0));
+        Probe {
+            found,
+            entries_examined,
+        }
     }
 
     /// Finds the live binding of `tag`, creating it (value 0, lifetime τ from `now`) if there
@@ -245,10 +252,16 @@ impl<T: Tables> Ess<T> {
         let index = self.last.wrapping_add(self.len) & self.mask;
         let (tags, values, hash) = self.tables.split_mut();
         let head = hash.get(bucket).copied().unwrap_or(NIL);
-        if let (Some(slot), Some(value), Some(h)) =
-            (tags.get_mut(index as usize), values.get_mut(index as usize), hash.get_mut(bucket))
-        {
-            *slot = TagSlot { tag: tag.0, expiry: expiry as u32, chain: head };
+        if let (Some(slot), Some(value), Some(h)) = (
+            tags.get_mut(index as usize),
+            values.get_mut(index as usize),
+            hash.get_mut(bucket),
+        ) {
+            *slot = TagSlot {
+                tag: tag.0,
+                expiry: expiry as u32,
+                chain: head,
+            };
             *value = Value(0);
             *h = index;
         }
@@ -261,7 +274,11 @@ impl<T: Tables> Ess<T> {
     /// The value bound through `handle`. See [`Handle`] for how long a handle is valid.
     #[inline]
     pub fn read(&self, handle: Handle) -> Value {
-        self.tables.values().get(handle.index as usize).copied().unwrap_or(Value(0))
+        self.tables
+            .values()
+            .get(handle.index as usize)
+            .copied()
+            .unwrap_or(Value(0))
     }
 
     /// Binds `value` through `handle`. The binding's lifetime does not change: writes never
@@ -321,7 +338,8 @@ impl<T: Tables> Ess<T> {
     /// The full expiry, in units, of an entry in the window whose low bits are `stored`.
     #[inline(always)]
     fn full_expiry(&self, stored: u32) -> u64 {
-        self.horizon.saturating_sub(u64::from((self.horizon as u32).wrapping_sub(stored)))
+        self.horizon
+            .saturating_sub(u64::from((self.horizon as u32).wrapping_sub(stored)))
     }
 
     #[inline(always)]
@@ -344,14 +362,22 @@ impl<T: Tables> Ess<T> {
             if age < min_age || age >= self.len {
                 break;
             }
-            let Some(slot) = tags.get(cur as usize) else { break };
+            let Some(slot) = tags.get(cur as usize) else {
+                break;
+            };
             examined += 1;
             if self.is_expired(slot.expiry, now_ticks) {
                 // Everything further down the chain is older, so expired too.
                 break;
             }
             if slot.tag == tag {
-                return (Some(Handle { index: cur, new: false }), examined);
+                return (
+                    Some(Handle {
+                        index: cur,
+                        new: false,
+                    }),
+                    examined,
+                );
             }
             min_age = age + 1;
             cur = slot.chain;
@@ -360,7 +386,11 @@ impl<T: Tables> Ess<T> {
     }
 
     fn tail(&self) -> Option<TagSlot> {
-        if self.len == 0 { None } else { self.tables.tags().get(self.last as usize).copied() }
+        if self.len == 0 {
+            None
+        } else {
+            self.tables.tags().get(self.last as usize).copied()
+        }
     }
 
     fn reclaim_tail_if_expired(&mut self, now_ticks: u64) -> bool {
@@ -379,10 +409,10 @@ impl<T: Tables> Ess<T> {
         let Some(slot) = self.tail() else { return };
         let bucket = self.bucket(slot.tag);
         let index = self.last;
-        if let Some(h) = self.tables.split_mut().2.get_mut(bucket) {
-            if *h == index {
-                *h = NIL;
-            }
+        if let Some(h) = self.tables.split_mut().2.get_mut(bucket)
+            && *h == index
+        {
+            *h = NIL;
         }
         self.last = index.wrapping_add(1) & self.mask;
         self.len -= 1;
@@ -402,7 +432,9 @@ impl<T: Tables> Ess<T> {
                 if age < min_age || age >= self.len {
                     break;
                 }
-                let Some(slot) = tags.get(cur as usize) else { break };
+                let Some(slot) = tags.get(cur as usize) else {
+                    break;
+                };
                 if self.is_expired(slot.expiry, now_ticks) {
                     stale = true;
                     break;
@@ -446,7 +478,11 @@ mod tests {
         let mut s = store(4, 100, 1);
         assert_eq!(s.get(t(0), Tag(5)), None);
         s.put(t(0), Tag(5), Value(0)).unwrap();
-        assert_eq!(s.get(t(0), Tag(5)), Some(Value(0)), "a bound zero is not nil");
+        assert_eq!(
+            s.get(t(0), Tag(5)),
+            Some(Value(0)),
+            "a bound zero is not nil"
+        );
         s.put(t(3), Tag(5), Value(u64::MAX)).unwrap();
         assert_eq!(s.get(t(4), Tag(5)), Some(Value(u64::MAX)));
     }
@@ -503,7 +539,9 @@ mod tests {
     fn reused_entries_do_not_confuse_old_chains() {
         // A tiny hash table (h = 0.5) so chains merge and entries are reused while older
         // chains still point at them.
-        let config = EssConfig::new(2, 4, 1, HashKey::from_seed(1)).unwrap().with_hash_ratio(crate::HashRatio::HALF);
+        let config = EssConfig::new(2, 4, 1, HashKey::from_seed(1))
+            .unwrap()
+            .with_hash_ratio(crate::HashRatio::HALF);
         let mut s = Ess::new(config);
         let mut now = 0;
         for round in 0..50u64 {
@@ -515,7 +553,11 @@ mod tests {
             }
             for i in 0..4 {
                 let tag = Tag(round * 4 + i);
-                let expect = if now < tag.0 + 4 { Some(Value(tag.0)) } else { None };
+                let expect = if now < tag.0 + 4 {
+                    Some(Value(tag.0))
+                } else {
+                    None
+                };
                 // Created at tick `tag` (one per tick), visible for 4 ticks.
                 assert_eq!(s.get(t(now), tag), expect);
             }
@@ -541,7 +583,11 @@ mod tests {
         let mut s = store(4, 10, 1);
         s.put(t(100), Tag(1), Value(1)).unwrap();
         s.put(t(200), Tag(2), Value(2)).unwrap(); // tag 1 expired at 110
-        assert_eq!(s.get(t(105), Tag(1)), None, "the store's time is the latest seen");
+        assert_eq!(
+            s.get(t(105), Tag(1)),
+            None,
+            "the store's time is the latest seen"
+        );
         s.put(t(50), Tag(3), Value(3)).unwrap(); // created at 200
         assert_eq!(s.get(t(209), Tag(3)), Some(Value(3)));
         assert_eq!(s.get(t(210), Tag(3)), None);
@@ -552,7 +598,10 @@ mod tests {
         let mut big = store(8, 10, 1);
         let h = big.find_create(t(0), Tag(1)).unwrap();
         let mut small = store(1, 10, 1);
-        let bogus = Handle { index: 200, new: false };
+        let bogus = Handle {
+            index: 200,
+            new: false,
+        };
         assert_eq!(small.read(bogus), Value(0));
         small.write(bogus, Value(1));
         let _ = small.read(h);

@@ -3,8 +3,8 @@
 #[cfg(feature = "alloc")]
 use alloc::{boxed::Box, vec};
 
-use crate::config::{ConfigError, EssConfig};
 use crate::Value;
+use crate::config::{ConfigError, EssConfig};
 
 /// "No entry": the end of a chain, or an empty hash slot.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -22,7 +22,11 @@ pub struct TagSlot {
 
 impl TagSlot {
     /// An unused entry.
-    pub const EMPTY: TagSlot = TagSlot { tag: 0, expiry: 0, chain: NIL };
+    pub const EMPTY: TagSlot = TagSlot {
+        tag: 0,
+        expiry: 0,
+        chain: NIL,
+    };
 }
 
 impl Default for TagSlot {
@@ -133,7 +137,15 @@ impl Tables for OwnedTables {
 pub(crate) fn prepare<T: Tables>(config: &EssConfig, tables: &mut T) -> Result<(), ConfigError> {
     let (tags, values, hash) = tables.split_mut();
     let check = |table, expected, actual| {
-        if expected == actual { Ok(()) } else { Err(ConfigError::TableLength { table, expected, actual }) }
+        if expected == actual {
+            Ok(())
+        } else {
+            Err(ConfigError::TableLength {
+                table,
+                expected,
+                actual,
+            })
+        }
     };
     check("tag", config.capacity(), tags.len())?;
     check("value", config.capacity(), values.len())?;
@@ -158,17 +170,31 @@ mod tests {
     fn prepare_checks_every_length() {
         let config = EssConfig::new(2, 4, 1, HashKey::from_seed(0)).unwrap();
         let (mut t, mut v, mut h) = ([TagSlot::EMPTY; 4], [Value(0); 4], [0u32; 8]);
-        assert_eq!(prepare(&config, &mut BorrowedTables::new(&mut t, &mut v, &mut h)), Ok(()));
+        assert_eq!(
+            prepare(&config, &mut BorrowedTables::new(&mut t, &mut v, &mut h)),
+            Ok(())
+        );
         assert!(h.iter().all(|&x| x == NIL));
         let mut short = [0u32; 7];
         assert_eq!(
-            prepare(&config, &mut BorrowedTables::new(&mut t, &mut v, &mut short)),
-            Err(ConfigError::TableLength { table: "hash", expected: 8, actual: 7 })
+            prepare(
+                &config,
+                &mut BorrowedTables::new(&mut t, &mut v, &mut short)
+            ),
+            Err(ConfigError::TableLength {
+                table: "hash",
+                expected: 8,
+                actual: 7
+            })
         );
         let mut v3 = [Value(0); 3];
         assert_eq!(
             prepare(&config, &mut BorrowedTables::new(&mut t, &mut v3, &mut h)),
-            Err(ConfigError::TableLength { table: "value", expected: 4, actual: 3 })
+            Err(ConfigError::TableLength {
+                table: "value",
+                expected: 4,
+                actual: 3
+            })
         );
     }
 }

@@ -75,7 +75,12 @@ pub(crate) struct Clock {
 
 impl Clock {
     pub(crate) fn new(resolution: u64) -> Self {
-        Clock { resolution, now_ticks: 0, now_units: 0, next_unit_tick: resolution }
+        Clock {
+            resolution,
+            now_ticks: 0,
+            now_units: 0,
+            next_unit_tick: resolution,
+        }
     }
 
     /// Records `now` (never moving backwards) and returns the current time in units.
@@ -85,7 +90,10 @@ impl Clock {
             self.now_ticks = now.0;
             if now.0 >= self.next_unit_tick {
                 self.now_units = now.0 / self.resolution;
-                self.next_unit_tick = self.now_units.saturating_add(1).saturating_mul(self.resolution);
+                self.next_unit_tick = self
+                    .now_units
+                    .saturating_add(1)
+                    .saturating_mul(self.resolution);
             }
         }
         self.now_units

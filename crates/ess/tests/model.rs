@@ -9,7 +9,7 @@
 use ess::oracle::Oracle;
 use ess::{Ess, EssConfig, HashKey, HashRatio, Instant, Tag, Value};
 use proptest::prelude::*;
-use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 
 #[derive(Clone, Debug)]
 struct Params {
@@ -22,9 +22,14 @@ struct Params {
 
 impl Params {
     fn config(&self) -> EssConfig {
-        EssConfig::new(self.capacity_log2, self.lifetime_units * self.resolution, self.resolution, HashKey::from_seed(self.seed))
-            .unwrap()
-            .with_hash_ratio(HashRatio::from_quarters(self.h_quarters).unwrap())
+        EssConfig::new(
+            self.capacity_log2,
+            self.lifetime_units * self.resolution,
+            self.resolution,
+            HashKey::from_seed(self.seed),
+        )
+        .unwrap()
+        .with_hash_ratio(HashRatio::from_quarters(self.h_quarters).unwrap())
     }
 
     fn tag_space(&self) -> u64 {
@@ -54,13 +59,15 @@ impl ReferenceStateMachine for Reference {
 
     fn init_state() -> BoxedStrategy<Params> {
         (1u8..=5, 1u64..=8, 1u64..=5, 2u8..=16, any::<u64>())
-            .prop_map(|(capacity_log2, lifetime_units, resolution, h_quarters, seed)| Params {
-                capacity_log2,
-                lifetime_units,
-                resolution,
-                h_quarters,
-                seed,
-            })
+            .prop_map(
+                |(capacity_log2, lifetime_units, resolution, h_quarters, seed)| Params {
+                    capacity_log2,
+                    lifetime_units,
+                    resolution,
+                    h_quarters,
+                    seed,
+                },
+            )
             .boxed()
     }
 
@@ -102,22 +109,38 @@ impl StateMachineTest for EssMatchesModel {
 
     fn init_test(p: &Params) -> Sut {
         let config = p.config();
-        Sut { ess: Ess::new(config), oracle: Oracle::new(&config), now: 0, latest: 0 }
+        Sut {
+            ess: Ess::new(config),
+            oracle: Oracle::new(&config),
+            now: 0,
+            latest: 0,
+        }
     }
 
     fn apply(mut s: Sut, _: &Params, op: Op) -> Sut {
         let now = |s: &Sut| Instant::from_ticks(s.now);
-        if matches!(op, Op::FindCreate(..) | Op::Put(..) | Op::Clean(_) | Op::CleanAll) {
+        if matches!(
+            op,
+            Op::FindCreate(..) | Op::Put(..) | Op::Clean(_) | Op::CleanAll
+        ) {
             s.latest = s.latest.max(s.now);
         }
         match op {
             Op::Advance(d) => s.now += d,
             Op::StepBack(d) => s.now = s.now.saturating_sub(d),
             Op::Leap => s.now += (1 << 32) + 1,
-            Op::Get(t) => assert_eq!(s.ess.get(now(&s), Tag(t)), s.oracle.get(now(&s), Tag(t)), "get({t})"),
+            Op::Get(t) => assert_eq!(
+                s.ess.get(now(&s), Tag(t)),
+                s.oracle.get(now(&s), Tag(t)),
+                "get({t})"
+            ),
             Op::Probe(t) => {
                 let p = s.ess.probe(now(&s), Tag(t));
-                assert_eq!(p.found.map(|h| s.ess.read(h)), s.oracle.get(now(&s), Tag(t)), "probe({t})");
+                assert_eq!(
+                    p.found.map(|h| s.ess.read(h)),
+                    s.oracle.get(now(&s), Tag(t)),
+                    "probe({t})"
+                );
                 assert!(p.entries_examined as usize <= s.ess.capacity());
             }
             Op::FindCreate(t, v) => {
@@ -130,7 +153,11 @@ impl StateMachineTest for EssMatchesModel {
                 }
             }
             Op::Put(t, v) => {
-                assert_eq!(s.ess.put(now(&s), Tag(t), Value(v)), s.oracle.put(now(&s), Tag(t), Value(v)), "put({t})")
+                assert_eq!(
+                    s.ess.put(now(&s), Tag(t), Value(v)),
+                    s.oracle.put(now(&s), Tag(t), Value(v)),
+                    "put({t})"
+                )
             }
             Op::Clean(budget) => {
                 assert!(s.ess.clean(now(&s), budget) <= budget);
@@ -151,7 +178,11 @@ impl StateMachineTest for EssMatchesModel {
         assert!(s.ess.occupied() <= s.ess.capacity());
         assert!(s.ess.occupied() >= s.oracle.live(now));
         let stats = s.ess.chain_stats(now);
-        assert_eq!(stats.visible as usize, s.oracle.live(now), "every live binding is on its chain");
+        assert_eq!(
+            stats.visible as usize,
+            s.oracle.live(now),
+            "every live binding is on its chain"
+        );
         // The next deadline is the oldest entry's expiry: due (at or before the store's time)
         // exactly when some expired entry is waiting to be reclaimed.
         let store_now = s.now.max(s.latest);
@@ -159,7 +190,11 @@ impl StateMachineTest for EssMatchesModel {
             None => assert_eq!(s.ess.occupied(), 0),
             Some(deadline) => {
                 let waiting = s.ess.occupied() > s.oracle.live(now);
-                assert_eq!(deadline.ticks() <= store_now, waiting, "deadline {deadline} at t{store_now}");
+                assert_eq!(
+                    deadline.ticks() <= store_now,
+                    waiting,
+                    "deadline {deadline} at t{store_now}"
+                );
             }
         }
     }

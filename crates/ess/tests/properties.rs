@@ -159,7 +159,10 @@ fn a_known_key_would_let_tags_be_aimed() {
     let config = EssConfig::new(10, 100, 1, key).unwrap();
     let slots = config.hash_slots() as u64;
     // Knowing the key, search for 64 tags landing in bucket 0.
-    let aimed: Vec<u64> = (0u64..).filter(|&t| ((key.hash(t) >> 32) * slots) >> 32 == 0).take(64).collect();
+    let aimed: Vec<u64> = (0u64..)
+        .filter(|&t| ((key.hash(t) >> 32) * slots) >> 32 == 0)
+        .take(64)
+        .collect();
     let mut ess = Ess::new(config);
     for &t in &aimed {
         ess.put(at(0), Tag(t), Value(0)).unwrap();

@@ -1,0 +1,62 @@
+//! The `waist` command line: a demo of the workspace's cores and the paper reproductions.
+//!
+//! `main` only parses arguments; everything runs through [`run`] so tests can drive it and
+//! capture its output. No protocol logic lives here: the demo and the reproductions call
+//! the core crates and print what they return.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+pub mod demo;
+pub mod plot;
+pub mod repro;
+
+/// Lightweight network support, made real: demo and paper reproductions.
+#[derive(Debug, Parser)]
+#[command(name = "waist", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the cores at work (today: the ephemeral state store).
+    Demo,
+    /// Reproduce a paper's table or figure, ours beside the paper's.
+    Repro {
+        /// Which reproduction.
+        #[arg(value_enum)]
+        name: repro::Name,
+        /// Directory for plots and data files.
+        #[arg(long, default_value = "repro-out")]
+        out: PathBuf,
+        /// Store size, log2 of the capacity (ess-fig11).
+        #[arg(long, default_value_t = 16)]
+        log2: u8,
+        /// Seed for tags and hash keys.
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+    },
+}
+
+/// Runs one command, writing its report to `out`.
+///
+/// # Errors
+///
+/// If writing the report or a plot fails.
+pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Demo => demo::run(out),
+        Command::Repro {
+            name,
+            out: dir,
+            log2,
+            seed,
+        } => repro::run(name, &repro::Options { dir, log2, seed }, out),
+    }
+}

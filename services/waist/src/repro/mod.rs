@@ -1,0 +1,56 @@
+//! Paper reproductions: each prints our numbers beside the paper's and writes its plot.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+pub mod ess_collisions;
+pub mod ess_fig11;
+
+/// The reproductions `waist repro` knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Name {
+    /// ESP paper Fig. 11: mean probes per `find` against fill, for h = 0.5, 1, 2.
+    EssFig11,
+    /// ESP paper Fig. 2 and §2.3: collision probabilities of 64-bit random tags.
+    EssCollisions,
+}
+
+/// Knobs shared by the reproductions.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Where plots and CSV files go.
+    pub dir: PathBuf,
+    /// Store size (log2) where one is needed.
+    pub log2: u8,
+    /// Seed for tags and keys.
+    pub seed: u64,
+}
+
+/// Runs reproduction `name`.
+///
+/// # Errors
+///
+/// If the output cannot be written.
+pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()> {
+    match name {
+        Name::EssFig11 => ess_fig11::run(opts, out).map(|_| ()),
+        Name::EssCollisions => ess_collisions::run(opts, out).map(|_| ()),
+    }
+}
+
+/// A small seeded generator (SplitMix64) for tags: reproducible runs, no dependency.
+#[derive(Clone, Debug)]
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
