@@ -32,11 +32,15 @@ pub extern "C" fn waist_nostd_ess_roundtrip(tag: u64, value: u64, at: u64) -> u6
     let Ok(mut ess) = Ess::with_tables(config, tables) else {
         return u64::MAX;
     };
-    if ess.put(Instant::from_ticks(0), Tag(tag), Value(value)).is_err() {
+    if ess
+        .put(Instant::from_ticks(0), Tag(tag), Value(value))
+        .is_err()
+    {
         return u64::MAX;
     }
     ess.clean(Instant::from_ticks(at), 4);
-    ess.get(Instant::from_ticks(at), Tag(tag)).map_or(u64::MAX, |v| v.0)
+    ess.get(Instant::from_ticks(at), Tag(tag))
+        .map_or(u64::MAX, |v| v.0)
 }
 
 #[panic_handler]
