@@ -347,40 +347,37 @@ impl<T: Tables> Ess<T> {
         self.clock.units_to_ticks(self.full_expiry(stored)) <= now_ticks
     }
 
+    /// The entries a lookup in `bucket` examines at `now_ticks`, newest first.
+    #[inline(always)]
+    fn chain(&self, bucket: usize, now_ticks: u64) -> Chain<'_, T> {
+        Chain {
+            ess: self,
+            tags: self.tables.tags(),
+            newest: self.last.wrapping_add(self.len).wrapping_sub(1),
+            cur: self.tables.hash().get(bucket).copied().unwrap_or(NIL),
+            min_age: 0,
+            now_ticks,
+        }
+    }
+
     /// Walks `bucket`'s chain for `tag`; returns the handle and the entries examined.
     #[inline(always)]
     pub(crate) fn walk(&self, now_ticks: u64, tag: u64, bucket: usize) -> (Option<Handle>, u32) {
-        let tags = self.tables.tags();
-        let mut cur = self.tables.hash().get(bucket).copied().unwrap_or(NIL);
-        let newest = self.last.wrapping_add(self.len).wrapping_sub(1);
-        let mut min_age = 0u32;
         let mut examined = 0u32;
-        while cur != NIL {
-            // Age 0 is the newest entry. A link is followed only to an older entry inside
-            // the window: anything else was reclaimed (and maybe reused) since it was made.
-            let age = newest.wrapping_sub(cur) & self.mask;
-            if age < min_age || age >= self.len {
-                break;
-            }
-            let Some(slot) = tags.get(cur as usize) else {
-                break;
-            };
+        for link in self.chain(bucket, now_ticks) {
             examined += 1;
-            if self.is_expired(slot.expiry, now_ticks) {
-                // Everything further down the chain is older, so expired too.
+            if link.expired {
                 break;
             }
-            if slot.tag == tag {
+            if link.tag == tag {
                 return (
                     Some(Handle {
-                        index: cur,
+                        index: link.index,
                         new: false,
                     }),
                     examined,
                 );
             }
-            min_age = age + 1;
-            cur = slot.chain;
         }
         (None, examined)
     }
@@ -423,28 +420,65 @@ impl<T: Tables> Ess<T> {
     /// with the number of visible entries and whether the walk ended on an expired entry.
     pub(crate) fn for_each_chain(&self, now: Instant, mut f: impl FnMut(usize, u32, bool)) {
         let now_ticks = self.clock.effective_ticks(now);
-        let tags = self.tables.tags();
-        let newest = self.last.wrapping_add(self.len).wrapping_sub(1);
-        for (bucket, &head) in self.tables.hash().iter().enumerate() {
-            let (mut cur, mut min_age, mut visible, mut stale) = (head, 0u32, 0u32, false);
-            while cur != NIL {
-                let age = newest.wrapping_sub(cur) & self.mask;
-                if age < min_age || age >= self.len {
-                    break;
-                }
-                let Some(slot) = tags.get(cur as usize) else {
-                    break;
-                };
-                if self.is_expired(slot.expiry, now_ticks) {
+        for bucket in 0..self.tables.hash().len() {
+            let (mut visible, mut stale) = (0u32, false);
+            for link in self.chain(bucket, now_ticks) {
+                if link.expired {
                     stale = true;
-                    break;
+                } else {
+                    visible += 1;
                 }
-                visible += 1;
-                min_age = age + 1;
-                cur = slot.chain;
             }
             f(bucket, visible, stale);
         }
+    }
+}
+
+/// One entry a chain walk examines.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    index: u32,
+    tag: u64,
+    expired: bool,
+}
+
+/// A walk down one hash chain, newest entry first.
+///
+/// Age 0 is the newest entry in the window. A link is followed only to an *older* entry
+/// *inside* the window: anything else was reclaimed (and maybe reused by another chain)
+/// after the link was made. The walk ends after the first expired entry, since everything
+/// further down is older and so expired too. Ages strictly grow, so a walk takes at most
+/// `len` steps whatever the tables hold.
+struct Chain<'a, T: Tables> {
+    ess: &'a Ess<T>,
+    tags: &'a [TagSlot],
+    newest: u32,
+    cur: u32,
+    min_age: u32,
+    now_ticks: u64,
+}
+
+impl<T: Tables> Iterator for Chain<'_, T> {
+    type Item = Link;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Link> {
+        if self.cur == NIL {
+            return None;
+        }
+        let age = self.newest.wrapping_sub(self.cur) & self.ess.mask;
+        if age < self.min_age || age >= self.ess.len {
+            return None;
+        }
+        let slot = self.tags.get(self.cur as usize)?;
+        let link = Link {
+            index: self.cur,
+            tag: slot.tag,
+            expired: self.ess.is_expired(slot.expiry, self.now_ticks),
+        };
+        self.cur = if link.expired { NIL } else { slot.chain };
+        self.min_age = age + 1;
+        Some(link)
     }
 }
 
