@@ -1,0 +1,141 @@
+//! Stores filled or driven to a steady state, shared by the bench and the example.
+
+use ess::{Ess, EssConfig, Handle, HashKey, HashRatio, Instant, Tag, Value};
+
+use super::{FifoStore, tag_of};
+
+/// Lifetime, in ticks, of bindings in the static fills: nothing expires during a bench.
+pub(crate) const STATIC_LIFETIME: u64 = 1 << 30;
+/// Churn calls `Ess::clean` every this many ticks ...
+pub(crate) const CLEAN_EVERY: u64 = 1 << 15;
+/// ... with this budget: twice the entries that expire in between, so it always keeps up.
+pub(crate) const CLEAN_BUDGET: usize = 1 << 16;
+
+const KEY_SEED: u64 = 0x5eed;
+
+/// Bindings live in a store of 2^`log2` at `fill` percent.
+pub(crate) fn live(log2: u8, fill: u8) -> u64 {
+    (1u64 << log2) * u64::from(fill) / 100
+}
+
+/// A store of 2^`log2` bindings living `lifetime` ticks (one-tick clock), ratio `h`.
+pub(crate) fn ess_store(log2: u8, lifetime: u64, h: HashRatio) -> Ess {
+    let config = EssConfig::new(log2, lifetime, 1, HashKey::from_seed(KEY_SEED))
+        .expect("valid bench config");
+    Ess::new(config.with_hash_ratio(h))
+}
+
+/// An ESS holding tags `tag_of(0..n)`, tag `i` created at tick `i`, `n` = `fill`% of 2^`log2`.
+/// Probe it at tick `n`.
+pub(crate) fn ess_filled(log2: u8, fill: u8, h: HashRatio) -> Ess {
+    let mut ess = ess_store(log2, STATIC_LIFETIME, h);
+    for i in 0..live(log2, fill) {
+        ess.put(Instant::from_ticks(i), Tag(tag_of(i)), Value(i))
+            .expect("fill fits");
+    }
+    ess
+}
+
+/// The baseline holding the same bindings as [`ess_filled`].
+pub(crate) fn fifo_filled(log2: u8, fill: u8) -> FifoStore {
+    let mut store = FifoStore::new(1 << log2, STATIC_LIFETIME);
+    for i in 0..live(log2, fill) {
+        let (v, _) = store.find_create(i, tag_of(i)).expect("fill fits");
+        *v = i;
+    }
+    store
+}
+
+/// An ESS in steady churn: one creation per tick, lifetime = `fill`% of capacity in ticks,
+/// so that many bindings are live and every one expires and is reclaimed. Tag `tag_of(t)` is
+/// created at tick `t`.
+#[derive(Debug)]
+pub(crate) struct EssChurn {
+    /// The store.
+    pub(crate) ess: Ess,
+    /// The latest tick.
+    pub(crate) now: u64,
+}
+
+impl EssChurn {
+    /// A store of 2^`log2` at ratio `h`, driven for two lifetimes so it is in steady state.
+    pub(crate) fn new(log2: u8, fill: u8, h: HashRatio) -> Self {
+        let lifetime = live(log2, fill);
+        let mut s = EssChurn {
+            ess: ess_store(log2, lifetime, h),
+            now: 0,
+        };
+        for _ in 0..2 * lifetime {
+            s.churn();
+        }
+        s
+    }
+
+    /// `find_create` of a fresh tag at the next tick (the store reclaims up to two expired
+    /// entries itself).
+    #[inline]
+    pub(crate) fn create(&mut self) -> Handle {
+        self.now += 1;
+        let now = Instant::from_ticks(self.now);
+        self.ess
+            .find_create(now, Tag(tag_of(self.now)))
+            .expect("steady churn never fills the store")
+    }
+
+    /// One router operation: `find_create` + `write` of a fresh tag, and every
+    /// [`CLEAN_EVERY`] ticks a `clean` with budget [`CLEAN_BUDGET`].
+    #[inline]
+    pub(crate) fn churn(&mut self) {
+        let h = self.create();
+        self.ess.write(h, Value(self.now));
+        if self.now.is_multiple_of(CLEAN_EVERY) {
+            self.ess.clean(Instant::from_ticks(self.now), CLEAN_BUDGET);
+        }
+    }
+}
+
+/// The baseline in the same steady churn as [`EssChurn`].
+#[derive(Debug)]
+pub(crate) struct FifoChurn {
+    /// The store.
+    pub(crate) store: FifoStore,
+    /// The latest tick.
+    pub(crate) now: u64,
+}
+
+impl FifoChurn {
+    /// A store for 2^`log2`, driven for two lifetimes so it is in steady state.
+    pub(crate) fn new(log2: u8, fill: u8) -> Self {
+        let lifetime = live(log2, fill);
+        let mut s = FifoChurn {
+            store: FifoStore::new(1 << log2, lifetime),
+            now: 0,
+        };
+        for _ in 0..2 * lifetime {
+            s.churn();
+        }
+        s
+    }
+
+    /// `find_create` of a fresh tag at the next tick (pops the expired FIFO front first).
+    #[inline]
+    pub(crate) fn create(&mut self) -> bool {
+        self.now += 1;
+        let (_, new) = self
+            .store
+            .find_create(self.now, tag_of(self.now))
+            .expect("steady churn never fills the store");
+        new
+    }
+
+    /// One router operation: `find_create` + write of a fresh tag.
+    #[inline]
+    pub(crate) fn churn(&mut self) {
+        self.now += 1;
+        let (v, _) = self
+            .store
+            .find_create(self.now, tag_of(self.now))
+            .expect("steady churn never fills the store");
+        *v = self.now;
+    }
+}
