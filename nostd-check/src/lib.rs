@@ -13,7 +13,7 @@
 
 use core::panic::PanicInfo;
 
-use ess::{BorrowedTables, Ess, EssConfig, HashKey, Instant, Tag, TagSlot, Value};
+use ess::{BorrowedTables, Entry, Ess, EssConfig, HashKey, Instant, Tag, Value};
 
 /// `ess`: builds a store over tables on the stack (no allocator), puts `value` under `tag`
 /// at tick 0 and reads it back at tick `at`. Returns the value, or `u64::MAX` for *nil* or
@@ -25,10 +25,9 @@ pub extern "C" fn waist_nostd_ess_roundtrip(tag: u64, value: u64, at: u64) -> u6
     let Ok(config) = EssConfig::new(LOG2, 1_000, 10, HashKey::from_seed(tag ^ 0x5eed)) else {
         return u64::MAX;
     };
-    let mut tags = [TagSlot::EMPTY; CAP];
-    let mut values = [Value(0); CAP];
+    let mut entries = [Entry::EMPTY; CAP];
     let mut hash = [0u32; 2 * CAP]; // h = 2, the config's default
-    let tables = BorrowedTables::new(&mut tags, &mut values, &mut hash);
+    let tables = BorrowedTables::new(&mut entries, &mut hash);
     let Ok(mut ess) = Ess::with_tables(config, tables) else {
         return u64::MAX;
     };

@@ -268,7 +268,7 @@ pub enum ConfigError {
     },
     /// A caller-supplied table has the wrong length.
     TableLength {
-        /// Which table: `"tag"`, `"value"` or `"hash"`.
+        /// Which table: `"entry"` or `"hash"`.
         table: &'static str,
         /// The length the config needs.
         expected: usize,

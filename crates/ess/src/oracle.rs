@@ -31,7 +31,7 @@ pub struct Oracle {
     resolution_ticks: u64,
     /// Latest time given to a mutating call.
     latest: u64,
-    /// tag → (value, first tick at which the binding is gone).
+    /// tag → (value, first clock unit in which the binding is gone).
     bindings: BTreeMap<u64, (Value, u64)>,
 }
 
@@ -51,21 +51,26 @@ impl Oracle {
         now.ticks().max(self.latest)
     }
 
-    /// Records `now` as a mutating call does (the store's time never runs backwards) and
-    /// forgets expired bindings.
+    /// The clock unit of `now` (or of the latest time, if `now` is earlier).
+    fn unit(&self, now: Instant) -> u64 {
+        self.effective(now) / self.resolution_ticks
+    }
+
+    /// Records `now` as a mutating call does (the store's time never runs backwards),
+    /// forgets expired bindings, and returns the current clock unit.
     pub fn observe(&mut self, now: Instant) -> u64 {
         self.latest = self.effective(now);
-        let t = self.latest;
-        self.bindings.retain(|_, (_, gone)| *gone > t);
-        t
+        let u = self.unit(now);
+        self.bindings.retain(|_, (_, gone)| *gone > u);
+        u
     }
 
     /// The value bound to `tag` at `now`, or `None` for *nil*.
     pub fn get(&self, now: Instant, tag: Tag) -> Option<Value> {
-        let t = self.effective(now);
+        let u = self.unit(now);
         self.bindings
             .get(&tag.0)
-            .filter(|(_, gone)| *gone > t)
+            .filter(|(_, gone)| *gone > u)
             .map(|(v, _)| *v)
     }
 
@@ -75,17 +80,14 @@ impl Oracle {
     ///
     /// [`Full`] if `tag` is unbound and `capacity` bindings are live.
     pub fn find_create(&mut self, now: Instant, tag: Tag) -> Result<bool, Full> {
-        let t = self.observe(now);
+        let unit = self.observe(now);
         if self.bindings.contains_key(&tag.0) {
             return Ok(false);
         }
         if self.bindings.len() >= self.capacity {
             return Err(Full);
         }
-        let r = self.resolution_ticks;
-        let gone = (t / r)
-            .saturating_add(self.lifetime_ticks / r)
-            .saturating_mul(r);
+        let gone = unit.saturating_add(self.lifetime_ticks / self.resolution_ticks);
         self.bindings.insert(tag.0, (Value(0), gone));
         Ok(true)
     }
@@ -110,16 +112,17 @@ impl Oracle {
 
     /// Live bindings at `now`.
     pub fn live(&self, now: Instant) -> usize {
-        let t = self.effective(now);
-        self.bindings.values().filter(|(_, gone)| *gone > t).count()
+        let u = self.unit(now);
+        self.bindings.values().filter(|(_, gone)| *gone > u).count()
     }
 
-    /// The first tick at which `tag`'s binding is gone, if it has one at `now`.
+    /// The first tick at which `tag`'s binding is gone (saturating at the end of time), if
+    /// it has one at `now`.
     pub fn expiry(&self, now: Instant, tag: Tag) -> Option<Instant> {
-        let t = self.effective(now);
+        let u = self.unit(now);
         self.bindings
             .get(&tag.0)
-            .filter(|(_, gone)| *gone > t)
-            .map(|(_, gone)| Instant::from_ticks(*gone))
+            .filter(|(_, gone)| *gone > u)
+            .map(|(_, gone)| Instant::from_ticks(gone.saturating_mul(self.resolution_ticks)))
     }
 }

@@ -1,4 +1,4 @@
-//! The store: Fig. 10's three tables, the `next`/`last` registers and the cleaner.
+//! The store: Fig. 10's tables, the `next`/`last` registers and the cleaner.
 
 use core::fmt;
 
@@ -6,13 +6,17 @@ use crate::config::EssConfig;
 use crate::hash::reduce;
 #[cfg(feature = "alloc")]
 use crate::tables::OwnedTables;
-use crate::tables::{NIL, Tables, TagSlot, prepare};
+use crate::tables::{Entry, NIL, Tables, prepare};
 use crate::time::{Clock, Instant};
 use crate::{ConfigError, Tag, Value};
 
 /// Expired entries `find_create` reclaims from the tail before it allocates: more than one,
 /// so reclamation keeps ahead of creation without any cleaner call.
 const RECLAIM_PER_CREATE: usize = 2;
+
+/// Expiry times are stored as their low 32 bits: an entry whose expiry is this far before
+/// the newest one's must be reclaimed before its bits could alias.
+const ALIAS_SPAN: u64 = 1 << 32;
 
 /// A reference to one binding's record, returned by [`Ess::find`] and [`Ess::find_create`]
 /// and taken by [`Ess::read`] and [`Ess::write`] (paper §5.1).
@@ -28,7 +32,7 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// The index of the record in the value table (the paper's *n*-bit handle).
+    /// The index of the record in the tag and value tables (the paper's *n*-bit handle).
     pub const fn index(self) -> u32 {
         self.index
     }
@@ -69,7 +73,7 @@ pub struct Counters {
 pub struct Probe {
     /// The binding, if the tag is bound.
     pub found: Option<Handle>,
-    /// Tag-table entries examined (the paper's chain length *cl*, Table 1).
+    /// Entries examined (the paper's chain length *cl*, Table 1).
     pub entries_examined: u32,
 }
 
@@ -87,17 +91,18 @@ pub struct Probe {
 ///
 /// # Layout (Fig. 10)
 ///
-/// * tag table, 2^n [`TagSlot`]s of 16 bytes: tag, expiry (low 32 bits of clock units),
-///   chain index;
-/// * value table, 2^n `u64`s at the same indices;
-/// * hash table, h × 2^n `u32` indices into the tag table.
+/// * the tag and value tables, 2^n [`Entry`]s of 24 bytes at the same index (interleaved:
+///   see [`Entry`]): tag, value, expiry (low 32 bits of clock units), chain index;
+/// * the hash table, h × 2^n `u32` indices into the entries.
 ///
 /// Entries are taken at `next` = `last + len` in creation order, which is also expiry order,
-/// and reclaimed at `last`. A reclaimed entry is not unlinked from the middle of its chain:
-/// chains run from newest to oldest, so a walk stops at the first link that does not lead to
-/// an older live entry, or at the first expired one (everything after it is older still).
-/// Reclaiming only clears the hash slot if the entry is its chain's head, so it costs O(1).
-/// That keeps 24 bytes per binding plus 4 per hash slot: 32 bytes at h = 2.
+/// and reclaimed at `last`. Reclaiming touches nothing but the `last` register: the entry
+/// is not unlinked from its chain and its hash slot is not cleared. Lookups cope instead:
+/// chains run from newest to oldest, so a walk follows a link only to an older entry inside
+/// the window and stops at the first expired one (everything after it is older still), and
+/// a hash slot whose head entry now holds a tag of another slot is read as empty. So
+/// reclaiming costs no memory access at all, and a binding costs 24 bytes plus 4 per hash
+/// slot: 32 bytes at h = 2.
 pub struct Ess<T: Tables = DefaultTables> {
     config: EssConfig,
     tables: T,
@@ -108,7 +113,7 @@ pub struct Ess<T: Tables = DefaultTables> {
     /// Entries from `last` on that are not reclaimed yet; `next` = `last + len`.
     len: u32,
     /// Full expiry time, in clock units, of the newest entry. Every entry in the window
-    /// expires within 2^32 units before it, so 32 stored bits recover the full time.
+    /// expires less than 2^32 units before it, so 32 stored bits recover the full time.
     horizon: u64,
     lifetime_units: u64,
     clock: Clock,
@@ -131,9 +136,18 @@ impl Ess<OwnedTables> {
     }
 }
 
+/// The outcome of one chain walk.
+#[derive(Clone, Copy, Debug)]
+struct Walk {
+    found: Option<Handle>,
+    examined: u32,
+    /// The hash slot's head is a live entry of this slot, so a new entry may link to it.
+    head_live: bool,
+}
+
 impl<T: Tables> Ess<T> {
     /// A store over tables the caller supplies; their lengths must match
-    /// [`EssConfig::capacity`] (tag and value) and [`EssConfig::hash_slots`] (hash).
+    /// [`EssConfig::capacity`] (entries) and [`EssConfig::hash_slots`] (hash).
     pub fn with_tables(config: EssConfig, mut tables: T) -> Result<Self, ConfigError> {
         prepare(&config, &mut tables)?;
         Ok(Self::build(config, tables))
@@ -179,9 +193,7 @@ impl<T: Tables> Ess<T> {
 
     /// Bytes of memory the store uses: its tables plus its registers.
     pub fn memory_bytes(&self) -> usize {
-        let c = self.config.capacity();
-        c * core::mem::size_of::<TagSlot>()
-            + c * core::mem::size_of::<Value>()
+        self.config.capacity() * core::mem::size_of::<Entry>()
             + self.config.hash_slots() * core::mem::size_of::<u32>()
             + core::mem::size_of::<Self>()
     }
@@ -189,9 +201,9 @@ impl<T: Tables> Ess<T> {
     /// When the oldest unreclaimed entry expires: the next time [`clean`](Self::clean) has
     /// work. `None` if nothing is waiting.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let slot = self.tail()?;
+        let tail = self.tail()?;
         Some(Instant::from_ticks(
-            self.clock.units_to_ticks(self.full_expiry(slot.expiry)),
+            self.clock.units_to_ticks(self.full_expiry(tail.expiry)),
         ))
     }
 
@@ -200,17 +212,24 @@ impl<T: Tables> Ess<T> {
     /// Finds the live binding of `tag` at `now`, or `None` (*nil*).
     #[inline]
     pub fn find(&self, now: Instant, tag: Tag) -> Option<Handle> {
-        self.walk(self.clock.effective_ticks(now), tag.0, self.bucket(tag.0))
-            .0
+        self.walk(
+            self.cut(self.clock.units_at(now)),
+            tag.0,
+            self.bucket(tag.0),
+        )
+        .found
     }
 
-    /// [`find`](Self::find), also reporting how many tag-table entries it examined.
+    /// [`find`](Self::find), also reporting how many entries it examined.
     pub fn probe(&self, now: Instant, tag: Tag) -> Probe {
-        let (found, entries_examined) =
-            self.walk(self.clock.effective_ticks(now), tag.0, self.bucket(tag.0));
+        let w = self.walk(
+            self.cut(self.clock.units_at(now)),
+            tag.0,
+            self.bucket(tag.0),
+        );
         Probe {
-            found,
-            entries_examined,
+            found: w.found,
+            entries_examined: w.examined,
         }
     }
 
@@ -225,14 +244,11 @@ impl<T: Tables> Ess<T> {
     /// [`Full`] if `tag` is unbound and every entry holds a live binding. Nothing is evicted.
     pub fn find_create(&mut self, now: Instant, tag: Tag) -> Result<Handle, Full> {
         let units = self.clock.advance(now);
-        let now_ticks = self.clock.effective_ticks(now);
-        for _ in 0..RECLAIM_PER_CREATE {
-            if !self.reclaim_tail_if_expired(now_ticks) {
-                break;
-            }
-        }
+        let cut = self.cut(units);
+        let tail_live = self.reclaim(cut, RECLAIM_PER_CREATE);
         let bucket = self.bucket(tag.0);
-        if let (Some(found), _) = self.walk(now_ticks, tag.0, bucket) {
+        let walk = self.walk(cut, tag.0, bucket);
+        if let Some(found) = walk.found {
             return Ok(found);
         }
         if self.len > self.mask {
@@ -240,30 +256,23 @@ impl<T: Tables> Ess<T> {
             return Err(Full);
         }
         let expiry = units.saturating_add(self.lifetime_units);
-        // Expiries are kept in 32 bits relative to the newest. Entries 2^32 units older than
-        // the new one (left by a store idle that long) are long expired: reclaim them before
-        // their stored bits become ambiguous. Amortised O(1): each entry is reclaimed once.
-        while let Some(tail) = self.tail() {
-            if self.full_expiry(tail.expiry).saturating_add(1 << 32) > expiry {
-                break;
-            }
-            self.reclaim_tail();
+        if !tail_live {
+            // Entries 2^32 units older than the new one (left by a store idle that long) are
+            // long expired: reclaim them before their stored bits alias. Amortised O(1):
+            // each entry is reclaimed once. A live tail is never that old.
+            self.reclaim_aliasing(expiry);
         }
         let index = self.last.wrapping_add(self.len) & self.mask;
-        let (tags, values, hash) = self.tables.split_mut();
-        let head = hash.get(bucket).copied().unwrap_or(NIL);
-        if let (Some(slot), Some(value), Some(h)) = (
-            tags.get_mut(index as usize),
-            values.get_mut(index as usize),
-            hash.get_mut(bucket),
-        ) {
-            *slot = TagSlot {
+        let (entries, hash) = self.tables.split_mut();
+        if let (Some(entry), Some(head)) = (entries.get_mut(index as usize), hash.get_mut(bucket)) {
+            let chain = if walk.head_live { *head } else { NIL };
+            *entry = Entry {
                 tag: tag.0,
+                value: Value(0),
                 expiry: expiry as u32,
-                chain: head,
+                chain,
             };
-            *value = Value(0);
-            *h = index;
+            *head = index;
         }
         self.horizon = expiry;
         self.len += 1;
@@ -275,18 +284,17 @@ impl<T: Tables> Ess<T> {
     #[inline]
     pub fn read(&self, handle: Handle) -> Value {
         self.tables
-            .values()
+            .entries()
             .get(handle.index as usize)
-            .copied()
-            .unwrap_or(Value(0))
+            .map_or(Value(0), |e| e.value)
     }
 
     /// Binds `value` through `handle`. The binding's lifetime does not change: writes never
     /// extend it.
     #[inline]
     pub fn write(&mut self, handle: Handle, value: Value) {
-        if let Some(v) = self.tables.split_mut().1.get_mut(handle.index as usize) {
-            *v = value;
+        if let Some(e) = self.tables.split_mut().0.get_mut(handle.index as usize) {
+            e.value = value;
         }
     }
 
@@ -314,13 +322,10 @@ impl<T: Tables> Ess<T> {
     /// Reclaims at most `budget` expired entries, oldest first: bounded work per call.
     /// Returns how many it reclaimed.
     pub fn clean(&mut self, now: Instant, budget: usize) -> usize {
-        self.clock.advance(now);
-        let now_ticks = self.clock.effective_ticks(now);
-        let mut n = 0;
-        while n < budget && self.reclaim_tail_if_expired(now_ticks) {
-            n += 1;
-        }
-        n
+        let units = self.clock.advance(now);
+        let before = self.counters.reclaimed;
+        self.reclaim(self.cut(units), budget);
+        (self.counters.reclaimed - before) as usize
     }
 
     /// Reclaims every expired entry. Returns how many it reclaimed.
@@ -335,102 +340,145 @@ impl<T: Tables> Ess<T> {
         reduce(self.config.key().hash(tag), self.slots) as usize
     }
 
+    /// How far below the horizon an entry's expiry must be to have passed at clock unit
+    /// `now_units`: an entry is expired iff `horizon − expiry ≥ cut`, i.e. its full expiry is
+    /// at or before `now_units`.
+    #[inline(always)]
+    fn cut(&self, now_units: u64) -> u64 {
+        self.horizon.saturating_sub(now_units)
+    }
+
+    /// How far below the horizon an entry whose low expiry bits are `stored` expires.
+    #[inline(always)]
+    fn depth(&self, stored: u32) -> u64 {
+        u64::from((self.horizon as u32).wrapping_sub(stored))
+    }
+
     /// The full expiry, in units, of an entry in the window whose low bits are `stored`.
     #[inline(always)]
     fn full_expiry(&self, stored: u32) -> u64 {
-        self.horizon
-            .saturating_sub(u64::from((self.horizon as u32).wrapping_sub(stored)))
+        self.horizon.saturating_sub(self.depth(stored))
     }
 
+    /// The entries a lookup in `bucket` examines, newest first.
     #[inline(always)]
-    fn is_expired(&self, stored: u32, now_ticks: u64) -> bool {
-        self.clock.units_to_ticks(self.full_expiry(stored)) <= now_ticks
-    }
-
-    /// The entries a lookup in `bucket` examines at `now_ticks`, newest first.
-    #[inline(always)]
-    fn chain(&self, bucket: usize, now_ticks: u64) -> Chain<'_, T> {
+    fn chain(&self, bucket: usize, cut: u64) -> Chain<'_, T> {
         Chain {
             ess: self,
-            tags: self.tables.tags(),
+            entries: self.tables.entries(),
             newest: self.last.wrapping_add(self.len).wrapping_sub(1),
             cur: self.tables.hash().get(bucket).copied().unwrap_or(NIL),
             min_age: 0,
-            now_ticks,
+            cut,
         }
     }
 
-    /// Walks `bucket`'s chain for `tag`; returns the handle and the entries examined.
+    /// Walks `bucket`'s chain for `tag`.
     #[inline(always)]
-    pub(crate) fn walk(&self, now_ticks: u64, tag: u64, bucket: usize) -> (Option<Handle>, u32) {
-        let mut examined = 0u32;
-        for link in self.chain(bucket, now_ticks) {
-            examined += 1;
+    fn walk(&self, cut: u64, tag: u64, bucket: usize) -> Walk {
+        let mut walk = Walk {
+            found: None,
+            examined: 0,
+            head_live: false,
+        };
+        for link in self.chain(bucket, cut) {
+            walk.examined += 1;
             if link.expired {
                 break;
             }
             if link.tag == tag {
-                return (
-                    Some(Handle {
-                        index: link.index,
-                        new: false,
-                    }),
-                    examined,
-                );
+                walk.found = Some(Handle {
+                    index: link.index,
+                    new: false,
+                });
+                walk.head_live = true;
+                break;
+            }
+            if walk.examined == 1 {
+                // Hash slots are not cleared when their head is reclaimed: a head entry
+                // reused for a tag of another slot means this chain is empty.
+                if self.bucket(link.tag) != bucket {
+                    break;
+                }
+                walk.head_live = true;
             }
         }
-        (None, examined)
+        walk
     }
 
-    fn tail(&self) -> Option<TagSlot> {
+    fn tail(&self) -> Option<Entry> {
         if self.len == 0 {
             None
         } else {
-            self.tables.tags().get(self.last as usize).copied()
+            self.tables.entries().get(self.last as usize).copied()
         }
     }
 
-    fn reclaim_tail_if_expired(&mut self, now_ticks: u64) -> bool {
-        match self.tail() {
-            Some(slot) if self.is_expired(slot.expiry, now_ticks) => {
-                self.reclaim_tail();
-                true
+    /// Reclaims up to `budget` expired entries from the tail. Returns whether it stopped at a
+    /// live entry (rather than the budget or an empty store).
+    fn reclaim(&mut self, cut: u64, budget: usize) -> bool {
+        let entries = self.tables.entries();
+        let hz = self.horizon as u32;
+        let (mut last, mut len, mut n) = (self.last, self.len, 0usize);
+        let mut stopped_live = false;
+        while n < budget && len > 0 {
+            let Some(e) = entries.get(last as usize) else {
+                break;
+            };
+            if u64::from(hz.wrapping_sub(e.expiry)) < cut {
+                stopped_live = true;
+                break;
             }
-            _ => false,
+            last = last.wrapping_add(1) & self.mask;
+            len -= 1;
+            n += 1;
+        }
+        self.last = last;
+        self.len = len;
+        self.counters.reclaimed += n as u64;
+        stopped_live
+    }
+
+    /// Reclaims tail entries whose expiry is 2^32 or more units before `expiry`.
+    fn reclaim_aliasing(&mut self, expiry: u64) {
+        while let Some(tail) = self.tail() {
+            if expiry.saturating_sub(self.full_expiry(tail.expiry)) < ALIAS_SPAN {
+                break;
+            }
+            self.last = self.last.wrapping_add(1) & self.mask;
+            self.len -= 1;
+            self.counters.reclaimed += 1;
         }
     }
 
-    /// Reclaims the entry at `last`. It is the oldest entry, so the last live one on its
-    /// chain: only the hash slot can still point at it as a head.
-    fn reclaim_tail(&mut self) {
-        let Some(slot) = self.tail() else { return };
-        let bucket = self.bucket(slot.tag);
-        let index = self.last;
-        if let Some(h) = self.tables.split_mut().2.get_mut(bucket)
-            && *h == index
-        {
-            *h = NIL;
-        }
-        self.last = index.wrapping_add(1) & self.mask;
-        self.len -= 1;
-        self.counters.reclaimed += 1;
-    }
-
-    /// Visits every bucket's chain as `find` would see it at `now`: calls `f(bucket, chain)`
-    /// with the number of visible entries and whether the walk ended on an expired entry.
+    /// Visits every hash slot's chain as `find` would see it at `now`: calls
+    /// `f(bucket, visible, stale)` with the number of visible entries and whether the walk
+    /// ended on an entry it had to examine but could not use (expired, or a foreign head).
     pub(crate) fn for_each_chain(&self, now: Instant, mut f: impl FnMut(usize, u32, bool)) {
-        let now_ticks = self.clock.effective_ticks(now);
+        let cut = self.cut(self.clock.units_at(now));
         for bucket in 0..self.tables.hash().len() {
             let (mut visible, mut stale) = (0u32, false);
-            for link in self.chain(bucket, now_ticks) {
-                if link.expired {
+            for link in self.chain(bucket, cut) {
+                if link.expired || (visible == 0 && self.bucket(link.tag) != bucket) {
                     stale = true;
-                } else {
-                    visible += 1;
+                    break;
                 }
+                visible += 1;
             }
             f(bucket, visible, stale);
         }
+    }
+}
+
+impl<T: Tables> fmt::Debug for Ess<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ess")
+            .field("config", &self.config)
+            .field("last", &self.last)
+            .field("occupied", &self.len)
+            .field("horizon", &self.horizon)
+            .field("counters", &self.counters)
+            .finish_non_exhaustive()
     }
 }
 
@@ -451,11 +499,11 @@ struct Link {
 /// `len` steps whatever the tables hold.
 struct Chain<'a, T: Tables> {
     ess: &'a Ess<T>,
-    tags: &'a [TagSlot],
+    entries: &'a [Entry],
     newest: u32,
     cur: u32,
     min_age: u32,
-    now_ticks: u64,
+    cut: u64,
 }
 
 impl<T: Tables> Iterator for Chain<'_, T> {
@@ -470,27 +518,16 @@ impl<T: Tables> Iterator for Chain<'_, T> {
         if age < self.min_age || age >= self.ess.len {
             return None;
         }
-        let slot = self.tags.get(self.cur as usize)?;
+        let entry = self.entries.get(self.cur as usize)?;
+        let expired = self.ess.depth(entry.expiry) >= self.cut;
         let link = Link {
             index: self.cur,
-            tag: slot.tag,
-            expired: self.ess.is_expired(slot.expiry, self.now_ticks),
+            tag: entry.tag,
+            expired,
         };
-        self.cur = if link.expired { NIL } else { slot.chain };
+        self.cur = if expired { NIL } else { entry.chain };
         self.min_age = age + 1;
         Some(link)
-    }
-}
-
-impl<T: Tables> fmt::Debug for Ess<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ess")
-            .field("config", &self.config)
-            .field("last", &self.last)
-            .field("occupied", &self.len)
-            .field("horizon", &self.horizon)
-            .field("counters", &self.counters)
-            .finish_non_exhaustive()
     }
 }
 
@@ -625,6 +662,58 @@ mod tests {
         s.put(t(50), Tag(3), Value(3)).unwrap(); // created at 200
         assert_eq!(s.get(t(209), Tag(3)), Some(Value(3)));
         assert_eq!(s.get(t(210), Tag(3)), None);
+    }
+
+    #[test]
+    fn end_of_time_keeps_live_bindings() {
+        // Found by the fuzzer: expiries saturate at u64::MAX; nothing live may be reclaimed.
+        let mut s = store(1, 10, 1);
+        let end = t(u64::MAX - 5);
+        s.put(end, Tag(1), Value(1)).unwrap();
+        s.put(end, Tag(2), Value(2)).unwrap();
+        assert_eq!(s.get(end, Tag(1)), Some(Value(1)));
+        assert_eq!(s.get(end, Tag(2)), Some(Value(2)));
+        assert_eq!(s.put(end, Tag(3), Value(3)), Err(Full));
+        assert_eq!(s.get(t(u64::MAX), Tag(1)), None);
+    }
+
+    #[test]
+    fn reused_heads_do_not_lengthen_lookups() {
+        // Reclaiming never clears hash slots, so heads go stale and their entries are
+        // reused by other slots' tags. A lookup must read such a slot as empty (one entry
+        // examined) and never walk into the other slot's chain.
+        let config = EssConfig::new(6, 32, 1, HashKey::from_seed(8))
+            .unwrap()
+            .with_hash_ratio(crate::HashRatio::HALF);
+        let mut s = Ess::new(config);
+        let mut x = 1u64;
+        let mut rand = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for now in 0..3_000u64 {
+            s.put(t(now), Tag(rand()), Value(now)).unwrap();
+            let cut = s.cut(s.clock.units_at(t(now)));
+            for _ in 0..4 {
+                let tag = rand();
+                let bucket = s.bucket(tag);
+                // The live entries whose tags belong to this slot: all a miss may examine,
+                // plus one it cannot use (an expired entry or a foreign head).
+                let own = (0..s.len)
+                    .map(|i| s.tables.entries()[(s.last.wrapping_add(i) & s.mask) as usize])
+                    .filter(|e| s.depth(e.expiry) < cut && s.bucket(e.tag) == bucket)
+                    .count() as u32;
+                let p = s.probe(t(now), Tag(tag));
+                assert!(p.found.is_none());
+                assert!(
+                    p.entries_examined <= own + 1,
+                    "examined {} with {own} own entries",
+                    p.entries_examined
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The three tables of Fig. 10, owned or borrowed.
+//! The tables of Fig. 10, owned or borrowed.
 
 #[cfg(feature = "alloc")]
 use alloc::{boxed::Box, vec};
@@ -9,58 +9,64 @@ use crate::config::{ConfigError, EssConfig};
 /// "No entry": the end of a chain, or an empty hash slot.
 pub(crate) const NIL: u32 = u32::MAX;
 
-/// One entry of the tag table: a tag, the low 32 bits of its expiry time in clock units, and
-/// the index of the next (older) entry on its hash chain (paper §5.1, Fig. 10).
+/// One row of the tag table and the value table (paper §5.1, Fig. 10): a tag, its value, the
+/// low 32 bits of its expiry time in clock units, and the index of the next (older) entry on
+/// its hash chain.
 ///
-/// Opaque: callers only allocate arrays of [`TagSlot::EMPTY`] to lend to a store.
+/// Fig. 10 keeps values in their own table at the same index as the tags, so the two can sit
+/// in different memories (SRAM, SDRAM). On a cached CPU the line, not the word, is the unit
+/// of transfer, so we interleave them: the `read` and `write` that follow a `find` touch the
+/// line the `find` already brought in. 24 bytes per entry.
+///
+/// Opaque: callers only allocate arrays of [`Entry::EMPTY`] to lend to a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TagSlot {
+pub struct Entry {
     pub(crate) tag: u64,
+    pub(crate) value: Value,
     pub(crate) expiry: u32,
     pub(crate) chain: u32,
 }
 
-impl TagSlot {
+impl Entry {
     /// An unused entry.
-    pub const EMPTY: TagSlot = TagSlot {
+    pub const EMPTY: Entry = Entry {
         tag: 0,
+        value: Value(0),
         expiry: 0,
         chain: NIL,
     };
 }
 
-impl Default for TagSlot {
+impl Default for Entry {
     fn default() -> Self {
-        TagSlot::EMPTY
+        Entry::EMPTY
     }
 }
 
-/// Storage for a store's tag, value and hash tables.
+/// Storage for a store's entry table (tags and values) and hash table.
 ///
 /// Implemented by [`OwnedTables`] (allocated once, feature `alloc`) and
-/// [`BorrowedTables`] (slices the caller supplies, for targets without an allocator). The
-/// store checks the lengths when it is built and never indexes past them, so an
-/// implementation cannot make it panic.
+/// [`BorrowedTables`] (slices the caller supplies, for targets without an allocator, or to
+/// place the tables in memory of the caller's choosing, such as huge pages). The store
+/// checks the lengths when it is built and never indexes past them, so an implementation
+/// cannot make it panic.
 pub trait Tables {
-    /// The tag table.
-    fn tags(&self) -> &[TagSlot];
-    /// The value table.
-    fn values(&self) -> &[Value];
-    /// The hash table: indices into the tag table, or `u32::MAX` for none.
+    /// The entry table: 2^n [`Entry`]s.
+    fn entries(&self) -> &[Entry];
+    /// The hash table: indices into the entry table, or `u32::MAX` for none.
     fn hash(&self) -> &[u32];
-    /// All three tables, mutably.
-    fn split_mut(&mut self) -> (&mut [TagSlot], &mut [Value], &mut [u32]);
+    /// Both tables, mutably.
+    fn split_mut(&mut self) -> (&mut [Entry], &mut [u32]);
 }
 
 /// Tables lent to the store by the caller (no allocator needed).
 ///
 /// ```
-/// use ess::{BorrowedTables, Ess, EssConfig, HashKey, Instant, TagSlot, Tag, Value};
+/// use ess::{BorrowedTables, Entry, Ess, EssConfig, HashKey, Instant, Tag, Value};
 /// let config = EssConfig::new(4, 10, 1, HashKey::from_seed(9))?;
-/// let mut tags = [TagSlot::EMPTY; 16];
-/// let mut values = [Value(0); 16];
+/// let mut entries = [Entry::EMPTY; 16];
 /// let mut hash = [0u32; 32]; // h = 2
-/// let mut ess = Ess::with_tables(config, BorrowedTables::new(&mut tags, &mut values, &mut hash))?;
+/// let mut ess = Ess::with_tables(config, BorrowedTables::new(&mut entries, &mut hash))?;
 /// ess.put(Instant::from_ticks(0), Tag(1), Value(7)).unwrap();
 /// assert_eq!(ess.get(Instant::from_ticks(9), Tag(1)), Some(Value(7)));
 /// assert_eq!(ess.get(Instant::from_ticks(10), Tag(1)), None);
@@ -68,31 +74,27 @@ pub trait Tables {
 /// ```
 #[derive(Debug)]
 pub struct BorrowedTables<'a> {
-    tags: &'a mut [TagSlot],
-    values: &'a mut [Value],
+    entries: &'a mut [Entry],
     hash: &'a mut [u32],
 }
 
 impl<'a> BorrowedTables<'a> {
-    /// Lends three tables; their lengths are checked against the config by
+    /// Lends the two tables; their lengths are checked against the config by
     /// [`Ess::with_tables`](crate::Ess::with_tables). Their contents are overwritten.
-    pub fn new(tags: &'a mut [TagSlot], values: &'a mut [Value], hash: &'a mut [u32]) -> Self {
-        BorrowedTables { tags, values, hash }
+    pub fn new(entries: &'a mut [Entry], hash: &'a mut [u32]) -> Self {
+        BorrowedTables { entries, hash }
     }
 }
 
 impl Tables for BorrowedTables<'_> {
-    fn tags(&self) -> &[TagSlot] {
-        self.tags
-    }
-    fn values(&self) -> &[Value] {
-        self.values
+    fn entries(&self) -> &[Entry] {
+        self.entries
     }
     fn hash(&self) -> &[u32] {
         self.hash
     }
-    fn split_mut(&mut self) -> (&mut [TagSlot], &mut [Value], &mut [u32]) {
-        (self.tags, self.values, self.hash)
+    fn split_mut(&mut self) -> (&mut [Entry], &mut [u32]) {
+        (self.entries, self.hash)
     }
 }
 
@@ -100,8 +102,7 @@ impl Tables for BorrowedTables<'_> {
 #[cfg(feature = "alloc")]
 #[derive(Debug)]
 pub struct OwnedTables {
-    tags: Box<[TagSlot]>,
-    values: Box<[Value]>,
+    entries: Box<[Entry]>,
     hash: Box<[u32]>,
 }
 
@@ -110,8 +111,7 @@ impl OwnedTables {
     /// Allocates the tables `config` needs.
     pub fn new(config: &EssConfig) -> Self {
         OwnedTables {
-            tags: vec![TagSlot::EMPTY; config.capacity()].into_boxed_slice(),
-            values: vec![Value(0); config.capacity()].into_boxed_slice(),
+            entries: vec![Entry::EMPTY; config.capacity()].into_boxed_slice(),
             hash: vec![NIL; config.hash_slots()].into_boxed_slice(),
         }
     }
@@ -119,23 +119,20 @@ impl OwnedTables {
 
 #[cfg(feature = "alloc")]
 impl Tables for OwnedTables {
-    fn tags(&self) -> &[TagSlot] {
-        &self.tags
-    }
-    fn values(&self) -> &[Value] {
-        &self.values
+    fn entries(&self) -> &[Entry] {
+        &self.entries
     }
     fn hash(&self) -> &[u32] {
         &self.hash
     }
-    fn split_mut(&mut self) -> (&mut [TagSlot], &mut [Value], &mut [u32]) {
-        (&mut self.tags, &mut self.values, &mut self.hash)
+    fn split_mut(&mut self) -> (&mut [Entry], &mut [u32]) {
+        (&mut self.entries, &mut self.hash)
     }
 }
 
 /// Checks the table lengths against `config` and resets their contents.
 pub(crate) fn prepare<T: Tables>(config: &EssConfig, tables: &mut T) -> Result<(), ConfigError> {
-    let (tags, values, hash) = tables.split_mut();
+    let (entries, hash) = tables.split_mut();
     let check = |table, expected, actual| {
         if expected == actual {
             Ok(())
@@ -147,11 +144,9 @@ pub(crate) fn prepare<T: Tables>(config: &EssConfig, tables: &mut T) -> Result<(
             })
         }
     };
-    check("tag", config.capacity(), tags.len())?;
-    check("value", config.capacity(), values.len())?;
+    check("entry", config.capacity(), entries.len())?;
     check("hash", config.hash_slots(), hash.len())?;
-    tags.fill(TagSlot::EMPTY);
-    values.fill(Value(0));
+    entries.fill(Entry::EMPTY);
     hash.fill(NIL);
     Ok(())
 }
@@ -162,36 +157,33 @@ mod tests {
     use crate::HashKey;
 
     #[test]
-    fn tag_slot_is_sixteen_bytes() {
-        assert_eq!(core::mem::size_of::<TagSlot>(), 16);
+    fn an_entry_is_twenty_four_bytes() {
+        assert_eq!(core::mem::size_of::<Entry>(), 24);
     }
 
     #[test]
     fn prepare_checks_every_length() {
         let config = EssConfig::new(2, 4, 1, HashKey::from_seed(0)).unwrap();
-        let (mut t, mut v, mut h) = ([TagSlot::EMPTY; 4], [Value(0); 4], [0u32; 8]);
+        let (mut e, mut h) = ([Entry::EMPTY; 4], [0u32; 8]);
         assert_eq!(
-            prepare(&config, &mut BorrowedTables::new(&mut t, &mut v, &mut h)),
+            prepare(&config, &mut BorrowedTables::new(&mut e, &mut h)),
             Ok(())
         );
         assert!(h.iter().all(|&x| x == NIL));
         let mut short = [0u32; 7];
         assert_eq!(
-            prepare(
-                &config,
-                &mut BorrowedTables::new(&mut t, &mut v, &mut short)
-            ),
+            prepare(&config, &mut BorrowedTables::new(&mut e, &mut short)),
             Err(ConfigError::TableLength {
                 table: "hash",
                 expected: 8,
                 actual: 7
             })
         );
-        let mut v3 = [Value(0); 3];
+        let mut e3 = [Entry::EMPTY; 3];
         assert_eq!(
-            prepare(&config, &mut BorrowedTables::new(&mut t, &mut v3, &mut h)),
+            prepare(&config, &mut BorrowedTables::new(&mut e3, &mut h)),
             Err(ConfigError::TableLength {
-                table: "value",
+                table: "entry",
                 expected: 4,
                 actual: 3
             })

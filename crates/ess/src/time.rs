@@ -61,10 +61,13 @@ impl fmt::Display for Instant {
 /// Time comes in as ticks; the store keeps it in *units* of `resolution` ticks. The latest
 /// time seen by a mutating call is remembered so time never runs backwards inside the store
 /// (a caller whose clock steps back sees the store as of the latest time it gave), and the
-/// division from ticks to units is done at most once per unit of time.
+/// division from ticks to units is done at most once per unit of time (a shift when the
+/// resolution is a power of two).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Clock {
     resolution: u64,
+    /// `log2(resolution)` if the resolution is a power of two.
+    shift: Option<u32>,
     /// Latest tick count seen by a mutating call.
     now_ticks: u64,
     /// `now_ticks / resolution`.
@@ -75,11 +78,23 @@ pub(crate) struct Clock {
 
 impl Clock {
     pub(crate) fn new(resolution: u64) -> Self {
+        let shift = resolution
+            .is_power_of_two()
+            .then(|| resolution.trailing_zeros());
         Clock {
             resolution,
+            shift,
             now_ticks: 0,
             now_units: 0,
             next_unit_tick: resolution,
+        }
+    }
+
+    #[inline(always)]
+    fn units_of(&self, ticks: u64) -> u64 {
+        match self.shift {
+            Some(s) => ticks >> s,
+            None => ticks / self.resolution,
         }
     }
 
@@ -89,7 +104,7 @@ impl Clock {
         if now.0 > self.now_ticks {
             self.now_ticks = now.0;
             if now.0 >= self.next_unit_tick {
-                self.now_units = now.0 / self.resolution;
+                self.now_units = self.units_of(now.0);
                 self.next_unit_tick = self
                     .now_units
                     .saturating_add(1)
@@ -99,13 +114,17 @@ impl Clock {
         self.now_units
     }
 
-    /// `now` in ticks, or the latest time recorded if `now` is earlier.
-    #[inline]
-    pub(crate) fn effective_ticks(&self, now: Instant) -> u64 {
-        now.0.max(self.now_ticks)
+    /// `now` in units, reading an earlier `now` than the latest recorded as the latest.
+    #[inline(always)]
+    pub(crate) fn units_at(&self, now: Instant) -> u64 {
+        if now.0 < self.next_unit_tick {
+            self.now_units
+        } else {
+            self.units_of(now.0)
+        }
     }
 
-    /// The first tick at which something expiring at `units` is gone.
+    /// The first tick of unit `units`: when something expiring at `units` is gone.
     #[inline]
     pub(crate) fn units_to_ticks(&self, units: u64) -> u64 {
         units.saturating_mul(self.resolution)
@@ -125,9 +144,22 @@ mod tests {
         assert_eq!(c.advance(Instant(1_234)), 12);
         // A step back is ignored.
         assert_eq!(c.advance(Instant(50)), 12);
-        assert_eq!(c.effective_ticks(Instant(50)), 1_234);
-        assert_eq!(c.effective_ticks(Instant(5_000)), 5_000);
+        assert_eq!(c.units_at(Instant(50)), 12);
+        assert_eq!(c.units_at(Instant(1_299)), 12);
+        assert_eq!(c.units_at(Instant(5_000)), 50);
         assert_eq!(c.units_to_ticks(13), 1_300);
         assert_eq!(c.advance(Instant(u64::MAX)), u64::MAX / 100);
+    }
+
+    #[test]
+    fn power_of_two_resolution_shifts() {
+        let mut c = Clock::new(64);
+        assert_eq!(c.advance(Instant(63)), 0);
+        assert_eq!(c.advance(Instant(64 * 7 + 5)), 7);
+        assert_eq!(c.units_at(Instant(64 * 9)), 9);
+        let mut one = Clock::new(1);
+        assert_eq!(one.advance(Instant(12_345)), 12_345);
+        assert_eq!(one.units_at(Instant(12_345)), 12_345);
+        assert_eq!(one.units_at(Instant(12_346)), 12_346);
     }
 }
