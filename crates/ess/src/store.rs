@@ -6,7 +6,7 @@ use crate::config::EssConfig;
 use crate::hash::reduce;
 #[cfg(feature = "alloc")]
 use crate::tables::OwnedTables;
-use crate::tables::{Entry, NIL, Tables, prepare};
+use crate::tables::{EMPTY_SLOT, Entry, NIL, Tables, prepare};
 use crate::time::{Clock, Instant};
 use crate::{ConfigError, Tag, Value};
 
@@ -107,6 +107,10 @@ pub struct Ess<T: Tables = DefaultTables> {
     config: EssConfig,
     tables: T,
     mask: u32,
+    /// log2 of the capacity (the paper's *n*).
+    log2: u32,
+    /// Mask of the lap bits kept in a hash slot, above its n + 1 index bits.
+    lap_mask: u32,
     slots: u64,
     /// Oldest entry (the paper's `last` register).
     last: u32,
@@ -141,8 +145,8 @@ impl Ess<OwnedTables> {
 struct Walk {
     found: Option<Handle>,
     examined: u32,
-    /// The hash slot's head is a live entry of this slot, so a new entry may link to it.
-    head_live: bool,
+    /// The slot's head entry if it is live, so a new entry may link to it; else `NIL`.
+    head: u32,
 }
 
 impl<T: Tables> Ess<T> {
@@ -156,6 +160,8 @@ impl<T: Tables> Ess<T> {
     fn build(config: EssConfig, tables: T) -> Self {
         Ess {
             mask: (config.capacity() - 1) as u32,
+            log2: u32::from(config.capacity_log2()),
+            lap_mask: (1u32 << (31 - u32::from(config.capacity_log2()))) - 1,
             slots: config.hash_slots() as u64,
             last: 0,
             len: 0,
@@ -263,16 +269,17 @@ impl<T: Tables> Ess<T> {
             self.reclaim_aliasing(expiry);
         }
         let index = self.last.wrapping_add(self.len) & self.mask;
+        // The slot records the new head and the lap it was made in (see `head`).
+        let lap = (self.counters.created >> self.log2) as u32 & self.lap_mask;
         let (entries, hash) = self.tables.split_mut();
-        if let (Some(entry), Some(head)) = (entries.get_mut(index as usize), hash.get_mut(bucket)) {
-            let chain = if walk.head_live { *head } else { NIL };
+        if let (Some(entry), Some(slot)) = (entries.get_mut(index as usize), hash.get_mut(bucket)) {
             *entry = Entry {
                 tag: tag.0,
                 value: Value(0),
                 expiry: expiry as u32,
-                chain,
+                chain: walk.head,
             };
-            *head = index;
+            *slot = (lap << (self.log2 + 1)) | (index + 1);
         }
         self.horizon = expiry;
         self.len += 1;
@@ -360,6 +367,44 @@ impl<T: Tables> Ess<T> {
         self.horizon.saturating_sub(self.depth(stored))
     }
 
+    /// The entry a hash slot names as its chain's head, or `NIL` if the slot is empty or
+    /// stale.
+    ///
+    /// Slots are not cleared when their head is reclaimed. A slot records the lap
+    /// (creation number / 2^n) in which its head was made; the entry now at that index was
+    /// made in a known lap (from its place in the window), so a head reclaimed since — and
+    /// perhaps reused by another slot's tag — is recognised without reading the entry. Only
+    /// the low 31 − n lap bits are kept: a head reused exactly a multiple of 2^(31−n) laps
+    /// later passes as live, which costs the walk some foreign entries (their tags cannot
+    /// match) but never a wrong answer.
+    #[inline(always)]
+    fn head(&self, bucket: usize) -> u32 {
+        let slot = self
+            .tables
+            .hash()
+            .get(bucket)
+            .copied()
+            .unwrap_or(EMPTY_SLOT);
+        if slot == EMPTY_SLOT {
+            return NIL;
+        }
+        let index = (slot & ((2 << self.log2) - 1)).wrapping_sub(1);
+        let age = self
+            .last
+            .wrapping_add(self.len)
+            .wrapping_sub(1)
+            .wrapping_sub(index)
+            & self.mask;
+        if index > self.mask || age >= self.len {
+            return NIL;
+        }
+        let made = self.counters.created - 1 - u64::from(age);
+        if ((made >> self.log2) as u32 & self.lap_mask) != slot >> (self.log2 + 1) {
+            return NIL;
+        }
+        index
+    }
+
     /// The entries a lookup in `bucket` examines, newest first.
     #[inline(always)]
     fn chain(&self, bucket: usize, cut: u64) -> Chain<'_, T> {
@@ -367,7 +412,7 @@ impl<T: Tables> Ess<T> {
             ess: self,
             entries: self.tables.entries(),
             newest: self.last.wrapping_add(self.len).wrapping_sub(1),
-            cur: self.tables.hash().get(bucket).copied().unwrap_or(NIL),
+            cur: self.head(bucket),
             min_age: 0,
             cut,
         }
@@ -376,31 +421,25 @@ impl<T: Tables> Ess<T> {
     /// Walks `bucket`'s chain for `tag`.
     #[inline(always)]
     fn walk(&self, cut: u64, tag: u64, bucket: usize) -> Walk {
+        let chain = self.chain(bucket, cut);
+        let head = chain.cur;
         let mut walk = Walk {
             found: None,
             examined: 0,
-            head_live: false,
+            head: NIL,
         };
-        for link in self.chain(bucket, cut) {
+        for link in chain {
             walk.examined += 1;
             if link.expired {
                 break;
             }
+            walk.head = head;
             if link.tag == tag {
                 walk.found = Some(Handle {
                     index: link.index,
                     new: false,
                 });
-                walk.head_live = true;
                 break;
-            }
-            if walk.examined == 1 {
-                // Hash slots are not cleared when their head is reclaimed: a head entry
-                // reused for a tag of another slot means this chain is empty.
-                if self.bucket(link.tag) != bucket {
-                    break;
-                }
-                walk.head_live = true;
             }
         }
         walk
@@ -453,13 +492,15 @@ impl<T: Tables> Ess<T> {
 
     /// Visits every hash slot's chain as `find` would see it at `now`: calls
     /// `f(bucket, visible, stale)` with the number of visible entries and whether the walk
-    /// ended on an entry it had to examine but could not use (expired, or a foreign head).
+    /// ended on an entry it had to examine but could not use (expired, or another slot's).
     pub(crate) fn for_each_chain(&self, now: Instant, mut f: impl FnMut(usize, u32, bool)) {
         let cut = self.cut(self.clock.units_at(now));
         for bucket in 0..self.tables.hash().len() {
             let (mut visible, mut stale) = (0u32, false);
             for link in self.chain(bucket, cut) {
-                if link.expired || (visible == 0 && self.bucket(link.tag) != bucket) {
+                // A head whose lap bits wrapped can lead into another slot's chain: count
+                // only this slot's own entries (they all come before any foreign one).
+                if link.expired || self.bucket(link.tag) != bucket {
                     stale = true;
                     break;
                 }
@@ -713,6 +754,32 @@ mod tests {
                     p.entries_examined
                 );
             }
+        }
+    }
+
+    #[test]
+    fn wrapped_lap_bits_cost_probes_never_answers() {
+        // With no lap bits at all every reused head passes as live, so walks and new
+        // entries run into other slots' chains. Answers must still match the model.
+        let config = EssConfig::new(5, 16, 1, HashKey::from_seed(3))
+            .unwrap()
+            .with_hash_ratio(crate::HashRatio::HALF);
+        let mut s = Ess::new(config);
+        s.lap_mask = 0;
+        let mut o = crate::oracle::Oracle::new(&config);
+        let mut x = 7u64;
+        for now in 0..5_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let tag = Tag(x >> 58); // 64 tags: re-created after expiry, often live
+            assert_eq!(
+                s.put(t(now), tag, Value(now)),
+                o.put(t(now), tag, Value(now))
+            );
+            let probe = Tag((x >> 52) & 63);
+            assert_eq!(s.get(t(now), probe), o.get(t(now), probe), "t{now}");
+            assert_eq!(s.chain_stats(t(now)).visible as usize, o.live(t(now)));
         }
     }
 

@@ -6,8 +6,12 @@ use alloc::{boxed::Box, vec};
 use crate::Value;
 use crate::config::{ConfigError, EssConfig};
 
-/// "No entry": the end of a chain, or an empty hash slot.
+/// "No entry": the end of a chain.
 pub(crate) const NIL: u32 = u32::MAX;
+
+/// An empty hash slot. A full one holds `index + 1` in its low n + 1 bits and, above them,
+/// the low bits of the *lap* (creation number / 2^n) in which that entry was made.
+pub(crate) const EMPTY_SLOT: u32 = 0;
 
 /// One row of the tag table and the value table (paper §5.1, Fig. 10): a tag, its value, the
 /// low 32 bits of its expiry time in clock units, and the index of the next (older) entry on
@@ -53,7 +57,7 @@ impl Default for Entry {
 pub trait Tables {
     /// The entry table: 2^n [`Entry`]s.
     fn entries(&self) -> &[Entry];
-    /// The hash table: indices into the entry table, or `u32::MAX` for none.
+    /// The hash table: each slot names the newest entry of its chain, or is 0 (empty).
     fn hash(&self) -> &[u32];
     /// Both tables, mutably.
     fn split_mut(&mut self) -> (&mut [Entry], &mut [u32]);
@@ -112,7 +116,7 @@ impl OwnedTables {
     pub fn new(config: &EssConfig) -> Self {
         OwnedTables {
             entries: vec![Entry::EMPTY; config.capacity()].into_boxed_slice(),
-            hash: vec![NIL; config.hash_slots()].into_boxed_slice(),
+            hash: vec![EMPTY_SLOT; config.hash_slots()].into_boxed_slice(),
         }
     }
 }
@@ -147,7 +151,7 @@ pub(crate) fn prepare<T: Tables>(config: &EssConfig, tables: &mut T) -> Result<(
     check("entry", config.capacity(), entries.len())?;
     check("hash", config.hash_slots(), hash.len())?;
     entries.fill(Entry::EMPTY);
-    hash.fill(NIL);
+    hash.fill(EMPTY_SLOT);
     Ok(())
 }
 
@@ -164,12 +168,12 @@ mod tests {
     #[test]
     fn prepare_checks_every_length() {
         let config = EssConfig::new(2, 4, 1, HashKey::from_seed(0)).unwrap();
-        let (mut e, mut h) = ([Entry::EMPTY; 4], [0u32; 8]);
+        let (mut e, mut h) = ([Entry::EMPTY; 4], [7u32; 8]);
         assert_eq!(
             prepare(&config, &mut BorrowedTables::new(&mut e, &mut h)),
             Ok(())
         );
-        assert!(h.iter().all(|&x| x == NIL));
+        assert!(h.iter().all(|&x| x == EMPTY_SLOT));
         let mut short = [0u32; 7];
         assert_eq!(
             prepare(&config, &mut BorrowedTables::new(&mut e, &mut short)),
