@@ -21,7 +21,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant as Wall};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
-use ess::{HashRatio, Instant, Tag, Value};
+use ess::{BATCH, HashRatio, Instant, Tag, Value};
 use moka::sync::Cache;
 use support::fixtures::{EssChurn, FifoChurn, ess_filled, ess_store, fifo_filled, live};
 use support::{FifoStore, MISS_BASE, SplitMix, tag_of};
@@ -449,6 +449,75 @@ fn churn(c: &mut Criterion, quick: bool) {
     g.finish();
 }
 
+/// Batches of [`BATCH`] operations at 2^20 / 50 % / h = 2 (2^10 when quick): the ESS one
+/// call at a time, the ESS's batch calls, and hashbrown+FIFO one at a time (it has no batch
+/// form). Every iteration is a whole batch, so the times compare directly.
+fn batched(c: &mut Criterion, quick: bool) {
+    let p = Point::new(if quick { 10 } else { 20 }, 50);
+    let n = p.live();
+    let now = Instant::from_ticks(n);
+    let mut g = c.benchmark_group("batch32");
+    {
+        let ess = ess_filled(p.log2, p.fill, p.h);
+        let fifo = fifo_filled(p.log2, p.fill);
+        let id = |s: &str| {
+            BenchmarkId::new(format!("find_hit/{s}"), format!("2^{}/{}%", p.log2, p.fill))
+        };
+        g.bench_function(id("ess"), |b| {
+            let mut rng = SplitMix::new(1);
+            b.iter(|| {
+                for _ in 0..BATCH {
+                    black_box(ess.find(now, Tag(tag_of(rng.below(n)))));
+                }
+            });
+        });
+        g.bench_function(id("ess_batch"), |b| {
+            let mut rng = SplitMix::new(1);
+            let mut out = [None; BATCH];
+            b.iter(|| {
+                let tags: [Tag; BATCH] = std::array::from_fn(|_| Tag(tag_of(rng.below(n))));
+                ess.find_batch(now, &tags, &mut out);
+                black_box(&out);
+            });
+        });
+        g.bench_function(id("hashbrown_fifo"), |b| {
+            let mut rng = SplitMix::new(1);
+            b.iter(|| {
+                for _ in 0..BATCH {
+                    black_box(fifo.get(n, tag_of(rng.below(n))));
+                }
+            });
+        });
+    }
+    let id = |s: &str| BenchmarkId::new(format!("churn/{s}"), format!("2^{}/{}%", p.log2, p.fill));
+    let mut s = None;
+    g.bench_function(id("ess"), |b| {
+        let s = s.get_or_insert_with(|| EssChurn::new(p.log2, p.fill, p.h));
+        b.iter(|| {
+            for _ in 0..BATCH {
+                s.churn();
+            }
+        });
+    });
+    drop(s);
+    let mut s = None;
+    g.bench_function(id("ess_batch"), |b| {
+        let s = s.get_or_insert_with(|| EssChurn::new(p.log2, p.fill, p.h));
+        b.iter(|| s.churn_batch());
+    });
+    drop(s);
+    let mut s = None;
+    g.bench_function(id("hashbrown_fifo"), |b| {
+        let s = s.get_or_insert_with(|| FifoChurn::new(p.log2, p.fill));
+        b.iter(|| {
+            for _ in 0..BATCH {
+                s.churn();
+            }
+        });
+    });
+    g.finish();
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     // `cargo bench` passes `--bench`; `cargo test --benches` does not and wants a quick run.
@@ -464,5 +533,6 @@ fn main() {
     find_create_existing(&mut c, quick);
     find_create_new(&mut c, quick);
     read_write(&mut c, quick);
+    batched(&mut c, quick);
     c.final_summary();
 }

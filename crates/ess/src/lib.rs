@@ -25,6 +25,8 @@
 //!   [`read`](Ess::read) / [`write`](Ess::write) use it — plus the paper's
 //!   [`get`](Ess::get) / [`put`](Ess::put), and the cleaners [`clean`](Ess::clean) (bounded
 //!   work) and [`clean_all`](Ess::clean_all).
+//! * [`Ess::find_batch`] / [`Ess::find_create_batch`]: the same operations for a batch of
+//!   packets, with their memory accesses overlapped.
 //! * [`EssConfig`]: capacity 2^n, hash ratio *h* ([`HashRatio`]), lifetime and clock
 //!   resolution in ticks, [`HashKey`].
 //! * [`ShardedEss`] / [`ShardRouter`]: one store per shard, chosen by computation ID, so a
@@ -87,6 +89,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+mod batch;
 mod config;
 mod hash;
 #[cfg(feature = "alloc")]
@@ -98,6 +101,7 @@ mod store;
 mod tables;
 mod time;
 
+pub use batch::BATCH;
 pub use config::{ConfigError, EssConfig, HashRatio, MAX_CAPACITY_LOG2, MAX_LIFETIME_UNITS};
 pub use hash::HashKey;
 #[cfg(feature = "alloc")]

@@ -42,6 +42,14 @@ impl Handle {
     pub const fn is_new(self) -> bool {
         self.new
     }
+
+    #[cfg(test)]
+    pub(crate) const fn default_for_tests() -> Handle {
+        Handle {
+            index: 0,
+            new: false,
+        }
+    }
 }
 
 /// The store refused to create a binding: every entry holds a live binding, and live
@@ -105,7 +113,7 @@ pub struct Probe {
 /// slot: 32 bytes at h = 2.
 pub struct Ess<T: Tables = DefaultTables> {
     config: EssConfig,
-    tables: T,
+    pub(crate) tables: T,
     mask: u32,
     /// log2 of the capacity (the paper's *n*).
     log2: u32,
@@ -120,7 +128,7 @@ pub struct Ess<T: Tables = DefaultTables> {
     /// expires less than 2^32 units before it, so 32 stored bits recover the full time.
     horizon: u64,
     lifetime_units: u64,
-    clock: Clock,
+    pub(crate) clock: Clock,
     counters: Counters,
 }
 
@@ -142,8 +150,8 @@ impl Ess<OwnedTables> {
 
 /// The outcome of one chain walk.
 #[derive(Clone, Copy, Debug)]
-struct Walk {
-    found: Option<Handle>,
+pub(crate) struct Walk {
+    pub(crate) found: Option<Handle>,
     examined: u32,
     /// The slot's head entry if it is live, so a new entry may link to it; else `NIL`.
     head: u32,
@@ -249,10 +257,20 @@ impl<T: Tables> Ess<T> {
     ///
     /// [`Full`] if `tag` is unbound and every entry holds a live binding. Nothing is evicted.
     pub fn find_create(&mut self, now: Instant, tag: Tag) -> Result<Handle, Full> {
+        self.find_create_in(now, tag, self.bucket(tag.0))
+    }
+
+    /// [`find_create`](Self::find_create) with the tag's hash slot already computed.
+    #[inline(always)]
+    pub(crate) fn find_create_in(
+        &mut self,
+        now: Instant,
+        tag: Tag,
+        bucket: usize,
+    ) -> Result<Handle, Full> {
         let units = self.clock.advance(now);
         let cut = self.cut(units);
         let tail_live = self.reclaim(cut, RECLAIM_PER_CREATE);
-        let bucket = self.bucket(tag.0);
         let walk = self.walk(cut, tag.0, bucket);
         if let Some(found) = walk.found {
             return Ok(found);
@@ -351,7 +369,7 @@ impl<T: Tables> Ess<T> {
     /// `now_units`: an entry is expired iff `horizon − expiry ≥ cut`, i.e. its full expiry is
     /// at or before `now_units`.
     #[inline(always)]
-    fn cut(&self, now_units: u64) -> u64 {
+    pub(crate) fn cut(&self, now_units: u64) -> u64 {
         self.horizon.saturating_sub(now_units)
     }
 
@@ -378,7 +396,7 @@ impl<T: Tables> Ess<T> {
     /// later passes as live, which costs the walk some foreign entries (their tags cannot
     /// match) but never a wrong answer.
     #[inline(always)]
-    fn head(&self, bucket: usize) -> u32 {
+    pub(crate) fn head(&self, bucket: usize) -> u32 {
         let slot = self
             .tables
             .hash()
@@ -420,7 +438,7 @@ impl<T: Tables> Ess<T> {
 
     /// Walks `bucket`'s chain for `tag`.
     #[inline(always)]
-    fn walk(&self, cut: u64, tag: u64, bucket: usize) -> Walk {
+    pub(crate) fn walk(&self, cut: u64, tag: u64, bucket: usize) -> Walk {
         let chain = self.chain(bucket, cut);
         let head = chain.cur;
         let mut walk = Walk {

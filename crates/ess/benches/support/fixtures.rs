@@ -1,6 +1,6 @@
 //! Stores filled or driven to a steady state, shared by the bench and the example.
 
-use ess::{Ess, EssConfig, Handle, HashKey, HashRatio, Instant, Tag, Value};
+use ess::{BATCH, Ess, EssConfig, Handle, HashKey, HashRatio, Instant, Tag, Value};
 
 use super::{FifoStore, tag_of};
 
@@ -90,6 +90,28 @@ impl EssChurn {
         self.ess.write(h, Value(self.now));
         if self.now.is_multiple_of(CLEAN_EVERY) {
             self.ess.clean(Instant::from_ticks(self.now), CLEAN_BUDGET);
+        }
+    }
+}
+
+impl EssChurn {
+    /// [`BATCH`] router operations at once, as a router that reads packets in batches
+    /// does: `find_create_batch` of the next [`BATCH`] fresh tags at the batch's last tick,
+    /// a `write` to each, and the cleaner when its tick comes round.
+    #[inline]
+    pub(crate) fn churn_batch(&mut self) {
+        let first = self.now + 1;
+        self.now += BATCH as u64;
+        let now = Instant::from_ticks(self.now);
+        let tags: [Tag; BATCH] = core::array::from_fn(|i| Tag(tag_of(first + i as u64)));
+        let mut out = [Err(ess::Full); BATCH];
+        self.ess.find_create_batch(now, &tags, &mut out);
+        for (i, r) in out.iter().enumerate() {
+            let h = r.expect("steady churn never fills the store");
+            self.ess.write(h, Value(first + i as u64));
+        }
+        if self.now % CLEAN_EVERY < BATCH as u64 {
+            self.ess.clean(now, CLEAN_BUDGET);
         }
     }
 }
