@@ -11,7 +11,7 @@ use core::hint::black_box;
 
 use crate::Tag;
 use crate::store::{Ess, Full, Handle};
-use crate::tables::{NIL, Tables};
+use crate::tables::Tables;
 use crate::time::Instant;
 
 /// Tags handled per pass; longer slices are taken this many at a time.
@@ -27,8 +27,7 @@ impl<T: Tables> Ess<T> {
             black_box(self.tables.hash().get(*b));
         }
         for &b in buckets.iter().take(tags.len()) {
-            let head = self.head(b);
-            if head != NIL {
+            if let Some(head) = self.head(b) {
                 black_box(self.tables.entries().get(head as usize).map(|e| e.tag));
             }
         }

@@ -6,7 +6,7 @@ use crate::config::EssConfig;
 use crate::hash::reduce;
 #[cfg(feature = "alloc")]
 use crate::tables::OwnedTables;
-use crate::tables::{EMPTY_SLOT, Entry, NIL, Tables, prepare};
+use crate::tables::{Entry, NONE, Tables, prepare};
 use crate::time::{Clock, Instant};
 use crate::{ConfigError, Tag, Value};
 
@@ -115,10 +115,6 @@ pub struct Ess<T: Tables = DefaultTables> {
     config: EssConfig,
     pub(crate) tables: T,
     mask: u32,
-    /// log2 of the capacity (the paper's *n*).
-    log2: u32,
-    /// Mask of the lap bits kept in a hash slot, above its n + 1 index bits.
-    lap_mask: u32,
     slots: u64,
     /// Oldest entry (the paper's `last` register).
     last: u32,
@@ -153,7 +149,8 @@ impl Ess<OwnedTables> {
 pub(crate) struct Walk {
     pub(crate) found: Option<Handle>,
     examined: u32,
-    /// The slot's head entry if it is live, so a new entry may link to it; else `NIL`.
+    /// A reference to the slot's head entry if it is live, so a new entry may link to
+    /// it; else `NONE`.
     head: u32,
 }
 
@@ -168,8 +165,6 @@ impl<T: Tables> Ess<T> {
     fn build(config: EssConfig, tables: T) -> Self {
         Ess {
             mask: (config.capacity() - 1) as u32,
-            log2: u32::from(config.capacity_log2()),
-            lap_mask: (1u32 << (31 - u32::from(config.capacity_log2()))) - 1,
             slots: config.hash_slots() as u64,
             last: 0,
             len: 0,
@@ -287,8 +282,9 @@ impl<T: Tables> Ess<T> {
             self.reclaim_aliasing(expiry);
         }
         let index = self.last.wrapping_add(self.len) & self.mask;
-        // The slot records the new head and the lap it was made in (see `head`).
-        let lap = (self.counters.created >> self.log2) as u32 & self.lap_mask;
+        // Creation number `created` takes index `created mod 2^n` (`next`); the hash slot
+        // refers to it as `created + 1` (see `NONE`).
+        let reference = (self.counters.created as u32).wrapping_add(1);
         let (entries, hash) = self.tables.split_mut();
         if let (Some(entry), Some(slot)) = (entries.get_mut(index as usize), hash.get_mut(bucket)) {
             *entry = Entry {
@@ -297,7 +293,7 @@ impl<T: Tables> Ess<T> {
                 expiry: expiry as u32,
                 chain: walk.head,
             };
-            *slot = (lap << (self.log2 + 1)) | (index + 1);
+            *slot = reference;
         }
         self.horizon = expiry;
         self.len += 1;
@@ -385,42 +381,28 @@ impl<T: Tables> Ess<T> {
         self.horizon.saturating_sub(self.depth(stored))
     }
 
-    /// The entry a hash slot names as its chain's head, or `NIL` if the slot is empty or
-    /// stale.
+    /// How many creations ago the entry `reference` names was made (1 for the newest), if
+    /// it is still in the window; 0 if its entry has been reclaimed (and perhaps reused)
+    /// since.
     ///
-    /// Slots are not cleared when their head is reclaimed. A slot records the lap
-    /// (creation number / 2^n) in which its head was made; the entry now at that index was
-    /// made in a known lap (from its place in the window), so a head reclaimed since — and
-    /// perhaps reused by another slot's tag — is recognised without reading the entry. Only
-    /// the low 31 − n lap bits are kept: a head reused exactly a multiple of 2^(31−n) laps
-    /// later passes as live, which costs the walk some foreign entries (their tags cannot
-    /// match) but never a wrong answer.
+    /// Only 32 bits of the creation number are kept, so a reference left untouched for a
+    /// multiple of 2^32 creations can pass as live again — an empty slot or end-of-chain
+    /// link (`NONE`, 0) too, since 0 is also the reference of creation 2^32·k − 1. That
+    /// costs a walk some entries of another chain (whose tags cannot match, and ages still
+    /// strictly grow, so the walk ends) but never a wrong answer.
     #[inline(always)]
-    pub(crate) fn head(&self, bucket: usize) -> u32 {
-        let slot = self
-            .tables
-            .hash()
-            .get(bucket)
-            .copied()
-            .unwrap_or(EMPTY_SLOT);
-        if slot == EMPTY_SLOT {
-            return NIL;
-        }
-        let index = (slot & ((2 << self.log2) - 1)).wrapping_sub(1);
-        let age = self
-            .last
-            .wrapping_add(self.len)
-            .wrapping_sub(1)
-            .wrapping_sub(index)
-            & self.mask;
-        if index > self.mask || age >= self.len {
-            return NIL;
-        }
-        let made = self.counters.created - 1 - u64::from(age);
-        if ((made >> self.log2) as u32 & self.lap_mask) != slot >> (self.log2 + 1) {
-            return NIL;
-        }
-        index
+    fn age_of(&self, reference: u32) -> u32 {
+        let d = (self.counters.created as u32)
+            .wrapping_add(1)
+            .wrapping_sub(reference);
+        if d > self.len { 0 } else { d }
+    }
+
+    /// The index of the live head entry of `bucket`'s chain, if there is one.
+    #[inline(always)]
+    pub(crate) fn head(&self, bucket: usize) -> Option<u32> {
+        let reference = self.tables.hash().get(bucket).copied().unwrap_or(NONE);
+        (self.age_of(reference) != 0).then(|| reference.wrapping_sub(1) & self.mask)
     }
 
     /// The entries a lookup in `bucket` examines, newest first.
@@ -429,9 +411,8 @@ impl<T: Tables> Ess<T> {
         Chain {
             ess: self,
             entries: self.tables.entries(),
-            newest: self.last.wrapping_add(self.len).wrapping_sub(1),
-            cur: self.head(bucket),
-            min_age: 0,
+            cur: self.tables.hash().get(bucket).copied().unwrap_or(NONE),
+            prev_age: 0,
             cut,
         }
     }
@@ -444,7 +425,7 @@ impl<T: Tables> Ess<T> {
         let mut walk = Walk {
             found: None,
             examined: 0,
-            head: NIL,
+            head: NONE,
         };
         for link in chain {
             walk.examined += 1;
@@ -551,17 +532,18 @@ struct Link {
 
 /// A walk down one hash chain, newest entry first.
 ///
-/// Age 0 is the newest entry in the window. A link is followed only to an *older* entry
-/// *inside* the window: anything else was reclaimed (and maybe reused by another chain)
-/// after the link was made. The walk ends after the first expired entry, since everything
-/// further down is older and so expired too. Ages strictly grow, so a walk takes at most
-/// `len` steps whatever the tables hold.
+/// A link is followed only to an entry still in the window and *older* than the one it
+/// leaves (see [`Ess::age_of`]): anything else was reclaimed, and perhaps reused by another
+/// chain, after the link was made. The walk ends after the first expired entry, since
+/// everything further down is older and so expired too. Ages strictly grow, so a walk takes
+/// at most `len` steps whatever the tables hold.
 struct Chain<'a, T: Tables> {
     ess: &'a Ess<T>,
     entries: &'a [Entry],
-    newest: u32,
+    /// Reference to the next entry to examine.
     cur: u32,
-    min_age: u32,
+    /// Age of the entry examined last (0 before the head).
+    prev_age: u32,
     cut: u64,
 }
 
@@ -570,23 +552,21 @@ impl<T: Tables> Iterator for Chain<'_, T> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Link> {
-        if self.cur == NIL {
+        let age = self.ess.age_of(self.cur);
+        if age <= self.prev_age {
             return None;
         }
-        let age = self.newest.wrapping_sub(self.cur) & self.ess.mask;
-        if age < self.min_age || age >= self.ess.len {
-            return None;
-        }
-        let entry = self.entries.get(self.cur as usize)?;
+        let index = self.cur.wrapping_sub(1) & self.ess.mask;
+        let entry = self.entries.get(index as usize)?;
         let expired = self.ess.depth(entry.expiry) >= self.cut;
-        let link = Link {
-            index: self.cur,
+        self.cur = entry.chain;
+        // After an expired entry everything is older, so expired too: stop there.
+        self.prev_age = if expired { u32::MAX } else { age };
+        Some(Link {
+            index,
             tag: entry.tag,
             expired,
-        };
-        self.cur = if expired { NIL } else { entry.chain };
-        self.min_age = age + 1;
-        Some(link)
+        })
     }
 }
 
@@ -775,18 +755,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn wrapped_lap_bits_cost_probes_never_answers() {
-        // With no lap bits at all every reused head passes as live, so walks and new
-        // entries run into other slots' chains. Answers must still match the model.
-        let config = EssConfig::new(5, 16, 1, HashKey::from_seed(3))
-            .unwrap()
-            .with_hash_ratio(crate::HashRatio::HALF);
-        let mut s = Ess::new(config);
-        s.lap_mask = 0;
-        let mut o = crate::oracle::Oracle::new(&config);
+    /// Drives `s` and the model through `ticks` creations of tags from a small set,
+    /// checking every answer; `poke` may tamper with the store before each step.
+    fn churn_against_model(
+        s: &mut Ess,
+        ticks: core::ops::Range<u64>,
+        mut poke: impl FnMut(&mut Ess, u64),
+    ) {
+        let mut o = crate::oracle::Oracle::new(s.config());
         let mut x = 7u64;
-        for now in 0..5_000u64 {
+        for now in ticks {
+            poke(s, now);
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
@@ -799,6 +778,49 @@ mod tests {
             assert_eq!(s.get(t(now), probe), o.get(t(now), probe), "t{now}");
             assert_eq!(s.chain_stats(t(now)).visible as usize, o.live(t(now)));
         }
+    }
+
+    fn small_chained_store() -> Ess {
+        Ess::new(
+            EssConfig::new(5, 16, 1, HashKey::from_seed(3))
+                .unwrap()
+                .with_hash_ratio(crate::HashRatio::HALF),
+        )
+    }
+
+    #[test]
+    fn creation_numbers_wrap_at_2_pow_32() {
+        // References keep 32 bits of the creation number: cross the wrap.
+        let mut s = small_chained_store();
+        s.counters.created = (1 << 32) - 1_000;
+        s.last = (s.counters.created as u32) & s.mask; // next = created mod 2^n
+        churn_against_model(&mut s, 0..3_000, |_, _| {});
+        assert!(s.counters.created > 1 << 32);
+    }
+
+    #[test]
+    fn stale_heads_that_pass_as_live_cost_probes_never_answers() {
+        // A slot whose chain has no live entry may, after 2^32 creations, name another
+        // chain's live entry. Simulate it: point every such slot at a random live entry.
+        let mut s = small_chained_store();
+        let mut x = 11u64;
+        churn_against_model(&mut s, 0..5_000, |s, now| {
+            let cut = s.cut(s.clock.units_at(t(now)));
+            for bucket in 0..s.tables.hash().len() {
+                let own = s
+                    .chain(bucket, cut)
+                    .take_while(|l| !l.expired)
+                    .any(|l| s.bucket(l.tag) == bucket);
+                if !own && s.len > 0 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    let age = (x >> 33) as u32 % s.len + 1;
+                    let reference = (s.counters.created as u32)
+                        .wrapping_add(1)
+                        .wrapping_sub(age);
+                    s.tables.split_mut().1[bucket] = reference;
+                }
+            }
+        });
     }
 
     #[test]

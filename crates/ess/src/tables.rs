@@ -6,16 +6,18 @@ use alloc::{boxed::Box, vec};
 use crate::Value;
 use crate::config::{ConfigError, EssConfig};
 
-/// "No entry": the end of a chain.
-pub(crate) const NIL: u32 = u32::MAX;
-
-/// An empty hash slot. A full one holds `index + 1` in its low n + 1 bits and, above them,
-/// the low bits of the *lap* (creation number / 2^n) in which that entry was made.
-pub(crate) const EMPTY_SLOT: u32 = 0;
+/// The reference in an empty hash slot or at the end of a chain.
+///
+/// Links (an entry's `chain`) and hash slots name an entry by a *reference*: the low 32 bits
+/// of its creation number + 1. The entry made by creation `c` sits at index `c mod 2^n`, so
+/// a reference gives the index, and, against the store's count of creations, the entry's
+/// age: a reference whose creation has left the window (reclaimed, its entry perhaps reused
+/// since) is recognised without reading the entry.
+pub(crate) const NONE: u32 = 0;
 
 /// One row of the tag table and the value table (paper §5.1, Fig. 10): a tag, its value, the
-/// low 32 bits of its expiry time in clock units, and the index of the next (older) entry on
-/// its hash chain.
+/// low 32 bits of its expiry time in clock units, and a reference to the next (older) entry
+/// on its hash chain.
 ///
 /// Fig. 10 keeps values in their own table at the same index as the tags, so the two can sit
 /// in different memories (SRAM, SDRAM). On a cached CPU the line, not the word, is the unit
@@ -37,7 +39,7 @@ impl Entry {
         tag: 0,
         value: Value(0),
         expiry: 0,
-        chain: NIL,
+        chain: NONE,
     };
 }
 
@@ -57,7 +59,7 @@ impl Default for Entry {
 pub trait Tables {
     /// The entry table: 2^n [`Entry`]s.
     fn entries(&self) -> &[Entry];
-    /// The hash table: each slot names the newest entry of its chain, or is 0 (empty).
+    /// The hash table: each slot refers to the newest entry of its chain, or is 0 (empty).
     fn hash(&self) -> &[u32];
     /// Both tables, mutably.
     fn split_mut(&mut self) -> (&mut [Entry], &mut [u32]);
@@ -116,7 +118,7 @@ impl OwnedTables {
     pub fn new(config: &EssConfig) -> Self {
         OwnedTables {
             entries: vec![Entry::EMPTY; config.capacity()].into_boxed_slice(),
-            hash: vec![EMPTY_SLOT; config.hash_slots()].into_boxed_slice(),
+            hash: vec![NONE; config.hash_slots()].into_boxed_slice(),
         }
     }
 }
@@ -151,7 +153,7 @@ pub(crate) fn prepare<T: Tables>(config: &EssConfig, tables: &mut T) -> Result<(
     check("entry", config.capacity(), entries.len())?;
     check("hash", config.hash_slots(), hash.len())?;
     entries.fill(Entry::EMPTY);
-    hash.fill(EMPTY_SLOT);
+    hash.fill(NONE);
     Ok(())
 }
 
@@ -173,7 +175,7 @@ mod tests {
             prepare(&config, &mut BorrowedTables::new(&mut e, &mut h)),
             Ok(())
         );
-        assert!(h.iter().all(|&x| x == EMPTY_SLOT));
+        assert!(h.iter().all(|&x| x == NONE));
         let mut short = [0u32; 7];
         assert_eq!(
             prepare(&config, &mut BorrowedTables::new(&mut e, &mut short)),
