@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release -p ess --example churn
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-//!     target/release/examples/churn <ess|hashbrown_fifo> <churn|find_hit|find_miss|harness|memory> <N> [log2] [fill%]
+//!     target/release/examples/churn <ess|ess_h1|ess_h0.5|hashbrown_fifo> <churn|churn_batch|find_hit|find_hit_batch|find_miss|harness|memory> <N> [log2] [fill%]
 //! ```
 //!
 //! Setup (filling the store, or driving it for two lifetimes to steady state) is the same
@@ -15,8 +15,12 @@
 //!   each operation is `find_create` + `write` of a fresh tag (the ESS also calls `clean`
 //!   every 2^15 ticks; the baseline pops its expired FIFO front on each creation);
 //! * `find_hit` / `find_miss`: lookups of random bound / unbound tags in a store filled to
-//!   fill% (h = 2 for the ESS).
+//!   fill%.
 //!
+//! `ess` runs the store at h = 2, `ess_h1` at h = 1, `ess_h0.5` at h = 0.5.
+//!
+//! * `churn_batch` / `find_hit_batch` (ESS only): the same work through `find_create_batch`
+//!   / `find_batch`, [`BATCH`] operations a call.
 //! * `harness`: the lookup loop alone (draw a tag number, map it to a tag), to subtract from
 //!   `find_hit` / `find_miss`.
 //!
@@ -32,13 +36,13 @@ mod support;
 use std::hint::black_box;
 use std::time::Instant as Wall;
 
-use ess::{HashRatio, Instant, Tag};
+use ess::{BATCH, HashRatio, Instant, Tag};
 use support::fixtures::{EssChurn, FifoChurn, ess_filled, ess_store, fifo_filled, live};
 use support::{FifoStore, MISS_BASE, SplitMix, tag_of};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: churn <ess|hashbrown_fifo> <churn|find_hit|find_miss|harness|memory> <N> [log2] [fill%]"
+        "usage: churn <ess|ess_h1|ess_h0.5|hashbrown_fifo> <churn|churn_batch|find_hit|find_hit_batch|find_miss|harness|memory> <N> [log2] [fill%]"
     );
     std::process::exit(2)
 }
@@ -58,18 +62,50 @@ fn main() {
         .map_or(Ok(50), |s| s.parse())
         .unwrap_or_else(|_| usage());
     let filled = live(log2, fill);
+    let h = match store.as_str() {
+        "ess_h1" => HashRatio::ONE,
+        "ess_h0.5" => HashRatio::HALF,
+        _ => HashRatio::TWO,
+    };
+    let kind = if store.starts_with("ess") {
+        "ess"
+    } else {
+        store.as_str()
+    };
 
     let mut rng = SplitMix::new(1);
     let offset = if work == "find_miss" { MISS_BASE } else { 0 };
-    let (start, found) = match (store.as_str(), work.as_str()) {
+    let (start, found) = match (kind, work.as_str()) {
         ("ess", "churn") => {
-            let mut s = EssChurn::new(log2, fill, HashRatio::TWO);
+            let mut s = EssChurn::new(log2, fill, h);
             let start = Wall::now();
             for _ in 0..n {
                 s.churn();
             }
             black_box(&s);
             (start, s.ess.occupied() as u64)
+        }
+        ("ess", "churn_batch") => {
+            let mut s = EssChurn::new(log2, fill, h);
+            let start = Wall::now();
+            for _ in 0..n / BATCH as u64 {
+                s.churn_batch();
+            }
+            black_box(&s);
+            (start, s.ess.occupied() as u64)
+        }
+        ("ess", "find_hit_batch") => {
+            let ess = ess_filled(log2, fill, h);
+            let now = Instant::from_ticks(filled);
+            let mut out = [None; BATCH];
+            let start = Wall::now();
+            let mut found = 0;
+            for _ in 0..n / BATCH as u64 {
+                let tags: [Tag; BATCH] = std::array::from_fn(|_| Tag(tag_of(rng.below(filled))));
+                ess.find_batch(now, &tags, &mut out);
+                found += black_box(&out).iter().filter(|h| h.is_some()).count() as u64;
+            }
+            (start, found)
         }
         ("hashbrown_fifo", "churn") => {
             let mut s = FifoChurn::new(log2, fill);
@@ -81,7 +117,7 @@ fn main() {
             (start, s.store.len() as u64)
         }
         ("ess", "find_hit" | "find_miss") => {
-            let ess = ess_filled(log2, fill, HashRatio::TWO);
+            let ess = ess_filled(log2, fill, h);
             let now = Instant::from_ticks(filled);
             let start = Wall::now();
             let mut found = 0;

@@ -51,9 +51,10 @@
 //! * The tag and value tables share an index as in Fig. 10, but are stored interleaved
 //!   ([`Entry`]): on a cached CPU, the `read`/`write` after a `find` then costs no extra
 //!   cache miss.
-//! * Reclaiming an entry touches only the `last` register; lookups recognise stale links
-//!   and stale hash-slot heads instead (see [`Ess`]). A creation thus costs one random
-//!   memory access fewer than unlinking would.
+//! * Reclaiming an entry touches only the `last` register. Hash slots and chain links name
+//!   entries by 32 bits of their creation number, so a lookup tells a stale link from a
+//!   live one without reading the entry (see [`Ess`]). A creation thus touches one random
+//!   cache line, not the three that unlinking would.
 //!
 //! # Example
 //!

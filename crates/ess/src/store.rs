@@ -105,12 +105,14 @@ pub struct Probe {
 ///
 /// Entries are taken at `next` = `last + len` in creation order, which is also expiry order,
 /// and reclaimed at `last`. Reclaiming touches nothing but the `last` register: the entry
-/// is not unlinked from its chain and its hash slot is not cleared. Lookups cope instead:
-/// chains run from newest to oldest, so a walk follows a link only to an older entry inside
-/// the window and stops at the first expired one (everything after it is older still), and
-/// a hash slot whose head entry now holds a tag of another slot is read as empty. So
-/// reclaiming costs no memory access at all, and a binding costs 24 bytes plus 4 per hash
-/// slot: 32 bytes at h = 2.
+/// is not unlinked from its chain and its hash slot is not cleared. Lookups cope instead.
+/// Hash slots and chain links name an entry by 32 bits of its creation number, which gives
+/// its index (creation `c` sits at `c mod 2^n`) and, against the count of creations, its
+/// age; a walk follows a reference only to an entry still in the window and older than the
+/// one it leaves, and stops at the first expired entry (everything after it is older
+/// still). So reclaiming costs no memory access at all, a creation touches one random line
+/// (its hash slot) unless its chain really holds live entries, and a binding costs 24 bytes
+/// plus 4 per hash slot: 32 bytes at h = 2.
 pub struct Ess<T: Tables = DefaultTables> {
     config: EssConfig,
     pub(crate) tables: T,

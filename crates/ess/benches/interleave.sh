@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Interleaved wall-clock runs of the steady-churn and find-hit workloads at 2^20 / 50 %:
+# every round runs every store once, so the machine's drift (it is shared) hits all of them
+# alike; prints, per workload, the median over rounds of hashbrown+FIFO time / ESS time.
+#   cargo build --release -p ess --example churn && bash crates/ess/benches/interleave.sh
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+B=target/release/examples/churn
+N=${N:-10000000}
+for r in $(seq 1 ${ROUNDS:-7}); do
+  for w in churn find_hit; do
+    for s in ess ess_h1 ess_h0.5 hashbrown_fifo; do
+      $B $s $w $N 20 50
+    done
+    $B ess ${w}_batch $N 20 50
+    $B ess_h1 ${w}_batch $N 20 50
+  done
+done > target/interleave.out
+python3 - <<'PY'
+import re, statistics, collections
+runs = collections.defaultdict(list)
+rounds = []
+for line in open('target/interleave.out'):
+    m = re.match(r'(\S+) (\S+) .*?([0-9.]+) ns/op', line)
+    if not m:
+        continue
+    store, work, ns = m.group(1), m.group(2), float(m.group(3))
+    if not rounds or (store, work) in rounds[-1]:
+        rounds.append({})
+    rounds[-1][(store, work)] = ns
+    runs[(work, store)].append(ns)
+print('median ns/op over %d rounds' % len(rounds))
+for (work, store), v in sorted(runs.items()):
+    print('  %-15s %-15s %7.1f' % (work, store, statistics.median(v)))
+print('median over rounds of hashbrown_fifo / ESS (above 1: the ESS is faster)')
+for work in ('churn', 'find_hit'):
+    for store, w in (('ess', work), ('ess_h1', work), ('ess_h0.5', work), ('ess', work + '_batch'), ('ess_h1', work + '_batch')):
+        r = [rd[('hashbrown_fifo', work)] / rd[(store, w)] for rd in rounds if (store, w) in rd and ('hashbrown_fifo', work) in rd]
+        print('  %-15s %-9s %5.2f   (%s)' % (w, store, statistics.median(r), ' '.join('%.2f' % x for x in r)))
+PY
