@@ -2,7 +2,7 @@
 //!
 //! The first bytes choose a small store (capacity 2^1..=2^6, a small lifetime and clock
 //! resolution or a lifetime near the 2^31-unit limit, h from 0.5 to 4, a hash key); the rest
-//! is a sequence of operations run on both the store and the oracle. Time moves forward in
+//! is a sequence of operations (single calls and batches) run on both the store and the oracle. Time moves forward in
 //! small steps, sometimes backwards (both read an earlier `now` as the latest one seen), and
 //! sometimes jumps 2^32 clock units or more (where 32-bit expiries could alias). Tags come
 //! from a set about twice the capacity, so chains collide, the store fills, and tags are
@@ -78,6 +78,9 @@ enum Kind {
     Clean { budget: u8 },
     /// `clean_all`.
     CleanAll,
+    /// `find_batch` then `find_create_batch` over a list of tags (repeats allowed), each
+    /// answer compared with the oracle taking the tags one at a time.
+    Batch { tags: Vec<u8> },
     /// Compare every tag, `chain_stats` and the live count.
     Check,
 }
@@ -286,6 +289,32 @@ impl Harness {
                 self.oracle.observe(now);
                 self.last = None;
                 assert!(n <= budget, "clean reclaimed {n} with budget {budget}");
+            }
+            Kind::Batch { ref tags } => {
+                let tags: Vec<Tag> = tags
+                    .iter()
+                    .take(80)
+                    .map(|&t| self.tag(u64::from(t)))
+                    .collect();
+                let mut found = vec![None; tags.len()];
+                self.ess.find_batch(now, &tags, &mut found);
+                for (t, f) in tags.iter().zip(&found) {
+                    let got = f.map(|h| self.ess.read(h));
+                    assert_eq!(got, self.oracle.get(now, *t), "find_batch({t:?}) at {now}");
+                }
+                let mut out = vec![Err(Full); tags.len()];
+                self.ess.find_create_batch(now, &tags, &mut out);
+                self.last = None;
+                for (t, got) in tags.iter().zip(out) {
+                    let want = self.oracle.find_create(now, *t);
+                    assert_eq!(
+                        got.map(|h| h.is_new()),
+                        want,
+                        "find_create_batch({t:?}) at {now}"
+                    );
+                    self.created += u64::from(want == Ok(true));
+                    self.refused += u64::from(want.is_err());
+                }
             }
             Kind::CleanAll => {
                 self.ess.clean_all(now);
