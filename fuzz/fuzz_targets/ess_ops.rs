@@ -3,8 +3,8 @@
 //! The first bytes choose a small store (capacity 2^1..=2^6, a small lifetime and clock
 //! resolution or a lifetime near the 2^31-unit limit, h from 0.5 to 4, a hash key); the rest
 //! is a sequence of operations (single calls and batches) run on both the store and the
-//! oracle. Time moves forward in small steps, sometimes backwards (both read an earlier `now` as the latest one seen), and
-//! sometimes jumps 2^32 clock units or more (where 32-bit expiries could alias). Tags come
+//! oracle. Time moves forward in small steps, sometimes backwards (both read an earlier
+//! `now` as the latest one seen), and sometimes jumps 2^32 clock units or more (where 32-bit expiries could alias). Tags come
 //! from a set about twice the capacity, so chains collide, the store fills, and tags are
 //! re-created after they expire.
 //!
