@@ -4,9 +4,9 @@
 //! resolution or a lifetime near the 2^31-unit limit, h from 0.5 to 4, a hash key); the rest
 //! is a sequence of operations (single calls and batches) run on both the store and the
 //! oracle. Time moves forward in small steps, sometimes backwards (both read an earlier
-//! `now` as the latest one seen), and sometimes jumps 2^32 clock units or more (where 32-bit expiries could alias). Tags come
-//! from a set about twice the capacity, so chains collide, the store fills, and tags are
-//! re-created after they expire.
+//! `now` as the latest one seen), and sometimes jumps 2^32 clock units or more (where
+//! 32-bit expiries could alias). Tags come from a set about twice the capacity, so chains
+//! collide, the store fills, and tags are re-created after they expire.
 //!
 //! After every operation the visible results must agree: values, *nil*, `Full`,
 //! `Handle::is_new`, the creation and refusal counters; `occupied()` stays within the
