@@ -91,6 +91,7 @@ extern crate alloc;
 extern crate std;
 
 mod batch;
+mod chain;
 mod config;
 mod hash;
 #[cfg(feature = "alloc")]

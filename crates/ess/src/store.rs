@@ -6,7 +6,7 @@ use crate::config::EssConfig;
 use crate::hash::reduce;
 #[cfg(feature = "alloc")]
 use crate::tables::OwnedTables;
-use crate::tables::{Entry, NONE, Tables, prepare};
+use crate::tables::{Entry, Tables, prepare};
 use crate::time::{Clock, Instant};
 use crate::{ConfigError, Tag, Value};
 
@@ -27,8 +27,8 @@ const ALIAS_SPAN: u64 = 1 << 32;
 /// whatever record is at its index, or nothing if the index is out of range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Handle {
-    index: u32,
-    new: bool,
+    pub(crate) index: u32,
+    pub(crate) new: bool,
 }
 
 impl Handle {
@@ -116,18 +116,18 @@ pub struct Probe {
 pub struct Ess<T: Tables = DefaultTables> {
     config: EssConfig,
     pub(crate) tables: T,
-    mask: u32,
+    pub(crate) mask: u32,
     slots: u64,
     /// Oldest entry (the paper's `last` register).
-    last: u32,
+    pub(crate) last: u32,
     /// Entries from `last` on that are not reclaimed yet; `next` = `last + len`.
-    len: u32,
+    pub(crate) len: u32,
     /// Full expiry time, in clock units, of the newest entry. Every entry in the window
     /// expires less than 2^32 units before it, so 32 stored bits recover the full time.
     horizon: u64,
     lifetime_units: u64,
     pub(crate) clock: Clock,
-    counters: Counters,
+    pub(crate) counters: Counters,
 }
 
 /// The tables [`Ess`] uses by default: owned with `alloc`, borrowed without.
@@ -144,16 +144,6 @@ impl Ess<OwnedTables> {
         let tables = OwnedTables::new(&config);
         Self::build(config, tables)
     }
-}
-
-/// The outcome of one chain walk.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Walk {
-    pub(crate) found: Option<Handle>,
-    examined: u32,
-    /// A reference to the slot's head entry if it is live, so a new entry may link to
-    /// it; else `NONE`.
-    head: u32,
 }
 
 impl<T: Tables> Ess<T> {
@@ -373,7 +363,7 @@ impl<T: Tables> Ess<T> {
 
     /// How far below the horizon an entry whose low expiry bits are `stored` expires.
     #[inline(always)]
-    fn depth(&self, stored: u32) -> u64 {
+    pub(crate) fn depth(&self, stored: u32) -> u64 {
         u64::from((self.horizon as u32).wrapping_sub(stored))
     }
 
@@ -381,69 +371,6 @@ impl<T: Tables> Ess<T> {
     #[inline(always)]
     fn full_expiry(&self, stored: u32) -> u64 {
         self.horizon.saturating_sub(self.depth(stored))
-    }
-
-    /// How many creations ago the entry `reference` names was made (1 for the newest), if
-    /// it is still in the window; 0 if its entry has been reclaimed (and perhaps reused)
-    /// since.
-    ///
-    /// Only 32 bits of the creation number are kept, so a reference left untouched for a
-    /// multiple of 2^32 creations can pass as live again — an empty slot or end-of-chain
-    /// link (`NONE`, 0) too, since 0 is also the reference of creation 2^32·k − 1. That
-    /// costs a walk some entries of another chain (whose tags cannot match, and ages still
-    /// strictly grow, so the walk ends) but never a wrong answer.
-    #[inline(always)]
-    fn age_of(&self, reference: u32) -> u32 {
-        let d = (self.counters.created as u32)
-            .wrapping_add(1)
-            .wrapping_sub(reference);
-        if d > self.len { 0 } else { d }
-    }
-
-    /// The index of the live head entry of `bucket`'s chain, if there is one.
-    #[inline(always)]
-    pub(crate) fn head(&self, bucket: usize) -> Option<u32> {
-        let reference = self.tables.hash().get(bucket).copied().unwrap_or(NONE);
-        (self.age_of(reference) != 0).then(|| reference.wrapping_sub(1) & self.mask)
-    }
-
-    /// The entries a lookup in `bucket` examines, newest first.
-    #[inline(always)]
-    fn chain(&self, bucket: usize, cut: u64) -> Chain<'_, T> {
-        Chain {
-            ess: self,
-            entries: self.tables.entries(),
-            cur: self.tables.hash().get(bucket).copied().unwrap_or(NONE),
-            prev_age: 0,
-            cut,
-        }
-    }
-
-    /// Walks `bucket`'s chain for `tag`.
-    #[inline(always)]
-    pub(crate) fn walk(&self, cut: u64, tag: u64, bucket: usize) -> Walk {
-        let chain = self.chain(bucket, cut);
-        let head = chain.cur;
-        let mut walk = Walk {
-            found: None,
-            examined: 0,
-            head: NONE,
-        };
-        for link in chain {
-            walk.examined += 1;
-            if link.expired {
-                break;
-            }
-            walk.head = head;
-            if link.tag == tag {
-                walk.found = Some(Handle {
-                    index: link.index,
-                    new: false,
-                });
-                break;
-            }
-        }
-        walk
     }
 
     fn tail(&self) -> Option<Entry> {
@@ -490,26 +417,6 @@ impl<T: Tables> Ess<T> {
             self.counters.reclaimed += 1;
         }
     }
-
-    /// Visits every hash slot's chain as `find` would see it at `now`: calls
-    /// `f(bucket, visible, stale)` with the number of visible entries and whether the walk
-    /// ended on an entry it had to examine but could not use (expired, or another slot's).
-    pub(crate) fn for_each_chain(&self, now: Instant, mut f: impl FnMut(usize, u32, bool)) {
-        let cut = self.cut(self.clock.units_at(now));
-        for bucket in 0..self.tables.hash().len() {
-            let (mut visible, mut stale) = (0u32, false);
-            for link in self.chain(bucket, cut) {
-                // A head whose lap bits wrapped can lead into another slot's chain: count
-                // only this slot's own entries (they all come before any foreign one).
-                if link.expired || self.bucket(link.tag) != bucket {
-                    stale = true;
-                    break;
-                }
-                visible += 1;
-            }
-            f(bucket, visible, stale);
-        }
-    }
 }
 
 impl<T: Tables> fmt::Debug for Ess<T> {
@@ -521,54 +428,6 @@ impl<T: Tables> fmt::Debug for Ess<T> {
             .field("horizon", &self.horizon)
             .field("counters", &self.counters)
             .finish_non_exhaustive()
-    }
-}
-
-/// One entry a chain walk examines.
-#[derive(Clone, Copy, Debug)]
-struct Link {
-    index: u32,
-    tag: u64,
-    expired: bool,
-}
-
-/// A walk down one hash chain, newest entry first.
-///
-/// A link is followed only to an entry still in the window and *older* than the one it
-/// leaves (see [`Ess::age_of`]): anything else was reclaimed, and perhaps reused by another
-/// chain, after the link was made. The walk ends after the first expired entry, since
-/// everything further down is older and so expired too. Ages strictly grow, so a walk takes
-/// at most `len` steps whatever the tables hold.
-struct Chain<'a, T: Tables> {
-    ess: &'a Ess<T>,
-    entries: &'a [Entry],
-    /// Reference to the next entry to examine.
-    cur: u32,
-    /// Age of the entry examined last (0 before the head).
-    prev_age: u32,
-    cut: u64,
-}
-
-impl<T: Tables> Iterator for Chain<'_, T> {
-    type Item = Link;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<Link> {
-        let age = self.ess.age_of(self.cur);
-        if age <= self.prev_age {
-            return None;
-        }
-        let index = self.cur.wrapping_sub(1) & self.ess.mask;
-        let entry = self.entries.get(index as usize)?;
-        let expired = self.ess.depth(entry.expiry) >= self.cut;
-        self.cur = entry.chain;
-        // After an expired entry everything is older, so expired too: stop there.
-        self.prev_age = if expired { u32::MAX } else { age };
-        Some(Link {
-            index,
-            tag: entry.tag,
-            expired,
-        })
     }
 }
 
@@ -716,113 +575,6 @@ mod tests {
         assert_eq!(s.get(end, Tag(2)), Some(Value(2)));
         assert_eq!(s.put(end, Tag(3), Value(3)), Err(Full));
         assert_eq!(s.get(t(u64::MAX), Tag(1)), None);
-    }
-
-    #[test]
-    fn reused_heads_do_not_lengthen_lookups() {
-        // Reclaiming never clears hash slots, so heads go stale and their entries are
-        // reused by other slots' tags. A lookup must read such a slot as empty (one entry
-        // examined) and never walk into the other slot's chain.
-        let config = EssConfig::new(6, 32, 1, HashKey::from_seed(8))
-            .unwrap()
-            .with_hash_ratio(crate::HashRatio::HALF);
-        let mut s = Ess::new(config);
-        let mut x = 1u64;
-        let mut rand = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for now in 0..3_000u64 {
-            s.put(t(now), Tag(rand()), Value(now)).unwrap();
-            let cut = s.cut(s.clock.units_at(t(now)));
-            for _ in 0..4 {
-                let tag = rand();
-                let bucket = s.bucket(tag);
-                // The live entries whose tags belong to this slot: all a miss may examine,
-                // plus one it cannot use (an expired entry or a foreign head).
-                let own = (0..s.len)
-                    .map(|i| s.tables.entries()[(s.last.wrapping_add(i) & s.mask) as usize])
-                    .filter(|e| s.depth(e.expiry) < cut && s.bucket(e.tag) == bucket)
-                    .count() as u32;
-                let p = s.probe(t(now), Tag(tag));
-                assert!(p.found.is_none());
-                assert!(
-                    p.entries_examined <= own + 1,
-                    "examined {} with {own} own entries",
-                    p.entries_examined
-                );
-            }
-        }
-    }
-
-    /// Drives `s` and the model through `ticks` creations of tags from a small set,
-    /// checking every answer; `poke` may tamper with the store before each step.
-    fn churn_against_model(
-        s: &mut Ess,
-        ticks: core::ops::Range<u64>,
-        mut poke: impl FnMut(&mut Ess, u64),
-    ) {
-        let mut o = crate::oracle::Oracle::new(s.config());
-        let mut x = 7u64;
-        for now in ticks {
-            poke(s, now);
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let tag = Tag(x >> 58); // 64 tags: re-created after expiry, often live
-            assert_eq!(
-                s.put(t(now), tag, Value(now)),
-                o.put(t(now), tag, Value(now))
-            );
-            let probe = Tag((x >> 52) & 63);
-            assert_eq!(s.get(t(now), probe), o.get(t(now), probe), "t{now}");
-            assert_eq!(s.chain_stats(t(now)).visible as usize, o.live(t(now)));
-        }
-    }
-
-    fn small_chained_store() -> Ess {
-        Ess::new(
-            EssConfig::new(5, 16, 1, HashKey::from_seed(3))
-                .unwrap()
-                .with_hash_ratio(crate::HashRatio::HALF),
-        )
-    }
-
-    #[test]
-    fn creation_numbers_wrap_at_2_pow_32() {
-        // References keep 32 bits of the creation number: cross the wrap.
-        let mut s = small_chained_store();
-        s.counters.created = (1 << 32) - 1_000;
-        s.last = (s.counters.created as u32) & s.mask; // next = created mod 2^n
-        churn_against_model(&mut s, 0..3_000, |_, _| {});
-        assert!(s.counters.created > 1 << 32);
-    }
-
-    #[test]
-    fn stale_heads_that_pass_as_live_cost_probes_never_answers() {
-        // A slot whose chain has no live entry may, after 2^32 creations, name another
-        // chain's live entry. Simulate it: point every such slot at a random live entry.
-        let mut s = small_chained_store();
-        let mut x = 11u64;
-        churn_against_model(&mut s, 0..5_000, |s, now| {
-            let cut = s.cut(s.clock.units_at(t(now)));
-            for bucket in 0..s.tables.hash().len() {
-                let own = s
-                    .chain(bucket, cut)
-                    .take_while(|l| !l.expired)
-                    .any(|l| s.bucket(l.tag) == bucket);
-                if !own && s.len > 0 {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                    let age = (x >> 33) as u32 % s.len + 1;
-                    let reference = (s.counters.created as u32)
-                        .wrapping_add(1)
-                        .wrapping_sub(age);
-                    s.tables.split_mut().1[bucket] = reference;
-                }
-            }
-        });
     }
 
     #[test]
