@@ -78,7 +78,6 @@ pub trait Tables {
 /// assert_eq!(ess.get(Instant::from_ticks(10), Tag(1)), None);
 /// # Ok::<(), ess::ConfigError>(())
 /// ```
-#[derive(Debug)]
 pub struct BorrowedTables<'a> {
     entries: &'a mut [Entry],
     hash: &'a mut [u32],
@@ -106,7 +105,6 @@ impl Tables for BorrowedTables<'_> {
 
 /// Tables allocated once on the heap for a config.
 #[cfg(feature = "alloc")]
-#[derive(Debug)]
 pub struct OwnedTables {
     entries: Box<[Entry]>,
     hash: Box<[u32]>,
@@ -136,6 +134,31 @@ impl Tables for OwnedTables {
     }
 }
 
+/// Tables print their sizes, not their (possibly millions of) entries.
+fn debug_tables(
+    name: &str,
+    t: &impl Tables,
+    f: &mut core::fmt::Formatter<'_>,
+) -> core::fmt::Result {
+    f.debug_struct(name)
+        .field("entries", &t.entries().len())
+        .field("hash_slots", &t.hash().len())
+        .finish()
+}
+
+impl core::fmt::Debug for BorrowedTables<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        debug_tables("BorrowedTables", self, f)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl core::fmt::Debug for OwnedTables {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        debug_tables("OwnedTables", self, f)
+    }
+}
+
 /// Checks the table lengths against `config` and resets their contents.
 pub(crate) fn prepare<T: Tables>(config: &EssConfig, tables: &mut T) -> Result<(), ConfigError> {
     let (entries, hash) = tables.split_mut();
@@ -161,6 +184,16 @@ pub(crate) fn prepare<T: Tables>(config: &EssConfig, tables: &mut T) -> Result<(
 mod tests {
     use super::*;
     use crate::HashKey;
+
+    #[test]
+    fn tables_print_their_sizes() {
+        let (mut e, mut h) = ([Entry::EMPTY; 4], [0u32; 8]);
+        let t = BorrowedTables::new(&mut e, &mut h);
+        assert_eq!(
+            std::format!("{t:?}"),
+            "BorrowedTables { entries: 4, hash_slots: 8 }"
+        );
+    }
 
     #[test]
     fn an_entry_is_twenty_four_bytes() {
