@@ -20,11 +20,12 @@
 //!   duplication, MTU, up/down), the event loop ([`Simulator::step`],
 //!   [`Simulator::run_until`], [`Simulator::run`]) and [`Simulator::act`] to drive a node
 //!   from a test.
+//! * [`Routes`]: least-delay next hops between all nodes, for routers' forwarding tables.
 //! * [`Rng`]: the seeded generator behind every random choice.
 //!
 //! Interfaces are numbered per node in the order its links were connected. Routing is the
-//! nodes' business: the simulator only carries a packet from an interface to the one at the
-//! other end of its link.
+//! nodes' business (they may use [`Routes`]): the simulator only carries a packet from an
+//! interface to the one at the other end of its link.
 //!
 //! # Example
 //!
@@ -63,11 +64,13 @@ extern crate std;
 mod link;
 mod node;
 mod rng;
+mod routes;
 mod sim;
 
 pub use link::{LinkConfig, LinkStats};
 pub use node::{Node, Outbox};
 pub use rng::Rng;
+pub use routes::Routes;
 pub use sim::{LinkId, NodeId, Simulator};
 
 /// A point in virtual time, in ticks (what a tick means is the caller's choice).

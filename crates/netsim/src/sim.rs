@@ -176,6 +176,32 @@ impl<N: Node> Simulator<N> {
         self.nodes.iter().map(|s| &s.node)
     }
 
+    /// How many nodes there are.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The link behind node `id`'s interface `iface`.
+    pub fn iface_link(&self, id: NodeId, iface: usize) -> Option<LinkId> {
+        self.nodes
+            .get(id.0)?
+            .ifaces
+            .get(iface)
+            .map(|&(_, l)| LinkId(l))
+    }
+
+    /// How link `id` is configured (the default config if there is no such link).
+    pub fn link_config(&self, id: LinkId) -> LinkConfig {
+        self.links
+            .get(id.0)
+            .map_or_else(LinkConfig::default, |l| l.config)
+    }
+
+    /// Whether link `id` is up.
+    pub fn link_up(&self, id: LinkId) -> bool {
+        self.links.get(id.0).is_some_and(|l| l.up)
+    }
+
     /// How many interfaces node `id` has.
     pub fn iface_count(&self, id: NodeId) -> usize {
         self.nodes.get(id.0).map_or(0, |s| s.ifaces.len())
