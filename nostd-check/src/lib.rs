@@ -46,3 +46,21 @@ pub extern "C" fn waist_nostd_ess_roundtrip(tag: u64, value: u64, at: u64) -> u6
 fn panic(_info: &PanicInfo<'_>) -> ! {
     loop {}
 }
+
+/// `esp-proto`: parses an ESP header from the first `len` (at most 16) bytes of
+/// `first ‖ second` (big-endian), clears its Loc bits, and returns its opcode, or
+/// `u32::MAX` if the bytes are not a valid header.
+#[unsafe(no_mangle)]
+pub extern "C" fn waist_nostd_esp_opcode(first: u64, second: u64, len: u8) -> u32 {
+    let mut buf = [0u8; 16];
+    buf[..8].copy_from_slice(&first.to_be_bytes());
+    buf[8..].copy_from_slice(&second.to_be_bytes());
+    let len = usize::from(len).min(buf.len());
+    match esp_proto::wire::Header::new_checked(&mut buf[..len]) {
+        Ok(mut h) => {
+            h.set_loc(esp_proto::wire::Loc::NONE);
+            u32::from(h.opcode())
+        }
+        Err(_) => u32::MAX,
+    }
+}
