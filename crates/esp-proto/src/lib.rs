@@ -6,8 +6,13 @@
 //!
 //! No I/O, no clock: `#![no_std]`, bytes in and out.
 //!
-//! This crate is being built under its issue. What exists today is the wire header
-//! ([`wire::Header`], [`wire::HeaderRepr`]) and the protocol numbers ([`consts`]).
+//! This crate is being built under its issue. What exists today:
+//!
+//! * [`consts`]: protocol numbers;
+//! * [`wire`]: the ESP header ([`wire::Header`], a checked view; [`wire::HeaderRepr`]);
+//! * [`instr`]: the paper's COUNT, COMPARE and COLLECT with their operand encodings;
+//! * [`exec`]: running an instruction on a store context ([`exec::execute`]) and what a
+//!   router does with a header in one context ([`exec::process`]).
 //!
 //! # Example
 //!
@@ -31,4 +36,6 @@
 extern crate std;
 
 pub mod consts;
+pub mod exec;
+pub mod instr;
 pub mod wire;

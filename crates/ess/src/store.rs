@@ -21,9 +21,10 @@ const ALIAS_SPAN: u64 = 1 << 32;
 /// A reference to one binding's record, returned by [`Ess::find`] and [`Ess::find_create`]
 /// and taken by [`Ess::read`] and [`Ess::write`] (paper §5.1).
 ///
-/// A handle is for one instruction: it stays valid until the next call that takes
-/// `&mut self` other than [`Ess::write`] (a creation or a cleaner may reclaim the entry and
-/// give it to another tag). A stale or foreign handle never panics: it reads or writes
+/// A handle is for one instruction. A handle to a binding live at `now` stays valid across
+/// further calls at the same `now` (they reclaim only entries expired at `now`); after a
+/// call with a later `now`, the binding may have expired and its entry been given to another
+/// tag. A stale or foreign handle never panics: it reads or writes
 /// whatever record is at its index, or nothing if the index is out of range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Handle {
