@@ -56,7 +56,10 @@ impl From<Full> for Abort {
 /// Beyond the paper's pseudo-code: COUNT's counter saturates at `u64::MAX` instead of
 /// wrapping; COLLECT checks its child count exists before folding in its value (the paper
 /// folds first, then aborts), and counts down with wrapping, so more reports than children
-/// are never forwarded.
+/// are never forwarded. Otherwise reads and writes happen in the figures' order, which
+/// matters when one tag serves as two operands (COLLECT with V = C reads the count after
+/// writing the value). `tests/model.rs` checks all of this against the pseudo-code run on
+/// the plain store model.
 ///
 /// # Errors
 ///
