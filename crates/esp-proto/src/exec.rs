@@ -225,15 +225,7 @@ mod tests {
     fn count_then_collect_forwards_the_aggregate_once() {
         let mut ess = store();
         for _ in 0..3 {
-            execute(
-                &mut ess,
-                T0,
-                &mut Instruction::Count {
-                    counter: Tag(100),
-                    thresh: 1,
-                },
-            )
-            .unwrap();
+            count(&mut ess, Tag(100), 1);
         }
         let mut out = std::vec::Vec::new();
         for val in [10, 20, 5] {
@@ -288,6 +280,18 @@ mod tests {
         assert_eq!(execute(&mut ess, T0, &mut i), Err(Abort::StoreFull));
     }
 
+    /// Runs COUNT on `counter` (a setup step for COLLECT).
+    fn count(ess: &mut Ess, counter: Tag, thresh: u64) {
+        execute(ess, T0, &mut Instruction::Count { counter, thresh }).unwrap();
+    }
+
+    /// A header carrying `instr`.
+    fn packet_of(instr: Instruction, err: bool, rb: bool) -> std::vec::Vec<u8> {
+        let mut ops = std::vec![0u8; instr.operand_len()];
+        instr.emit(&mut ops).unwrap();
+        packet(instr.opcode(), &ops, err, rb)
+    }
+
     fn packet(opcode: u8, operands: &[u8], err: bool, rb: bool) -> std::vec::Vec<u8> {
         let repr = HeaderRepr {
             loc: Loc::ALL,
@@ -306,24 +310,14 @@ mod tests {
     #[test]
     fn process_writes_operands_back_and_marks_aborts() {
         let mut ess = store();
-        execute(
-            &mut ess,
-            T0,
-            &mut Instruction::Count {
-                counter: Tag(100),
-                thresh: 1,
-            },
-        )
-        .unwrap();
+        count(&mut ess, Tag(100), 1);
         let collect = Instruction::Collect {
             value: Tag(200),
             val: Value(7),
             counter: Tag(100),
             op: CombineOp::Max,
         };
-        let mut ops = [0u8; 25];
-        collect.emit(&mut ops).unwrap();
-        let mut buf = packet(crate::instr::OP_COLLECT, &ops, false, false);
+        let mut buf = packet_of(collect, false, false);
         let before = buf.clone();
         let mut h = Header::new_checked(&mut buf[..]).unwrap();
         assert_eq!(
@@ -354,13 +348,14 @@ mod tests {
 
         // Err or RB set: forwarded unprocessed.
         for (err, rb) in [(true, false), (false, true)] {
-            let count = Instruction::Count {
-                counter: Tag(5),
-                thresh: 0,
-            };
-            let mut ops = [0u8; 16];
-            count.emit(&mut ops).unwrap();
-            let mut pkt = packet(crate::instr::OP_COUNT, &ops, err, rb);
+            let mut pkt = packet_of(
+                Instruction::Count {
+                    counter: Tag(5),
+                    thresh: 0,
+                },
+                err,
+                rb,
+            );
             let mut h = Header::new_checked(&mut pkt[..]).unwrap();
             assert_eq!(process(&mut ess, T0, &mut h).verdict, Verdict::Forward);
             assert_eq!(ess.get(T0, Tag(5)), None);
