@@ -142,11 +142,15 @@ proptest! {
         let mut x = seed ^ 0x9e37_79b9_7f4a_7c15;
         let random = fill(&mut (0..n).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x }));
         prop_assert_eq!(attacked.visible, n);
-        // Random: mean hit probes ≈ 1 + α/2 = 1.25 at α = 0.5; max chain ≈ 6.
+        // Random: mean hit probes ≈ 1 + α/2 = 1.25 at α = 0.5, and the mean is stable, so
+        // compare with a random fill. The longest chain is not stable (4 to 7 in 400 random
+        // fills; one random fill can say 4 while a fine one says 8), so bound it where a
+        // random fill would exceed it with probability ≈ 3·10^-8 per case: Poisson(0.5) ≥ 11
+        // in any of 4096 slots. An aimed attack makes chains of hundreds.
         prop_assert!(attacked.mean_hit_probes() < random.mean_hit_probes() * 1.15 + 0.02,
             "attacked {} vs random {}", attacked.mean_hit_probes(), random.mean_hit_probes());
-        prop_assert!(attacked.max_chain <= random.max_chain + 3,
-            "attacked max {} vs random max {}", attacked.max_chain, random.max_chain);
+        prop_assert!(attacked.max_chain <= 10,
+            "attacked max {} (random fill: {})", attacked.max_chain, random.max_chain);
     }
 }
 
