@@ -1,4 +1,4 @@
-//! Running an instruction against one store context (paper Figs. 3 and 6).
+//! Running an instruction in one store context (paper Figs. 3, 6 and 9).
 //!
 //! [`execute`] is the instruction semantics alone; [`process`] is what a router does with
 //! a packet's ESP header in one context: pass packets with Err or RB set untouched, run the
@@ -6,10 +6,11 @@
 
 use core::fmt;
 
-use ess::{Ess, Full, Instant, Tables, Value};
+use ess::{Ess, Full, Handle, HashKey, Instant, Tables, Tag, Value};
 
-use crate::instr::{InstrError, Instruction};
-use crate::wire::{Header, Loc};
+use crate::idmap::IdMap;
+use crate::instr::{InstrError, Instruction, Param, Robust};
+use crate::wire::{ErrCode, Header, Loc};
 
 /// What to do with the packet after the instruction ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,53 +42,129 @@ impl fmt::Display for Abort {
     }
 }
 
+impl core::error::Error for Abort {}
+
+impl Abort {
+    /// The code a router puts in the header for this abort.
+    pub const fn code(&self) -> ErrCode {
+        match self {
+            Abort::StoreFull => ErrCode::StoreFull,
+            Abort::MissingState => ErrCode::MissingState,
+            Abort::Malformed(_) => ErrCode::Malformed,
+        }
+    }
+}
+
 impl From<Full> for Abort {
     fn from(_: Full) -> Abort {
         Abort::StoreFull
     }
 }
 
-/// Runs `instr` against `ess` at `now`, updating the store and the packet's operands.
+/// The node parameters a context offers instructions (§2.4's well-known operands), and the
+/// node's secret for its IDmaps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Env {
+    /// The node's id ([`Param::NodeId`]).
+    pub node: u64,
+    /// The interface this context serves ([`Param::Iface`]); `u32::MAX` for the central one.
+    pub iface: u32,
+    /// That interface's load ([`Param::IfaceLoad`]).
+    pub iface_load: u64,
+    /// That interface's queue length ([`Param::QueueLen`]).
+    pub queue_len: u64,
+    /// A coarse timestamp ([`Param::Timestamp`]).
+    pub timestamp: u64,
+    /// The node's secret for [`IdMap::for_node`].
+    pub idmap_key: HashKey,
+}
+
+impl Env {
+    /// A node `node` with secret `idmap_key`, every other parameter 0 and the central
+    /// interface.
+    pub const fn new(node: u64, idmap_key: HashKey) -> Env {
+        Env {
+            node,
+            iface: u32::MAX,
+            iface_load: 0,
+            queue_len: 0,
+            timestamp: 0,
+            idmap_key,
+        }
+    }
+
+    /// The value of `param` here.
+    pub const fn param(&self, param: Param) -> u64 {
+        match param {
+            Param::NodeId => self.node,
+            Param::Iface => self.iface as u64,
+            Param::IfaceLoad => self.iface_load,
+            Param::QueueLen => self.queue_len,
+            Param::Timestamp => self.timestamp,
+        }
+    }
+}
+
+/// One store context as an instruction sees it.
+pub struct Context<'a, T: Tables> {
+    /// The context's store (for the packet's CID).
+    pub store: &'a mut Ess<T>,
+    /// On an output port, the store of the same port's input side, where NACKs leave the
+    /// marks SUBCAST tests. `None` elsewhere: SUBCAST then tests `store`.
+    pub port_input: Option<&'a Ess<T>>,
+    /// The node parameters.
+    pub env: &'a Env,
+    /// The packet's computation ID.
+    pub cid: u32,
+}
+
+impl<'a, T: Tables> Context<'a, T> {
+    /// A context over `store` alone.
+    pub fn new(store: &'a mut Ess<T>, env: &'a Env, cid: u32) -> Self {
+        Context {
+            store,
+            port_input: None,
+            env,
+            cid,
+        }
+    }
+}
+
+/// Runs `instr` in `ctx` at `now`, updating the store and the packet's operands.
 ///
-/// Each instruction is atomic on the store: it checks everything that can make it abort
-/// before it writes anything, so an abort leaves the store as it was. It does a bounded,
-/// constant amount of work (at most two tag lookups).
+/// Each instruction is atomic on the store: it checks everything that can make it abort,
+/// including room for every binding it will create ([`Ess::make_room`]), before it writes
+/// anything, so an abort leaves the store as it was. It does a bounded, constant amount of
+/// work: at most `3w + 3` tag lookups, `w ≤ 8`.
 ///
-/// Beyond the paper's pseudo-code: COUNT's counter saturates at `u64::MAX` instead of
-/// wrapping; COLLECT checks its child count exists before folding in its value (the paper
-/// folds first, then aborts), and counts down with wrapping, so more reports than children
-/// are never forwarded. Otherwise reads and writes happen in the figures' order, which
-/// matters when one tag serves as two operands (COLLECT with V = C reads the count after
-/// writing the value). `tests/model.rs` checks all of this against the pseudo-code run on
-/// the plain store model.
+/// Beyond the paper's pseudo-code: COUNT's counters saturate instead of wrapping; COLLECT
+/// and RCOLLECT check the state they need exists before folding in their value (the paper
+/// folds first, then aborts); COLLECT counts down with wrapping, so more reports than
+/// children are never forwarded. Otherwise reads and writes happen in the figures' order,
+/// which matters when one tag serves as two operands. `tests/model.rs` checks all of this
+/// against the pseudo-code run on the plain store model.
 ///
 /// # Errors
 ///
 /// [`Abort`] if the instruction aborted; the store is unchanged.
 pub fn execute<T: Tables>(
-    ess: &mut Ess<T>,
+    ctx: &mut Context<'_, T>,
     now: Instant,
     instr: &mut Instruction,
 ) -> Result<Verdict, Abort> {
+    let ess = &mut *ctx.store;
     match instr {
         Instruction::Count { counter, thresh } => {
-            let h = ess.find_create(now, *counter)?;
-            let count = if h.is_new() { 0 } else { ess.read(h).0 }.saturating_add(1);
-            ess.write(h, Value(count));
-            Ok(if count <= *thresh {
-                Verdict::Forward
-            } else {
-                Verdict::Drop
-            })
+            let count = bump(ess, now, *counter)?;
+            Ok(pass(count <= *thresh))
         }
         Instruction::Compare { value, current, op } => {
             let h = ess.find_create(now, *value)?;
-            if h.is_new() || op.holds(ess.read(h).0, current.0) {
+            let pass_on = h.is_new() || op.holds(ess.read(h).0, current.0);
+            if pass_on {
                 ess.write(h, *current);
-                Ok(Verdict::Forward)
-            } else {
-                Ok(Verdict::Drop)
             }
+            Ok(pass(pass_on))
         }
         Instruction::Collect {
             value,
@@ -100,21 +177,246 @@ pub fn execute<T: Tables>(
             // expired entries, and this one is live.
             let children = ess.find(now, *counter).ok_or(Abort::MissingState)?;
             let h = ess.find_create(now, *value)?;
-            let result = if h.is_new() {
-                val.0
-            } else {
-                op.apply(ess.read(h).0, val.0)
-            };
-            ess.write(h, Value(result));
+            let result = fold(ess, h, *op, val.0);
             let left = ess.read(children).0.wrapping_sub(1);
             ess.write(children, Value(left));
             if left == 0 {
                 *val = Value(result);
-                Ok(Verdict::Forward)
-            } else {
-                Ok(Verdict::Drop)
             }
+            Ok(pass(left == 0))
         }
+        Instruction::Rchld {
+            children,
+            counter,
+            robust,
+        } => rchld(ess, ctx.env, ctx.cid, now, *children, *counter, robust),
+        Instruction::Rcollect { .. } => rcollect(ess, ctx.env, ctx.cid, now, instr),
+        Instruction::Get { tag, value } => {
+            *value = ess.get(now, *tag).ok_or(Abort::MissingState)?;
+            Ok(Verdict::Forward)
+        }
+        Instruction::Put { tag, value } => {
+            ess.put(now, *tag, *value)?;
+            Ok(Verdict::Forward)
+        }
+        Instruction::Update { tag, value, op } => {
+            let h = ess.find_create(now, *tag)?;
+            *value = Value(fold(ess, h, *op, value.0));
+            Ok(Verdict::Forward)
+        }
+        Instruction::Mark { tag } => {
+            ess.put(now, *tag, Value(ctx.env.node))?;
+            Ok(Verdict::Forward)
+        }
+        Instruction::LastMark { tag, node } => {
+            if ess.find(now, *tag).is_some() {
+                *node = Value(ctx.env.node);
+            }
+            Ok(Verdict::Forward)
+        }
+        Instruction::Subcast { tag } => {
+            let marks: &Ess<T> = match ctx.port_input {
+                Some(input) => input,
+                None => ess,
+            };
+            Ok(pass(marks.find(now, *tag).is_some()))
+        }
+        Instruction::Param { param, op, value } => {
+            *value = Value(op.apply(value.0, ctx.env.param(*param)));
+            Ok(Verdict::Forward)
+        }
+        Instruction::PutParam { tag, param } => {
+            ess.put(now, *tag, Value(ctx.env.param(*param)))?;
+            Ok(Verdict::Forward)
+        }
+        Instruction::Test { tag, value, op } => Ok(pass(
+            ess.get(now, *tag).is_some_and(|s| op.holds(s.0, value.0)),
+        )),
+        Instruction::Exists { tag } => Ok(pass(ess.find(now, *tag).is_some())),
+        Instruction::Absent { tag } => Ok(pass(ess.find(now, *tag).is_none())),
+        Instruction::Cswap { tag, expect, new } => {
+            let h = ess.find_create(now, *tag)?;
+            let old = ess.read(h);
+            let swapped = old == *expect;
+            if swapped {
+                ess.write(h, *new);
+            }
+            *expect = old;
+            Ok(pass(swapped))
+        }
+    }
+}
+
+const fn pass(cond: bool) -> Verdict {
+    if cond {
+        Verdict::Forward
+    } else {
+        Verdict::Drop
+    }
+}
+
+/// COUNT's step: `tag ← tag + 1` (nil = 0, saturating); returns the new count.
+fn bump<T: Tables>(ess: &mut Ess<T>, now: Instant, tag: Tag) -> Result<u64, Full> {
+    let h = ess.find_create(now, tag)?;
+    let count = if h.is_new() { 0 } else { ess.read(h).0 }.saturating_add(1);
+    ess.write(h, Value(count));
+    Ok(count)
+}
+
+/// COLLECT's step: `V ← V ∘ val` (a new binding takes `val`); returns the new value.
+fn fold<T: Tables>(ess: &mut Ess<T>, h: Handle, op: crate::instr::CombineOp, val: u64) -> u64 {
+    let result = if h.is_new() {
+        val
+    } else {
+        op.apply(ess.read(h).0, val)
+    };
+    ess.write(h, Value(result));
+    result
+}
+
+/// Word `i` of the filter whose first tag is `first`.
+const fn word_tag(first: Tag, i: usize) -> Tag {
+    Tag(first.0.wrapping_add(i as u64))
+}
+
+/// Handles of the `w` words of a filter that exist (`None` for nil words).
+fn find_words<T: Tables>(
+    ess: &Ess<T>,
+    now: Instant,
+    first: Tag,
+    words: usize,
+) -> [Option<Handle>; crate::idmap::MAX_WORDS] {
+    let mut out = [None; crate::idmap::MAX_WORDS];
+    for (i, slot) in out.iter_mut().enumerate().take(words) {
+        *slot = ess.find(now, word_tag(first, i));
+    }
+    out
+}
+
+/// Creations needed for the nil words among `handles`, plus `extra` single tags.
+fn missing(handles: &[Option<Handle>], words: usize, extra: &[Option<Handle>]) -> usize {
+    handles.iter().take(words).filter(|h| h.is_none()).count()
+        + extra.iter().filter(|h| h.is_none()).count()
+}
+
+/// The filter under `first` (nil words read as 0), creating missing words.
+fn or_into_filter<T: Tables>(
+    ess: &mut Ess<T>,
+    now: Instant,
+    first: Tag,
+    idmap: &IdMap,
+) -> Result<IdMap, Full> {
+    let mut filter = IdMap::empty(idmap.words());
+    for i in 0..usize::from(idmap.words()) {
+        let h = ess.find_create(now, word_tag(first, i))?;
+        let w = if h.is_new() { 0 } else { ess.read(h).0 } | idmap.word(i);
+        ess.write(h, Value(w));
+        filter.set_word(i, w);
+    }
+    Ok(filter)
+}
+
+/// RCHLD (Fig. 9, left).
+fn rchld<T: Tables>(
+    ess: &mut Ess<T>,
+    env: &Env,
+    cid: u32,
+    now: Instant,
+    children: Tag,
+    counter: Tag,
+    robust: &mut Robust,
+) -> Result<Verdict, Abort> {
+    let w = usize::from(robust.idmap.words());
+    let filter = find_words(ess, now, children, w);
+    let need = missing(&filter, w, &[ess.find(now, counter)]);
+    if need > 0 && !ess.make_room(now, need) {
+        return Err(Abort::StoreFull);
+    }
+    or_into_filter(ess, now, children, &robust.idmap)?;
+    let count = bump(ess, now, counter)?;
+    if count <= u64::from(robust.thresh) {
+        robust.idmap = IdMap::for_node(&env.idmap_key, cid, robust.k, robust.idmap.words());
+        Ok(Verdict::Forward)
+    } else {
+        Ok(Verdict::Drop)
+    }
+}
+
+/// RCOLLECT (Fig. 9, right), in the Basic Redundant Instruction Form (§4.3.1): a
+/// duplicate does not change the computation's state but is updated and forwarded like the
+/// original, within the forwarding limit.
+fn rcollect<T: Tables>(
+    ess: &mut Ess<T>,
+    env: &Env,
+    cid: u32,
+    now: Instant,
+    instr: &mut Instruction,
+) -> Result<Verdict, Abort> {
+    let Instruction::Rcollect {
+        value,
+        val,
+        heard,
+        children,
+        forwarded,
+        op,
+        robust,
+    } = instr
+    else {
+        return Err(Abort::MissingState);
+    };
+    let w = usize::from(robust.idmap.words());
+    // Everything that can abort is checked first: RCHLD's filter must exist, and so must the
+    // running value if this packet turns out to be a duplicate.
+    let expected = find_words(ess, now, *children, w);
+    if expected.iter().take(w).any(Option::is_none) {
+        return Err(Abort::MissingState);
+    }
+    let heard_h = find_words(ess, now, *heard, w);
+    let mut seen = IdMap::empty(robust.idmap.words());
+    for (i, h) in heard_h.iter().enumerate().take(w) {
+        seen.set_word(i, h.map_or(0, |h| ess.read(h).0));
+    }
+    let duplicate = robust.idmap.is_subset_of(&seen);
+    let value_h = ess.find(now, *value);
+    if duplicate && value_h.is_none() {
+        return Err(Abort::MissingState);
+    }
+    let forwarded_h = ess.find(now, *forwarded);
+    let need = if duplicate {
+        0
+    } else {
+        missing(&heard_h, w, &[value_h])
+    } + usize::from(forwarded_h.is_none());
+    if need > 0 && !ess.make_room(now, need) {
+        return Err(Abort::StoreFull);
+    }
+
+    let xi = if duplicate {
+        value_h.map_or(0, |h| ess.read(h).0)
+    } else {
+        or_into_filter(ess, now, *heard, &robust.idmap)?;
+        let h = ess.find_create(now, *value)?;
+        fold(ess, h, *op, val.0)
+    };
+    // Read both filters after the writes, as the figure does.
+    let mut matched = true;
+    for (i, h) in expected.iter().enumerate().take(w) {
+        let beta = h.map_or(0, |h| ess.read(h).0);
+        let alpha = ess
+            .find(now, word_tag(*heard, i))
+            .map_or(0, |h| ess.read(h).0);
+        matched &= alpha == beta;
+    }
+    if !matched {
+        return Ok(Verdict::Drop);
+    }
+    let sent = bump(ess, now, *forwarded)?;
+    if sent <= u64::from(robust.thresh) {
+        robust.idmap = IdMap::for_node(&env.idmap_key, cid, robust.k, robust.idmap.words());
+        *val = Value(xi);
+        Ok(Verdict::Forward)
+    } else {
+        Ok(Verdict::Drop)
     }
 }
 
@@ -127,25 +429,35 @@ pub struct Processed {
     pub abort: Option<Abort>,
 }
 
+impl Processed {
+    /// Forwarded, nothing happened.
+    pub const PASS: Processed = Processed {
+        verdict: Verdict::Forward,
+        abort: None,
+    };
+}
+
 /// Processes an ESP header in one context, as a router does: packets with Err or RB set
 /// pass untouched; otherwise the instruction runs, changed operands are written back, and an
-/// abort sets Err, clears Loc and forwards. Only operands and control bits change.
+/// abort sets Err and its code, clears Loc and forwards. Only operands and control bits
+/// change.
+///
+/// The caller checks Loc selects this context (as `node::EspNode` does); `ctx.cid` should be
+/// the header's CID.
 pub fn process<T: Tables, B: AsRef<[u8]> + AsMut<[u8]>>(
-    ess: &mut Ess<T>,
+    ctx: &mut Context<'_, T>,
     now: Instant,
     header: &mut Header<B>,
 ) -> Processed {
     if header.err() || header.rb() {
-        return Processed {
-            verdict: Verdict::Forward,
-            abort: None,
-        };
+        return Processed::PASS;
     }
     let outcome = Instruction::parse(header.opcode(), header.operands())
         .map_err(Abort::Malformed)
         .and_then(|mut instr| {
-            let verdict = execute(ess, now, &mut instr)?;
-            // The length was checked by `parse`, so this cannot fail.
+            let verdict = execute(ctx, now, &mut instr)?;
+            // The length was checked by `parse` and execution keeps IDmap sizes, so this
+            // cannot fail.
             let _ = instr.emit(header.operands_mut());
             Ok(verdict)
         });
@@ -156,6 +468,7 @@ pub fn process<T: Tables, B: AsRef<[u8]> + AsMut<[u8]>>(
         },
         Err(abort) => {
             header.set_err(true);
+            header.set_err_code(abort.code());
             header.set_loc(Loc::NONE);
             Processed {
                 verdict: Verdict::Forward,
@@ -166,199 +479,5 @@ pub fn process<T: Tables, B: AsRef<[u8]> + AsMut<[u8]>>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::instr::{CombineOp, CompareOp};
-    use crate::wire::HeaderRepr;
-    use ess::{EssConfig, HashKey, Tag};
-
-    fn store() -> Ess {
-        Ess::new(EssConfig::new(4, 10_000, 1, HashKey::from_seed(1)).unwrap())
-    }
-
-    const T0: Instant = Instant::from_ticks(0);
-
-    #[test]
-    fn count_passes_up_to_the_threshold() {
-        let mut ess = store();
-        let mut i = Instruction::Count {
-            counter: Tag(7),
-            thresh: 2,
-        };
-        let v: std::vec::Vec<_> = (0..4)
-            .map(|_| execute(&mut ess, T0, &mut i).unwrap())
-            .collect();
-        assert_eq!(
-            v,
-            [
-                Verdict::Forward,
-                Verdict::Forward,
-                Verdict::Drop,
-                Verdict::Drop
-            ]
-        );
-        assert_eq!(
-            ess.get(T0, Tag(7)),
-            Some(Value(4)),
-            "counting goes on past the threshold"
-        );
-    }
-
-    #[test]
-    fn compare_thins_to_an_increasing_sequence() {
-        let mut ess = store();
-        let passed: std::vec::Vec<u64> = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]
-            .into_iter()
-            .filter(|&u| {
-                let mut i = Instruction::Compare {
-                    value: Tag(1),
-                    current: Value(u),
-                    op: CompareOp::Lt,
-                };
-                execute(&mut ess, T0, &mut i) == Ok(Verdict::Forward)
-            })
-            .collect();
-        assert_eq!(passed, [3, 4, 5, 9]);
-    }
-
-    #[test]
-    fn count_then_collect_forwards_the_aggregate_once() {
-        let mut ess = store();
-        for _ in 0..3 {
-            count(&mut ess, Tag(100), 1);
-        }
-        let mut out = std::vec::Vec::new();
-        for val in [10, 20, 5] {
-            let mut i = Instruction::Collect {
-                value: Tag(200),
-                val: Value(val),
-                counter: Tag(100),
-                op: CombineOp::Add,
-            };
-            out.push((execute(&mut ess, T0, &mut i).unwrap(), i));
-        }
-        assert_eq!(out[0].0, Verdict::Drop);
-        assert_eq!(out[1].0, Verdict::Drop);
-        assert_eq!(out[2].0, Verdict::Forward);
-        assert!(matches!(
-            out[2].1,
-            Instruction::Collect { val: Value(35), .. }
-        ));
-        // A fourth report finds the count spent and is not forwarded.
-        let mut late = Instruction::Collect {
-            value: Tag(200),
-            val: Value(1),
-            counter: Tag(100),
-            op: CombineOp::Add,
-        };
-        assert_eq!(execute(&mut ess, T0, &mut late), Ok(Verdict::Drop));
-    }
-
-    #[test]
-    fn collect_without_a_count_aborts_and_changes_nothing() {
-        let mut ess = store();
-        let mut i = Instruction::Collect {
-            value: Tag(1),
-            val: Value(1),
-            counter: Tag(2),
-            op: CombineOp::Add,
-        };
-        assert_eq!(execute(&mut ess, T0, &mut i), Err(Abort::MissingState));
-        assert_eq!((ess.get(T0, Tag(1)), ess.occupied()), (None, 0));
-    }
-
-    #[test]
-    fn a_full_store_aborts() {
-        let mut ess = store();
-        for t in 0..16 {
-            ess.put(T0, Tag(1000 + t), Value(0)).unwrap();
-        }
-        let mut i = Instruction::Count {
-            counter: Tag(1),
-            thresh: 9,
-        };
-        assert_eq!(execute(&mut ess, T0, &mut i), Err(Abort::StoreFull));
-    }
-
-    /// Runs COUNT on `counter` (a setup step for COLLECT).
-    fn count(ess: &mut Ess, counter: Tag, thresh: u64) {
-        execute(ess, T0, &mut Instruction::Count { counter, thresh }).unwrap();
-    }
-
-    /// A header carrying `instr`.
-    fn packet_of(instr: Instruction, err: bool, rb: bool) -> std::vec::Vec<u8> {
-        let mut ops = std::vec![0u8; instr.operand_len()];
-        instr.emit(&mut ops).unwrap();
-        packet(instr.opcode(), &ops, err, rb)
-    }
-
-    fn packet(opcode: u8, operands: &[u8], err: bool, rb: bool) -> std::vec::Vec<u8> {
-        let repr = HeaderRepr {
-            loc: Loc::ALL,
-            err,
-            rb,
-            opcode,
-            cid: 9,
-            operand_len: operands.len() as u8,
-        };
-        let mut buf = std::vec![0u8; repr.buffer_len()];
-        repr.emit(&mut buf).unwrap();
-        buf[8..].copy_from_slice(operands);
-        buf
-    }
-
-    #[test]
-    fn process_writes_operands_back_and_marks_aborts() {
-        let mut ess = store();
-        count(&mut ess, Tag(100), 1);
-        let collect = Instruction::Collect {
-            value: Tag(200),
-            val: Value(7),
-            counter: Tag(100),
-            op: CombineOp::Max,
-        };
-        let mut buf = packet_of(collect, false, false);
-        let before = buf.clone();
-        let mut h = Header::new_checked(&mut buf[..]).unwrap();
-        assert_eq!(
-            process(&mut ess, T0, &mut h),
-            Processed {
-                verdict: Verdict::Forward,
-                abort: None
-            }
-        );
-        assert_eq!(buf[..8], before[..8], "header untouched");
-
-        // Same again: the count is spent → dropped, no abort.
-        let mut buf2 = before.clone();
-        let mut h = Header::new_checked(&mut buf2[..]).unwrap();
-        assert_eq!(process(&mut ess, T0, &mut h).verdict, Verdict::Drop);
-
-        // Unknown opcode: abort, Err set, Loc cleared, forwarded; nothing else changes.
-        let mut bad = packet(99, &[1, 2, 3], false, false);
-        let mut h = Header::new_checked(&mut bad[..]).unwrap();
-        let p = process(&mut ess, T0, &mut h);
-        assert_eq!(p.verdict, Verdict::Forward);
-        assert!(matches!(
-            p.abort,
-            Some(Abort::Malformed(InstrError::Opcode { opcode: 99 }))
-        ));
-        assert!(h.err() && h.loc().is_empty());
-        assert_eq!(h.operands(), &[1, 2, 3]);
-
-        // Err or RB set: forwarded unprocessed.
-        for (err, rb) in [(true, false), (false, true)] {
-            let mut pkt = packet_of(
-                Instruction::Count {
-                    counter: Tag(5),
-                    thresh: 0,
-                },
-                err,
-                rb,
-            );
-            let mut h = Header::new_checked(&mut pkt[..]).unwrap();
-            assert_eq!(process(&mut ess, T0, &mut h).verdict, Verdict::Forward);
-            assert_eq!(ess.get(T0, Tag(5)), None);
-        }
-    }
-}
+#[path = "exec_tests.rs"]
+mod tests;

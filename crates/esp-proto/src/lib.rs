@@ -32,10 +32,20 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod codec;
 pub mod consts;
+#[cfg(feature = "alloc")]
+pub mod endpoint;
 pub mod exec;
+pub mod idmap;
 pub mod instr;
+#[cfg(feature = "alloc")]
+pub mod node;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod wire;

@@ -110,6 +110,11 @@ impl Oracle {
         Ok(())
     }
 
+    /// Bindings the model can hold at once.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Live bindings at `now`.
     pub fn live(&self, now: Instant) -> usize {
         let u = self.unit(now);

@@ -331,6 +331,16 @@ impl<T: Tables> Ess<T> {
         Ok(())
     }
 
+    /// Makes sure `n` bindings can be created at `now`, reclaiming up to `n` expired entries
+    /// (bounded work). Returns whether there is room: if so, the next `n` calls to
+    /// [`find_create`](Self::find_create) at `now` cannot fail. An instruction that creates
+    /// several bindings checks this first, so it either creates them all or none.
+    pub fn make_room(&mut self, now: Instant, n: usize) -> bool {
+        let units = self.clock.advance(now);
+        self.reclaim(self.cut(units), n);
+        self.capacity() - self.len as usize >= n
+    }
+
     // ---- the cleaner --------------------------------------------------------------------
 
     /// Reclaims at most `budget` expired entries, oldest first: bounded work per call.

@@ -179,3 +179,34 @@ fn a_known_key_would_let_tags_be_aimed() {
     }
     assert!(other.chain_stats(at(0)).max_chain <= 4);
 }
+
+proptest! {
+    /// `make_room(now, n)` is true exactly when `n` more bindings fit beside the live ones,
+    /// and then `n` creations at `now` all succeed.
+    #[test]
+    fn make_room_promises_exactly_the_free_space(
+        fill in proptest::collection::vec(0u64..40, 0..40),
+        n in 0usize..20,
+        now in 0u64..60,
+    ) {
+        let config = EssConfig::new(4, 20, 1, HashKey::from_seed(9)).unwrap();
+        let mut ess = Ess::new(config);
+        let mut live = std::collections::BTreeSet::new();
+        let mut t = 0;
+        for (i, step) in fill.iter().enumerate() {
+            t += step % 3;
+            if ess.put(at(t), Tag(i as u64), Value(0)).is_ok() {
+                live.insert((t, i));
+            }
+        }
+        let now = t + now;
+        let alive = live.iter().filter(|(c, _)| c + 20 > now).count();
+        let room = ess.make_room(at(now), n);
+        prop_assert_eq!(room, alive + n <= 16, "alive {}, n {}", alive, n);
+        if room {
+            for j in 0..n {
+                prop_assert!(ess.find_create(at(now), Tag(1000 + j as u64)).is_ok());
+            }
+        }
+    }
+}

@@ -197,6 +197,25 @@ impl<N: Node> Simulator<N> {
             .map_or_else(LinkConfig::default, |l| l.config)
     }
 
+    /// Reconfigures link `id` (delay, loss, …) for packets offered from now on. Ignored for
+    /// a link that does not exist.
+    pub fn set_link_config(&mut self, id: LinkId, config: LinkConfig) {
+        if let Some(l) = self.links.get_mut(id.0) {
+            l.config = config;
+        }
+    }
+
+    /// Links so far.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Mutable access to node `id` (panics on an id this simulator did not hand out, like
+    /// [`node`](Self::node)).
+    pub fn node_mut(&mut self, id: NodeId) -> &mut N {
+        &mut self.nodes[id.0].node
+    }
+
     /// Whether link `id` is up.
     pub fn link_up(&self, id: LinkId) -> bool {
         self.links.get(id.0).is_some_and(|l| l.up)

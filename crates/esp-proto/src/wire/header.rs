@@ -7,7 +7,7 @@
 //!  0                   1                   2                   3
 //!  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
 //! +-------+-+-+-+-+-+-------------+---------------+---------------+
-//! |Version|I|O|C|E|R|  reserved   |    Opcode     |  Operand len  |
+//! |Version|I|O|C|E|R|Code | rsvd  |    Opcode     |  Operand len  |
 //! +-------+-+-+-+-+-+-------------+---------------+---------------+
 //! |                    Computation ID (CID)                       |
 //! +---------------------------------------------------------------+
@@ -17,6 +17,8 @@
 //! * Loc is the three bits I (input port), O (output port), C (central): where a router runs
 //!   the instruction; any combination, none included.
 //! * E (Err) is set by a router whose instruction aborted; R (RB) is the reflector bit.
+//! * Code says why it aborted ([`ErrCode`]), so the end system can report the precise error
+//!   (§2.6); it is 0 while Err is clear.
 //! * The reserved bits are sent as zero and carried unchanged.
 //! * The CID is 32 bits: packets of one computation carry the same CID and are run in the
 //!   same store context.
@@ -42,6 +44,47 @@ mod field {
 
 const ERR_BIT: u8 = 0x01;
 const RB_BIT: u8 = 0x80;
+const CODE_MASK: u8 = 0x70;
+const CODE_SHIFT: u8 = 4;
+
+/// Why a router set Err (the 3-bit Code field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrCode {
+    /// No reason recorded (Err clear, or set by an older sender).
+    None,
+    /// A store had no room for a binding the instruction needed.
+    StoreFull,
+    /// State the instruction needs did not exist (never set up, or expired).
+    MissingState,
+    /// The router could not decode the instruction.
+    Malformed,
+    /// A code this crate does not know.
+    Other(u8),
+}
+
+impl ErrCode {
+    /// The 3-bit field value.
+    pub const fn bits(self) -> u8 {
+        match self {
+            ErrCode::None => 0,
+            ErrCode::StoreFull => 1,
+            ErrCode::MissingState => 2,
+            ErrCode::Malformed => 3,
+            ErrCode::Other(b) => b & 0x7,
+        }
+    }
+
+    /// The code of a 3-bit field value.
+    pub const fn from_bits(b: u8) -> ErrCode {
+        match b & 0x7 {
+            0 => ErrCode::None,
+            1 => ErrCode::StoreFull,
+            2 => ErrCode::MissingState,
+            3 => ErrCode::Malformed,
+            b => ErrCode::Other(b),
+        }
+    }
+}
 
 /// Where a router runs an instruction (the 3-bit Loc field).
 ///
@@ -200,6 +243,11 @@ impl<T: AsRef<[u8]>> Header<T> {
         self.byte(field::FLAGS) & RB_BIT != 0
     }
 
+    /// Why Err was set.
+    pub fn err_code(&self) -> ErrCode {
+        ErrCode::from_bits((self.byte(field::FLAGS) & CODE_MASK) >> CODE_SHIFT)
+    }
+
     /// The opcode.
     pub fn opcode(&self) -> u8 {
         self.byte(field::OPCODE)
@@ -233,6 +281,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     pub fn set_err(&mut self, err: bool) {
         self.update(field::VER_LOC_ERR, |b| {
             if err { b | ERR_BIT } else { b & !ERR_BIT }
+        });
+    }
+
+    /// Sets the Code field (why Err was set).
+    pub fn set_err_code(&mut self, code: ErrCode) {
+        self.update(field::FLAGS, |b| {
+            (b & !CODE_MASK) | ((code.bits() << CODE_SHIFT) & CODE_MASK)
         });
     }
 

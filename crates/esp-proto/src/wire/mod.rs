@@ -4,5 +4,13 @@
 //! `Repr` that parses from and emits into it, as in smoltcp's `wire` module.
 
 mod header;
+mod ip;
 
-pub use header::{Header, HeaderRepr, Loc, WireError};
+pub use header::{ErrCode, Header, HeaderRepr, Loc, WireError};
+#[cfg(feature = "alloc")]
+pub use ip::piggyback;
+pub use ip::{
+    Form, IpError, Located, addresses, decrement_ttl, dedicated_ipv4_len, dedicated_ipv6_len,
+    emit_dedicated_ipv4, emit_dedicated_ipv6, ipv4_checksum_ok, locate, piggyback_into,
+    piggybacked_len, reflect,
+};

@@ -1,0 +1,260 @@
+//! An ESP-capable router's processing (paper §2.2, §2.5): one store context per input port,
+//! one per output port, and a central one.
+//!
+//! A router calls [`EspNode::ingress`] when a packet arrives (input port, then central
+//! context) and [`EspNode::egress`] for each copy it sends (output port). The packet's Loc
+//! bits select which contexts run its instruction; its CID selects the shard of each
+//! context, so packets of one computation always meet the same store. Packets without an
+//! ESP instruction, and packets whose IP framing is malformed, are not ESP's business: they
+//! are passed back untouched for ordinary forwarding (and counted).
+
+use alloc::vec::Vec;
+
+use ess::{EssConfig, HashKey, Instant, ShardedEss};
+
+use crate::exec::{Context, Env, Processed, Verdict, process};
+use crate::wire::{Header, Loc, locate};
+
+/// How to build an [`EspNode`].
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// Interfaces (ports) the router has.
+    pub ifaces: usize,
+    /// Each shard's store.
+    pub store: EssConfig,
+    /// Shards per context (at least 1): parallel stores a port card may run.
+    pub shards: u32,
+    /// The node's id, the [`Param::NodeId`](crate::instr::Param::NodeId) operand (by
+    /// convention its IPv4 address, zero-extended).
+    pub node_id: u64,
+    /// The node's secret for IDmaps.
+    pub idmap_key: HashKey,
+    /// Right shift from store ticks to the coarse timestamp operand.
+    pub timestamp_shift: u32,
+}
+
+/// Where in the router an instruction runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Site {
+    /// The input port card of an interface.
+    Input(usize),
+    /// The central facility.
+    Central,
+    /// The output port card of an interface.
+    Output(usize),
+}
+
+impl Site {
+    /// The Loc bit that selects this site.
+    pub const fn loc(self) -> Loc {
+        match self {
+            Site::Input(_) => Loc::INPUT,
+            Site::Central => Loc::CENTRAL,
+            Site::Output(_) => Loc::OUTPUT,
+        }
+    }
+}
+
+/// What happened to a packet at one site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Not an ESP packet (or not one this node can frame): forward it as ordinary IP.
+    NotEsp,
+    /// An ESP packet whose Loc does not select this site, or which carries Err or RB.
+    Skipped,
+    /// The instruction ran (or aborted: see [`Processed::abort`]).
+    Ran(Processed),
+}
+
+impl Outcome {
+    /// Whether the packet goes on.
+    pub const fn forwards(&self) -> bool {
+        !matches!(
+            self,
+            Outcome::Ran(Processed {
+                verdict: Verdict::Drop,
+                ..
+            })
+        )
+    }
+}
+
+/// Running totals of an [`EspNode`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Instructions run (including aborted ones).
+    pub executed: u64,
+    /// Packets an instruction dropped.
+    pub dropped: u64,
+    /// Instructions that aborted.
+    pub aborted: u64,
+    /// Packets skipped because Loc did not select the site or Err/RB was set.
+    pub skipped: u64,
+    /// Packets with no ESP instruction.
+    pub not_esp: u64,
+    /// Packets whose IP framing was malformed (passed on as ordinary IP).
+    pub malformed: u64,
+}
+
+/// One port card: its input and output contexts and the interface's parameters.
+#[derive(Debug)]
+struct Port {
+    input: ShardedEss,
+    output: ShardedEss,
+    load: u64,
+    queue_len: u64,
+}
+
+/// An ESP router's contexts. See the [module docs](self).
+#[derive(Debug)]
+pub struct EspNode {
+    ports: Vec<Port>,
+    central: ShardedEss,
+    config: NodeConfig,
+    stats: NodeStats,
+}
+
+impl EspNode {
+    /// A node with empty stores.
+    pub fn new(config: NodeConfig) -> EspNode {
+        let ctx = |i: u64| {
+            ShardedEss::new(
+                config.store.with_key(config.store.key().derive(i)),
+                config.shards,
+            )
+        };
+        let ports = (0..config.ifaces as u64)
+            .map(|i| Port {
+                input: ctx(2 * i + 1),
+                output: ctx(2 * i + 2),
+                load: 0,
+                queue_len: 0,
+            })
+            .collect();
+        EspNode {
+            ports,
+            central: ctx(0),
+            config,
+            stats: NodeStats::default(),
+        }
+    }
+
+    /// The node's config.
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    /// Running totals.
+    pub fn stats(&self) -> NodeStats {
+        self.stats
+    }
+
+    /// Sets interface `iface`'s load and queue length (the
+    /// [`IfaceLoad`](crate::instr::Param::IfaceLoad) and
+    /// [`QueueLen`](crate::instr::Param::QueueLen) operands). Ignored for a port that does
+    /// not exist.
+    pub fn set_iface_params(&mut self, iface: usize, load: u64, queue_len: u64) {
+        if let Some(p) = self.ports.get_mut(iface) {
+            p.load = load;
+            p.queue_len = queue_len;
+        }
+    }
+
+    /// Runs `packet`'s instruction at `site`, if its Loc selects it. Unknown ports are
+    /// treated as not selected.
+    pub fn process_at(&mut self, now: Instant, site: Site, packet: &mut [u8]) -> Outcome {
+        let located = match locate(packet) {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                self.stats.not_esp += 1;
+                return Outcome::NotEsp;
+            }
+            Err(_) => {
+                self.stats.malformed += 1;
+                return Outcome::NotEsp;
+            }
+        };
+        let Some(Ok(mut header)) = packet.get_mut(located.range).map(Header::new_checked) else {
+            self.stats.malformed += 1;
+            return Outcome::NotEsp;
+        };
+        if !header.loc().contains(site.loc()) || header.err() || header.rb() {
+            self.stats.skipped += 1;
+            return Outcome::Skipped;
+        }
+        let cid = header.cid();
+        let mut env = Env::new(self.config.node_id, self.config.idmap_key);
+        env.timestamp = now.ticks() >> self.config.timestamp_shift.min(63);
+        let processed = match site {
+            Site::Central => {
+                let store = self.central.shard_mut(u64::from(cid));
+                process(&mut Context::new(store, &env, cid), now, &mut header)
+            }
+            Site::Input(i) | Site::Output(i) => {
+                let Some(port) = self.ports.get_mut(i) else {
+                    self.stats.skipped += 1;
+                    return Outcome::Skipped;
+                };
+                env.iface = i as u32;
+                env.iface_load = port.load;
+                env.queue_len = port.queue_len;
+                let mut ctx = if let Site::Output(_) = site {
+                    Context {
+                        store: port.output.shard_mut(u64::from(cid)),
+                        port_input: Some(port.input.shard(u64::from(cid))),
+                        env: &env,
+                        cid,
+                    }
+                } else {
+                    Context::new(port.input.shard_mut(u64::from(cid)), &env, cid)
+                };
+                process(&mut ctx, now, &mut header)
+            }
+        };
+        self.stats.executed += 1;
+        self.stats.aborted += u64::from(processed.abort.is_some());
+        self.stats.dropped += u64::from(processed.verdict == Verdict::Drop);
+        Outcome::Ran(processed)
+    }
+
+    /// A packet arrived on `iface`: runs its input and central contexts. `false` if an
+    /// instruction dropped it.
+    pub fn ingress(&mut self, now: Instant, iface: usize, packet: &mut [u8]) -> bool {
+        self.process_at(now, Site::Input(iface), packet).forwards()
+            && self.process_at(now, Site::Central, packet).forwards()
+    }
+
+    /// A packet (or one copy of it) leaves by `iface`: runs its output context. `false` if
+    /// the instruction dropped it.
+    pub fn egress(&mut self, now: Instant, iface: usize, packet: &mut [u8]) -> bool {
+        self.process_at(now, Site::Output(iface), packet).forwards()
+    }
+
+    /// Reclaims up to `budget` expired bindings in each shard of every context.
+    pub fn clean(&mut self, now: Instant, budget: usize) -> usize {
+        let mut n = self.central.clean(now, budget);
+        for p in &mut self.ports {
+            n += p.input.clean(now, budget) + p.output.clean(now, budget);
+        }
+        n
+    }
+
+    /// Bindings created so far in all contexts (the stores' running totals).
+    pub fn created(&self) -> u64 {
+        let sum = |c: &ShardedEss| c.shards().iter().map(|s| s.counters().created).sum::<u64>();
+        self.ports
+            .iter()
+            .map(|p| sum(&p.input) + sum(&p.output))
+            .sum::<u64>()
+            + sum(&self.central)
+    }
+
+    /// Bytes of memory the node's stores use.
+    pub fn memory_bytes(&self) -> usize {
+        self.ports
+            .iter()
+            .map(|p| p.input.memory_bytes() + p.output.memory_bytes())
+            .sum::<usize>()
+            + self.central.memory_bytes()
+    }
+}

@@ -1,0 +1,391 @@
+//! The paper's applications end to end on simulated networks running the real protocol
+//! code (§1 Fig. 1, §3.1.1, §3.1.2 Fig. 5, §3.2, §4.2 Fig. 7, §4.3.3).
+
+// Test harness: panics are the failure reports.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use esp_proto::sim::MS;
+use esp_proto::sim::aggregate::{AggTree, Scheme, TreeSpec};
+use netsim::Rng;
+
+fn small_tree(seed: u64) -> AggTree {
+    AggTree::build(TreeSpec {
+        leaves: 200,
+        root_branching: 8,
+        min_branching: 2,
+        max_branching: 6,
+        hop_delay: MS,
+        seed,
+        store_log2: 6,
+    })
+    .unwrap()
+}
+
+#[test]
+fn aggregation_counts_every_leaf_without_loss() {
+    let mut tree = small_tree(1);
+    let mut rng = Rng::new(2);
+    for scheme in [
+        Scheme::Plain,
+        Scheme::Robust {
+            words: 8,
+            k: 11,
+            limit: 2,
+        },
+    ] {
+        let out = tree.run(scheme, &[], 0, 100 * MS, &mut rng);
+        assert_eq!(out.result, Some(200), "{scheme:?}: {out:?}");
+        assert!(out.correct && out.errors == 0);
+    }
+    assert_eq!(tree.branching[0], 8);
+    assert!(tree.depth >= 4, "{}", tree.depth);
+}
+
+use core::net::{IpAddr, Ipv4Addr};
+use esp_proto::endpoint::Endpoint;
+use esp_proto::instr::{CompareOp, Instruction};
+use esp_proto::sim::{EspSimNode, Router, addr_of, enable_esp, install_host_routes, send_from};
+use esp_proto::wire::Loc;
+use ess::{Tag, Value};
+use netsim::{Instant, LinkConfig, NodeId, Simulator};
+
+fn host(sim: &mut Simulator<EspSimNode>) -> NodeId {
+    sim.add_node(EspSimNode::new_host())
+}
+
+fn router(sim: &mut Simulator<EspSimNode>) -> NodeId {
+    sim.add_node(EspSimNode::from_router(Router::plain()))
+}
+
+fn ip(id: NodeId) -> IpAddr {
+    addr_of(id).into()
+}
+
+fn inbox(sim: &mut Simulator<EspSimNode>, h: NodeId) -> Vec<Vec<u8>> {
+    let host = sim.node_mut(h).host_mut().unwrap();
+    host.take_inbox().into_iter().map(|(_, p)| p).collect()
+}
+
+/// Fig. 1: S marks its path to A, then asks along its path to B for the last marked node.
+/// Returns the node id B learns (0: none).
+fn path_intersection(esp: &[usize]) -> u64 {
+    let mut sim = Simulator::new(1);
+    let link = LinkConfig::with_delay(MS);
+    let s = host(&mut sim);
+    let r: Vec<NodeId> = (0..5).map(|_| router(&mut sim)).collect();
+    let (a, b) = (host(&mut sim), host(&mut sim));
+    sim.connect(s, r[0], link);
+    for w in r[..4].windows(2) {
+        sim.connect(w[0], w[1], link);
+    }
+    sim.connect(r[3], a, link);
+    sim.connect(r[2], r[4], link);
+    sim.connect(r[4], b, link);
+    install_host_routes(&mut sim);
+    let esp_routers: Vec<NodeId> = esp.iter().map(|&i| r[i]).collect();
+    enable_esp(&mut sim, &esp_routers, 8, 7).unwrap();
+
+    let ep = Endpoint::new(1, ip(s)).with_loc(Loc::CENTRAL);
+    let tag = Tag(0xF161);
+    let mark = ep
+        .packet_to(ip(a), &Instruction::Mark { tag }, &[])
+        .unwrap();
+    let query = Instruction::LastMark {
+        tag,
+        node: Value(0),
+    };
+    let query = ep.packet_to(ip(b), &query, &[]).unwrap();
+    send_from(&mut sim, s, Instant::from_ticks(0), mark);
+    send_from(&mut sim, s, Instant::from_ticks(50 * MS), query);
+    sim.run(10_000);
+    assert_eq!(inbox(&mut sim, a).len(), 1, "the marker reaches A");
+    let got = inbox(&mut sim, b);
+    assert_eq!(got.len(), 1);
+    let rx = Endpoint::new(1, ip(b)).receive(&got[0]).unwrap();
+    assert!(rx.error().is_none());
+    match rx.instr {
+        Instruction::LastMark { node, .. } => node.0,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn path_intersection_finds_the_branch_point() {
+    let id = |i: usize| u64::from(u32::from(addr_of(NodeId(1 + i))));
+    // S–R0–R1–R2–R3–A and R2–R4–B: the paths part at R2.
+    assert_eq!(path_intersection(&[0, 1, 2, 3, 4]), id(2));
+    // Partial deployment (§4.1): the last *ESP-capable* common node.
+    assert_eq!(path_intersection(&[0, 1, 3, 4]), id(1));
+    assert_eq!(path_intersection(&[0, 3, 4]), id(0));
+    assert_eq!(path_intersection(&[3, 4]), 0, "no common ESP node");
+}
+
+/// A two-level tree toward `root_host`: R0 with `fan` routers, each with `leaves` hosts.
+/// Returns (sim, source, receivers, routers).
+fn feedback_tree(
+    fan: usize,
+    leaves: usize,
+) -> (Simulator<EspSimNode>, NodeId, Vec<NodeId>, Vec<NodeId>) {
+    let mut sim = Simulator::new(3);
+    let link = LinkConfig::with_delay(MS).jitter(MS);
+    let src = host(&mut sim);
+    let r0 = router(&mut sim);
+    // Jitter may reorder packets on a link; the last hop is FIFO, as real links are, so
+    // the order R0 forwards in is the order the source sees.
+    sim.connect(src, r0, LinkConfig::with_delay(MS));
+    let mut routers = vec![r0];
+    let mut receivers = Vec::new();
+    for _ in 0..fan {
+        let r = router(&mut sim);
+        sim.connect(r0, r, link);
+        routers.push(r);
+        for _ in 0..leaves {
+            let h = host(&mut sim);
+            sim.connect(r, h, link);
+            receivers.push(h);
+        }
+    }
+    install_host_routes(&mut sim);
+    (sim, src, receivers, routers)
+}
+
+#[test]
+fn feedback_thinning_delivers_an_increasing_thinned_sequence() {
+    let (mut sim, src, receivers, routers) = feedback_tree(4, 25);
+    enable_esp(&mut sim, &routers, 8, 9).unwrap();
+    let mut rng = Rng::new(5);
+    let rounds = 10;
+    let mut delivered = 0;
+    for round in 0..rounds {
+        let tag = Tag(rng.next_u64());
+        let start = sim.now().ticks() + 11_000 * MS;
+        let mut max = 0;
+        for &h in &receivers {
+            let u = rng.below(1_000_000);
+            max = max.max(u);
+            let ep = Endpoint::new(round, ip(h)).with_loc(Loc::OUTPUT);
+            let p = ep
+                .packet_to(
+                    ip(src),
+                    &Instruction::Compare {
+                        value: tag,
+                        current: Value(u),
+                        op: CompareOp::Lt,
+                    },
+                    &[],
+                )
+                .unwrap();
+            send_from(
+                &mut sim,
+                h,
+                Instant::from_ticks(start + rng.below(100 * MS)),
+                p,
+            );
+        }
+        sim.run(u64::MAX);
+        let got: Vec<u64> = inbox(&mut sim, src)
+            .iter()
+            .map(
+                |p| match Endpoint::new(round, ip(src)).receive(p).unwrap().instr {
+                    Instruction::Compare { current, .. } => current.0,
+                    other => panic!("{other:?}"),
+                },
+            )
+            .collect();
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "increasing: {got:?}");
+        assert_eq!(got.last(), Some(&max), "the maximum always arrives");
+        delivered += got.len();
+    }
+    let sent = rounds as usize * receivers.len();
+    println!(
+        "feedback thinning: {delivered} of {sent} reports reached the source ({} saved)",
+        sent - delivered
+    );
+    assert!(delivered * 5 < sent, "{delivered} of {sent}");
+}
+
+#[test]
+fn nack_suppression_and_subcast() {
+    // Fig. 5: S–R0; R0 serves R1 (r1, r2), R2 (r3) and R3 (r4).
+    let mut sim = Simulator::new(4);
+    let link = LinkConfig::with_delay(MS);
+    let s = host(&mut sim);
+    let r: Vec<NodeId> = (0..4).map(|_| router(&mut sim)).collect();
+    let rx: Vec<NodeId> = (0..4).map(|_| host(&mut sim)).collect();
+    sim.connect(s, r[0], link);
+    let r0_links: Vec<_> = (1..4).map(|i| sim.connect(r[0], r[i], link)).collect();
+    sim.connect(r[1], rx[0], link);
+    sim.connect(r[1], rx[1], link);
+    sim.connect(r[2], rx[2], link);
+    sim.connect(r[3], rx[3], link);
+    install_host_routes(&mut sim);
+    let group: IpAddr = Ipv4Addr::new(239, 1, 1, 1).into();
+    for (router, down) in [
+        (r[0], vec![1, 2, 3]),
+        (r[1], vec![1, 2]),
+        (r[2], vec![1]),
+        (r[3], vec![1]),
+    ] {
+        sim.node_mut(router)
+            .router_mut()
+            .unwrap()
+            .add_group(group, down);
+    }
+    enable_esp(&mut sim, &r, 8, 11).unwrap();
+
+    let data = |seq: u8| {
+        let mut p = Vec::new();
+        etherparse::PacketBuilder::ipv4(addr_of(s).octets(), [239, 1, 1, 1], 64)
+            .udp(5000, 5000)
+            .write(&mut p, &[seq; 32])
+            .unwrap();
+        p
+    };
+    // Data packet 7 is lost toward R1 and R2.
+    sim.set_link_up(r0_links[0], false);
+    sim.set_link_up(r0_links[1], false);
+    send_from(&mut sim, s, Instant::from_ticks(0), data(7));
+    sim.run(10_000);
+    sim.set_link_up(r0_links[0], true);
+    sim.set_link_up(r0_links[1], true);
+    let got: Vec<usize> = rx.iter().map(|&h| inbox(&mut sim, h).len()).collect();
+    assert_eq!(got, [0, 0, 0, 1]);
+
+    // r1, r2, r3 NACK packet 7: marks at input ports, suppression at output ports.
+    let tag = Tag(0xAC_0000 ^ 7);
+    for &h in &rx[..3] {
+        let ep = Endpoint::new(5, ip(h)).with_loc(Loc::INPUT | Loc::OUTPUT);
+        let nack = ep
+            .packet_to(
+                ip(s),
+                &Instruction::Count {
+                    counter: tag,
+                    thresh: 1,
+                },
+                &[],
+            )
+            .unwrap();
+        let now = sim.now();
+        send_from(&mut sim, h, now, nack);
+    }
+    sim.run(10_000);
+    assert_eq!(
+        inbox(&mut sim, s).len(),
+        1,
+        "one NACK of three reaches the source"
+    );
+
+    // The retransmission carries SUBCAST on the output side: only the NACKers get it.
+    let ep = Endpoint::new(5, ip(s)).with_loc(Loc::OUTPUT);
+    let retx = ep
+        .piggyback(&data(7), &Instruction::Subcast { tag })
+        .unwrap();
+    let now = sim.now();
+    send_from(&mut sim, s, now, retx);
+    sim.run(10_000);
+    let got: Vec<usize> = rx.iter().map(|&h| inbox(&mut sim, h).len()).collect();
+    assert_eq!(got, [1, 1, 1, 0], "subcast to the NACKers only");
+    // Without ESP's marks (another sequence number) nothing passes.
+    let other = ep
+        .piggyback(
+            &data(8),
+            &Instruction::Subcast {
+                tag: Tag(0xAC_0000 ^ 8),
+            },
+        )
+        .unwrap();
+    let now = sim.now();
+    send_from(&mut sim, s, now, other);
+    sim.run(10_000);
+    assert!(rx.iter().all(|&h| inbox(&mut sim, h).is_empty()));
+}
+
+/// Fig. 7: C–R0; R0–L1 (1 ms); R0–R2 (30 ms); R2–L3, R2–L4 (1 ms). Leaves start both phases
+/// at the same times, `gap` apart. Returns the results the collector received.
+fn fig7(gap: u64) -> Vec<u64> {
+    let mut sim = Simulator::new(7);
+    let fast = LinkConfig::with_delay(MS);
+    let c = host(&mut sim);
+    let r0 = router(&mut sim);
+    let r2 = router(&mut sim);
+    let leaves: Vec<NodeId> = (0..3).map(|_| host(&mut sim)).collect();
+    sim.connect(c, r0, fast);
+    sim.connect(r0, leaves[0], fast);
+    sim.connect(r0, r2, LinkConfig::with_delay(30 * MS));
+    sim.connect(r2, leaves[1], fast);
+    sim.connect(r2, leaves[2], fast);
+    install_host_routes(&mut sim);
+    enable_esp(&mut sim, &[r0, r2], 8, 13).unwrap();
+    let (count, value) = (Tag(1), Tag(2));
+    for &l in &leaves {
+        let ep = Endpoint::new(3, ip(l))
+            .with_loc(Loc::OUTPUT)
+            .with_dest(ip(c));
+        let a = ep
+            .packet(&Instruction::Count {
+                counter: count,
+                thresh: 1,
+            })
+            .unwrap();
+        let b = Instruction::Collect {
+            value,
+            val: Value(1),
+            counter: count,
+            op: esp_proto::instr::CombineOp::Add,
+        };
+        let b = ep.packet(&b).unwrap();
+        send_from(&mut sim, l, Instant::from_ticks(0), a);
+        send_from(&mut sim, l, Instant::from_ticks(gap), b);
+    }
+    sim.run(10_000);
+    // The root also forwards the first COUNT to the collector; keep COLLECT results.
+    inbox(&mut sim, c)
+        .iter()
+        .filter_map(
+            |p| match Endpoint::new(3, ip(c)).receive(p).unwrap().instr {
+                Instruction::Collect { val, .. } => Some(val.0),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+#[test]
+fn overlapping_phases_fail_and_two_delta_cures_it() {
+    // δ, the largest one-way delay: L3 → R2 → R0 → C = 32 ms.
+    let delta = 32 * MS;
+    let early = fig7(5 * MS);
+    assert_eq!(
+        early.first(),
+        Some(&1),
+        "Node 0 delivers prematurely: {early:?}"
+    );
+    assert_eq!(fig7(2 * delta), [3], "an inter-phase delay of 2δ is enough");
+}
+
+#[test]
+fn robust_aggregation_survives_loss_that_breaks_plain_aggregation() {
+    let mut tree = small_tree(3);
+    let mut rng = Rng::new(17);
+    let (mut plain, mut robust) = (0, 0);
+    let runs = 40;
+    for _ in 0..runs {
+        let lossy: Vec<_> = (0..4)
+            .map(|_| tree.links[rng.below(tree.links.len() as u64) as usize])
+            .collect();
+        let loss = 100_000;
+        plain += usize::from(
+            tree.run(Scheme::Plain, &lossy, loss, 100 * MS, &mut rng)
+                .correct,
+        );
+        let scheme = Scheme::Robust {
+            words: 8,
+            k: 11,
+            limit: 3,
+        };
+        robust += usize::from(tree.run(scheme, &lossy, loss, 100 * MS, &mut rng).correct);
+    }
+    println!("10% loss on 4 links: plain {plain}/{runs} correct, robust (limit 3) {robust}/{runs}");
+    assert!(robust >= runs * 9 / 10, "robust {robust}/{runs}");
+    assert!(plain < runs * 7 / 10, "plain {plain}, robust {robust}");
+}
