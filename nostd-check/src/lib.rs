@@ -64,3 +64,62 @@ pub extern "C" fn waist_nostd_esp_opcode(first: u64, second: u64, len: u8) -> u3
         Err(_) => u32::MAX,
     }
 }
+
+/// `esp-proto` without an allocator: builds a dedicated IPv4 packet carrying COUNT under
+/// `tag` with threshold `thresh`, runs it twice through a store on the stack as a router
+/// does (locate, process), and returns how many of the two passes were forwarded (0–2), or
+/// `u32::MAX` on any error.
+#[unsafe(no_mangle)]
+pub extern "C" fn waist_nostd_esp_count(tag: u64, thresh: u64) -> u32 {
+    use esp_proto::exec::{Context, Env, Verdict, process};
+    use esp_proto::instr::Instruction;
+    use esp_proto::wire::{HeaderRepr, Loc, emit_dedicated_ipv4, locate};
+
+    const LOG2: u8 = 4;
+    const CAP: usize = 1 << LOG2;
+    let Ok(config) = EssConfig::new(LOG2, 1_000, 10, HashKey::from_seed(tag)) else {
+        return u32::MAX;
+    };
+    let mut entries = [Entry::EMPTY; CAP];
+    let mut hash = [0u32; 2 * CAP];
+    let Ok(mut ess) = Ess::with_tables(config, BorrowedTables::new(&mut entries, &mut hash)) else {
+        return u32::MAX;
+    };
+    let instr = Instruction::Count {
+        counter: Tag(tag),
+        thresh,
+    };
+    let mut esp = [0u8; 8 + 16];
+    let repr = HeaderRepr {
+        loc: Loc::ALL,
+        err: false,
+        rb: false,
+        opcode: instr.opcode(),
+        cid: 1,
+        operand_len: 16,
+    };
+    if repr.emit(&mut esp).is_err() || instr.emit(&mut esp[8..]).is_err() {
+        return u32::MAX;
+    }
+    let env = Env::new(1, HashKey::from_seed(2));
+    let mut forwarded = 0;
+    for t in 0..2 {
+        let mut packet = [0u8; 20 + 24];
+        if emit_dedicated_ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64, &esp, &[], &mut packet).is_err() {
+            return u32::MAX;
+        }
+        let Ok(Some(at)) = locate(&packet) else {
+            return u32::MAX;
+        };
+        let Ok(mut header) = at.header_mut(&mut packet) else {
+            return u32::MAX;
+        };
+        let p = process(
+            &mut Context::new(&mut ess, &env, 1),
+            Instant::from_ticks(t),
+            &mut header,
+        );
+        forwarded += u32::from(p.verdict == Verdict::Forward);
+    }
+    forwarded
+}

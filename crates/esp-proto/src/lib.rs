@@ -2,31 +2,55 @@
 //!
 //! The ESP protocol of Calvert, Griffioen and Wen (SIGCOMM 2002, §2–§4): packets that run
 //! one predefined instruction at each ESP-capable router they pass, against that router's
-//! ephemeral state store ([`ess`]).
+//! ephemeral state store ([`ess`]). No I/O, no clock, no allocation unless asked: bytes in
+//! and out.
 //!
-//! No I/O, no clock: `#![no_std]`, bytes in and out.
+//! The layers, bottom up:
 //!
-//! This crate is being built under its issue. What exists today:
-//!
-//! * [`consts`]: protocol numbers;
-//! * [`wire`]: the ESP header ([`wire::Header`], a checked view; [`wire::HeaderRepr`]);
-//! * [`instr`]: the paper's COUNT, COMPARE and COLLECT with their operand encodings;
-//! * [`exec`]: running an instruction on a store context ([`exec::execute`]) and what a
-//!   router does with a header in one context ([`exec::process`]).
+//! * [`consts`]: protocol numbers (IP protocol 253, IPv4 option 158, IPv6 option 0x3E);
+//! * [`wire`]: the ESP header ([`wire::Header`], [`wire::HeaderRepr`]) and where it rides in
+//!   an IP packet — dedicated, IPv4 option or IPv6 hop-by-hop ([`wire::locate`], builders,
+//!   `wire::piggyback` with `alloc`, the reflector, TTL decrement);
+//! * [`instr`] and [`codec`]: the 17 instructions (the paper's COUNT, COMPARE, COLLECT,
+//!   RCHLD, RCOLLECT, the marks and SUBCAST its applications need, and a general set), one
+//!   table documenting them all, and their operand encodings; [`idmap`]: Bloom IDmaps;
+//! * [`exec`]: running an instruction atomically on one store context
+//!   ([`exec::execute`]), and what a router does with a header there ([`exec::process`]:
+//!   Err/RB packets pass, an abort sets Err and its code, clears Loc and forwards);
+//! * `node` (feature `alloc`): a router's contexts — one per input port, one per output
+//!   port, a central one, each sharded by CID;
+//! * `endpoint` (feature `alloc`): the end-system API — a CID-bound endpoint that builds,
+//!   piggybacks and parses packets and reports aborts precisely, and the host reflector;
+//! * `sim` (feature `sim`): ESP routers and hosts for the `netsim` simulator, the Fig. 1
+//!   network, and tree aggregation (plain and robust) end to end.
 //!
 //! # Example
 //!
-//! ```
-//! use esp_proto::consts::HEADER_LEN;
-//! use esp_proto::wire::{Header, HeaderRepr, Loc};
+//! A router runs COUNT from a packet twice; the threshold lets one through.
 //!
-//! let repr = HeaderRepr { loc: Loc::OUTPUT, err: false, rb: false, opcode: 1, cid: 7, operand_len: 0 };
-//! let mut buf = [0u8; HEADER_LEN];
-//! repr.emit(&mut buf)?;
-//! let mut view = Header::new_checked(&mut buf[..])?;
-//! view.set_err(true); // a router whose instruction aborted
-//! assert!(view.err());
-//! # Ok::<(), esp_proto::wire::WireError>(())
+//! ```
+//! use esp_proto::exec::{Context, Env, Verdict, process};
+//! use esp_proto::instr::Instruction;
+//! use esp_proto::wire::{Header, HeaderRepr, Loc};
+//! use ess::{Ess, EssConfig, HashKey, Instant, Tag};
+//!
+//! let count = Instruction::Count { counter: Tag(0xC0FFEE), thresh: 1 };
+//! let repr = HeaderRepr { loc: Loc::OUTPUT, err: false, rb: false, opcode: count.opcode(), cid: 7, operand_len: 16 };
+//! let mut packet = [0u8; 24];
+//! repr.emit(&mut packet)?;
+//! count.emit(&mut packet[8..])?;
+//!
+//! let mut ess = Ess::new(EssConfig::new(10, 10_000, 10, HashKey::from_seed(1))?);
+//! let env = Env::new(0x0A00_0001, HashKey::from_seed(2));
+//! let mut verdicts = Vec::new();
+//! for t in 0..2 {
+//!     let mut copy = packet;
+//!     let mut header = Header::new_checked(&mut copy[..])?;
+//!     let p = process(&mut Context::new(&mut ess, &env, 7), Instant::from_ticks(t), &mut header);
+//!     verdicts.push(p.verdict);
+//! }
+//! assert_eq!(verdicts, [Verdict::Forward, Verdict::Drop]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![no_std]
 #![forbid(unsafe_code)]

@@ -6,6 +6,7 @@
 
 use esp_proto::sim::MS;
 use esp_proto::sim::aggregate::{AggTree, Scheme, TreeSpec};
+use esp_proto::sim::paths::Fig1;
 use netsim::Rng;
 
 fn small_tree(seed: u64) -> AggTree {
@@ -66,58 +67,23 @@ fn inbox(sim: &mut Simulator<EspSimNode>, h: NodeId) -> Vec<Vec<u8>> {
     host.take_inbox().into_iter().map(|(_, p)| p).collect()
 }
 
-/// Fig. 1: S marks its path to A, then asks along its path to B for the last marked node.
-/// Returns the node id B learns (0: none).
-fn path_intersection(esp: &[usize]) -> u64 {
-    let mut sim = Simulator::new(1);
-    let link = LinkConfig::with_delay(MS);
-    let s = host(&mut sim);
-    let r: Vec<NodeId> = (0..5).map(|_| router(&mut sim)).collect();
-    let (a, b) = (host(&mut sim), host(&mut sim));
-    sim.connect(s, r[0], link);
-    for w in r[..4].windows(2) {
-        sim.connect(w[0], w[1], link);
-    }
-    sim.connect(r[3], a, link);
-    sim.connect(r[2], r[4], link);
-    sim.connect(r[4], b, link);
-    install_host_routes(&mut sim);
-    let esp_routers: Vec<NodeId> = esp.iter().map(|&i| r[i]).collect();
-    enable_esp(&mut sim, &esp_routers, 8, 7).unwrap();
-
-    let ep = Endpoint::new(1, ip(s)).with_loc(Loc::CENTRAL);
-    let tag = Tag(0xF161);
-    let mark = ep
-        .packet_to(ip(a), &Instruction::Mark { tag }, &[])
-        .unwrap();
-    let query = Instruction::LastMark {
-        tag,
-        node: Value(0),
-    };
-    let query = ep.packet_to(ip(b), &query, &[]).unwrap();
-    send_from(&mut sim, s, Instant::from_ticks(0), mark);
-    send_from(&mut sim, s, Instant::from_ticks(50 * MS), query);
-    sim.run(10_000);
-    assert_eq!(inbox(&mut sim, a).len(), 1, "the marker reaches A");
-    let got = inbox(&mut sim, b);
-    assert_eq!(got.len(), 1);
-    let rx = Endpoint::new(1, ip(b)).receive(&got[0]).unwrap();
-    assert!(rx.error().is_none());
-    match rx.instr {
-        Instruction::LastMark { node, .. } => node.0,
-        other => panic!("{other:?}"),
-    }
+/// Fig. 1: the router index B learns, with ESP on the routers in `esp`.
+fn path_intersection(esp: &[usize]) -> Option<usize> {
+    let mut net = Fig1::build(esp, 1).unwrap();
+    let answer = net.query(Tag(0xF161)).unwrap().expect("the query arrives");
+    assert_eq!(net.marks_delivered(), 1, "the marker reaches A");
+    assert_eq!(answer.router.is_none(), answer.node == 0);
+    answer.router
 }
 
 #[test]
 fn path_intersection_finds_the_branch_point() {
-    let id = |i: usize| u64::from(u32::from(addr_of(NodeId(1 + i))));
     // S–R0–R1–R2–R3–A and R2–R4–B: the paths part at R2.
-    assert_eq!(path_intersection(&[0, 1, 2, 3, 4]), id(2));
+    assert_eq!(path_intersection(&[0, 1, 2, 3, 4]), Some(2));
     // Partial deployment (§4.1): the last *ESP-capable* common node.
-    assert_eq!(path_intersection(&[0, 1, 3, 4]), id(1));
-    assert_eq!(path_intersection(&[0, 3, 4]), id(0));
-    assert_eq!(path_intersection(&[3, 4]), 0, "no common ESP node");
+    assert_eq!(path_intersection(&[0, 1, 3, 4]), Some(1));
+    assert_eq!(path_intersection(&[0, 3, 4]), Some(0));
+    assert_eq!(path_intersection(&[3, 4]), None, "no common ESP node");
 }
 
 /// A two-level tree toward `root_host`: R0 with `fan` routers, each with `leaves` hosts.

@@ -1,8 +1,9 @@
 //! `waist demo`: the cores at work, on a virtual clock.
 //!
-//! Today it demonstrates the ephemeral state store: bindings created and expiring on
-//! schedule, writes that do not extend a lifetime, a full store refusing without evicting,
-//! and a store sized for a creation rate keeping up with it indefinitely.
+//! It demonstrates the ephemeral state store (bindings created and expiring on schedule,
+//! writes that do not extend a lifetime, a full store refusing without evicting, a store
+//! sized for a creation rate keeping up with it indefinitely), then ESP on simulated
+//! networks: a path-intersection query and plain against robust aggregation under loss.
 
 use std::io::Write;
 
@@ -26,12 +27,13 @@ fn secs(t: Instant) -> f64 {
 pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
     writeln!(
         out,
-        "waist demo: the ephemeral state store (ESP, SIGCOMM'02 §2.3, §5)"
+        "waist demo: ephemeral state (ESP, SIGCOMM'02): the store, then ESP on simulated networks"
     )?;
     writeln!(out, "virtual clock, ticks are milliseconds\n")?;
     lifetimes(out)?;
     full_store(out)?;
     sized_for_rate(out)?;
+    crate::demo_esp::run(out)?;
     Ok(())
 }
 

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 pub mod demo;
+pub mod demo_esp;
 pub mod plot;
 pub mod repro;
 
@@ -25,7 +26,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show the cores at work (today: the ephemeral state store).
+    /// Show the cores at work: the ephemeral state store, then ESP on simulated networks.
     Demo,
     /// Reproduce a paper's table or figure, ours beside the paper's.
     Repro {
@@ -41,6 +42,10 @@ pub enum Command {
         /// Seed for tags and hash keys.
         #[arg(long, default_value_t = 0x5eed)]
         seed: u64,
+        /// Repetitions: runs per scheme (esp-aggregation, default 1000), sets per point
+        /// (esp-fig8, default 2000).
+        #[arg(long)]
+        runs: Option<u64>,
     },
 }
 
@@ -57,6 +62,16 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             out: dir,
             log2,
             seed,
-        } => repro::run(name, &repro::Options { dir, log2, seed }, out),
+            runs,
+        } => repro::run(
+            name,
+            &repro::Options {
+                dir,
+                log2,
+                seed,
+                runs,
+            },
+            out,
+        ),
     }
 }

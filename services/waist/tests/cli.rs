@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use waist::repro::{Options, ess_collisions, ess_fig11};
+use waist::repro::{Options, esp_aggregation, esp_fig8, ess_collisions, ess_fig11};
 
 fn out_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("waist-test-{name}-{}", std::process::id()));
@@ -50,6 +50,50 @@ fn demo_shows_expiry_on_schedule_refusal_and_rate_sizing() {
         "{text}"
     );
     assert!(text.contains("32.0 bytes per binding"), "{text}");
+    // ESP on simulated networks: Fig. 1 with full and partial deployment, then aggregation.
+    assert!(
+        text.contains("every router runs ESP        → B learns: the paths part at R2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("R2 does not run ESP          → B learns: the paths part at R1"),
+        "{text}"
+    );
+    assert!(text.contains("no common ESP-capable router"), "{text}");
+    assert!(text.contains("robust 10/10"), "{text}");
+}
+
+#[test]
+fn aggregation_reports_ours_beside_the_papers() {
+    let opts = Options {
+        dir: out_dir("aggregation"),
+        log2: 12,
+        seed: 9,
+        runs: Some(6),
+    };
+    let mut out = Vec::new();
+    let tallies = esp_aggregation::run(&opts, 6, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("5000 leaves") && text.contains("root 40"),
+        "{text}"
+    );
+    for label in ["plain COUNT/COLLECT", "robust, limit 2", "robust, limit 3"] {
+        assert!(text.contains(label), "{text}");
+    }
+    assert!(
+        text.contains("690/1000") && text.contains("945/1000"),
+        "{text}"
+    );
+    assert!(
+        tallies
+            .iter()
+            .all(|t| t.runs == 6 && t.correct <= t.completed)
+    );
+    // Robust aggregation with three copies completes at least as often as plain.
+    assert!(tallies[2].completed >= tallies[0].completed, "{tallies:?}");
+    let csv = std::fs::read_to_string(opts.dir.join("esp-aggregation.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
 }
 
 #[test]
@@ -58,6 +102,7 @@ fn fig11_matches_chaining_theory_and_the_papers_claims() {
         dir: out_dir("fig11"),
         log2: 12,
         seed: 7,
+        runs: None,
     };
     let mut out = Vec::new();
     let points = ess_fig11::run(&opts, &mut out).unwrap();
@@ -81,6 +126,7 @@ fn collisions_reproduce_fig2_and_the_billion_tag_claim() {
         dir: out_dir("collisions"),
         log2: 12,
         seed: 1,
+        runs: None,
     };
     let mut out = Vec::new();
     let rows = ess_collisions::run(&opts, &mut out).unwrap();
@@ -98,4 +144,53 @@ fn collisions_reproduce_fig2_and_the_billion_tag_claim() {
 #[test]
 fn unknown_repro_is_rejected() {
     assert!(waist::Cli::try_parse_from(["waist", "repro", "no-such-figure"]).is_err());
+}
+
+#[test]
+fn fig8_writes_every_curve_and_the_papers_point() {
+    let opts = Options {
+        dir: out_dir("fig8"),
+        log2: 12,
+        seed: 3,
+        runs: None,
+    };
+    let mut out = Vec::new();
+    // Few sets per point: this checks the plumbing; the module's tests check the numbers.
+    let curves = esp_fig8::run_with_sets(&opts, 200, &mut out).unwrap();
+    assert_eq!(curves.len(), esp_fig8::BITS.len() * esp_fig8::HASHES.len());
+    for c in &curves {
+        assert_eq!(c.ours.len(), esp_fig8::MAX_SET);
+        assert_eq!((c.ours_at(1), c.model_at(1)), (1.0, 1.0), "{c:?}");
+        assert!(c.max_diff().0 < 0.15, "{c:?}");
+    }
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("ours: m = 512, k = 11, n = 40: P(collision-free) = "),
+        "{text}"
+    );
+    let csv = std::fs::read_to_string(opts.dir.join("esp-fig8.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("m,k,n,sets,ours,model"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), curves.len() * esp_fig8::MAX_SET);
+    assert!(rows.iter().all(|r| r.len() == 6));
+    let paper = curves.iter().find(|c| (c.m, c.k) == (512, 11)).unwrap();
+    let row = rows.iter().find(|r| r[..3] == ["512", "11", "40"]).unwrap();
+    assert_eq!(row[3], "200");
+    assert_eq!(row[4], format!("{:.5}", paper.ours_at(40)));
+    assert_eq!(row[5], format!("{:.5}", paper.model_at(40)));
+    assert!(is_png(&opts.dir.join("esp-fig8.png")));
+}
+
+#[test]
+fn fig8_is_a_repro_name() {
+    let cli = waist::Cli::try_parse_from(["waist", "repro", "esp-fig8", "--seed", "5"]).unwrap();
+    assert!(matches!(
+        cli.command,
+        waist::Command::Repro {
+            name: waist::repro::Name::EspFig8,
+            seed: 5,
+            ..
+        }
+    ));
 }

@@ -10,6 +10,7 @@
 //! Simulated time is in microseconds; ESS stores see the same ticks.
 
 pub mod aggregate;
+pub mod paths;
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;

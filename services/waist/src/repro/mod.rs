@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 
+pub mod esp_aggregation;
+pub mod esp_fig8;
 pub mod ess_collisions;
 pub mod ess_fig11;
 
@@ -15,6 +17,10 @@ pub enum Name {
     EssFig11,
     /// ESP paper Fig. 2 and §2.3: collision probabilities of 64-bit random tags.
     EssCollisions,
+    /// ESP paper Fig. 8 (§4.3.2): P(a random set of IDmaps is collision-free) vs set size.
+    EspFig8,
+    /// ESP paper §4.3: plain vs robust aggregation over a 5000-leaf tree with lossy links.
+    EspAggregation,
 }
 
 /// Knobs shared by the reproductions.
@@ -26,6 +32,8 @@ pub struct Options {
     pub log2: u8,
     /// Seed for tags and keys.
     pub seed: u64,
+    /// Repetitions where a reproduction has them (`None`: its default).
+    pub runs: Option<u64>,
 }
 
 /// Runs reproduction `name`.
@@ -37,6 +45,16 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
     match name {
         Name::EssFig11 => ess_fig11::run(opts, out).map(|_| ()),
         Name::EssCollisions => ess_collisions::run(opts, out).map(|_| ()),
+        Name::EspFig8 => match opts.runs {
+            Some(sets) => {
+                esp_fig8::run_with_sets(opts, u32::try_from(sets).unwrap_or(u32::MAX), out)
+                    .map(|_| ())
+            }
+            None => esp_fig8::run(opts, out).map(|_| ()),
+        },
+        Name::EspAggregation => {
+            esp_aggregation::run(opts, opts.runs.unwrap_or(1000), out).map(|_| ())
+        }
     }
 }
 

@@ -1,0 +1,137 @@
+//! Path intersection (paper §1, Fig. 1): which routers do the paths from a source to two
+//! receivers share? The source marks its path to A with MARK, then sends LASTMARK toward B;
+//! B learns the last marked node its packet passed: where the paths part. With partial
+//! deployment (§4.1) the answer is the last *ESP-capable* common node.
+//!
+//! The network ([`Fig1::build`]):
+//!
+//! ```text
+//!  S ── R0 ── R1 ── R2 ── R3 ── A
+//!                    └── R4 ── B
+//! ```
+
+use alloc::vec::Vec;
+use core::net::IpAddr;
+
+use ess::{ConfigError, Tag, Value};
+use netsim::{Instant, LinkConfig, NodeId, Simulator};
+
+use super::{EspSimNode, MS, Router, addr_of, enable_esp, install_host_routes, send_from};
+use crate::endpoint::{Endpoint, EndpointError};
+use crate::instr::Instruction;
+use crate::wire::Loc;
+
+/// The network of Fig. 1 on a simulator.
+#[derive(Debug)]
+pub struct Fig1 {
+    /// The network.
+    pub sim: Simulator<EspSimNode>,
+    /// The source.
+    pub s: NodeId,
+    /// The first receiver (its path is marked).
+    pub a: NodeId,
+    /// The second receiver (it asks).
+    pub b: NodeId,
+    /// R0 … R4.
+    pub routers: Vec<NodeId>,
+}
+
+/// What B learned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The last marked node's id on B's path (0: none), as LASTMARK delivered it.
+    pub node: u64,
+    /// The index in [`Fig1::routers`] of that node, if it is one of them.
+    pub router: Option<usize>,
+}
+
+impl Fig1 {
+    /// Builds the network with 1 ms links; routers whose index is in `esp` run ESP, the
+    /// others only forward.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] only if the store constants were invalid.
+    pub fn build(esp: &[usize], seed: u64) -> Result<Fig1, ConfigError> {
+        let mut sim = Simulator::new(seed);
+        let link = LinkConfig::with_delay(MS);
+        let s = sim.add_node(EspSimNode::new_host());
+        let routers: Vec<NodeId> = (0..5)
+            .map(|_| sim.add_node(EspSimNode::from_router(Router::plain())))
+            .collect();
+        let (a, b) = (
+            sim.add_node(EspSimNode::new_host()),
+            sim.add_node(EspSimNode::new_host()),
+        );
+        sim.connect(s, routers[0], link);
+        for w in routers[..4].windows(2) {
+            sim.connect(w[0], w[1], link);
+        }
+        sim.connect(routers[3], a, link);
+        sim.connect(routers[2], routers[4], link);
+        sim.connect(routers[4], b, link);
+        install_host_routes(&mut sim);
+        let esp: Vec<NodeId> = esp
+            .iter()
+            .filter_map(|&i| routers.get(i).copied())
+            .collect();
+        enable_esp(&mut sim, &esp, 8, seed)?;
+        Ok(Fig1 {
+            sim,
+            s,
+            a,
+            b,
+            routers,
+        })
+    }
+
+    /// Marks the path to A under `tag`, then queries toward B 50 ms later, and returns B's
+    /// answer (`None` if the query did not arrive).
+    ///
+    /// # Errors
+    ///
+    /// [`EndpointError`] if a packet cannot be built or the answer cannot be parsed.
+    pub fn query(&mut self, tag: Tag) -> Result<Option<Answer>, EndpointError> {
+        let ip = |n: NodeId| -> IpAddr { addr_of(n).into() };
+        let ep = Endpoint::new(1, ip(self.s)).with_loc(Loc::CENTRAL);
+        let mark = ep.packet_to(ip(self.a), &Instruction::Mark { tag }, &[])?;
+        let ask = Instruction::LastMark {
+            tag,
+            node: Value(0),
+        };
+        let ask = ep.packet_to(ip(self.b), &ask, &[])?;
+        let t = self.sim.now().ticks();
+        send_from(&mut self.sim, self.s, Instant::from_ticks(t), mark);
+        send_from(&mut self.sim, self.s, Instant::from_ticks(t + 50 * MS), ask);
+        self.sim.run(u64::MAX);
+        let inbox = self
+            .sim
+            .node_mut(self.b)
+            .host_mut()
+            .map(super::Host::take_inbox)
+            .unwrap_or_default();
+        let Some((_, packet)) = inbox.last() else {
+            return Ok(None);
+        };
+        let got = Endpoint::new(1, ip(self.b)).receive(packet)?;
+        let Instruction::LastMark { node, .. } = got.instr else {
+            return Err(EndpointError::NotEsp);
+        };
+        let router = self
+            .routers
+            .iter()
+            .position(|&r| u64::from(u32::from(addr_of(r))) == node.0);
+        Ok(Some(Answer {
+            node: node.0,
+            router,
+        }))
+    }
+
+    /// Packets A received (the markers).
+    pub fn marks_delivered(&mut self) -> usize {
+        self.sim
+            .node_mut(self.a)
+            .host_mut()
+            .map_or(0, |h| h.take_inbox().len())
+    }
+}
