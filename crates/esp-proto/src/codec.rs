@@ -20,28 +20,40 @@ const RCOLLECT_FIXED: usize = 45;
 struct Reader<'a>(&'a [u8]);
 
 impl Reader<'_> {
+    #[inline]
     fn take<const N: usize>(&mut self) -> [u8; N] {
-        let (head, rest) = self.0.split_at(N.min(self.0.len()));
-        self.0 = rest;
-        let mut b = [0u8; N];
-        b[..head.len()].copy_from_slice(head);
-        b
+        match self.0.split_first_chunk::<N>() {
+            Some((head, rest)) => {
+                self.0 = rest;
+                *head
+            }
+            None => {
+                self.0 = &[];
+                [0; N]
+            }
+        }
     }
+    #[inline]
     fn u64(&mut self) -> u64 {
         u64::from_be_bytes(self.take())
     }
+    #[inline]
     fn tag(&mut self) -> Tag {
         Tag(self.u64())
     }
+    #[inline]
     fn value(&mut self) -> Value {
         Value(self.u64())
     }
+    #[inline]
     fn u16(&mut self) -> u16 {
         u16::from_be_bytes(self.take())
     }
+    #[inline]
     fn u8(&mut self) -> u8 {
         self.take::<1>()[0]
     }
+    #[inline]
     fn robust(&mut self, k: u8, words: u8) -> Robust {
         let mut idmap = IdMap::empty(words);
         for i in 0..usize::from(words) {
@@ -55,25 +67,32 @@ impl Reader<'_> {
     }
 }
 
-/// Writes fixed-size big-endian operands into an exactly-sized field.
+/// Writes fixed-size big-endian operands into an exactly-sized field (lengths are checked
+/// before writing; a write past the end is dropped).
 struct Writer<'a>(&'a mut [u8]);
 
 impl Writer<'_> {
-    fn put(&mut self, bytes: &[u8]) {
+    #[inline]
+    fn put<const N: usize>(&mut self, bytes: [u8; N]) {
         let buf = core::mem::take(&mut self.0);
-        let (head, rest) = buf.split_at_mut(bytes.len().min(buf.len()));
-        head.copy_from_slice(&bytes[..head.len()]);
-        self.0 = rest;
+        if buf.len() >= N {
+            let (head, rest) = buf.split_at_mut(N);
+            head.copy_from_slice(&bytes);
+            self.0 = rest;
+        }
     }
+    #[inline]
     fn u64(&mut self, x: u64) {
-        self.put(&x.to_be_bytes());
+        self.put(x.to_be_bytes());
     }
+    #[inline]
     fn u8(&mut self, x: u8) {
-        self.put(&[x]);
+        self.put([x]);
     }
 }
 
 /// Operand bytes of a fixed-size opcode, or of a robust one whose IDmap has `words` words.
+#[inline]
 const fn len_of(opcode: u8, words: usize) -> Option<usize> {
     Some(match opcode {
         OP_COUNT | OP_GET | OP_PUT | OP_LASTMARK => 16,
@@ -98,6 +117,7 @@ impl Instruction {
     /// [`InstrError::Opcode`] for an unknown opcode; [`InstrError::Length`] if a robust
     /// instruction's field is too short to hold its `w` byte; [`InstrError::IdMap`] for an
     /// out-of-range `w` or `k`.
+    #[inline]
     pub fn operand_len_of(opcode: u8, operands: &[u8]) -> Result<usize, InstrError> {
         let fixed = match opcode {
             OP_RCHLD => RCHLD_FIXED,
@@ -118,6 +138,7 @@ impl Instruction {
     }
 
     /// Operand bytes of this instruction.
+    #[inline]
     pub fn operand_len(&self) -> usize {
         let words = match self {
             Instruction::Rchld { robust, .. } | Instruction::Rcollect { robust, .. } => {
@@ -134,6 +155,7 @@ impl Instruction {
     ///
     /// [`InstrError`] for an unknown opcode, a wrong length, an unknown operator or
     /// parameter, or an IDmap out of range.
+    #[inline]
     pub fn parse(opcode: u8, operands: &[u8]) -> Result<Instruction, InstrError> {
         let expected = Self::operand_len_of(opcode, operands)?;
         if operands.len() != expected {
@@ -241,6 +263,7 @@ impl Instruction {
     /// # Errors
     ///
     /// [`InstrError::Length`] if `out` has the wrong length.
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) -> Result<(), InstrError> {
         let expected = self.operand_len();
         if out.len() != expected {
@@ -279,7 +302,7 @@ impl Instruction {
             } => {
                 w.u64(children.0);
                 w.u64(counter.0);
-                w.put(&robust.thresh.to_be_bytes());
+                w.put(robust.thresh.to_be_bytes());
                 emit_idmap(&mut w, &robust);
             }
             Instruction::Rcollect {
@@ -294,7 +317,7 @@ impl Instruction {
                 for x in [value.0, val.0, heard.0, children.0, forwarded.0] {
                     w.u64(x);
                 }
-                w.put(&robust.thresh.to_be_bytes());
+                w.put(robust.thresh.to_be_bytes());
                 w.u8(op.into());
                 emit_idmap(&mut w, &robust);
             }
@@ -337,6 +360,7 @@ impl Instruction {
     }
 }
 
+#[inline]
 fn emit_idmap(w: &mut Writer<'_>, robust: &Robust) {
     w.u8(robust.k);
     w.u8(robust.idmap.words());

@@ -255,9 +255,35 @@ const fn pass(cond: bool) -> Verdict {
     }
 }
 
+/// The binding of `tag`: `found` if a lookup earlier in this instruction found it (a live
+/// binding's handle stays valid while the instruction runs: creations reclaim only expired
+/// entries), else [`Ess::find_create`].
+#[inline]
+fn resolve<T: Tables>(
+    ess: &mut Ess<T>,
+    now: Instant,
+    tag: Tag,
+    found: Option<Handle>,
+) -> Result<Handle, Full> {
+    match found {
+        Some(h) => Ok(h),
+        None => ess.find_create(now, tag),
+    }
+}
+
 /// COUNT's step: `tag ← tag + 1` (nil = 0, saturating); returns the new count.
 fn bump<T: Tables>(ess: &mut Ess<T>, now: Instant, tag: Tag) -> Result<u64, Full> {
-    let h = ess.find_create(now, tag)?;
+    bump_at(ess, now, tag, None)
+}
+
+/// [`bump`] with the binding perhaps already found.
+fn bump_at<T: Tables>(
+    ess: &mut Ess<T>,
+    now: Instant,
+    tag: Tag,
+    found: Option<Handle>,
+) -> Result<u64, Full> {
+    let h = resolve(ess, now, tag, found)?;
     let count = if h.is_new() { 0 } else { ess.read(h).0 }.saturating_add(1);
     ess.write(h, Value(count));
     Ok(count)
@@ -305,10 +331,16 @@ fn or_into_filter<T: Tables>(
     now: Instant,
     first: Tag,
     idmap: &IdMap,
+    found: &[Option<Handle>],
 ) -> Result<IdMap, Full> {
     let mut filter = IdMap::empty(idmap.words());
     for i in 0..usize::from(idmap.words()) {
-        let h = ess.find_create(now, word_tag(first, i))?;
+        let h = resolve(
+            ess,
+            now,
+            word_tag(first, i),
+            found.get(i).copied().flatten(),
+        )?;
         let w = if h.is_new() { 0 } else { ess.read(h).0 } | idmap.word(i);
         ess.write(h, Value(w));
         filter.set_word(i, w);
@@ -328,12 +360,16 @@ fn rchld<T: Tables>(
 ) -> Result<Verdict, Abort> {
     let w = usize::from(robust.idmap.words());
     let filter = find_words(ess, now, children, w);
-    let need = missing(&filter, w, &[ess.find(now, counter)]);
+    let counter_h = ess.find(now, counter);
+    let need = missing(&filter, w, &[counter_h]);
     if need > 0 && !ess.make_room(now, need) {
         return Err(Abort::StoreFull);
     }
-    or_into_filter(ess, now, children, &robust.idmap)?;
-    let count = bump(ess, now, counter)?;
+    or_into_filter(ess, now, children, &robust.idmap, &filter)?;
+    // Found before the writes: if C is one of T0's words, the handle sees them (Fig. 9
+    // reads C after writing T0). If it was nil but is one of T0's words, `resolve` finds
+    // the binding just created.
+    let count = bump_at(ess, now, counter, counter_h)?;
     if count <= u64::from(robust.thresh) {
         robust.idmap = IdMap::for_node(&env.idmap_key, cid, robust.k, robust.idmap.words());
         Ok(Verdict::Forward)
@@ -391,26 +427,24 @@ fn rcollect<T: Tables>(
         return Err(Abort::StoreFull);
     }
 
-    let xi = if duplicate {
-        value_h.map_or(0, |h| ess.read(h).0)
+    // α stays the local copy the figure keeps; β is read after the writes, as the figure
+    // does (it matters when T0 shares tags with T1 or V).
+    let (alpha, xi) = if duplicate {
+        (seen, value_h.map_or(0, |h| ess.read(h).0))
     } else {
-        or_into_filter(ess, now, *heard, &robust.idmap)?;
-        let h = ess.find_create(now, *value)?;
-        fold(ess, h, *op, val.0)
+        let alpha = or_into_filter(ess, now, *heard, &robust.idmap, &heard_h)?;
+        let h = resolve(ess, now, *value, value_h)?;
+        (alpha, fold(ess, h, *op, val.0))
     };
-    // Read both filters after the writes, as the figure does.
-    let mut matched = true;
-    for (i, h) in expected.iter().enumerate().take(w) {
-        let beta = h.map_or(0, |h| ess.read(h).0);
-        let alpha = ess
-            .find(now, word_tag(*heard, i))
-            .map_or(0, |h| ess.read(h).0);
-        matched &= alpha == beta;
-    }
+    let matched = expected
+        .iter()
+        .enumerate()
+        .take(w)
+        .all(|(i, h)| h.is_some_and(|h| ess.read(h).0 == alpha.word(i)));
     if !matched {
         return Ok(Verdict::Drop);
     }
-    let sent = bump(ess, now, *forwarded)?;
+    let sent = bump_at(ess, now, *forwarded, forwarded_h)?;
     if sent <= u64::from(robust.thresh) {
         robust.idmap = IdMap::for_node(&env.idmap_key, cid, robust.k, robust.idmap.words());
         *val = Value(xi);
@@ -452,29 +486,34 @@ pub fn process<T: Tables, B: AsRef<[u8]> + AsMut<[u8]>>(
     if header.err() || header.rb() {
         return Processed::PASS;
     }
-    let outcome = Instruction::parse(header.opcode(), header.operands())
-        .map_err(Abort::Malformed)
-        .and_then(|mut instr| {
-            let verdict = execute(ctx, now, &mut instr)?;
-            // The length was checked by `parse` and execution keeps IDmap sizes, so this
-            // cannot fail.
-            let _ = instr.emit(header.operands_mut());
-            Ok(verdict)
-        });
-    match outcome {
-        Ok(verdict) => Processed {
-            verdict,
-            abort: None,
-        },
-        Err(abort) => {
-            header.set_err(true);
-            header.set_err_code(abort.code());
-            header.set_loc(Loc::NONE);
+    let mut instr = match Instruction::parse(header.opcode(), header.operands()) {
+        Ok(instr) => instr,
+        Err(e) => return aborted(header, Abort::Malformed(e)),
+    };
+    match execute(ctx, now, &mut instr) {
+        Ok(verdict) => {
+            if verdict == Verdict::Forward && instr.rewrites_operands() {
+                // The length was checked by `parse` and execution keeps IDmap sizes, so
+                // this cannot fail. A dropped packet's operands do not matter.
+                let _ = instr.emit(header.operands_mut());
+            }
             Processed {
-                verdict: Verdict::Forward,
-                abort: Some(abort),
+                verdict,
+                abort: None,
             }
         }
+        Err(abort) => aborted(header, abort),
+    }
+}
+
+/// Marks an abort in the header: Err and its code set, Loc cleared; forwarded.
+fn aborted<B: AsRef<[u8]> + AsMut<[u8]>>(header: &mut Header<B>, abort: Abort) -> Processed {
+    header.set_err(true);
+    header.set_err_code(abort.code());
+    header.set_loc(Loc::NONE);
+    Processed {
+        verdict: Verdict::Forward,
+        abort: Some(abort),
     }
 }
 

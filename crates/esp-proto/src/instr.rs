@@ -534,6 +534,23 @@ impl Instruction {
         }
     }
 
+    /// Whether executing it can change the packet's operands (otherwise a router need not
+    /// write them back).
+    #[inline]
+    pub const fn rewrites_operands(&self) -> bool {
+        matches!(
+            self,
+            Instruction::Collect { .. }
+                | Instruction::Rchld { .. }
+                | Instruction::Rcollect { .. }
+                | Instruction::Get { .. }
+                | Instruction::Update { .. }
+                | Instruction::LastMark { .. }
+                | Instruction::Param { .. }
+                | Instruction::Cswap { .. }
+        )
+    }
+
     /// Whether it fits a piggybacked IPv4 option (see
     /// [`MAX_IPV4_OPTION_OPERANDS`](crate::consts::MAX_IPV4_OPTION_OPERANDS)).
     pub fn fits_ipv4_option(&self) -> bool {

@@ -355,3 +355,52 @@ fn robust_aggregation_survives_loss_that_breaks_plain_aggregation() {
     assert!(robust >= runs * 9 / 10, "robust {robust}/{runs}");
     assert!(plain < runs * 7 / 10, "plain {plain}, robust {robust}");
 }
+
+#[test]
+fn runs_are_repeatable_from_their_seeds() {
+    let outcomes = |seed| {
+        let mut tree = small_tree(seed);
+        let mut rng = Rng::new(seed);
+        (0..6)
+            .map(|_| {
+                let lossy: Vec<_> = (0..4)
+                    .map(|_| tree.links[rng.below(tree.links.len() as u64) as usize])
+                    .collect();
+                tree.run(Scheme::Plain, &lossy, 200_000, 100 * MS, &mut rng)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(outcomes(21), outcomes(21));
+    assert_ne!(
+        outcomes(21),
+        outcomes(22),
+        "different seeds, different runs"
+    );
+}
+
+#[test]
+fn duplicated_packets_break_plain_but_not_robust_aggregation() {
+    // §4.3: "the solution for losses protects against duplicates as well". Every link
+    // duplicates 5% of packets.
+    let mut tree = small_tree(5);
+    for &l in &tree.links.clone() {
+        let c = tree.sim.link_config(l);
+        tree.sim.set_link_config(l, c.duplicate_ppm(50_000));
+    }
+    let mut rng = Rng::new(6);
+    let (mut plain, mut robust) = (0, 0);
+    let runs = 10;
+    for _ in 0..runs {
+        // `run` restores lossy links to the base config; pass none so duplication stays.
+        plain += usize::from(tree.run(Scheme::Plain, &[], 0, 100 * MS, &mut rng).correct);
+        let scheme = Scheme::Robust {
+            words: 8,
+            k: 11,
+            limit: 2,
+        };
+        robust += usize::from(tree.run(scheme, &[], 0, 100 * MS, &mut rng).correct);
+    }
+    println!("5% duplication: plain {plain}/{runs} correct, robust {robust}/{runs}");
+    assert_eq!(robust, runs);
+    assert!(plain < runs / 2, "plain {plain}/{runs}");
+}

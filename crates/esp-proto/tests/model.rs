@@ -120,12 +120,14 @@ fn reference(
                     + usize::from(o.get(now, *value).is_none());
             }
             room(o, nil)?;
+            // α is the figure's local variable; β is read after the writes.
+            let mut alpha: Vec<u64> = (0..w).map(|i| get0(o, word(*heard, i))).collect();
             let xi = if duplicate {
                 get0(o, *value)
             } else {
-                for i in 0..w {
-                    let a = get0(o, word(*heard, i)) | robust.idmap.word(i);
-                    put(o, word(*heard, i), a)?;
+                for (i, a) in alpha.iter_mut().enumerate() {
+                    *a = get0(o, word(*heard, i)) | robust.idmap.word(i);
+                    put(o, word(*heard, i), *a)?;
                 }
                 let x = match o.get(now, *value) {
                     None => val.0,
@@ -134,7 +136,7 @@ fn reference(
                 put(o, *value, x)?;
                 x
             };
-            if (0..w).any(|i| get0(o, word(*heard, i)) != get0(o, word(*children, i))) {
+            if (0..w).any(|i| alpha[i] != get0(o, word(*children, i))) {
                 return Ok(Verdict::Drop);
             }
             let nu = get0(o, *forwarded).saturating_add(1);
@@ -289,6 +291,9 @@ proptest! {
             let want = reference(&mut model, &env, 7, t, &mut theirs);
             prop_assert_eq!(got, want, "{:?} at t{}", instr, now);
             prop_assert_eq!(ours, theirs, "rewritten operands of {:?}", instr);
+            if ours != instr {
+                prop_assert!(instr.rewrites_operands(), "{:?} changed operands but claims it never does", instr);
+            }
             for tag in 0..6 {
                 prop_assert_eq!(ess.get(t, Tag(tag)), model.get(t, Tag(tag)), "tag {} after {:?}", tag, instr);
             }

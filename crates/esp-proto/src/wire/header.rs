@@ -194,6 +194,7 @@ impl<T: AsRef<[u8]>> Header<T> {
     /// # Errors
     ///
     /// [`WireError`] says which check failed.
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let b = buffer.as_ref();
         let (Some(&first), Some(&declared)) =
@@ -224,48 +225,57 @@ impl<T: AsRef<[u8]>> Header<T> {
         self.buffer
     }
 
+    #[inline]
     fn byte(&self, i: usize) -> u8 {
         self.buffer.as_ref().get(i).copied().unwrap_or(0)
     }
 
     /// The Loc field.
+    #[inline]
     pub fn loc(&self) -> Loc {
         Loc::from_bits(self.byte(field::VER_LOC_ERR) >> 1)
     }
 
     /// The Err bit.
+    #[inline]
     pub fn err(&self) -> bool {
         self.byte(field::VER_LOC_ERR) & ERR_BIT != 0
     }
 
     /// The reflector bit.
+    #[inline]
     pub fn rb(&self) -> bool {
         self.byte(field::FLAGS) & RB_BIT != 0
     }
 
     /// Why Err was set.
+    #[inline]
     pub fn err_code(&self) -> ErrCode {
         ErrCode::from_bits((self.byte(field::FLAGS) & CODE_MASK) >> CODE_SHIFT)
     }
 
     /// The opcode.
+    #[inline]
     pub fn opcode(&self) -> u8 {
         self.byte(field::OPCODE)
     }
 
     /// The Computation ID.
+    #[inline]
     pub fn cid(&self) -> u32 {
         let b = self.buffer.as_ref().get(field::CID).unwrap_or(&[0; 4]);
         u32::from_be_bytes([b[0], b[1], b[2], b[3]])
     }
 
     /// The operand bytes.
+    #[inline]
     pub fn operands(&self) -> &[u8] {
         self.buffer.as_ref().get(field::OPERANDS).unwrap_or(&[])
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
+    #[inline]
     fn update(&mut self, i: usize, f: impl FnOnce(u8) -> u8) {
         if let Some(b) = self.buffer.as_mut().get_mut(i) {
             *b = f(*b);
@@ -273,11 +283,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     }
 
     /// Sets the Loc field.
+    #[inline]
     pub fn set_loc(&mut self, loc: Loc) {
         self.update(field::VER_LOC_ERR, |b| (b & !0b1110) | (loc.bits() << 1));
     }
 
     /// Sets or clears the Err bit.
+    #[inline]
     pub fn set_err(&mut self, err: bool) {
         self.update(field::VER_LOC_ERR, |b| {
             if err { b | ERR_BIT } else { b & !ERR_BIT }
@@ -285,6 +297,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     }
 
     /// Sets the Code field (why Err was set).
+    #[inline]
     pub fn set_err_code(&mut self, code: ErrCode) {
         self.update(field::FLAGS, |b| {
             (b & !CODE_MASK) | ((code.bits() << CODE_SHIFT) & CODE_MASK)
@@ -292,11 +305,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     }
 
     /// Sets or clears the reflector bit.
+    #[inline]
     pub fn set_rb(&mut self, rb: bool) {
         self.update(field::FLAGS, |b| if rb { b | RB_BIT } else { b & !RB_BIT });
     }
 
     /// The operand bytes, to rewrite in place (their length cannot change).
+    #[inline]
     pub fn operands_mut(&mut self) -> &mut [u8] {
         self.buffer
             .as_mut()

@@ -5,6 +5,7 @@ use core::ops::Range;
 
 use super::{IpError, field};
 
+#[inline]
 pub(super) fn be16(p: &[u8], r: Range<usize>) -> u16 {
     match p.get(r) {
         Some(&[a, b]) => u16::from_be_bytes([a, b]),
@@ -12,6 +13,7 @@ pub(super) fn be16(p: &[u8], r: Range<usize>) -> u16 {
     }
 }
 
+#[inline]
 pub(super) fn put16(p: &mut [u8], r: Range<usize>, v: u16) {
     if let Some([a, b]) = p.get_mut(r) {
         [*a, *b] = v.to_be_bytes();
@@ -47,6 +49,7 @@ pub(super) enum Fixed {
     V6 { end: usize },
 }
 
+#[inline]
 pub(super) fn fixed_header(p: &[u8]) -> Result<Fixed, IpError> {
     let len = p.len();
     let Some(&first) = p.first() else {
@@ -109,6 +112,7 @@ pub fn ipv4_checksum_ok(packet: &[u8]) -> bool {
 /// # Errors
 ///
 /// [`IpError`] if the fixed header is malformed.
+#[inline]
 pub fn addresses(packet: &[u8]) -> Result<(IpAddr, IpAddr), IpError> {
     Ok(match fixed_header(packet)? {
         Fixed::V4 { .. } => match packet.get(field::V4_ADDRS) {
@@ -172,6 +176,7 @@ pub fn reflect(packet: &mut [u8]) -> Result<(), IpError> {
 /// # Errors
 ///
 /// [`IpError::Version`] or [`IpError::Truncated`].
+#[inline]
 pub fn decrement_ttl(packet: &mut [u8]) -> Result<u8, IpError> {
     let len = packet.len();
     match packet.first().map(|b| b >> 4) {

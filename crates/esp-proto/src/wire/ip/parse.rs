@@ -160,6 +160,7 @@ fn one_of(a: Option<Located>, b: Option<Located>) -> Result<Option<Located>, IpE
 ///
 /// [`IpError`] says what is malformed: the IP header or its lengths, an option or the
 /// hop-by-hop header, bytes carried as an instruction, or a second instruction.
+#[inline]
 pub fn locate(packet: &[u8]) -> Result<Option<Located>, IpError> {
     match fixed_header(packet)? {
         Fixed::V4 {
