@@ -46,8 +46,16 @@ fuzz_target!(|data: &[u8]| {
         assert!(node_created(&node) - before <= 27, "bounded store work");
         match locate(pkt) {
             Ok(Some(at)) => {
-                assert_eq!(buf[..at.range.start], pkt[..at.range.start], "IP header unchanged");
-                assert_eq!(buf[at.range.end..], pkt[at.range.end..], "payload unchanged");
+                assert_eq!(
+                    buf[..at.range.start],
+                    pkt[..at.range.start],
+                    "IP header unchanged"
+                );
+                assert_eq!(
+                    buf[at.range.end..],
+                    pkt[at.range.end..],
+                    "payload unchanged"
+                );
             }
             _ => {
                 assert_eq!(outcome, Outcome::NotEsp);
