@@ -43,16 +43,19 @@ fn route(n: &mut EspNode, packet: &mut [u8]) -> bool {
     n.ingress(T, 0, packet) && n.egress(T, 1, packet)
 }
 
+/// A UDP packet from 10.0.0.1 to 10.0.0.2 (an application's packet to piggyback on).
+fn udp4(payload: &[u8]) -> Vec<u8> {
+    let mut p = Vec::new();
+    etherparse::PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+        .udp(1, 2)
+        .write(&mut p, payload)
+        .unwrap();
+    p
+}
+
 #[test]
 fn every_ip_form_is_processed() {
-    let udp4 = {
-        let mut p = Vec::new();
-        etherparse::PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
-            .udp(1, 2)
-            .write(&mut p, b"payload")
-            .unwrap();
-        p
-    };
+    let udp4 = udp4(b"payload");
     let udp6 = {
         let mut p = Vec::new();
         let (IpAddr::V6(a), IpAddr::V6(b)) = (V6A, V6B) else {
@@ -206,14 +209,7 @@ fn reflected_packets_are_processed_only_on_the_way_back() {
 #[test]
 fn large_instructions_are_refused_as_ipv4_options() {
     let ep = Endpoint::new(1, V4A);
-    let udp4 = {
-        let mut p = Vec::new();
-        etherparse::PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
-            .udp(1, 2)
-            .write(&mut p, b"x")
-            .unwrap();
-        p
-    };
+    let udp4 = udp4(b"x");
     let rchld = Instruction::Rchld {
         children: Tag(1),
         counter: Tag(2),
