@@ -1,0 +1,64 @@
+//! # snap-vm — Safe and Nimble Active Packets
+//!
+//! SNAP (Moore, Hicks and Nettles, *Practical Programmable Packets*, INFOCOM 2001): packets
+//! that carry a small stack-machine program which every SNAP node runs on arrival. Branches
+//! only go forward and nearly every instruction is constant-time and allocates a constant
+//! amount, so a packet's CPU, memory and bandwidth use are linear in its length and known
+//! before it runs; a resource bound, decremented per hop and shared with children, bounds
+//! its spread.
+//!
+//! The layers:
+//!
+//! * [`value`]: the 32-bit words (7-bit tag or opcode, 25-bit data or immediate);
+//! * [`op`]: the 97 instructions, one table for all;
+//! * [`wire`]: the packet (header, then code | heap | stack, executed in place);
+//! * [`program`]: programs as values, to build packets from;
+//! * [`verify`]: the one-pass linear-resource verifier and its [`Bounds`](verify::Bounds);
+//! * [`vm`]: the interpreter — in place, checks interleaved, output returned not performed;
+//! * [`service`]: node-resident services, including the ESS (SNAP as ESP microcode).
+//!
+//! `#![no_std]` with `alloc`; no I/O, no clock.
+//!
+//! # Example: Fig. 1's ping at its destination
+//!
+//! ```
+//! use snap_vm::op::Op;
+//! use snap_vm::program::Program;
+//! use snap_vm::value::{Value, Word};
+//! use snap_vm::vm::{Delivered, End, NodeConfig, Vm};
+//!
+//! let mut ping = Program { src: [10, 0, 0, 1], dst: [10, 0, 0, 2], rb: 8, ..Program::default() };
+//! ping.code = [(Op::Forw, 0), (Op::Bne, 5), (Op::Push, 1), (Op::Getsrc, 0), (Op::Forwto, 0), (Op::Pop, 0), (Op::Demux, 0)]
+//!     .map(|(op, imm)| Word::new(op as u8, imm))
+//!     .to_vec();
+//! let payload = ping.heap_bytes(b"hello");
+//! ping.stack = vec![payload, Value::int(7), Value::int(0)]; // [0 :: port :: payload]
+//!
+//! // At B the packet turns around toward A.
+//! let mut b = Vm::new(NodeConfig { address: [10, 0, 0, 2], ifaces: 2, mtu: 1500 });
+//! let out = b.run(0, 0, ping.to_bytes()?);
+//! assert_eq!(out.end, End::Forwarded);
+//! assert_eq!(out.transmits[0].dst, [10, 0, 0, 1]);
+//!
+//! // Back at A, it delivers the payload to port 7.
+//! let mut a = Vm::new(NodeConfig { address: [10, 0, 0, 1], ifaces: 2, mtu: 1500 });
+//! let back = a.run(1, 0, out.transmits[0].packet.clone());
+//! let d = back.delivery.expect("delivered");
+//! assert_eq!((d.port, d.value), (7, Delivered::Bytes(b"hello".to_vec())));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod op;
+pub mod program;
+pub mod service;
+pub mod value;
+pub mod verify;
+pub mod vm;
+pub mod wire;
