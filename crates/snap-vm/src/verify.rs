@@ -177,9 +177,12 @@ pub fn verify(program: &Program, node: &NodeConfig) -> Result<Bounds, VerifyErro
             continue; // dead here, though a child sent with another entry point may run it
         }
         b.instructions += 1;
-        if matches!(info.pops, crate::op::Pops::N(0)) && info.pushes == 1 {
-            b.stack_depth += 1;
-        }
+        // Instructions pop before they push, so the net growth bounds the peak.
+        let pops = match info.pops {
+            crate::op::Pops::N(k) => u32::from(k),
+            crate::op::Pops::Imm => w.uimm(),
+        };
+        b.stack_depth += u32::from(info.pushes).saturating_sub(pops);
         b.heap_words = b.heap_words.saturating_add(op.alloc_words(w.uimm()));
         match op {
             Op::Forw | Op::Forwto | Op::Send => net += 1,

@@ -534,8 +534,11 @@ impl Exec<'_> {
                     frame.push(v)?;
                 }
                 Op::Store => {
+                    // s[imm] counts from the top before the pop.
                     let v = frame.pop()?;
-                    frame.set(word.uimm(), v)?;
+                    if let Some(n) = word.uimm().checked_sub(1) {
+                        frame.set(n, v)?;
+                    }
                 }
                 Op::Swap => {
                     let a = frame.peek(0)?;
