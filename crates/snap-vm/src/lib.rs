@@ -15,7 +15,11 @@
 //! * [`program`]: programs as values, to build packets from;
 //! * [`verify`]: the one-pass linear-resource verifier and its [`Bounds`](verify::Bounds);
 //! * [`vm`]: the interpreter — in place, checks interleaved, output returned not performed;
-//! * [`service`]: node-resident services, including the ESS (SNAP as ESP microcode).
+//! * [`asm`]: the assembler and disassembler (the paper's notation, plus data directives);
+//! * [`fixtures`]: ready-made programs — Figs. 1 and 2's pings, traceroute, multicast;
+//! * [`service`]: node-resident services, including the ESS (SNAP as ESP microcode);
+//! * `sim` (feature `sim`): SNAP routers and hosts for the `netsim` simulator, SNAP in IPv4
+//!   protocol 254.
 //!
 //! `#![no_std]` with `alloc`; no I/O, no clock.
 //!
@@ -55,9 +59,13 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod asm;
+pub mod fixtures;
 pub mod op;
 pub mod program;
 pub mod service;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod value;
 pub mod verify;
 pub mod vm;

@@ -1,6 +1,6 @@
 //! The instruction set (paper §III, Table I): 97 opcodes in seven classes.
 //!
-//! Every opcode is described once, in the table inside [`ops!`] below, which generates
+//! Every opcode is described once, in the table inside the `ops!` macro below, which generates
 //! [`Op`], its metadata ([`Op::info`]) and the documentation table. `s[i]` is the i-th stack
 //! value from the top; `imm` the 25-bit immediate. Branch offsets are relative to the
 //! branching instruction and must be positive: every branch goes forward, so each

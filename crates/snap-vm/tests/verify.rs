@@ -22,7 +22,10 @@ fn prog(code: &[(Op, i32)]) -> Program {
         src: [10, 0, 0, 1],
         dst: [10, 0, 0, 2],
         rb: 4,
-        code: code.iter().map(|&(op, imm)| Word::new(op as u8, imm)).collect(),
+        code: code
+            .iter()
+            .map(|&(op, imm)| Word::new(op as u8, imm))
+            .collect(),
         ..Program::default()
     }
 }
@@ -34,7 +37,15 @@ fn rejected(code: &[(Op, i32)]) -> VerifyError {
 #[test]
 fn ping_bounds() {
     use Op::*;
-    let mut p = prog(&[(Forw, 0), (Bne, 5), (Push, 1), (Getsrc, 0), (Forwto, 0), (Pop, 0), (Demux, 0)]);
+    let mut p = prog(&[
+        (Forw, 0),
+        (Bne, 5),
+        (Push, 1),
+        (Getsrc, 0),
+        (Forwto, 0),
+        (Pop, 0),
+        (Demux, 0),
+    ]);
     let payload = p.heap_bytes(b"0123456789");
     p.stack = vec![payload, Value::int(7), Value::int(0)];
     let b = verify(&p, &node()).unwrap();
@@ -60,15 +71,24 @@ fn ping_bounds() {
 fn each_rule_names_the_instruction() {
     use Op::*;
     let e = rejected(&[(Nop, 0), (Bez, 0)]);
-    assert_eq!((e.pc, e.op, e.rule), (1, Some(Bez), Rule::BackwardBranch(0)));
+    assert_eq!(
+        (e.pc, e.op, e.rule),
+        (1, Some(Bez), Rule::BackwardBranch(0))
+    );
     assert_eq!(
         e.to_string(),
         "instruction 1 (`bez`): branch offset 0 must be positive (branches only go forward)"
     );
     assert_eq!(rejected(&[(Ji, 3)]).rule, Rule::BranchPastEnd(3));
-    assert!(verify(&prog(&[(Ji, 1)]), &node()).is_ok(), "landing on the end exits");
+    assert!(
+        verify(&prog(&[(Ji, 1)]), &node()).is_ok(),
+        "landing on the end exits"
+    );
     assert_eq!(rejected(&[(Mktup, 2), (Mktup, 1)]).rule, Rule::MktupSpacing);
-    assert_eq!(rejected(&[(Nop, 0), (Mktup, 3), (Nop, 0)]).rule, Rule::MktupAtEnd);
+    assert_eq!(
+        rejected(&[(Nop, 0), (Mktup, 3), (Nop, 0)]).rule,
+        Rule::MktupAtEnd
+    );
     assert!(verify(&prog(&[(Mktup, 2), (Nop, 0), (Mktup, 1)]), &node()).is_ok());
     assert_eq!(rejected(&[(Pop, 1)]).rule, Rule::StrayImmediate);
     assert_eq!(rejected(&[(Pushh, 0)]).rule, Rule::BadHeapReference);
@@ -84,13 +104,24 @@ fn each_rule_names_the_instruction() {
     // calls must name a byte array.
     let mut p = prog(&[(Calls, 0)]);
     p.heap_addr([1, 2, 3, 4]);
-    assert_eq!(verify(&p, &node()).unwrap_err().rule, Rule::BadHeapReference);
+    assert_eq!(
+        verify(&p, &node()).unwrap_err().rule,
+        Rule::BadHeapReference
+    );
 }
 
 #[test]
 fn bounds_count_only_what_can_run_from_the_entry_point() {
     use Op::*;
-    let mut p = prog(&[(Mktup, 3), (Nop, 0), (Nop, 0), (Push, 1), (Send, 0), (Send, 0), (Send, 0)]);
+    let mut p = prog(&[
+        (Mktup, 3),
+        (Nop, 0),
+        (Nop, 0),
+        (Push, 1),
+        (Send, 0),
+        (Send, 0),
+        (Send, 0),
+    ]);
     let b = verify(&p, &node()).unwrap();
     assert_eq!(b.heap_words, 4, "mktup 3: a header and three values");
     assert_eq!(b.sends, 2, "three sends, two interfaces");

@@ -29,7 +29,10 @@ fn prog(code: &[(Op, i32)]) -> Program {
         dst: B,
         port: 9,
         rb: 5,
-        code: code.iter().map(|&(op, imm)| Word::new(op as u8, imm)).collect(),
+        code: code
+            .iter()
+            .map(|&(op, imm)| Word::new(op as u8, imm))
+            .collect(),
         ..Program::default()
     }
 }
@@ -65,14 +68,22 @@ fn arithmetic_logic_and_comparisons() {
     assert_eq!(eval(&[v(6)], &[(Muli, 7)]), int(42));
     assert_eq!(eval(&[v(0b1100), v(0b1010)], &[(Xor, 0)]), int(0b0110));
     assert_eq!(eval(&[v(1)], &[(Lsli, 24)]), int(-(1 << 24)), "25-bit wrap");
-    assert_eq!(eval(&[v(-1)], &[(Lsri, 20)]), int(31), "logical shift of 25 bits");
+    assert_eq!(
+        eval(&[v(-1)], &[(Lsri, 20)]),
+        int(31),
+        "logical shift of 25 bits"
+    );
     assert_eq!(eval(&[v(-8)], &[(Asri, 2)]), int(-2));
     assert_eq!(eval(&[v(3), v(4)], &[(Lt, 0)]), int(1));
     assert_eq!(eval(&[v(4)], &[(Gei, 4)]), int(1));
     assert_eq!(eval(&[v(0)], &[(Lnot, 0)]), int(1));
     assert_eq!(eval(&[v(-5)], &[(Abs, 0)]), int(5));
     assert_eq!(eval(&[v(2), v(9)], &[(Min, 0)]), int(2));
-    assert_eq!(eval(&[v(1 << 23)], &[(Addi, 1 << 23)]), int(-(1 << 24)), "wraps");
+    assert_eq!(
+        eval(&[v(1 << 23)], &[(Addi, 1 << 23)]),
+        int(-(1 << 24)),
+        "wraps"
+    );
 }
 
 #[test]
@@ -97,9 +108,18 @@ fn control_flow_follows_the_language_reference() {
     assert_eq!(eval(&[v(1)], &[(Bez, 2), (Push, 99)]), int(99));
     assert_eq!(eval(&[v(1)], &[(Bne, 2), (Push, 99), (Push, 5)]), int(5));
     // paj n: off = n + s[0].
-    assert_eq!(eval(&[v(2)], &[(Paj, 1), (Push, 99), (Push, 98), (Push, 5)]), int(5));
+    assert_eq!(
+        eval(&[v(2)], &[(Paj, 1), (Push, 99), (Push, 98), (Push, 5)]),
+        int(5)
+    );
     // tpaj n: if s[0] = 0 then off = n + s[1] else 1; pops two.
-    assert_eq!(eval(&[v(2), v(0)], &[(Tpaj, 1), (Push, 99), (Push, 98), (Push, 5)]), int(5));
+    assert_eq!(
+        eval(
+            &[v(2), v(0)],
+            &[(Tpaj, 1), (Push, 99), (Push, 98), (Push, 5)]
+        ),
+        int(5)
+    );
     assert_eq!(eval(&[v(2), v(1)], &[(Tpaj, 1), (Push, 99)]), int(99));
     assert_eq!(eval(&[], &[(Ji, 2), (Push, 99), (Push, 5)]), int(5));
     // Running past the end exits.
@@ -124,7 +144,10 @@ fn computed_branches_that_do_not_go_forward_fault() {
     }
     // An immediate backward branch faults at run time too (the verifier rejects it).
     let p = prog(&[(Nop, 0), (Ji, -1)]);
-    assert!(matches!(run(&p).end, End::Fault(Fault::BadBranch { pc: 1, offset: -1 })));
+    assert!(matches!(
+        run(&p).end,
+        End::Fault(Fault::BadBranch { pc: 1, offset: -1 })
+    ));
     assert!(verify(&p, &node(B).config().clone()).is_err());
 }
 
@@ -156,7 +179,10 @@ fn boxed_floats_wides_and_addresses() {
     use Op::*;
     let v = Value::int;
     assert_eq!(
-        eval(&[v(3), v(4)], &[(Itof, 0), (Swap, 0), (Itof, 0), (Fdiv, 0), (Ftoi, 0)]),
+        eval(
+            &[v(3), v(4)],
+            &[(Itof, 0), (Swap, 0), (Itof, 0), (Fdiv, 0), (Ftoi, 0)]
+        ),
         int(1)
     );
     assert_eq!(
@@ -174,13 +200,31 @@ fn boxed_floats_wides_and_addresses() {
     );
     let mut p = prog(&[(Pushh, 0), (Push, 24), (Snet, 0), (Push, 1), (Demux, 0)]);
     p.heap_addr([192, 168, 7, 9]);
-    assert_eq!(run(&p).delivery.unwrap().value, Delivered::Addr([192, 168, 7, 0]));
-    let mut p = prog(&[(Pushh, 0), (Pushh, 2), (Push, 16), (Insnet, 0), (Push, 1), (Demux, 0)]);
+    assert_eq!(
+        run(&p).delivery.unwrap().value,
+        Delivered::Addr([192, 168, 7, 0])
+    );
+    let mut p = prog(&[
+        (Pushh, 0),
+        (Pushh, 2),
+        (Push, 16),
+        (Insnet, 0),
+        (Push, 1),
+        (Demux, 0),
+    ]);
     p.heap_addr([192, 168, 7, 9]);
     p.heap_addr([192, 168, 0, 0]);
     assert_eq!(run(&p).delivery.unwrap().value, int(1));
     // here, ishere, getsrc.
-    let p = prog(&[(Here, 0), (Ishere, 0), (Getsrc, 0), (Ishere, 0), (Add, 0), (Push, 1), (Demux, 0)]);
+    let p = prog(&[
+        (Here, 0),
+        (Ishere, 0),
+        (Getsrc, 0),
+        (Ishere, 0),
+        (Add, 0),
+        (Push, 1),
+        (Demux, 0),
+    ]);
     assert_eq!(run(&p).delivery.unwrap().value, int(1));
 }
 
@@ -190,8 +234,14 @@ fn division_by_zero_and_underflow_fault() {
     let mut p = prog(&[(Divi, 0)]);
     p.stack = vec![Value::int(1)];
     assert_eq!(run(&p).end, End::Fault(Fault::DivideByZero));
-    assert_eq!(run(&prog(&[(Pop, 0)])).end, End::Fault(Fault::StackUnderflow));
-    assert_eq!(run(&prog(&[(Pull, 3)])).end, End::Fault(Fault::StackUnderflow));
+    assert_eq!(
+        run(&prog(&[(Pop, 0)])).end,
+        End::Fault(Fault::StackUnderflow)
+    );
+    assert_eq!(
+        run(&prog(&[(Pull, 3)])).end,
+        End::Fault(Fault::StackUnderflow)
+    );
 }
 
 #[test]
@@ -205,10 +255,10 @@ fn resource_bound_is_decremented_on_arrival_and_conserved() {
     assert_eq!((out.end, out.delivery), (End::NoResource, None));
     // send gives a child what it asks for, taken from the parent.
     let mut p = prog(&[
-        (Push, 0),    // entry
-        (Push, 0),    // stack count
-        (Push, 3),    // rb for the child
-        (Pushh, 0),   // destination
+        (Push, 0),  // entry
+        (Push, 0),  // stack count
+        (Push, 3),  // rb for the child
+        (Pushh, 0), // destination
         (Send, 0),
         (Pop, 0),
         (Getrb, 0),
@@ -218,7 +268,11 @@ fn resource_bound_is_decremented_on_arrival_and_conserved() {
     p.heap_addr(C);
     p.rb = 10;
     let out = run(&p);
-    assert_eq!(out.delivery.unwrap().value, int(6), "9 after arrival, 3 given");
+    assert_eq!(
+        out.delivery.unwrap().value,
+        int(6),
+        "9 after arrival, 3 given"
+    );
     let child = Packet::new_checked(&out.transmits[0].packet[..]).unwrap();
     assert_eq!((child.rb(), child.dst(), out.transmits[0].dst), (3, C, C));
     // Asking for more than is left faults, sending nothing.
@@ -233,14 +287,28 @@ fn sends_are_limited_to_the_interface_count_and_demux_exits() {
     use Op::*;
     let mut code = Vec::new();
     for _ in 0..4 {
-        code.extend([(Push, 0), (Push, 0), (Push, 0), (Pushh, 0), (Send, 0), (Pop, 0)]);
+        code.extend([
+            (Push, 0),
+            (Push, 0),
+            (Push, 0),
+            (Pushh, 0),
+            (Send, 0),
+            (Pop, 0),
+        ]);
     }
     let mut p = prog(&code);
     p.heap_addr(C);
     let out = run(&p);
     assert_eq!(out.end, End::Fault(Fault::SendLimit));
     assert_eq!(out.transmits.len(), 3, "the node has 3 interfaces");
-    let mut p = prog(&[(Push, 1), (Push, 2), (Demux, 0), (Push, 3), (Push, 4), (Demux, 0)]);
+    let mut p = prog(&[
+        (Push, 1),
+        (Push, 2),
+        (Demux, 0),
+        (Push, 3),
+        (Push, 4),
+        (Demux, 0),
+    ]);
     p.stack.clear();
     let out = run(&p);
     assert_eq!(out.end, End::Delivered);
@@ -270,9 +338,9 @@ fn forw_reuses_the_buffer_and_send_collects_only_what_the_child_reaches() {
         (Mktup, 2), // reachable tuple, allocated after the garbage
         (Pushh, 0), // reachable: the packet heap's bytes
         (Mktup, 2),
-        (Push, 2), // entry: the child runs `demux` below after pushing the port
-        (Push, 1), // stack count
-        (Push, 1), // rb
+        (Push, 2),  // entry: the child runs `demux` below after pushing the port
+        (Push, 1),  // stack count
+        (Push, 1),  // rb
         (Pushh, 3), // destination
         (Send, 0),
         (Exit, 0),
@@ -287,10 +355,7 @@ fn forw_reuses_the_buffer_and_send_collects_only_what_the_child_reaches() {
     assert_eq!(child.heap.len(), 3 + 3 + 2 + 2, "{:?}", child.heap);
     // Make the child deliver its stack top and compare with the original structure.
     let mut c = child.clone();
-    c.code = vec![
-        Word::new(Push as u8, 1),
-        Word::new(Demux as u8, 0),
-    ];
+    c.code = vec![Word::new(Push as u8, 1), Word::new(Demux as u8, 0)];
     c.entry = 0;
     c.dst = B;
     let d = node(B).run(0, 0, c.to_bytes().unwrap()).delivery.unwrap();
@@ -352,9 +417,17 @@ fn the_ess_service_isolates_computations() {
     assert_eq!(got.end, End::Delivered, "{got:?}");
     assert_eq!(got.delivery.unwrap().value, int(2));
     let again = vm.run(1, 0, program(A).to_bytes().unwrap());
-    assert_eq!(again.delivery.unwrap().value, int(4), "the same computation's state");
+    assert_eq!(
+        again.delivery.unwrap().value,
+        int(4),
+        "the same computation's state"
+    );
     let other = vm.run(2, 0, program(C).to_bytes().unwrap());
-    assert_eq!(other.delivery.unwrap().value, int(2), "another computation starts afresh");
+    assert_eq!(
+        other.delivery.unwrap().value,
+        int(2),
+        "another computation starts afresh"
+    );
     // put then get.
     let mut p = prog(&[
         (Push, 9),
@@ -375,7 +448,10 @@ fn the_ess_service_isolates_computations() {
     // An unknown service faults.
     let mut p = prog(&[(Calls, 0)]);
     p.heap_bytes(b"nope");
-    assert_eq!(vm.run(4, 0, p.to_bytes().unwrap()).end, End::Fault(Fault::NoService));
+    assert_eq!(
+        vm.run(4, 0, p.to_bytes().unwrap()).end,
+        End::Fault(Fault::NoService)
+    );
     // The tag of a pointer reads from its heap object.
     assert_eq!(Value::boxed(Tag::Bytes, 0).tag(), Some(Tag::Bytes));
 }

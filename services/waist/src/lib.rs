@@ -13,6 +13,7 @@ pub mod demo;
 pub mod demo_esp;
 pub mod plot;
 pub mod repro;
+pub mod snap_cli;
 
 /// Lightweight network support, made real: demo and paper reproductions.
 #[derive(Debug, Parser)]
@@ -47,6 +48,12 @@ pub enum Command {
         #[arg(long)]
         runs: Option<u64>,
     },
+    /// SNAP tools: assemble, disassemble, verify and run active packets.
+    Snap {
+        /// Which tool.
+        #[command(subcommand)]
+        command: snap_cli::SnapCommand,
+    },
 }
 
 /// Runs one command, writing its report to `out`.
@@ -73,5 +80,6 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             },
             out,
         ),
+        Command::Snap { command } => snap_cli::run(command, out),
     }
 }

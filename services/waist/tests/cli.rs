@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use waist::repro::{Options, esp_aggregation, esp_fig8, ess_collisions, ess_fig11};
+use waist::repro::{Options, esp_aggregation, esp_fig8, ess_collisions, ess_fig11, snap_table2};
 
 fn out_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("waist-test-{name}-{}", std::process::id()));
@@ -190,6 +190,74 @@ fn fig8_is_a_repro_name() {
         waist::Command::Repro {
             name: waist::repro::Name::EspFig8,
             seed: 5,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn snap_table2_prints_per_packet_and_per_byte_costs_beside_the_papers() {
+    let opts = Options {
+        dir: out_dir("snap-table2"),
+        log2: 12,
+        seed: 1,
+        runs: Some(1024),
+    };
+    let mut out = Vec::new();
+    // Few round trips per point: this checks the plumbing and the signs, not the figures.
+    let t = snap_table2::run(&opts, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(t.round_trips, 1024);
+    assert_eq!(t.rows.len(), snap_table2::PAYLOADS.len());
+    for (r, p) in t.rows.iter().zip(snap_table2::PAYLOADS) {
+        assert_eq!(r.payload, p);
+        // Every hop adds work: the per-node costs (per-hop slopes) are positive.
+        assert!(r.ip_node > 0.0 && r.snap_node > 0.0, "{r:?}");
+        let row = format!("{p:>8} ");
+        assert!(text.lines().any(|l| l.starts_with(&row)), "{text}");
+    }
+    // Regressed on payload: positive per-packet costs, non-negative per-byte slopes.
+    for c in [t.ip, t.snap] {
+        assert!(c.per_packet > 0.0 && c.per_byte >= 0.0, "{t:?}");
+    }
+    for label in [
+        "per packet",
+        "per byte",
+        "71 µs",
+        "95 µs",
+        "0.134 µs/B",
+        "0.135 µs/B",
+    ] {
+        assert!(text.contains(label), "{label}: {text}");
+    }
+    assert!(text.contains("1.34") && text.contains("1.01"), "{text}");
+    let csv = std::fs::read_to_string(opts.dir.join("snap-table2.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "payload_bytes,hops,ip_round_trip_ns,snap_round_trip_ns,ip_per_node_ns,snap_per_node_ns"
+        )
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows.len(),
+        snap_table2::PAYLOADS.len() * snap_table2::HOPS.len()
+    );
+    assert!(rows.iter().all(|r| r.len() == 6));
+    assert_eq!(rows[0][..2], ["4", "0"]);
+    assert_eq!(rows[rows.len() - 1][..2], ["1400", "3"]);
+}
+
+#[test]
+fn snap_table2_is_a_repro_name() {
+    let cli =
+        waist::Cli::try_parse_from(["waist", "repro", "snap-table2", "--runs", "10"]).unwrap();
+    assert!(matches!(
+        cli.command,
+        waist::Command::Repro {
+            name: waist::repro::Name::SnapTable2,
+            runs: Some(10),
             ..
         }
     ));

@@ -22,34 +22,42 @@ pub(crate) const fn payload_words(tag: Tag, len: u32) -> u32 {
 
 /// A packet's stack and heap as instructions and services see them. Every access is
 /// bounds-checked: a bad offset or an empty stack is a [`Fault`], never a panic.
+///
+/// The packet itself is only read while it runs: code and heap in place, words decoded as
+/// they are used. The stack is worked on in a native scratch stack (loaded from the packet
+/// on arrival — a few words — and written back only if a packet leaving with it changed it),
+/// and allocations go to a second heap whose offsets continue after the packet's (§VI.C).
 #[derive(Debug)]
 pub struct Frame<'a> {
-    /// The packet: header, code, heap, then the stack's words (top last).
-    pub(crate) buf: &'a mut Vec<u8>,
-    /// Byte offset of the packet heap.
-    pub(crate) heap_at: usize,
-    /// Words of the packet heap.
-    pub(crate) heap_words: u32,
-    /// Byte offset of the stack's bottom.
-    pub(crate) stack_at: usize,
+    /// The packet's code words.
+    pub(crate) code: &'a [[u8; 4]],
+    /// The packet's heap words.
+    pub(crate) heap: &'a [[u8; 4]],
+    /// The working stack, bottom first.
+    pub(crate) stack: &'a mut Vec<u32>,
+    /// Most values the stack may hold.
+    pub(crate) stack_limit: usize,
+    /// Whether the stack differs from the packet's.
+    pub(crate) dirty: bool,
     /// Allocated objects (offsets continue after the packet heap).
     pub(crate) extra: &'a mut Vec<u32>,
-    /// Most bytes the buffer may grow to (4 × MTU, or the packet if larger).
-    pub(crate) max_len: usize,
-    /// Most extra-heap words still allowed (a service call's allowance).
-    pub(crate) alloc_left: u32,
-    /// Pushes still allowed (a service call's allowance).
-    pub(crate) push_left: u32,
+    /// Most allocated words allowed.
+    pub(crate) extra_limit: usize,
     /// Deepest the stack has been.
     pub(crate) max_depth: u32,
+    /// Bytes of the packet as it arrived.
+    pub(crate) packet_len: usize,
+    /// Most bytes a packet it sends may have: 4 × MTU, or its own length if larger.
+    pub(crate) max_len: usize,
     pub(crate) src: [u8; 4],
     pub(crate) port: u16,
 }
 
 impl Frame<'_> {
     /// Values on the stack.
+    #[inline]
     pub fn depth(&self) -> u32 {
-        ((self.buf.len() - self.stack_at) / 4) as u32
+        self.stack.len() as u32
     }
 
     /// The computation the packet belongs to: its (source, demux port).
@@ -61,18 +69,15 @@ impl Frame<'_> {
     ///
     /// # Errors
     ///
-    /// [`Fault::BufferLimit`] past the buffer's limit; [`Fault::ServicePush`] past a
-    /// service's allowance.
+    /// [`Fault::BufferLimit`] past the stack's limit.
     #[inline]
     pub fn push(&mut self, v: Value) -> Result<(), Fault> {
-        if self.push_left == 0 {
-            return Err(Fault::ServicePush);
-        }
-        if self.buf.len() + 4 > self.max_len {
+        if self.stack.len() >= self.stack_limit {
             return Err(Fault::BufferLimit);
         }
-        self.buf.extend_from_slice(&v.0.to_be_bytes());
-        self.max_depth = self.max_depth.max(self.depth());
+        self.stack.push(v.0);
+        self.dirty = true;
+        self.max_depth = self.max_depth.max(self.stack.len() as u32);
         Ok(())
     }
 
@@ -83,9 +88,8 @@ impl Frame<'_> {
     /// [`Fault::StackUnderflow`] on an empty stack.
     #[inline]
     pub fn pop(&mut self) -> Result<Value, Fault> {
-        let v = self.peek(0)?;
-        self.buf.truncate(self.buf.len() - 4);
-        Ok(v)
+        self.dirty = true;
+        self.stack.pop().map(Value).ok_or(Fault::StackUnderflow)
     }
 
     /// `s[n]`.
@@ -95,14 +99,16 @@ impl Frame<'_> {
     /// [`Fault::StackUnderflow`] if the stack is not that deep.
     #[inline]
     pub fn peek(&self, n: u32) -> Result<Value, Fault> {
-        if n >= self.depth() {
-            return Err(Fault::StackUnderflow);
-        }
-        let at = self.buf.len() - 4 * (n as usize + 1);
-        match self.buf.get(at..at + 4) {
-            Some(&[a, b, c, d]) => Ok(Value(u32::from_be_bytes([a, b, c, d]))),
-            _ => Err(Fault::StackUnderflow),
-        }
+        let i = self
+            .stack
+            .len()
+            .checked_sub(n as usize + 1)
+            .ok_or(Fault::StackUnderflow)?;
+        self.stack
+            .get(i)
+            .copied()
+            .map(Value)
+            .ok_or(Fault::StackUnderflow)
     }
 
     /// Sets `s[n]`.
@@ -111,17 +117,15 @@ impl Frame<'_> {
     ///
     /// [`Fault::StackUnderflow`] if the stack is not that deep.
     pub fn set(&mut self, n: u32, v: Value) -> Result<(), Fault> {
-        if n >= self.depth() {
-            return Err(Fault::StackUnderflow);
-        }
-        let at = self.buf.len() - 4 * (n as usize + 1);
-        match self.buf.get_mut(at..at + 4) {
-            Some(s) => {
-                s.copy_from_slice(&v.0.to_be_bytes());
-                Ok(())
-            }
-            None => Err(Fault::StackUnderflow),
-        }
+        let i = self
+            .stack
+            .len()
+            .checked_sub(n as usize + 1)
+            .ok_or(Fault::StackUnderflow)?;
+        let slot = self.stack.get_mut(i).ok_or(Fault::StackUnderflow)?;
+        *slot = v.0;
+        self.dirty = true;
+        Ok(())
     }
 
     /// Pops `n` values.
@@ -130,33 +134,38 @@ impl Frame<'_> {
     ///
     /// [`Fault::StackUnderflow`] if there are fewer.
     pub fn drop_n(&mut self, n: u32) -> Result<(), Fault> {
-        if n > self.depth() {
-            return Err(Fault::StackUnderflow);
-        }
-        self.buf.truncate(self.buf.len() - 4 * n as usize);
+        let keep = self
+            .stack
+            .len()
+            .checked_sub(n as usize)
+            .ok_or(Fault::StackUnderflow)?;
+        self.stack.truncate(keep);
+        self.dirty = true;
         Ok(())
+    }
+
+    /// The packet heap's length in words.
+    #[inline]
+    pub(crate) fn heap_words(&self) -> u32 {
+        self.heap.len() as u32
     }
 
     /// Heap word `off` (packet heap, then allocated).
     #[inline]
     pub(crate) fn heap_word(&self, off: u32) -> Result<u32, Fault> {
-        if off < self.heap_words {
-            let at = self.heap_at + 4 * off as usize;
-            match self.buf.get(at..at + 4) {
-                Some(&[a, b, c, d]) => Ok(u32::from_be_bytes([a, b, c, d])),
-                _ => Err(Fault::HeapBounds),
-            }
-        } else {
-            self.extra
-                .get((off - self.heap_words) as usize)
+        match self.heap.get(off as usize) {
+            Some(w) => Ok(u32::from_be_bytes(*w)),
+            None => self
+                .extra
+                .get((off as usize).wrapping_sub(self.heap.len()))
                 .copied()
-                .ok_or(Fault::HeapBounds)
+                .ok_or(Fault::HeapBounds),
         }
     }
 
     /// Words in the whole heap.
     pub(crate) fn heap_len(&self) -> u32 {
-        self.heap_words + self.extra.len() as u32
+        self.heap_words() + self.extra.len() as u32
     }
 
     /// The object `v` points to: its header's tag and length and the offset of its payload,
@@ -184,20 +193,14 @@ impl Frame<'_> {
     ///
     /// # Errors
     ///
-    /// [`Fault::BufferLimit`] or [`Fault::ServiceAlloc`] past the limits.
+    /// [`Fault::BufferLimit`] past the limits.
     pub(crate) fn alloc(&mut self, tag: Tag, len: u32, payload: &[u32]) -> Result<Value, Fault> {
-        let words = 1 + payload.len() as u32;
-        if words > self.alloc_left {
-            return Err(Fault::ServiceAlloc);
-        }
+        let words = 1 + payload.len();
         let off = self.heap_len();
-        if off + words > DATA_MASK {
+        if self.extra.len() + words > self.extra_limit || off as usize + words > DATA_MASK as usize
+        {
             return Err(Fault::BufferLimit);
         }
-        if self.buf.len() + 4 * (self.extra.len() + words as usize) > self.max_len {
-            return Err(Fault::BufferLimit);
-        }
-        self.alloc_left -= words;
         self.extra.push(header(tag, len));
         self.extra.extend_from_slice(payload);
         Ok(Value::boxed(tag, off))
@@ -231,7 +234,8 @@ impl Frame<'_> {
     ///
     /// # Errors
     ///
-    /// As [`alloc`](Self::alloc).
+    /// [`Fault::BufferLimit`] past the buffer's limit, [`Fault::ServiceAlloc`] past a
+    /// service's allowance.
     pub fn alloc_wide(&mut self, x: i64) -> Result<Value, Fault> {
         let x = x as u64;
         self.alloc(Tag::Wide, 2, &[(x >> 32) as u32, x as u32])

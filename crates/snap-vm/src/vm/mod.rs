@@ -220,6 +220,7 @@ pub struct Vm {
     /// The node's services.
     pub services: Services,
     extra: Vec<u32>,
+    stack: Vec<u32>,
 }
 
 impl Vm {
@@ -229,6 +230,7 @@ impl Vm {
             config,
             services: Services::new(),
             extra: Vec::new(),
+            stack: Vec::new(),
         }
     }
 
@@ -238,88 +240,228 @@ impl Vm {
     }
 
     /// Runs `packet`, which arrived on interface `iface` at `now` (time only services use).
-    pub fn run(&mut self, now: u64, iface: u32, mut packet: Vec<u8>) -> Outcome {
-        let (rb, entry, code_words, port, src, dst, heap_at, heap_words, stack_at) = {
-            let mut p = match Packet::new_checked(&mut packet[..]) {
-                Ok(p) => p,
-                Err(e) => return Outcome::ended(End::Malformed(e)),
-            };
-            p.normalize();
-            let rb = p.rb();
-            if rb == 0 {
-                return Outcome::ended(End::NoResource);
-            }
-            p.set_rb(rb - 1);
-            (
-                rb - 1,
-                p.entry(),
-                p.code_len(),
-                p.port(),
-                p.src(),
-                p.dst(),
-                p.heap_offset(),
-                u32::from(p.heap_len()),
-                p.stack_offset(),
-            )
-        };
-        self.extra.clear();
-        let max_len = packet.len().max(4 * self.config.mtu);
-        let mut frame = Frame {
-            buf: &mut packet,
+    pub fn run(&mut self, now: u64, iface: u32, packet: Vec<u8>) -> Outcome {
+        let mut out = Outcome::ended(End::Exit);
+        self.run_into(now, iface, packet, &mut out);
+        out
+    }
+
+    /// [`run`](Self::run), writing into `out` (cleared first) so a node that reuses one
+    /// `Outcome` allocates nothing per packet on the forwarding path.
+    pub fn run_into(&mut self, now: u64, iface: u32, mut packet: Vec<u8>, out: &mut Outcome) {
+        out.transmits.clear();
+        out.delivery = None;
+        out.stats = Stats::default();
+        out.rb_in = 0;
+        let Some(Arrival {
+            rb,
+            entry,
+            port,
+            src,
+            dst,
             heap_at,
-            heap_words,
             stack_at,
-            extra: &mut self.extra,
+        }) = arrive(&mut packet, out)
+        else {
+            return;
+        };
+        // The common case first (§VI.E): a packet whose first instruction is `forw` and that
+        // is not yet at its destination leaves at once, in its own buffer, untouched but for
+        // the resource bound already decremented.
+        let first = packet
+            .get(HEADER_LEN + 4 * usize::from(entry)..)
+            .and_then(|b| b.first_chunk::<4>())
+            .map(|w| u32::from_be_bytes(*w));
+        if first == Some(Word::new(Op::Forw as u8, 0).0)
+            && dst != self.config.address
+            && self.config.ifaces > 0
+        {
+            out.stats = Stats {
+                executed: 1,
+                max_depth: ((packet.len() - stack_at) / 4) as u32,
+                allocated: 0,
+                sends: 1,
+            };
+            out.end = End::Forwarded;
+            out.transmits.push(Transmit { dst, packet });
+            return;
+        }
+        self.extra.clear();
+        self.stack.clear();
+        let (front, stack_bytes) = packet.split_at(stack_at);
+        let code = front
+            .get(HEADER_LEN..heap_at)
+            .unwrap_or_default()
+            .as_chunks::<4>()
+            .0;
+        let heap = front.get(heap_at..).unwrap_or_default().as_chunks::<4>().0;
+        self.stack.extend(
+            stack_bytes
+                .as_chunks::<4>()
+                .0
+                .iter()
+                .map(|w| u32::from_be_bytes(*w)),
+        );
+        // Each instruction pushes at most one value, and runs at most once; the stack must
+        // also fit the 16-bit length field and, with the packet, the 4 × MTU buffer.
+        let max_len = (4 * self.config.mtu).max(packet.len());
+        let stack_limit = (self.stack.len() + code.len() + 1)
+            .min(usize::from(u16::MAX))
+            .min(self.stack.len() + (max_len - packet.len()) / 4);
+        self.stack.reserve(code.len() + 1);
+        let mut frame = Frame {
+            code,
+            heap,
+            stack_limit,
+            dirty: false,
+            extra_limit: max_len / 4,
             max_len,
-            alloc_left: u32::MAX,
-            push_left: u32::MAX,
-            max_depth: 0,
+            max_depth: self.stack.len() as u32,
+            packet_len: packet.len(),
+            stack: &mut self.stack,
+            extra: &mut self.extra,
             src,
             port,
         };
-        frame.max_depth = frame.depth();
         let mut exec = Exec {
+            out,
             config: &self.config,
             services: &mut self.services,
             now,
             iface,
             rb,
-            code_words,
+            entry,
             dst,
+            code_len: 0,
             pc: u32::from(entry),
             mktup_until: 0,
-            out: Outcome {
-                end: End::Exit,
-                transmits: Vec::new(),
-                delivery: None,
-                stats: Stats::default(),
-                rb_in: rb + 1,
-            },
         };
-        let end = match exec.run(&mut frame) {
-            Ok(end) => end,
+        let end = exec.run(&mut frame);
+        let (dirty, max_depth, allocated) = (frame.dirty, frame.max_depth, frame.extra.len());
+        out.stats.max_depth = max_depth;
+        out.stats.allocated = allocated as u32;
+        out.end = match end {
+            Ok(Stop::End(end)) => end,
+            Ok(Stop::Reuse(to, rb)) => {
+                // §VI.D's best case: the packet leaves in its own buffer; only the header
+                // changes, and the stack if the program changed it.
+                if dirty {
+                    packet.truncate(stack_at);
+                    for w in self.stack.iter() {
+                        packet.extend_from_slice(&w.to_be_bytes());
+                    }
+                }
+                let mut p = Packet::wrap(&mut packet[..]);
+                p.set_dst(to);
+                // All that is left: less than arrived if the program sent children.
+                p.set_rb(rb);
+                p.set_stack_len(self.stack.len() as u16);
+                out.transmits.push(Transmit { dst: to, packet });
+                End::Forwarded
+            }
             Err(fault) => End::Fault(fault),
         };
-        let mut out = exec.out;
-        out.end = end;
-        out.stats.max_depth = frame.max_depth;
-        out.stats.allocated = frame.extra.len() as u32;
-        out
     }
+}
+
+/// Header fields of an arrived packet, its resource bound already decremented.
+struct Arrival {
+    rb: u16,
+    entry: u16,
+    port: u16,
+    src: [u8; 4],
+    dst: [u8; 4],
+    heap_at: usize,
+    stack_at: usize,
+}
+
+/// Checks the packet's structure, converts a little-endian body, and decrements the
+/// resource bound; `None` (with `out.end` set) if the packet goes no further.
+#[inline]
+fn arrive(packet: &mut [u8], out: &mut Outcome) -> Option<Arrival> {
+    // Fast path: a big-endian packet, every field read from one fixed-size header copy.
+    if let Some(h) = packet.first_chunk::<HEADER_LEN>() {
+        let h = *h;
+        let be16 = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
+        let (code, heap, stack) = (
+            usize::from(be16(16)),
+            usize::from(be16(18)),
+            usize::from(be16(20)),
+        );
+        let entry = be16(14);
+        if h[0] == crate::wire::VERSION << 4
+            && HEADER_LEN + 4 * (code + heap + stack) == packet.len()
+            && usize::from(entry) < code
+        {
+            let rb = be16(12);
+            out.rb_in = rb;
+            if rb == 0 {
+                out.end = End::NoResource;
+                return None;
+            }
+            if let Some(f) = packet.get_mut(12..14) {
+                f.copy_from_slice(&(rb - 1).to_be_bytes());
+            }
+            return Some(Arrival {
+                rb: rb - 1,
+                entry,
+                port: be16(2),
+                src: [h[4], h[5], h[6], h[7]],
+                dst: [h[8], h[9], h[10], h[11]],
+                heap_at: HEADER_LEN + 4 * code,
+                stack_at: HEADER_LEN + 4 * (code + heap),
+            });
+        }
+    }
+    // Everything else: the checked view names the error, or converts the body's order.
+    let mut p = match Packet::new_checked(&mut packet[..]) {
+        Ok(p) => p,
+        Err(e) => {
+            out.end = End::Malformed(e);
+            return None;
+        }
+    };
+    p.normalize();
+    let rb = p.rb();
+    out.rb_in = rb;
+    if rb == 0 {
+        out.end = End::NoResource;
+        return None;
+    }
+    p.set_rb(rb - 1);
+    Some(Arrival {
+        rb: rb - 1,
+        entry: p.entry(),
+        port: p.port(),
+        src: p.src(),
+        dst: p.dst(),
+        heap_at: p.heap_offset(),
+        stack_at: p.stack_offset(),
+    })
+}
+
+/// How the interpreter loop stopped.
+enum Stop {
+    /// Done; transmits and delivery already recorded.
+    End(End),
+    /// `forw`/`forwto` with nothing allocated: send the packet's own buffer to this address
+    /// with this resource bound.
+    Reuse([u8; 4], u16),
 }
 
 /// One execution's registers.
 struct Exec<'v> {
+    out: &'v mut Outcome,
     config: &'v NodeConfig,
     services: &'v mut Services,
     now: u64,
     iface: u32,
     rb: u16,
-    code_words: u16,
+    entry: u16,
     dst: [u8; 4],
+    code_len: u32,
     pc: u32,
     mktup_until: u32,
-    out: Outcome,
 }
 
 fn bool_value(b: bool) -> Value {
@@ -327,17 +469,9 @@ fn bool_value(b: bool) -> Value {
 }
 
 impl Exec<'_> {
-    fn code(&self, frame: &Frame<'_>, pc: u32) -> u32 {
-        let at = HEADER_LEN + 4 * pc as usize;
-        match frame.buf.get(at..at + 4) {
-            Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
-            _ => 0,
-        }
-    }
-
     fn branch(&mut self, offset: i64) -> Result<(), Fault> {
         let target = i64::from(self.pc) + offset;
-        if offset <= 0 || target > i64::from(self.code_words) {
+        if offset <= 0 || target > i64::from(self.code_len) {
             return Err(Fault::BadBranch {
                 pc: self.pc,
                 offset,
@@ -394,54 +528,49 @@ impl Exec<'_> {
     }
 
     /// `forw` / `forwto` to `dst`: the whole stack and all the resource bound.
-    fn forward(&mut self, frame: &mut Frame<'_>, dst: [u8; 4]) -> Result<End, Fault> {
+    fn forward(&mut self, frame: &mut Frame<'_>, dst: [u8; 4]) -> Result<Stop, Fault> {
         self.count_send()?;
-        let depth = frame.depth();
-        let packet = if frame.extra.is_empty() {
-            // Reuse the buffer: only the header changes (§VI.D's best case).
-            let mut buf = core::mem::take(frame.buf);
-            let mut p = Packet::new_unchecked_len(&mut buf[..]);
-            p.set_dst(dst);
-            p.set_stack_len(depth as u16);
-            buf
-        } else {
-            let h = ChildHeader {
-                src: frame.src,
-                dst,
-                port: frame.port,
-                rb: self.rb,
-                entry: self.entry_of_packet(frame),
-            };
-            child(frame, self.code_words, depth, &h)?
-        };
-        self.rb = 0;
-        self.out.transmits.push(Transmit { dst, packet });
-        Ok(End::Forwarded)
-    }
-
-    fn entry_of_packet(&self, frame: &Frame<'_>) -> u16 {
-        match frame.buf.get(14..16) {
-            Some(&[a, b]) => u16::from_be_bytes([a, b]),
-            _ => 0,
+        let rb = core::mem::take(&mut self.rb);
+        if frame.extra.is_empty() {
+            return Ok(Stop::Reuse(dst, rb));
         }
+        let h = ChildHeader {
+            src: frame.src,
+            dst,
+            port: frame.port,
+            rb,
+            entry: self.entry,
+        };
+        let packet = child(frame, frame.depth(), &h)?;
+        self.out.transmits.push(Transmit { dst, packet });
+        Ok(Stop::End(End::Forwarded))
     }
 
-    fn run(&mut self, frame: &mut Frame<'_>) -> Result<End, Fault> {
+    fn run(&mut self, frame: &mut Frame<'_>) -> Result<Stop, Fault> {
+        self.code_len = frame.code.len() as u32;
+        let mut executed = 0;
+        let r = self.run_loop(frame, &mut executed);
+        self.out.stats.executed = executed;
+        r
+    }
+
+    fn run_loop(&mut self, frame: &mut Frame<'_>, executed: &mut u32) -> Result<Stop, Fault> {
+        let code = frame.code;
         loop {
             let pc = self.pc;
-            if pc >= u32::from(self.code_words) {
-                return Ok(End::Exit);
-            }
-            let word = Word(self.code(frame, pc));
+            let Some(w) = code.get(pc as usize) else {
+                return Ok(Stop::End(End::Exit));
+            };
+            let word = Word(u32::from_be_bytes(*w));
             let op = Op::from_code(word.opcode()).ok_or(Fault::UnknownOpcode {
                 pc,
                 opcode: word.opcode(),
             })?;
-            self.out.stats.executed += 1;
+            *executed += 1;
             self.pc = pc + 1;
             let imm = word.imm();
             match op {
-                Op::Exit => return Ok(End::Exit),
+                Op::Exit => return Ok(Stop::End(End::Exit)),
                 Op::Nop => {}
                 Op::Ji => {
                     self.pc = pc;
@@ -489,7 +618,7 @@ impl Exec<'_> {
                     if r < 0 || r > i32::from(self.rb) {
                         return Err(Fault::ResourceBound);
                     }
-                    if n < 0 || n >= i32::from(self.code_words) {
+                    if n < 0 || n as u32 >= self.code_len {
                         return Err(Fault::BadEntry);
                     }
                     let s = u32::try_from(s).map_err(|_| Fault::StackUnderflow)?;
@@ -500,7 +629,7 @@ impl Exec<'_> {
                         rb: r as u16,
                         entry: n as u16,
                     };
-                    let packet = child(frame, self.code_words, s, &h)?;
+                    let packet = child(frame, s, &h)?;
                     self.rb -= r as u16;
                     self.out.transmits.push(Transmit { dst: d, packet });
                     frame.push(Value::int(1))?;
@@ -508,13 +637,15 @@ impl Exec<'_> {
                 Op::Demux => {
                     let p = frame.pop()?.as_int();
                     let v = frame.pop()?;
-                    let value = deliver(frame, v, 0)?;
+                    // Linear in the packet: honest sharing fits, exponential sharing does not.
+                    let mut budget = 8 * (frame.heap_len() + 1);
+                    let value = deliver(frame, v, 0, &mut budget)?;
                     self.out.delivery = Some(Delivery {
                         port: p,
                         value,
                         src: frame.src,
                     });
-                    return Ok(End::Delivered);
+                    return Ok(Stop::End(End::Delivered));
                 }
                 Op::Push => frame.push(Value::int(imm))?,
                 Op::Pushh => {
@@ -566,10 +697,7 @@ impl Exec<'_> {
                     frame.push(v)?;
                 }
                 Op::Getrb => frame.push(Value::int(i32::from(self.rb)))?,
-                Op::Getep => {
-                    let e = self.entry_of_packet(frame);
-                    frame.push(Value::int(i32::from(e)))?;
-                }
+                Op::Getep => frame.push(Value::int(i32::from(self.entry)))?,
                 Op::Getport => frame.push(Value::int(i32::from(frame.port)))?,
                 Op::Ishere => {
                     let a = Self::pop_addr(frame)?;
@@ -577,7 +705,7 @@ impl Exec<'_> {
                 }
                 Op::Getifc => frame.push(Value::int(self.iface as i32))?,
                 Op::Nifc => frame.push(Value::int(self.config.ifaces as i32))?,
-                Op::Getlen => frame.push(Value::int(frame.buf.len() as i32))?,
+                Op::Getlen => frame.push(Value::int(frame.packet_len as i32))?,
                 Op::Add => Self::int2(frame, |a, b| Ok(a.wrapping_add(b)))?,
                 Op::Addi => Self::int1(frame, |a| Ok(a.wrapping_add(imm)))?,
                 Op::Sub => Self::int2(frame, |a, b| Ok(a.wrapping_sub(b)))?,
@@ -769,19 +897,16 @@ impl Exec<'_> {
         }
         let name = name.get(..len as usize).unwrap_or(&[]);
         let service = self.services.get_mut(name).ok_or(Fault::NoService)?;
-        frame.alloc_left = MAX_SERVICE_ALLOC;
-        // A service may push at most one value (the VM's per-instruction rule).
-        frame.push_left = 1;
-        let r = service.call(self.now, frame);
-        frame.alloc_left = u32::MAX;
-        frame.push_left = u32::MAX;
-        r
-    }
-}
-
-impl Packet<&mut [u8]> {
-    /// Wraps a buffer already checked, for header rewrites on the forwarding fast path.
-    fn new_unchecked_len(buffer: &mut [u8]) -> Packet<&mut [u8]> {
-        Packet::wrap(buffer)
+        let (depth, heap) = (frame.depth(), frame.extra.len());
+        service.call(self.now, frame)?;
+        // A service, like an instruction, may grow the stack by one value and the heap by
+        // a constant: the verifier's bounds rely on it.
+        if frame.depth() > depth + 1 {
+            return Err(Fault::ServicePush);
+        }
+        if frame.extra.len() > heap + MAX_SERVICE_ALLOC as usize {
+            return Err(Fault::ServiceAlloc);
+        }
+        Ok(())
     }
 }

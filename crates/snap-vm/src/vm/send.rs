@@ -29,86 +29,72 @@ pub(crate) struct ChildHeader {
 }
 
 /// Builds a child packet from the top `s` values of `frame`'s stack.
-pub(crate) fn child(
-    frame: &Frame<'_>,
-    code_words: u16,
-    s: u32,
-    h: &ChildHeader,
-) -> Result<Vec<u8>, Fault> {
-    if s > frame.depth() {
-        return Err(Fault::StackUnderflow);
-    }
-    let code_at = HEADER_LEN;
-    let code_end = frame.heap_at;
-    let stack_end = frame.buf.len();
-    let stack_from = stack_end - 4 * s as usize;
+pub(crate) fn child(frame: &Frame<'_>, s: u32, h: &ChildHeader) -> Result<Vec<u8>, Fault> {
+    let depth = frame.stack.len();
+    let from = depth.checked_sub(s as usize).ok_or(Fault::StackUnderflow)?;
+    let top = frame.stack.get(from..).ok_or(Fault::StackUnderflow)?;
+    let code_words = frame.code.len() as u16;
     if frame.extra.is_empty() {
         // Nothing allocated: heap offsets are unchanged; copy heap and stack slice.
-        let heap = frame
-            .buf
-            .get(frame.heap_at..frame.stack_at)
-            .ok_or(Fault::HeapBounds)?;
-        let stack = frame
-            .buf
-            .get(stack_from..stack_end)
-            .ok_or(Fault::StackUnderflow)?;
-        let code = frame.buf.get(code_at..code_end).ok_or(Fault::HeapBounds)?;
-        return assemble(
+        let out = assemble(
             h,
             code_words,
-            code,
-            heap,
-            stack,
-            frame.heap_words as u16,
-            s as u16,
+            frame.code.as_flattened(),
+            Words::Packet(frame.heap),
+            top,
         );
+        if out.len() > frame.max_len {
+            return Err(Fault::BufferLimit);
+        }
+        return Ok(out);
     }
     // Copying collection from the roots: the child's stack and the code's heap immediates.
-    let total = frame.heap_len() as usize;
     let mut gc = Gc {
         frame,
-        forward: vec![u32::MAX; total],
+        forward: vec![u32::MAX; frame.heap_len() as usize],
         heap: Vec::new(),
     };
-    let mut stack = Vec::with_capacity(4 * s as usize);
-    for i in (0..s).rev() {
-        let v = gc.relocate(frame.peek(i)?)?;
-        stack.extend_from_slice(&v.0.to_be_bytes());
+    let mut stack = Vec::with_capacity(top.len());
+    for &v in top {
+        stack.push(gc.relocate(Value(v))?.0);
     }
-    let mut code = frame
-        .buf
-        .get(code_at..code_end)
-        .ok_or(Fault::HeapBounds)?
-        .to_vec();
-    for w in code.chunks_exact_mut(4) {
-        let word = Word(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
-        let Some(op) = Op::from_code(word.opcode()) else {
-            continue;
-        };
-        if op.info().imm == Imm::Heap {
+    let mut code = frame.code.as_flattened().to_vec();
+    for w in code.as_chunks_mut::<4>().0 {
+        let word = Word(u32::from_be_bytes(*w));
+        if Op::from_code(word.opcode()).is_some_and(|op| op.info().imm == Imm::Heap) {
             // A code reference to nothing valid stays invalid in the child.
             let new = gc.relocate_offset(word.uimm()).unwrap_or(DATA_MASK);
-            w.copy_from_slice(&Word::new(word.opcode(), new as i32).0.to_be_bytes());
+            *w = Word::new(word.opcode(), new as i32).0.to_be_bytes();
         }
     }
     gc.scan()?;
     if gc.heap.len() > usize::from(u16::MAX) {
         return Err(Fault::BufferLimit);
     }
-    let heap: Vec<u8> = gc.heap.iter().flat_map(|w| w.to_be_bytes()).collect();
-    let heap_words = gc.heap.len() as u16;
-    assemble(h, code_words, &code, &heap, &stack, heap_words, s as u16)
+    let out = assemble(h, code_words, &code, Words::Native(&gc.heap), &stack);
+    if out.len() > frame.max_len {
+        return Err(Fault::BufferLimit);
+    }
+    Ok(out)
+}
+
+/// Heap words to write: still in packet byte order, or native.
+enum Words<'a> {
+    Packet(&'a [[u8; 4]]),
+    Native(&'a [u32]),
 }
 
 fn assemble(
     h: &ChildHeader,
     code_words: u16,
     code: &[u8],
-    heap: &[u8],
-    stack: &[u8],
-    heap_words: u16,
-    stack_words: u16,
-) -> Result<Vec<u8>, Fault> {
+    heap: Words<'_>,
+    stack: &[u32],
+) -> Vec<u8> {
+    let heap_words = match heap {
+        Words::Packet(w) => w.len(),
+        Words::Native(w) => w.len(),
+    };
     let repr = HeaderRepr {
         src: h.src,
         dst: h.dst,
@@ -116,17 +102,31 @@ fn assemble(
         rb: h.rb,
         entry: h.entry,
         code_len: code_words,
-        heap_len: heap_words,
-        stack_len: stack_words,
+        heap_len: heap_words as u16,
+        stack_len: stack.len() as u16,
         little_endian: false,
     };
     let mut out = Vec::with_capacity(repr.packet_len());
     out.resize(HEADER_LEN, 0);
-    repr.emit(&mut out).map_err(|_| Fault::BufferLimit)?;
+    let _ = repr.emit(&mut out);
     out.extend_from_slice(code);
-    out.extend_from_slice(heap);
-    out.extend_from_slice(stack);
-    Ok(out)
+    match heap {
+        Words::Packet(w) => out.extend_from_slice(w.as_flattened()),
+        Words::Native(w) => put_words(&mut out, w),
+    }
+    put_words(&mut out, stack);
+    out
+}
+
+/// Appends native words in packet (big-endian) order.
+fn put_words(out: &mut Vec<u8>, words: &[u32]) {
+    let at = out.len();
+    out.resize(at + 4 * words.len(), 0);
+    if let Some(tail) = out.get_mut(at..) {
+        for (dst, w) in tail.as_chunks_mut::<4>().0.iter_mut().zip(words) {
+            *dst = w.to_be_bytes();
+        }
+    }
 }
 
 struct Gc<'f, 'a> {
@@ -139,7 +139,13 @@ struct Gc<'f, 'a> {
 impl Gc<'_, '_> {
     fn relocate(&mut self, v: Value) -> Result<Value, Fault> {
         match v.tag() {
-            Some(t) if t.boxed() => Ok(Value::boxed(t, self.relocate_offset(v.data())?)),
+            Some(t) if t.boxed() => match self.relocate_offset(v.data()) {
+                Ok(new) => Ok(Value::boxed(t, new)),
+                // A value pointing at nothing stays pointing at nothing (as it would had
+                // nothing been allocated and the heap been copied as it is).
+                Err(Fault::HeapBounds | Fault::BadObject) => Ok(Value::boxed(t, DATA_MASK)),
+                Err(e) => Err(e),
+            },
             _ => Ok(v),
         }
     }
@@ -154,13 +160,26 @@ impl Gc<'_, '_> {
             return Ok(slot);
         }
         let (tag, len, payload) = self.frame.object_at(off)?;
+        let (p, w) = (payload as usize, payload_words(tag, len) as usize);
+        // Objects a hostile heap overlaps would be copied once per start offset: the child's
+        // heap may not grow past twice the parent's, which bounds the copy linearly (§IV.A).
+        if self.heap.len() + 1 + w > 2 * self.forward.len() {
+            return Err(Fault::BufferLimit);
+        }
         let new = self.heap.len() as u32;
         if let Some(f) = self.forward.get_mut(off as usize) {
             *f = new;
         }
         self.heap.push(super::frame::header(tag, len));
-        for i in 0..payload_words(tag, len) {
-            self.heap.push(self.frame.heap_word(payload + i)?);
+        match self.frame.heap.get(p..p + w) {
+            Some(words) => self
+                .heap
+                .extend(words.iter().map(|b| u32::from_be_bytes(*b))),
+            None => {
+                for i in 0..w as u32 {
+                    self.heap.push(self.frame.heap_word(payload + i)?);
+                }
+            }
         }
         Ok(new)
     }
@@ -187,11 +206,19 @@ impl Gc<'_, '_> {
     }
 }
 
-/// The value `v` as delivered to an application.
-pub(crate) fn deliver(frame: &Frame<'_>, v: Value, nesting: u32) -> Result<Delivered, Fault> {
-    if nesting > MAX_NESTING {
+/// The value `v` as delivered to an application. `budget` counts down the values it may
+/// still produce: a heap that shares a tuple along many paths would otherwise deliver
+/// exponentially many; the caller gives a budget linear in the heap.
+pub(crate) fn deliver(
+    frame: &Frame<'_>,
+    v: Value,
+    nesting: u32,
+    budget: &mut u32,
+) -> Result<Delivered, Fault> {
+    if nesting > MAX_NESTING || *budget == 0 {
         return Err(Fault::BadObject);
     }
+    *budget -= 1;
     Ok(match v.tag() {
         Some(Tag::Int) | None => Delivered::Int(v.as_int()),
         Some(Tag::Addr) => Delivered::Addr(frame.word_of(v, Tag::Addr)?.to_be_bytes()),
@@ -199,9 +226,15 @@ pub(crate) fn deliver(frame: &Frame<'_>, v: Value, nesting: u32) -> Result<Deliv
         Some(Tag::Wide) => Delivered::Wide(frame.read_wide(v)?),
         Some(Tag::Bytes) => {
             let (_, len, p) = frame.object(v)?;
-            let mut out = Vec::with_capacity(len as usize);
-            for i in 0..payload_words(Tag::Bytes, len) {
-                out.extend_from_slice(&frame.heap_word(p + i)?.to_be_bytes());
+            let words = payload_words(Tag::Bytes, len) as usize;
+            let mut out = Vec::with_capacity(4 * words);
+            match frame.heap.get(p as usize..p as usize + words) {
+                Some(ws) => out.extend_from_slice(ws.as_flattened()),
+                None => {
+                    for i in 0..words as u32 {
+                        out.extend_from_slice(&frame.heap_word(p + i)?.to_be_bytes());
+                    }
+                }
             }
             out.truncate(len as usize);
             Delivered::Bytes(out)
@@ -210,7 +243,12 @@ pub(crate) fn deliver(frame: &Frame<'_>, v: Value, nesting: u32) -> Result<Deliv
             let (_, len, p) = frame.object(v)?;
             let mut out = Vec::with_capacity(len as usize);
             for i in 0..len {
-                out.push(deliver(frame, Value(frame.heap_word(p + i)?), nesting + 1)?);
+                out.push(deliver(
+                    frame,
+                    Value(frame.heap_word(p + i)?),
+                    nesting + 1,
+                    budget,
+                )?);
             }
             Delivered::Tuple(out)
         }

@@ -9,6 +9,7 @@ pub mod esp_aggregation;
 pub mod esp_fig8;
 pub mod ess_collisions;
 pub mod ess_fig11;
+pub mod snap_table2;
 
 /// The reproductions `waist repro` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -21,6 +22,9 @@ pub enum Name {
     EspFig8,
     /// ESP paper §4.3: plain vs robust aggregation over a 5000-leaf tree with lossy links.
     EspAggregation,
+    /// SNAP paper Table II (§VII.A): per-node switching cost of IP and SNAP, per packet and
+    /// per byte, from ping round trips over 0–3 hops and 12 payload sizes (ours timed here).
+    SnapTable2,
 }
 
 /// Knobs shared by the reproductions.
@@ -55,6 +59,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::EspAggregation => {
             esp_aggregation::run(opts, opts.runs.unwrap_or(1000), out).map(|_| ())
         }
+        Name::SnapTable2 => snap_table2::run(opts, out).map(|_| ()),
     }
 }
 

@@ -1,0 +1,465 @@
+//! SNAP on simulated networks (paper §III.A ping, §IV.A resource safety): the real
+//! interpreter at every SNAP node, IPv4 protocol 254 on the links, plain routers in between.
+
+// Test harness: panics are the failure reports.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use netsim::{Instant, LinkConfig, NodeId, Simulator};
+use snap_vm::op::Op;
+use snap_vm::program::Program;
+use snap_vm::sim::{
+    LOCAL_IFACE, MS, SnapSimNode, add_host, add_plain_router, add_router, addr_of, decapsulate,
+    encapsulate, install_routes, send_from,
+};
+use snap_vm::value::{Value, Word};
+use snap_vm::vm::{Delivered, Delivery, Fault};
+use snap_vm::wire::Packet;
+
+const DELAY: u64 = MS;
+const START: u64 = 1_000;
+const PORT: i32 = 7;
+
+fn code(ops: &[(Op, i32)]) -> Vec<Word> {
+    ops.iter()
+        .map(|&(op, imm)| Word::new(op as u8, imm))
+        .collect()
+}
+
+/// Fig. 1's ping from `src` to `dst`, stack `[0 :: port :: payload]`.
+fn ping(src: [u8; 4], dst: [u8; 4], rb: u16, payload: &[u8]) -> Vec<u8> {
+    let mut p = Program {
+        src,
+        dst,
+        rb,
+        code: code(&[
+            (Op::Forw, 0),
+            (Op::Bne, 5),
+            (Op::Push, 1),
+            (Op::Getsrc, 0),
+            (Op::Forwto, 0),
+            (Op::Pop, 0),
+            (Op::Demux, 0),
+        ]),
+        ..Program::default()
+    };
+    let payload = p.heap_bytes(payload);
+    p.stack = vec![payload, Value::int(PORT), Value::int(0)];
+    p.to_bytes().unwrap()
+}
+
+/// Host A, then `hops − 1` routers (SNAP-capable where `snap` says so), then host B, in a
+/// line of links with one-way delay [`DELAY`]. With no hops, A pings itself.
+fn line(hops: usize, snap: impl Fn(usize) -> bool) -> (Simulator<SnapSimNode>, NodeId, NodeId) {
+    let mut sim = Simulator::new(1);
+    let a = add_host(&mut sim);
+    let mut prev = a;
+    for i in 1..hops {
+        let r = if snap(i) {
+            add_router(&mut sim)
+        } else {
+            add_plain_router(&mut sim)
+        };
+        sim.connect(prev, r, LinkConfig::with_delay(DELAY));
+        prev = r;
+    }
+    let b = if hops == 0 {
+        a
+    } else {
+        let b = add_host(&mut sim);
+        sim.connect(prev, b, LinkConfig::with_delay(DELAY));
+        b
+    };
+    install_routes(&mut sim);
+    (sim, a, b)
+}
+
+fn executions(sim: &Simulator<SnapSimNode>) -> u64 {
+    sim.nodes().map(|n| n.stats().executed).sum()
+}
+
+fn deliveries(sim: &Simulator<SnapSimNode>) -> usize {
+    sim.nodes().map(|n| n.deliveries().len()).sum()
+}
+
+#[test]
+fn ping_returns_its_payload_exactly_once_after_one_round_trip() {
+    for hops in 0..=3 {
+        let (mut sim, a, b) = line(hops, |_| true);
+        let (src, dst) = (addr_of(a), addr_of(b));
+        send_from(
+            &mut sim,
+            a,
+            Instant::from_ticks(START),
+            ping(src, dst, 16, b"hello"),
+        );
+        sim.run(10_000);
+        let got = sim.node(a).deliveries();
+        let want = Delivery {
+            port: PORT,
+            value: Delivered::Bytes(b"hello".to_vec()),
+            src,
+        };
+        assert_eq!(got.len(), 1, "{hops} hops: {got:?}");
+        assert_eq!(got[0].1, want, "{hops} hops");
+        assert_eq!(
+            got[0].0.ticks() - START,
+            2 * hops as u64 * DELAY,
+            "{hops} hops: one round trip"
+        );
+        assert_eq!(deliveries(&sim), 1, "{hops} hops: nowhere else");
+        // It runs at A, at every node on the way out and back, and at A again.
+        assert_eq!(executions(&sim), 2 * hops as u64 + 1, "{hops} hops");
+        assert!(sim.nodes().all(|n| n.faults().is_empty()));
+    }
+}
+
+#[test]
+fn resource_bound_exhaustion_stops_a_ping() {
+    for hops in 1..=3u16 {
+        // 2·hops + 1 executions make a round trip; any less and the ping dies on the way.
+        for rb in 1..=2 * hops + 1 {
+            let (mut sim, a, b) = line(usize::from(hops), |_| true);
+            let p = ping(addr_of(a), addr_of(b), rb, b"x");
+            send_from(&mut sim, a, Instant::from_ticks(START), p);
+            sim.run(10_000);
+            let back = sim.node(a).deliveries().len();
+            assert_eq!(back, usize::from(rb > 2 * hops), "{hops} hops, rb {rb}");
+            assert!(
+                executions(&sim) <= u64::from(rb),
+                "{hops} hops, rb {rb}: {} executions",
+                executions(&sim)
+            );
+            let dropped: u64 = sim.nodes().map(|n| n.stats().no_resource).sum();
+            assert_eq!(
+                dropped,
+                u64::from(rb <= 2 * hops),
+                "dropped once, on arrival"
+            );
+        }
+    }
+}
+
+#[test]
+fn resource_bound_is_conserved_across_the_network() {
+    // At every SNAP node: give a child 1 of the bound (it runs once, at the next hop), then
+    // forw the rest on. It starts at the first router (two interfaces: a send and a forw);
+    // a bound of 6 pays for exactly 6 executions in all.
+    let (mut sim, _, b) = line(4, |_| true);
+    let r1 = NodeId(1);
+    let mut p = Program {
+        src: addr_of(r1),
+        dst: addr_of(b),
+        rb: 6,
+        ..Program::default()
+    };
+    let to_b = p.heap_addr(addr_of(b));
+    p.code = code(&[
+        (Op::Push, 7),
+        (Op::Push, 0),
+        (Op::Push, 1),
+        (Op::Pushh, to_b.data() as i32),
+        (Op::Send, 0),
+        (Op::Pop, 0),
+        (Op::Forw, 0),
+        (Op::Exit, 0),
+    ]);
+    let bytes = p.to_bytes().unwrap();
+    sim.act(r1, |node, now, out| {
+        node.router_mut().unwrap().originate(now, bytes, out);
+    });
+    sim.run(10_000);
+    assert!(sim.nodes().all(|n| n.faults().is_empty()));
+    assert!(
+        executions(&sim) <= 6,
+        "a bound of 6 paid for {} executions",
+        executions(&sim)
+    );
+}
+
+/// A program that runs `prefix`, then `send`s one child per entry of `rbs` (that bound) to
+/// `leaves` in turn, each child delivering the resource bound it has left to port 9 once it
+/// arrives.
+fn multicast_after(
+    prefix: &[(Op, i32)],
+    (src, dst): ([u8; 4], [u8; 4]),
+    leaves: &[[u8; 4]],
+    rbs: &[i32],
+    rb: u16,
+) -> Vec<u8> {
+    let mut p = Program {
+        src,
+        dst,
+        rb,
+        ..Program::default()
+    };
+    let addrs: Vec<Value> = leaves.iter().map(|&l| p.heap_addr(l)).collect();
+    let entry = (prefix.len() + 6 * rbs.len() + 1) as i32;
+    let mut ops = prefix.to_vec();
+    for (i, &r) in rbs.iter().enumerate() {
+        let addr = addrs[i % addrs.len()].data() as i32;
+        ops.extend([
+            (Op::Push, entry),
+            (Op::Push, 0),
+            (Op::Push, r),
+            (Op::Pushh, addr),
+            (Op::Send, 0),
+            (Op::Pop, 0),
+        ]);
+    }
+    ops.extend([
+        (Op::Exit, 0),
+        (Op::Forw, 0),
+        (Op::Getrb, 0),
+        (Op::Push, 9),
+        (Op::Demux, 0),
+    ]);
+    p.code = code(&ops);
+    p.to_bytes().unwrap()
+}
+
+/// [`multicast_after`] from a host to its own neighbours, starting there.
+fn multicast(src: [u8; 4], leaves: &[[u8; 4]], rbs: &[i32], rb: u16) -> Vec<u8> {
+    multicast_after(&[], (src, src), leaves, rbs, rb)
+}
+
+/// A source host linked to `k` leaf hosts.
+fn star(k: usize) -> (Simulator<SnapSimNode>, NodeId, Vec<NodeId>) {
+    let mut sim = Simulator::new(2);
+    let s = add_host(&mut sim);
+    let leaves: Vec<NodeId> = (0..k)
+        .map(|_| {
+            let l = add_host(&mut sim);
+            sim.connect(s, l, LinkConfig::with_delay(DELAY));
+            l
+        })
+        .collect();
+    install_routes(&mut sim);
+    (sim, s, leaves)
+}
+
+fn left_at(sim: &Simulator<SnapSimNode>, leaf: NodeId) -> Vec<Delivered> {
+    sim.node(leaf)
+        .deliveries()
+        .iter()
+        .map(|(_, d)| d.value.clone())
+        .collect()
+}
+
+#[test]
+fn multicast_children_share_the_parents_bound() {
+    let (mut sim, s, leaves) = star(3);
+    let addrs: Vec<[u8; 4]> = leaves.iter().map(|&l| addr_of(l)).collect();
+    // Arrives with 7, keeps 6 after the decrement, gives 1 + 2 + 3.
+    let p = multicast(addr_of(s), &addrs, &[1, 2, 3], 7);
+    send_from(&mut sim, s, Instant::from_ticks(START), p);
+    sim.run(10_000);
+    let mut given = 0;
+    for (i, &l) in leaves.iter().enumerate() {
+        let left = left_at(&sim, l);
+        assert_eq!(left, [Delivered::Int(i as i32)], "leaf {i}");
+        given += i as i32 + 1;
+    }
+    assert!(
+        given < 7,
+        "children's bounds sum to at most the parent's, less its own hop"
+    );
+    assert!(sim.node(s).faults().is_empty());
+    assert_eq!(sim.node(s).stats().transmitted, 3);
+}
+
+#[test]
+fn a_child_asking_for_more_than_is_left_faults_the_parent() {
+    let (mut sim, s, leaves) = star(3);
+    let addrs: Vec<[u8; 4]> = leaves.iter().map(|&l| addr_of(l)).collect();
+    // Keeps 7: gives 2, then 2, then asks for 5 of the 3 left.
+    let p = multicast(addr_of(s), &addrs, &[2, 2, 5], 8);
+    send_from(&mut sim, s, Instant::from_ticks(START), p);
+    sim.run(10_000);
+    let faults: Vec<Fault> = sim.node(s).faults().iter().map(|&(_, f)| f).collect();
+    assert_eq!(faults, [Fault::ResourceBound]);
+    assert_eq!(left_at(&sim, leaves[0]), [Delivered::Int(1)]);
+    assert_eq!(left_at(&sim, leaves[1]), [Delivered::Int(1)]);
+    assert!(left_at(&sim, leaves[2]).is_empty(), "nothing more is sent");
+    assert_eq!(sim.node(s).stats().transmitted, 2);
+}
+
+#[test]
+fn multicast_at_a_branch_router_is_limited_by_its_interfaces() {
+    // A — R — {L1, L2, L3}: the packet forwards itself to R, which has 4 interfaces.
+    let mut sim = Simulator::new(3);
+    let a = add_host(&mut sim);
+    let r = add_router(&mut sim);
+    sim.connect(a, r, LinkConfig::with_delay(DELAY));
+    let leaves: Vec<NodeId> = (0..3)
+        .map(|_| {
+            let l = add_host(&mut sim);
+            sim.connect(r, l, LinkConfig::with_delay(DELAY));
+            l
+        })
+        .collect();
+    install_routes(&mut sim);
+    let addrs: Vec<[u8; 4]> = leaves.iter().map(|&l| addr_of(l)).collect();
+    // forw to R first, then five children for four interfaces.
+    let ends = (addr_of(a), addr_of(r));
+    let p = multicast_after(&[(Op::Forw, 0)], ends, &addrs, &[1, 1, 1, 1, 1], 9);
+    send_from(&mut sim, a, Instant::from_ticks(START), p);
+    sim.run(10_000);
+    let faults: Vec<Fault> = sim.node(r).faults().iter().map(|&(_, f)| f).collect();
+    assert_eq!(
+        faults,
+        [Fault::SendLimit],
+        "the fifth send at a four-interface router"
+    );
+    // Leaves 0, 1, 2 got one child each and leaf 0 a second: one hop, so 0 left.
+    let got: Vec<usize> = leaves.iter().map(|&l| left_at(&sim, l).len()).collect();
+    assert_eq!(got, [2, 1, 1]);
+    assert_eq!(sim.node(r).stats().transmitted, 4);
+}
+
+#[test]
+fn sending_more_packets_than_interfaces_stops_with_send_limit() {
+    let (mut sim, s, leaves) = star(2);
+    let addrs: Vec<[u8; 4]> = leaves.iter().map(|&l| addr_of(l)).collect();
+    let p = multicast(addr_of(s), &addrs, &[1, 1, 1], 10);
+    send_from(&mut sim, s, Instant::from_ticks(START), p);
+    sim.run(10_000);
+    let faults: Vec<Fault> = sim.node(s).faults().iter().map(|&(_, f)| f).collect();
+    assert_eq!(faults, [Fault::SendLimit]);
+    assert_eq!(left_at(&sim, leaves[0]), [Delivered::Int(0)]);
+    assert_eq!(left_at(&sim, leaves[1]), [Delivered::Int(0)]);
+    assert_eq!(sim.node(s).stats().transmitted, 2);
+}
+
+#[test]
+fn plain_routers_in_the_path_just_forward() {
+    // Only the hosts run SNAP: three executions for any number of hops.
+    let (mut sim, a, b) = line(3, |_| false);
+    send_from(
+        &mut sim,
+        a,
+        Instant::from_ticks(START),
+        ping(addr_of(a), addr_of(b), 3, b"partial"),
+    );
+    sim.run(10_000);
+    let got = sim.node(a).deliveries();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0.ticks() - START, 6 * DELAY);
+    assert_eq!(executions(&sim), 3);
+    for r in [NodeId(1), NodeId(2)] {
+        let st = sim.node(r).stats();
+        assert_eq!((st.forwarded, st.executed), (2, 0), "{r:?}");
+    }
+    // The same bound is too little once the routers run SNAP.
+    let (mut sim, a, b) = line(3, |_| true);
+    let p = ping(addr_of(a), addr_of(b), 3, b"partial");
+    send_from(&mut sim, a, Instant::from_ticks(START), p);
+    sim.run(10_000);
+    assert!(sim.node(a).deliveries().is_empty());
+    // Mixed: the first router runs it, the second does not.
+    let (mut sim, a, b) = line(3, |i| i == 1);
+    let p = ping(addr_of(a), addr_of(b), 5, b"partial");
+    send_from(&mut sim, a, Instant::from_ticks(START), p);
+    sim.run(10_000);
+    assert_eq!(sim.node(a).deliveries().len(), 1);
+    assert_eq!(executions(&sim), 5);
+}
+
+#[test]
+fn a_child_sent_to_the_node_itself_runs_there_bounded_by_the_resource_bound() {
+    // entry 0: send a child to `here` with all the bound left; the child does the same.
+    let mut p = Program {
+        src: addr_of(NodeId(0)),
+        dst: addr_of(NodeId(0)),
+        rb: 5,
+        code: code(&[
+            (Op::Push, 0),
+            (Op::Push, 0),
+            (Op::Getrb, 0),
+            (Op::Here, 0),
+            (Op::Send, 0),
+        ]),
+        ..Program::default()
+    };
+    let mut sim = Simulator::new(4);
+    let s = add_host(&mut sim);
+    let other = add_host(&mut sim);
+    // One link: each execution may send once (a send to itself counts too).
+    sim.connect(s, other, LinkConfig::with_delay(DELAY));
+    install_routes(&mut sim);
+    send_from(
+        &mut sim,
+        s,
+        Instant::from_ticks(START),
+        p.to_bytes().unwrap(),
+    );
+    sim.run(100);
+    let st = sim.node(s).stats();
+    // Bounds 5, 4, 3, 2, 1 run; the last child, with 0, is dropped.
+    assert_eq!((st.executed, st.local_runs, st.no_resource), (5, 4, 1));
+    assert_eq!((st.local_refused, st.transmitted), (0, 0));
+
+    // A child addressed here delivers here, with the interface reading −1.
+    p.code = code(&[
+        (Op::Push, 7),
+        (Op::Push, 0),
+        (Op::Push, 2),
+        (Op::Here, 0),
+        (Op::Send, 0),
+        (Op::Pop, 0),
+        (Op::Exit, 0),
+        (Op::Getifc, 0),
+        (Op::Push, 9),
+        (Op::Demux, 0),
+    ]);
+    send_from(
+        &mut sim,
+        s,
+        Instant::from_ticks(2 * START),
+        p.to_bytes().unwrap(),
+    );
+    sim.run(100);
+    let d = &sim.node(s).deliveries()[0].1;
+    assert_eq!((d.port, &d.value), (9, &Delivered::Int(LOCAL_IFACE as i32)));
+}
+
+#[test]
+fn plain_ipv4_is_forwarded_with_its_ttl_decremented() {
+    let (mut sim, a, b) = line(3, |_| true);
+    let mut bytes = Vec::new();
+    etherparse::PacketBuilder::ipv4(addr_of(a), addr_of(b), 20)
+        .udp(1000, 2000)
+        .write(&mut bytes, b"datagram")
+        .unwrap();
+    let sent = bytes.clone();
+    sim.act(a, |_, _, out| out.send(0, sent));
+    sim.run(100);
+    let inbox = sim.node(b).host().unwrap().inbox();
+    assert_eq!(inbox.len(), 1);
+    let (at, got) = &inbox[0];
+    assert_eq!(at.ticks(), 3 * DELAY);
+    let ip = etherparse::Ipv4Slice::from_slice(got).unwrap();
+    assert_eq!(ip.header().ttl(), 18, "two routers");
+    assert_eq!(
+        ip.header().header_checksum(),
+        ip.header().to_header().calc_header_checksum()
+    );
+    assert_eq!(&got[20..], &bytes[20..]);
+    assert_eq!(executions(&sim), 0);
+}
+
+#[test]
+fn snap_travels_in_ipv4_protocol_254() {
+    let snap = ping([10, 0, 0, 1], [10, 0, 0, 2], 4, b"ip");
+    let ip = encapsulate(&snap).unwrap();
+    let parsed = etherparse::Ipv4Slice::from_slice(&ip).unwrap();
+    let h = parsed.header();
+    assert_eq!(h.protocol().0, 254);
+    assert_eq!(
+        (h.source(), h.destination()),
+        ([10, 0, 0, 1], [10, 0, 0, 2])
+    );
+    assert_eq!(h.header_checksum(), h.to_header().calc_header_checksum());
+    assert_eq!(parsed.payload().payload, &snap[..]);
+    assert_eq!(decapsulate(&ip).unwrap(), &snap[..]);
+    assert!(Packet::new_checked(decapsulate(&ip).unwrap()).is_ok());
+}
