@@ -199,37 +199,18 @@ impl Ipv4Header {
     ///
     /// [`FramingError::TooLarge`] past 65535 bytes.
     pub fn emit(&self, payload: &[u8]) -> Result<Vec<u8>, FramingError> {
-        let total = u16::try_from(IPV4_HEADER_LEN + payload.len())
-            .map_err(|_| FramingError::TooLarge)?
-            .to_be_bytes();
-        let [s0, s1, s2, s3] = self.src;
-        let [d0, d1, d2, d3] = self.dst;
-        let mut h = [
-            0x45,
-            0,
-            total[0],
-            total[1],
-            0,
-            0,
-            0x40,
-            0,
-            self.ttl,
-            self.protocol,
-            0,
-            0,
-            s0,
-            s1,
-            s2,
-            s3,
-            d0,
-            d1,
-            d2,
-            d3,
-        ];
-        let [c0, c1] = checksum(&h).to_be_bytes();
-        (h[10], h[11]) = (c0, c1);
-        let mut out = Vec::with_capacity(IPV4_HEADER_LEN + payload.len());
-        out.extend_from_slice(&h);
+        let total =
+            u16::try_from(IPV4_HEADER_LEN + payload.len()).map_err(|_| FramingError::TooLarge)?;
+        let mut out = Vec::with_capacity(usize::from(total));
+        out.extend_from_slice(&[0x45, 0]);
+        out.extend_from_slice(&total.to_be_bytes());
+        out.extend_from_slice(&[0, 0, 0x40, 0, self.ttl, self.protocol, 0, 0]);
+        out.extend_from_slice(&self.src);
+        out.extend_from_slice(&self.dst);
+        let sum = checksum(&out).to_be_bytes();
+        if let Some(c) = out.get_mut(10..12) {
+            c.copy_from_slice(&sum);
+        }
         out.extend_from_slice(payload);
         Ok(out)
     }
