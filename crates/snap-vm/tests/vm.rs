@@ -455,3 +455,43 @@ fn the_ess_service_isolates_computations() {
     // The tag of a pointer reads from its heap object.
     assert_eq!(Value::boxed(Tag::Bytes, 0).tag(), Some(Tag::Bytes));
 }
+
+#[test]
+fn the_forwarding_fast_path_agrees_with_the_interpreter() {
+    use Op::*;
+    let mut p = prog(&[(Forw, 0), (Push, 1), (Demux, 0)]);
+    p.stack = vec![Value::int(4), Value::int(5)];
+    // Not at its destination: try_forward sends exactly what run sends.
+    let a = node(A);
+    let fast = a.try_forward(p.to_bytes().unwrap()).unwrap();
+    let slow = node(A).run(0, 0, p.to_bytes().unwrap());
+    assert_eq!(slow.transmits, [fast]);
+    // Everything else comes back untouched for the interpreter.
+    let bytes = p.to_bytes().unwrap();
+    assert_eq!(
+        node(B).try_forward(bytes.clone()).unwrap_err(),
+        bytes,
+        "at its destination"
+    );
+    let mut spent = p.clone();
+    spent.rb = 0;
+    let b = spent.to_bytes().unwrap();
+    assert_eq!(
+        node(A).try_forward(b.clone()).unwrap_err(),
+        b,
+        "no resource bound"
+    );
+    let other = prog(&[(Nop, 0), (Forw, 0)]).to_bytes().unwrap();
+    assert_eq!(
+        node(A).try_forward(other.clone()).unwrap_err(),
+        other,
+        "forw not first"
+    );
+    let mut le = bytes.clone();
+    le[0] |= snap_vm::wire::FLAG_LITTLE_ENDIAN;
+    assert!(
+        node(A).try_forward(le).is_err(),
+        "little-endian bodies take the slow path"
+    );
+    assert!(node(A).try_forward(bytes[..10].to_vec()).is_err());
+}

@@ -170,12 +170,20 @@ impl PingStep {
         self.template.len()
     }
 
-    /// One packet: arrival copy, `Vm::run_into`, keep the transmitted buffer.
+    /// One packet as a node handles it: arrival copy, the forwarding fast path
+    /// (`Vm::try_forward`), else `Vm::run_into`; keep the transmitted buffer.
     #[inline]
     pub(crate) fn step(&mut self) -> End {
         let mut buf = mem::take(&mut self.buf);
         buf.clear();
         buf.extend_from_slice(&self.template);
+        let buf = match self.vm.try_forward(buf) {
+            Ok(t) => {
+                self.buf = t.packet;
+                return End::Forwarded;
+            }
+            Err(buf) => buf,
+        };
         self.vm.run_into(0, 0, buf, &mut self.out);
         self.buf = match self.out.transmits.pop() {
             Some(t) if t.packet.capacity() >= self.template.len() + HEADROOM => t.packet,

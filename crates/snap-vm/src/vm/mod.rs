@@ -246,6 +246,42 @@ impl Vm {
         out
     }
 
+    /// The forwarding fast path alone (§VI.E: most packets only route): a well-formed
+    /// packet whose entry instruction is `forw` and that is not at this node leaves at once,
+    /// in its own buffer, with its resource bound decremented — exactly what
+    /// [`run`](Self::run) would do with it, without building an [`Outcome`]. Any other packet
+    /// (including one with no resource bound left) comes back untouched, for `run`.
+    ///
+    /// # Errors
+    ///
+    /// The packet itself, when it needs the interpreter.
+    #[inline]
+    pub fn try_forward(&self, mut packet: Vec<u8>) -> Result<Transmit, Vec<u8>> {
+        let Some(h) = packet.first_chunk::<HEADER_LEN>() else {
+            return Err(packet);
+        };
+        let be16 = |i: usize| usize::from(u16::from_be_bytes([h[i], h[i + 1]]));
+        let (code, entry, rb) = (be16(16), be16(14), be16(12));
+        let len = HEADER_LEN + 4 * (code + be16(18) + be16(20));
+        let dst = [h[8], h[9], h[10], h[11]];
+        let at = HEADER_LEN + 4 * entry;
+        let first = packet.get(at..at + 4);
+        if h[0] != crate::wire::VERSION << 4
+            || len != packet.len()
+            || entry >= code
+            || rb == 0
+            || first != Some(&Word::new(Op::Forw as u8, 0).0.to_be_bytes()[..])
+            || dst == self.config.address
+            || self.config.ifaces == 0
+        {
+            return Err(packet);
+        }
+        if let Some(f) = packet.get_mut(12..14) {
+            f.copy_from_slice(&(rb as u16 - 1).to_be_bytes());
+        }
+        Ok(Transmit { dst, packet })
+    }
+
     /// [`run`](Self::run), writing into `out` (cleared first) so a node that reuses one
     /// `Outcome` allocates nothing per packet on the forwarding path.
     pub fn run_into(&mut self, now: u64, iface: u32, mut packet: Vec<u8>, out: &mut Outcome) {

@@ -12,7 +12,7 @@
 //! round trips with the wall clock. Every node runs the real code:
 //!
 //! * **SNAP**: a [`snap_vm::vm::Vm`] per node runs the bare SNAP packet (Fig. 1's seven
-//!   instructions, stack `[payload :: port 7 :: 0]`, 68 bytes + payload) with `run_into`
+//!   instructions, stack `[payload :: port 7 :: 0]`, 68 bytes + payload) with `Vm::try_forward`, falling back to `run_into`
 //!   and one reused `Outcome`, as a node would: at A `forw` sends it, at each router `forw`
 //!   sends it on (the buffer is reused, only header fields change), at B the turnaround
 //!   (`getsrc` allocates, so `forwto` builds the child by copying collection), back at A
@@ -321,7 +321,18 @@ impl Chain {
         let mut buf = self.receive(template);
         let mut iface = 0;
         loop {
-            self.vms.get_mut(at)?.run_into(0, iface, buf, &mut self.out);
+            // As a node does: the forwarding fast path first, the interpreter otherwise.
+            let vm = self.vms.get_mut(at)?;
+            match vm.try_forward(buf) {
+                Ok(t) => {
+                    let next = if index(t.dst) > at { at + 1 } else { at - 1 };
+                    iface = u32::from(next < at);
+                    buf = self.link(t.packet);
+                    at = next;
+                    continue;
+                }
+                Err(b) => vm.run_into(0, iface, b, &mut self.out),
+            }
             match self.out.end {
                 End::Forwarded => {
                     let t = self.out.transmits.pop()?;
