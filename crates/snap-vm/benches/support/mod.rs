@@ -39,7 +39,7 @@ use std::mem;
 use esp_proto::wire::{addresses, decrement_ttl};
 use snap_vm::op::Op;
 use snap_vm::program::Program;
-use snap_vm::value::{Value, Word};
+use snap_vm::value::Word;
 use snap_vm::vm::{End, NodeConfig, Outcome, Stats, Vm};
 
 /// Payload sizes of the per-packet cases (bytes).
@@ -59,27 +59,8 @@ const PORT: i32 = 7;
 
 /// Fig. 1's ping from [`A`] to [`B`] with `payload` bytes, on its outward trip.
 pub(crate) fn ping(payload: usize) -> Program {
-    let mut p = Program {
-        src: A,
-        dst: B,
-        rb: 16,
-        ..Program::default()
-    };
-    p.code = [
-        (Op::Forw, 0),
-        (Op::Bne, 5),
-        (Op::Push, 1),
-        (Op::Getsrc, 0),
-        (Op::Forwto, 0),
-        (Op::Pop, 0),
-        (Op::Demux, 0),
-    ]
-    .map(|(op, imm)| Word::new(op as u8, imm))
-    .to_vec();
     let bytes: Vec<u8> = (0..payload).map(|i| i as u8).collect();
-    let v = p.heap_bytes(&bytes);
-    p.stack = vec![v, Value::int(PORT), Value::int(0)];
-    p
+    snap_vm::fixtures::ping(A, B, PORT as u16, &bytes, 16)
 }
 
 /// An empty outcome for `Vm::run_into` to fill.

@@ -51,9 +51,6 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use esp_proto::wire::{addresses, decrement_ttl, reflect};
-use snap_vm::op::Op;
-use snap_vm::program::Program;
-use snap_vm::value::{Value, Word};
 use snap_vm::vm::{Delivered, End, NodeConfig, Outcome, Stats, Vm};
 
 use super::Options;
@@ -154,27 +151,9 @@ fn index(a: [u8; 4]) -> usize {
 
 /// Fig. 1's ping from node 0 to node `hops` carrying `payload` bytes.
 fn snap_ping(payload: usize, hops: usize) -> anyhow::Result<Vec<u8>> {
-    let mut p = Program {
-        src: addr(0),
-        dst: addr(hops),
-        rb: 32,
-        ..Program::default()
-    };
-    p.code = [
-        (Op::Forw, 0),
-        (Op::Bne, 5),
-        (Op::Push, 1),
-        (Op::Getsrc, 0),
-        (Op::Forwto, 0),
-        (Op::Pop, 0),
-        (Op::Demux, 0),
-    ]
-    .map(|(op, imm)| Word::new(op as u8, imm))
-    .to_vec();
     let bytes: Vec<u8> = (0..payload).map(|i| i as u8).collect();
-    let v = p.heap_bytes(&bytes);
-    p.stack = vec![v, Value::int(PORT), Value::int(0)];
-    Ok(p.to_bytes()?)
+    let port = u16::try_from(PORT)?;
+    Ok(snap_vm::fixtures::ping(addr(0), addr(hops), port, &bytes, 32).to_bytes()?)
 }
 
 /// The Internet checksum of `data`.
