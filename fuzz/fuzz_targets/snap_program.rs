@@ -1,6 +1,6 @@
 //! Structured SNAP programs: instructions with in-range immediates, `send`s with their
 //! arguments set up, a heap of a few objects, a stack; verified, run, and run again by the
-//! reference interpreter (`crates/snap-vm/tests/reference.rs`).
+//! reference interpreter (`crates/snap-vm/tests/properties/reference/`).
 //!
 //! Asserts: a verified program stays within the verifier's bounds; the children's resource
 //! bounds sum to less than the packet's; every transmit parses; and the interpreter and the
@@ -9,7 +9,7 @@
 //! what it used (instructions, deepest stack, heap words).
 #![no_main]
 
-#[path = "../../crates/snap-vm/tests/reference.rs"]
+#[path = "../../crates/snap-vm/tests/properties/reference/mod.rs"]
 mod reference;
 
 use arbitrary::Arbitrary;
