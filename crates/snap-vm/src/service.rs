@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use ess::{Ess, EssConfig, HashKey, Instant, Tag as EssTag, Value as EssValue};
 
-use crate::value::{Tag, Value};
+use crate::value::Value;
 use crate::vm::{Fault, Frame};
 
 /// Most heap words one service call may allocate (the verifier's bound for `calls`).
@@ -149,9 +149,4 @@ impl Service for EssService {
             }
         }
     }
-}
-
-/// Whether `v` is a value a service can read as an integer.
-pub fn is_integer(v: Value) -> bool {
-    matches!(v.tag(), Some(Tag::Int | Tag::Wide))
 }
