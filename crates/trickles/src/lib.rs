@@ -23,4 +23,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+extern crate alloc;
+
+pub mod cc;
+pub mod client;
+pub mod conn;
+pub mod continuation;
+pub mod crypto;
 pub mod cwnd;
+pub mod replay;
+pub mod sack;
+pub mod server;
+pub mod wire;
