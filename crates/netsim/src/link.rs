@@ -23,6 +23,11 @@ pub struct LinkConfig {
     pub duplicate_ppm: u32,
     /// Largest packet carried; larger ones are dropped and counted.
     pub mtu: usize,
+    /// Bottleneck rate in bits per tick (0: unlimited). Each direction serialises its
+    /// packets one after another at this rate before the fixed delay.
+    pub bits_per_tick: u64,
+    /// Most ticks of backlog a direction queues before dropping (drop-tail); 0: unlimited.
+    pub queue_ticks: u64,
 }
 
 impl LinkConfig {
@@ -34,6 +39,8 @@ impl LinkConfig {
             loss_ppm: 0,
             duplicate_ppm: 0,
             mtu: 1500,
+            bits_per_tick: 0,
+            queue_ticks: 0,
         }
     }
 
@@ -60,6 +67,23 @@ impl LinkConfig {
         self.mtu = mtu;
         self
     }
+
+    /// The same link serialising at `bits_per_tick` (with one tick a microsecond, that
+    /// is megabits per second), queueing at most `queue_ticks` of backlog per direction
+    /// before dropping (drop-tail; 0: unlimited).
+    pub const fn rate(mut self, bits_per_tick: u64, queue_ticks: u64) -> Self {
+        self.bits_per_tick = bits_per_tick;
+        self.queue_ticks = queue_ticks;
+        self
+    }
+
+    /// Ticks to serialise `len` bytes (0 on an unlimited link).
+    pub const fn serialisation(&self, len: usize) -> u64 {
+        if self.bits_per_tick == 0 {
+            return 0;
+        }
+        (len as u64 * 8).div_ceil(self.bits_per_tick)
+    }
 }
 
 impl Default for LinkConfig {
@@ -79,8 +103,23 @@ pub struct LinkStats {
     pub lost: u64,
     /// Extra copies made.
     pub duplicated: u64,
+    /// Packets dropped because the bottleneck queue was full (also counted in `lost`).
+    pub queue_drops: u64,
     /// Packets dropped for exceeding the MTU.
     pub too_big: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialisation_rounds_up_and_unlimited_is_free() {
+        let l = LinkConfig::with_delay(0).rate(100, 0);
+        assert_eq!(l.serialisation(1500), 120);
+        assert_eq!(l.serialisation(1), 1);
+        assert_eq!(LinkConfig::with_delay(0).serialisation(1500), 0);
+    }
 }
 
 /// One link between two interfaces.
@@ -92,4 +131,6 @@ pub(crate) struct Link {
     pub(crate) up: bool,
     /// Latest arrival scheduled per direction, for `jitter == 0` FIFO order.
     pub(crate) last_arrival: [Instant; 2],
+    /// When each direction's bottleneck finishes sending what it has queued.
+    pub(crate) busy_until: [Instant; 2],
 }

@@ -153,6 +153,7 @@ impl<N: Node> Simulator<N> {
             stats: LinkStats::default(),
             up: true,
             last_arrival: [Instant::ZERO; 2],
+            busy_until: [Instant::ZERO; 2],
         });
         LinkId(id)
     }
@@ -367,6 +368,16 @@ impl<N: Node> Simulator<N> {
             l.stats.too_big += 1;
             return;
         }
+        // Serialisation at the bottleneck, behind what is already queued (drop-tail).
+        let dir = 1 - end;
+        let start = l.busy_until[dir].max(self.now);
+        if config.queue_ticks > 0 && start.ticks() - self.now.ticks() > config.queue_ticks {
+            l.stats.lost += 1;
+            l.stats.queue_drops += 1;
+            return;
+        }
+        let departs = start.saturating_add(config.serialisation(packet.len()));
+        l.busy_until[dir] = departs;
         if self.rng.chance(config.loss_ppm) {
             l.stats.lost += 1;
             return;
@@ -384,7 +395,7 @@ impl<N: Node> Simulator<N> {
             } else {
                 0
             };
-            let mut at = self.now.saturating_add(config.delay.saturating_add(jitter));
+            let mut at = departs.saturating_add(config.delay.saturating_add(jitter));
             let l = &mut self.links[link];
             if config.jitter == 0 {
                 // Without jitter a link is FIFO.

@@ -2,22 +2,63 @@
 //!
 //! Trickles (Shieh, Myers and Sirer, *A Stateless Approach to Connection-Oriented
 //! Protocols*, TOCS 2008) moves all of a TCP connection's server-side state into
-//! continuations that ride in the packets, so the server keeps none.
+//! continuations that ride in the packets, so the server keeps none: a request carries
+//! the transport continuation the server issued earlier (MACed, bound to the connection)
+//! and a SACK proof of what the client received; the server checks them, simulates TCP
+//! Reno for that one *trickle*, and answers with new continuations.
 //!
-//! This crate is being built under its issue. What exists today:
+//! ```text
+//!   client (stateful)                                server (stateless)
+//!   continuations, proof, ranges ── request ──►  MAC ► fresh ► proof ► Bloom ► cc::plan
+//!   reassembly ◄──────────────── responses ◄──  new continuations + nonces + app data
+//! ```
 //!
-//! * [`cwnd`]: TCP Reno's congestion window as a closed form of the request number
-//!   (Fig. 8), in exact integer arithmetic, with the ack-by-ack simulation it replaces.
+//! * [`wire`] and [`continuation`]: TCP segments marked by option 253 carrying requests
+//!   (continuation, SACK blocks, byte ranges, user continuation, data) and responses.
+//! * [`crypto`]: AES-128-CMAC continuation MACs under two live keys, the nonce PRF.
+//! * [`sack`]: SACK proofs from XOR range nonces (§2.2, Appendix A).
+//! * [`replay`]: two Bloom filters rotating every horizon, fed bits of the MAC (Fig. 4).
+//! * [`cwnd`] and [`cc`]: Reno's window in closed form (Fig. 8) and the per-request plan:
+//!   continue, split, terminate, fast recovery, retransmit timeout (§2.5).
+//! * [`server`] and [`client`]: the engines. The server's only state is its keys and
+//!   replay filters, whatever the number of connections.
+//! * `sim` (feature `sim`): servers and clients on `netsim` links.
 //!
-//! `#![no_std]`, no I/O, no clock.
+//! `#![no_std]` with `alloc`, no I/O, no clock: time, keys and seeds come in as arguments.
+//!
+//! A whole exchange without a network:
 //!
 //! ```
-//! use trickles::cwnd::{RenoSim, tcp_cwnd};
-//! let mut reno = RenoSim::new(3, 8);
-//! for k in 41..=200 {
-//!     reno.ack();
-//!     assert_eq!(tcp_cwnd(k, 40, 3, 8), reno.cwnd);
+//! use trickles::client::{Client, ClientConfig};
+//! use trickles::conn::{Addr, FourTuple};
+//! use trickles::crypto::KeyConfig;
+//! use trickles::server::{Server, ServerConfig};
+//!
+//! let keys = KeyConfig { mac_keys: [[1; 16], [2; 16]], current_epoch: 0, nonce_key: [3; 16], rtx_nonce_key: [4; 16] };
+//! let mut server = Server::new(ServerConfig::new(keys));
+//! let (c, s) = (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2]));
+//! let tuple = FourTuple { client_addr: c, client_port: 4000, server_addr: s, server_port: 80 };
+//! let mut client = Client::new(ClientConfig::default(), tuple, 12345);
+//! let object = b"a stateless hello";
+//! client.connect(0, b"GET /");
+//! let mut now = 0;
+//! while !client.is_complete() {
+//!     now += 1_000;
+//!     let Some(request) = client.poll_transmit() else { break };
+//!     let Ok(reply) = server.handle_request(now, c, s, &request) else { continue };
+//!     for r in &reply.responses {
+//!         // The application: serve the requested range of `object`.
+//!         let (start, len) = r.range.map_or((0, 0), |r| (r.start as usize, usize::from(r.len)));
+//!         let data = object.get(start..(start + len).min(object.len())).unwrap_or_default();
+//!         let eos = start + len >= object.len();
+//!         let mut buf = [0u8; 1600];
+//!         let n = server.emit(&tuple, r, &[], data, eos, &mut buf).unwrap();
+//!         client.handle_segment(now, &buf[..n]).unwrap();
+//!     }
 //! }
+//! let mut got = [0u8; 64];
+//! let n = client.read(&mut got);
+//! assert_eq!(&got[..n], object);
 //! ```
 #![no_std]
 #![forbid(unsafe_code)]
@@ -34,4 +75,6 @@ pub mod cwnd;
 pub mod replay;
 pub mod sack;
 pub mod server;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod wire;

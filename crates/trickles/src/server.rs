@@ -1,1 +1,369 @@
-//! (being written under issue 5)
+//! The stateless server engine (§2.2, §2.5, Fig. 4).
+//!
+//! [`Server::handle_request`] takes one segment and returns what to send and what to tell
+//! the application; it stores nothing about the connection. The only mutable state is the
+//! replay filter, whose size is fixed by configuration, not by the number of clients.
+//!
+//! ```text
+//!  segment ─► parse ─► MAC ─► fresh? ─► SACK proof ─► Bloom ─► cc::plan ─► new continuations
+//!             (values)  (one CMAC: the only crypto garbage can cost)        + nonces + ranges
+//!                                                                                │
+//!  application ◄── Event (OPEN / REQUEST / CLOSE, user continuation, data) ◄─────┘
+//!       └── data for each planned response ─► Server::emit ─► segments
+//! ```
+//!
+//! The calling order per request: `handle_request`, then for each
+//! [`Reply::responses`] entry `emit` with the application's bytes for its range.
+
+use alloc::vec::Vec;
+
+use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
+use crate::conn::{Addr, FourTuple};
+use crate::continuation::Continuation;
+use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
+use crate::replay::{self, ReplayConfig, ReplayFilter};
+use crate::sack::{self, ProofError, SackBlock, MAX_SACK_BLOCKS};
+use crate::wire::{self, ByteRange, Request, RequestKind, Response, ResponseKind, WireError};
+
+/// Everything a server (and its replicas) is configured with.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerConfig {
+    /// MAC and nonce keys, shared by replicas.
+    pub keys: KeyConfig,
+    /// Replay filter parameters; `horizon_us` is also the freshness horizon T.
+    pub replay: ReplayConfig,
+    /// Congestion-control settings.
+    pub cc: CcConfig,
+    /// This site's id; continuations from another site are refused (timeouts excepted).
+    pub site: u16,
+    /// Most application bytes one response may carry.
+    pub mss: u16,
+}
+
+impl ServerConfig {
+    /// A configuration with the given keys and the paper's defaults elsewhere.
+    pub fn new(keys: KeyConfig) -> ServerConfig {
+        ServerConfig {
+            keys,
+            replay: ReplayConfig::default(),
+            cc: CcConfig::default(),
+            site: 0,
+            mss: DEFAULT_MSS,
+        }
+    }
+}
+
+/// Payload per response that fits a 1500-byte IPv4 MTU with a continuation:
+/// 1500 − 20 (IPv4) − 24 (TCP + option) − 24 (response header) − 54 (continuation)
+/// − 16 bytes left for a small user continuation.
+pub const DEFAULT_MSS: u16 = 1362;
+
+/// Why a segment got no answer. Every rejection is silent on the wire (§2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejected {
+    /// The segment or message did not parse.
+    Wire(WireError),
+    /// A request kind the server does not take without a continuation, or vice versa.
+    Malformed,
+    /// The continuation's MAC did not verify (or its key epoch is no longer live).
+    Mac,
+    /// The continuation is older than the horizon (or from the future).
+    Stale,
+    /// Seen within the horizon: a replay, or a Bloom false positive.
+    Replay,
+    /// The continuation was issued by another site.
+    OtherSite,
+    /// The SACK proof is malformed or a range nonce is wrong.
+    Proof(ProofError),
+    /// The proof is inconsistent with the request.
+    Plan(PlanError),
+}
+
+impl core::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Rejected::Wire(e) => write!(f, "unparsable segment: {e}"),
+            Rejected::Malformed => f.write_str("request kind and continuation disagree"),
+            Rejected::Mac => f.write_str("continuation MAC does not verify"),
+            Rejected::Stale => f.write_str("continuation older than the horizon"),
+            Rejected::Replay => f.write_str("continuation already used within the horizon"),
+            Rejected::OtherSite => f.write_str("continuation issued by another site"),
+            Rejected::Proof(e) => write!(f, "bad SACK proof: {e}"),
+            Rejected::Plan(e) => write!(f, "inconsistent request: {e}"),
+        }
+    }
+}
+
+impl From<WireError> for Rejected {
+    fn from(e: WireError) -> Self {
+        Rejected::Wire(e)
+    }
+}
+
+/// What the application is told about a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// A new connection (SYN, possibly with data).
+    Open,
+    /// A request on an existing connection (normal or retransmit timeout).
+    Request,
+    /// The client is done (a hint: the server holds nothing to free).
+    Close,
+}
+
+/// The application event of one request, borrowing the segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// OPEN, REQUEST or CLOSE.
+    pub kind: EventKind,
+    /// The connection.
+    pub tuple: FourTuple,
+    /// The user continuation the client attached (unverified: the application MACs it).
+    pub user_continuation: &'a [u8],
+    /// Where `data` sits in the client's output stream, when the client numbered it: a
+    /// retransmitted request carries the same data at the same offset, so the application
+    /// can tell a repeat from new input.
+    pub data_offset: Option<u64>,
+    /// Client data carried by the request.
+    pub data: &'a [u8],
+}
+
+/// One response the application may fill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedResponse {
+    /// Data, or a retransmission.
+    pub kind: ResponseKind,
+    /// Packet number.
+    pub packet_number: u32,
+    /// The packet's nonce (from the second key for retransmissions).
+    pub nonce: u32,
+    /// The new transport continuation, MACed (`None` for retransmissions).
+    pub continuation: Option<Continuation>,
+    /// The bytes of the server's output stream the client asked this response to carry.
+    pub range: Option<ByteRange>,
+}
+
+impl PlannedResponse {
+    /// Most application bytes this response may carry: the range's length, at most `mss`.
+    pub fn allowed(&self, mss: u16) -> usize {
+        self.range.map_or(0, |r| usize::from(r.len.min(mss)))
+    }
+}
+
+/// The result of one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply<'a> {
+    /// The application event.
+    pub event: Event<'a>,
+    /// The responses congestion control allows, in order.
+    pub responses: Vec<PlannedResponse>,
+}
+
+/// The Trickles server: keys, configuration and the replay filter. No connection state.
+pub struct Server {
+    cfg: ServerConfig,
+    keys: ServerKeys,
+    replay: ReplayFilter,
+    /// MACs computed on behalf of incoming segments (verifications and SYN nonces).
+    inbound_macs: u64,
+}
+
+impl Server {
+    /// A server with configuration `cfg`.
+    pub fn new(cfg: ServerConfig) -> Server {
+        Server {
+            keys: ServerKeys::new(&cfg.keys),
+            replay: ReplayFilter::new(cfg.replay),
+            inbound_macs: 0,
+            cfg,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.cfg
+    }
+
+    /// The keys (for rotation).
+    pub fn keys_mut(&mut self) -> &mut ServerKeys {
+        &mut self.keys
+    }
+
+    /// MACs computed so far to judge incoming segments (one per SYN or continuation; the
+    /// MACs of new continuations are not counted). Attack tests read it.
+    pub fn inbound_macs(&self) -> u64 {
+        self.inbound_macs
+    }
+
+    /// Bytes of server memory, all of it independent of the number of connections.
+    pub fn memory_bytes(&self) -> usize {
+        core::mem::size_of::<Server>() + self.replay.memory_bytes()
+    }
+
+    /// Handles one TCP segment (the bytes after the IP header) from `src` to `dst` at
+    /// `now_us`, and returns the event and the planned responses.
+    ///
+    /// An invalid continuation costs one MAC computation; a segment that fails to parse
+    /// costs none.
+    pub fn handle_request<'a>(&mut self, now_us: u64, src: Addr, dst: Addr, tcp: &'a [u8]) -> Result<Reply<'a>, Rejected> {
+        let seg = wire::parse_segment(&src, &dst, tcp)?;
+        let req = Request::parse(seg.payload)?;
+        let tuple = FourTuple {
+            client_addr: src,
+            client_port: seg.src_port,
+            server_addr: dst,
+            server_port: seg.dst_port,
+        };
+        let now_ms = (now_us / 1000) as u32;
+        let (kind, conn_nonce, rtt_us, slots) = match (req.kind, req.continuation) {
+            (RequestKind::Syn, None) => {
+                self.inbound_macs += 1;
+                let nonce = self.keys.conn_nonce(&tuple, seg.seq);
+                if !self.replay.check_and_insert(now_us, nonce) {
+                    return Err(Rejected::Replay);
+                }
+                (EventKind::Open, nonce, 0, cc::open(&self.cfg.cc))
+            }
+            (RequestKind::Syn, Some(_)) | (_, None) => return Err(Rejected::Malformed),
+            (kind, Some(c)) => {
+                self.authenticate(now_ms, &tuple, &c, kind)?;
+                let proof = self.proof(&req, c.conn_nonce)?;
+                self.fresh(now_us, &c, kind, req.retry)?;
+                let slots = match kind {
+                    RequestKind::Fin => Vec::new(),
+                    RequestKind::Timeout => cc::plan(&c, &proof, RequestMode::Timeout, &self.cfg.cc).map_err(Rejected::Plan)?,
+                    _ => cc::plan(&c, &proof, RequestMode::Normal, &self.cfg.cc).map_err(Rejected::Plan)?,
+                };
+                let sample = now_ms.wrapping_sub(c.timestamp_ms).saturating_mul(1000);
+                let rtt = if c.rtt_us == 0 { sample } else { c.rtt_us - c.rtt_us / 8 + sample / 8 };
+                let event = if kind == RequestKind::Fin { EventKind::Close } else { EventKind::Request };
+                (event, c.conn_nonce, rtt, slots)
+            }
+        };
+        let mut ranges = req.ranges.as_slice().iter().copied();
+        let responses = slots
+            .iter()
+            .map(|slot| {
+                let range = if slot.kind.carries_data() { ranges.next() } else { None };
+                self.respond(slot, range, &tuple, conn_nonce, rtt_us, now_ms)
+            })
+            .collect();
+        Ok(Reply {
+            event: Event {
+                kind,
+                tuple,
+                user_continuation: req.user_continuation,
+                data_offset: req.data_offset,
+                data: req.data,
+            },
+            responses,
+        })
+    }
+
+    /// MAC first, then freshness and site (Fig. 4A). The replay filter comes after the
+    /// SACK proof is checked, so nothing that fails a check is ever inserted.
+    fn authenticate(&mut self, now_ms: u32, tuple: &FourTuple, c: &Continuation, kind: RequestKind) -> Result<(), Rejected> {
+        self.inbound_macs += 1;
+        if !self.keys.verify(c.key_epoch, tuple, &c.mac_fields(), &c.tag) {
+            return Err(Rejected::Mac);
+        }
+        if kind == RequestKind::Timeout {
+            // Exempt from freshness: a client may hold only stale continuations (§2.2).
+            return Ok(());
+        }
+        let horizon_ms = self.cfg.replay.horizon_us / 1000;
+        if u64::from(now_ms.wrapping_sub(c.timestamp_ms)) > horizon_ms {
+            return Err(Rejected::Stale);
+        }
+        if c.site != self.cfg.site {
+            return Err(Rejected::OtherSite);
+        }
+        Ok(())
+    }
+
+    /// At-most-once for normal requests (keyed by the tag and the retry counter); at most
+    /// one timeout per connection per horizon interval.
+    fn fresh(&mut self, now_us: u64, c: &Continuation, kind: RequestKind, retry: u8) -> Result<(), Rejected> {
+        let hash = if kind == RequestKind::Timeout {
+            let interval = now_us / self.cfg.replay.horizon_us.max(1);
+            replay::timeout_hash(c.conn_nonce, interval, &self.keys)
+        } else {
+            replay::replay_hash(&c.tag, retry)
+        };
+        if self.replay.check_and_insert(now_us, hash) { Ok(()) } else { Err(Rejected::Replay) }
+    }
+
+    fn proof(&self, req: &Request<'_>, conn_nonce: u64) -> Result<Vec<SackBlock>, Rejected> {
+        let blocks: Vec<SackBlock> = req.sack_chunks().map(SackBlock::parse).collect();
+        if blocks.is_empty() && req.kind == RequestKind::Timeout {
+            return Ok(blocks);
+        }
+        if blocks.len() > MAX_SACK_BLOCKS {
+            return Err(Rejected::Proof(ProofError::TooMany));
+        }
+        sack::verify_proof(self.keys.nonces(NonceKind::Original), conn_nonce, &blocks).map_err(Rejected::Proof)?;
+        Ok(blocks)
+    }
+
+    fn respond(&self, slot: &Slot, range: Option<ByteRange>, tuple: &FourTuple, conn_nonce: u64, rtt_us: u32, now_ms: u32) -> PlannedResponse {
+        let (kind, nonce_kind) = match slot.kind {
+            SlotKind::Retransmit => (ResponseKind::Retransmit, NonceKind::Retransmit),
+            SlotKind::Data | SlotKind::ContinuationOnly => (ResponseKind::Data, NonceKind::Original),
+        };
+        let nonce = self.keys.nonces(nonce_kind).packet_nonce(conn_nonce, slot.number);
+        let continuation = slot.params.map(|p| {
+            let mut c = Continuation {
+                number: p.number,
+                tcp_base: p.tcp_base,
+                start_cwnd: p.start_cwnd,
+                ssthresh: p.ssthresh,
+                proof_start: p.proof_start,
+                rtt_us,
+                timestamp_ms: now_ms,
+                epoch_start: p.epoch_start,
+                rtx: p.rtx,
+                site: self.cfg.site,
+                key_epoch: self.keys.current_epoch(),
+                flags: 0,
+                conn_nonce,
+                tag: [0; 16],
+            };
+            c.tag = self.keys.mac(c.key_epoch, tuple, &c.mac_fields()).unwrap_or_default();
+            c
+        });
+        PlannedResponse {
+            kind,
+            packet_number: slot.number,
+            nonce,
+            continuation,
+            range,
+        }
+    }
+
+    /// Writes the segment for `resp` carrying `data` (at most the response's allowed
+    /// bytes; the rest is cut) and `user_continuation` into `out`; returns its length.
+    /// `end_of_stream` tells the client the output ends with this data.
+    pub fn emit(&self, tuple: &FourTuple, resp: &PlannedResponse, user_continuation: &[u8], data: &[u8], end_of_stream: bool, out: &mut [u8]) -> Result<usize, WireError> {
+        let data = data.get(..resp.allowed(self.cfg.mss)).unwrap_or(data);
+        let msg = Response {
+            kind: resp.kind,
+            end_of_stream,
+            packet_number: resp.packet_number,
+            nonce: resp.nonce,
+            offset: resp.range.map_or(0, |r| r.start),
+            continuation: resp.continuation,
+            user_continuation,
+            data,
+        };
+        let body = out.get_mut(wire::TCP_HEADER_LEN..).ok_or(WireError::BadLength)?;
+        let n = msg.emit(body)?;
+        let seg = wire::SegmentHeader {
+            src_port: tuple.server_port,
+            dst_port: tuple.client_port,
+            syn: false,
+            seq: resp.packet_number,
+            ack: 0,
+        };
+        wire::finish_segment(&tuple.server_addr, &tuple.client_addr, &seg, out, n)
+    }
+}

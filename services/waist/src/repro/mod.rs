@@ -10,6 +10,9 @@ pub mod esp_fig8;
 pub mod ess_collisions;
 pub mod ess_fig11;
 pub mod snap_table2;
+pub mod trickles_bloom;
+pub mod trickles_fig9;
+pub mod trickles_memory;
 
 /// The reproductions `waist repro` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -25,6 +28,13 @@ pub enum Name {
     /// SNAP paper Table II (§VII.A): per-node switching cost of IP and SNAP, per packet and
     /// per byte, from ping round trips over 0–3 hops and 12 payload sizes (ours timed here).
     SnapTable2,
+    /// Trickles paper Fig. 9: TCP Reno's window and segments beside Trickles' TCPCwnd(k)
+    /// and response numbers (TCPBase 40, startCwnd 3, ssthresh 8).
+    TricklesFig9,
+    /// Trickles paper §2.2/§6.1: replay-filter false positives with the paper's parameters.
+    TricklesBloom,
+    /// Trickles paper Fig. 16: stateless server memory against 1 … 10,000 clients.
+    TricklesMemory,
 }
 
 /// Knobs shared by the reproductions.
@@ -60,6 +70,9 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
             esp_aggregation::run(opts, opts.runs.unwrap_or(1000), out).map(|_| ())
         }
         Name::SnapTable2 => snap_table2::run(opts, out).map(|_| ()),
+        Name::TricklesFig9 => trickles_fig9::run(opts, out).map(|_| ()),
+        Name::TricklesBloom => trickles_bloom::run(opts, out).map(|_| ()),
+        Name::TricklesMemory => trickles_memory::run(opts, out).map(|_| ()),
     }
 }
 

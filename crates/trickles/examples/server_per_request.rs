@@ -1,0 +1,79 @@
+//! Instructions per request, for callgrind: runs the first `N` elements of one of the
+//! server bench's cases (see `benches/server.rs` for exactly what each element is).
+//!
+//! ```text
+//! cargo build --release -p trickles --example server_per_request
+//! valgrind --tool=callgrind --callgrind-out-file=/tmp/t1.out \
+//!     target/release/examples/server_per_request trickles 10000
+//! valgrind --tool=callgrind --callgrind-out-file=/tmp/t2.out \
+//!     target/release/examples/server_per_request trickles 20000
+//! callgrind_annotate /tmp/t1.out | head; callgrind_annotate /tmp/t2.out | head
+//! ```
+//!
+//! Ir per element = (Ir(2N) − Ir(N)) / N: everything else (building the fixed pool of
+//! `POOL` requests or ACKs, setup) is the same in both runs and cancels. Cases:
+//! `trickles` (valid request + emit of its responses), `bad_mac` (a forged request),
+//! `smoltcp` (one ACK in, one 1362-byte segment out). `N` is at most `POOL`; with the
+//! default window cap the window stops growing after about 8,200 requests, so
+//! `N` ≥ 10,000 measures the steady state.
+
+// Example harness: bad arguments or a failed setup should abort loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// Shared with the bench, which uses the items this example does not.
+#[allow(dead_code)]
+#[path = "../benches/support/server_pool.rs"]
+mod server_pool;
+#[allow(dead_code)]
+#[path = "../benches/support/smoltcp_peer.rs"]
+mod smoltcp_peer;
+
+use std::hint::black_box;
+
+use server_pool::{CLIENT, SERVER, forged, generate, serve, server_config};
+use smoltcp_peer::{MSS, SmolConn};
+use trickles::server::Server;
+
+/// Requests (or ACKs) built up front, whatever `N` is.
+const POOL: usize = 20_000;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let usage = "usage: server_per_request <trickles|bad_mac|smoltcp> N";
+    let mode = args.next().expect(usage);
+    let n: usize = args.next().expect(usage).parse().expect(usage);
+    assert!(n <= POOL, "N is at most {POOL}");
+    let payload = [0x5au8; MSS];
+    let mut out = [0u8; 2048];
+    match mode.as_str() {
+        "trickles" => {
+            let pool = generate(POOL);
+            let mut server = Server::new(server_config());
+            let mut bytes = 0;
+            for r in &pool[..n] {
+                bytes += serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
+            }
+            assert!(bytes >= n * MSS, "every request was served");
+        }
+        "bad_mac" => {
+            let pool = generate(POOL);
+            let forged = forged(&pool);
+            let mut server = Server::new(server_config());
+            let now = pool[0].now_us;
+            for seg in &forged[..n] {
+                black_box(
+                    server
+                        .handle_request(now, CLIENT, SERVER, black_box(seg))
+                        .is_err(),
+                );
+            }
+        }
+        "smoltcp" => {
+            let mut conn = SmolConn::new(POOL);
+            for _ in 0..n {
+                conn.step(&payload);
+            }
+        }
+        _ => panic!("{usage}"),
+    }
+}

@@ -1,1 +1,0 @@
-//! (being written under issue 5)

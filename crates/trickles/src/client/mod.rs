@@ -1,0 +1,567 @@
+//! The stateful client engine (§2.4, §4).
+//!
+//! The client keeps everything the server does not: unused continuations, the SACK proof,
+//! which byte ranges are outstanding, the retransmit timer and the reassembly buffer. It
+//! predicts each request's responses with the server's own [`cc::plan`], so it knows which
+//! packet numbers to expect, sizes each request's ranges to the responses that will carry
+//! data, and never mistakes a terminated trickle for a loss.
+//!
+//! Requests go out in packet-number order: the request for continuation `k` leaves once
+//! every packet below `k` is resolved — received, or declared lost after `dup_thresh`
+//! later packets arrived (§2.5, Fig. 10 A'). That is what keeps the prefix property: each
+//! proof extends the previous one.
+//!
+//! Calling order, as for every sans-IO core here: [`Client::connect`], then feed
+//! [`Client::handle_segment`] and [`Client::handle_timeout`], drain
+//! [`Client::poll_transmit`], re-read [`Client::poll_timeout`], and [`Client::read`] the
+//! stream.
+
+mod recv;
+mod send;
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
+
+use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
+use crate::conn::FourTuple;
+use crate::continuation::Continuation;
+use crate::sack::{ProofBuilder, SACK_BLOCK_LEN};
+use crate::server::DEFAULT_MSS;
+use crate::wire::{self, ByteRange, RangeList, Request, RequestKind, Response, ResponseKind, SegmentHeader, WireError};
+use recv::Reassembly;
+use send::SendStream;
+
+/// Client settings. `cc` and `mss` must match the server's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// The server's congestion-control settings (the client simulates them).
+    pub cc: CcConfig,
+    /// Bytes the client asks each data-carrying response for.
+    pub mss: u16,
+    /// Later packets that must arrive before a missing one is declared lost.
+    pub dup_thresh: u32,
+    /// Retransmit timeout before any RTT sample.
+    pub initial_rto_us: u64,
+    /// Smallest retransmit timeout.
+    pub min_rto_us: u64,
+    /// Largest retransmit timeout (backoff stops here).
+    pub max_rto_us: u64,
+    /// Most client-to-server bytes one request carries.
+    pub max_request_data: u16,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            cc: CcConfig::default(),
+            mss: DEFAULT_MSS,
+            dup_thresh: 3,
+            initial_rto_us: 1_000_000,
+            min_rto_us: 200_000,
+            max_rto_us: 60_000_000,
+            max_request_data: 1024,
+        }
+    }
+}
+
+/// Why a segment was ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// It did not parse.
+    Wire(WireError),
+    /// It belongs to another connection.
+    OtherConnection,
+    /// The server reset the connection.
+    Reset,
+}
+
+impl core::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ClientError::Wire(e) => write!(f, "unparsable segment: {e}"),
+            ClientError::OtherConnection => f.write_str("segment for another connection"),
+            ClientError::Reset => f.write_str("connection reset by the server"),
+        }
+    }
+}
+
+impl From<WireError> for ClientError {
+    fn from(e: WireError) -> Self {
+        ClientError::Wire(e)
+    }
+}
+
+/// Counters a client keeps about its connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Requests sent (SYN, normal, timeout, FIN).
+    pub requests: u64,
+    /// Retransmit-timeout requests sent.
+    pub timeouts: u64,
+    /// Response segments accepted.
+    pub responses: u64,
+    /// Packets declared lost by the duplicate threshold.
+    pub losses: u64,
+    /// Retransmissions received.
+    pub retransmissions: u64,
+}
+
+/// An arrived numbered packet not yet resolved in order.
+#[derive(Debug)]
+struct Arrival {
+    nonce: u32,
+    continuation: Option<(Continuation, Vec<u8>)>,
+}
+
+/// A requested byte range not yet received.
+#[derive(Clone, Copy, Debug)]
+struct Outstanding {
+    len: u16,
+    /// The numbered slot carrying it, or for a retransmission the first number its
+    /// request was expected to produce after it.
+    watch: u32,
+    retransmit: bool,
+    /// Later packets resolved while it was missing (retransmissions only).
+    later: u32,
+}
+
+/// A Trickles client connection.
+#[derive(Debug)]
+pub struct Client {
+    cfg: ClientConfig,
+    tuple: FourTuple,
+    isn: u32,
+    /// Predicted numbered packets still to resolve.
+    expected: BTreeMap<u32, ()>,
+    arrived: BTreeMap<u32, Arrival>,
+    /// Numbers below this belong to an abandoned epoch.
+    floor: u32,
+    proof: ProofBuilder,
+    /// The highest-numbered continuation received, with its user continuation.
+    latest: Option<(Continuation, Vec<u8>)>,
+    recv: Reassembly,
+    next_offset: u64,
+    outstanding: BTreeMap<u64, Outstanding>,
+    lost_ranges: VecDeque<ByteRange>,
+    transmit: VecDeque<Vec<u8>>,
+    /// Send time of the request expected to produce each number (RTT samples).
+    sent_at: BTreeMap<u32, u64>,
+    srtt_us: u64,
+    rttvar_us: u64,
+    rto_us: u64,
+    timeouts_in_row: u8,
+    deadline: Option<u64>,
+    out: SendStream,
+    fin_sent: bool,
+    stats: ClientStats,
+}
+
+impl Client {
+    /// A client for connection `tuple` whose SYN will carry initial sequence number `isn`
+    /// (choose it at random: with the tuple it names the connection to the server).
+    pub fn new(cfg: ClientConfig, tuple: FourTuple, isn: u32) -> Client {
+        Client {
+            cfg,
+            tuple,
+            isn,
+            expected: BTreeMap::new(),
+            arrived: BTreeMap::new(),
+            floor: 0,
+            proof: ProofBuilder::new(),
+            latest: None,
+            recv: Reassembly::default(),
+            next_offset: 0,
+            outstanding: BTreeMap::new(),
+            lost_ranges: VecDeque::new(),
+            transmit: VecDeque::new(),
+            sent_at: BTreeMap::new(),
+            srtt_us: 0,
+            rttvar_us: 0,
+            rto_us: cfg.initial_rto_us,
+            timeouts_in_row: 0,
+            deadline: None,
+            out: SendStream::default(),
+            fin_sent: false,
+            stats: ClientStats::default(),
+        }
+    }
+
+    /// Sends the SYN at `now_us`, carrying `data` (the application's first request, which a
+    /// Trickles server answers at once) and asking for the first responses' data.
+    pub fn connect(&mut self, now_us: u64, data: &[u8]) {
+        self.out.push(data);
+        let slots = cc::open(&self.cfg.cc);
+        self.send(now_us, RequestKind::Syn, None, &[], &slots);
+    }
+
+    /// Queues `data` for the server. It rides in the following requests, at most
+    /// `max_request_data` bytes each, with its stream offset, and is sent again until a
+    /// response to a request carrying it arrives.
+    pub fn send_data(&mut self, data: &[u8]) {
+        self.out.push(data);
+    }
+
+    /// Whether everything queued with [`Client::connect`] and [`Client::send_data`] has
+    /// reached the server.
+    pub fn sent_all(&self) -> bool {
+        self.out.is_idle()
+    }
+
+    /// The connection's addresses and ports.
+    pub fn tuple(&self) -> &FourTuple {
+        &self.tuple
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ClientStats {
+        self.stats
+    }
+
+    /// Whether the whole server output has arrived (the server marked its end).
+    pub fn is_complete(&self) -> bool {
+        self.recv.complete()
+    }
+
+    /// Bytes of server output received in order so far.
+    pub fn delivered(&self) -> u64 {
+        self.recv.delivered()
+    }
+
+    /// In-order bytes waiting for [`Client::read`].
+    pub fn readable(&self) -> usize {
+        self.recv.readable()
+    }
+
+    /// Reads in-order server output into `buf`; returns how many bytes.
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        self.recv.read(buf)
+    }
+
+    /// The smoothed RTT, once measured.
+    pub fn srtt_us(&self) -> Option<u64> {
+        (self.srtt_us > 0).then_some(self.srtt_us)
+    }
+
+    /// The next segment to send (TCP header and payload; the caller adds IP).
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.transmit.pop_front()
+    }
+
+    /// When [`Client::handle_timeout`] wants to be called.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.deadline
+    }
+
+    /// Handles one segment from the server (the bytes after the IP header).
+    pub fn handle_segment(&mut self, now_us: u64, tcp: &[u8]) -> Result<(), ClientError> {
+        let seg = wire::parse_segment(&self.tuple.server_addr, &self.tuple.client_addr, tcp)?;
+        if seg.src_port != self.tuple.server_port || seg.dst_port != self.tuple.client_port {
+            return Err(ClientError::OtherConnection);
+        }
+        let resp = Response::parse(seg.payload)?;
+        if resp.kind == ResponseKind::Reset {
+            self.deadline = None;
+            return Err(ClientError::Reset);
+        }
+        if let Some(c) = &resp.continuation
+            && let Some((l, _)) = &self.latest
+            && c.conn_nonce != l.conn_nonce
+        {
+            return Err(ClientError::OtherConnection);
+        }
+        self.stats.responses += 1;
+        let mut progress = false;
+        let end = resp.offset.saturating_add(resp.data.len() as u64);
+        if !resp.data.is_empty() && !self.recv.has(resp.offset, resp.data.len() as u64) {
+            progress = true;
+        }
+        self.recv.insert(resp.offset, resp.data);
+        if resp.end_of_stream {
+            self.recv.set_end(end);
+            progress = true;
+        }
+        if let Some(o) = self.outstanding.get(&resp.offset).copied()
+            && self.recv.has(resp.offset, u64::from(o.len).min(resp.data.len() as u64))
+            && (resp.data.len() >= usize::from(o.len) || resp.end_of_stream)
+        {
+            self.outstanding.remove(&resp.offset);
+        }
+        if resp.kind == ResponseKind::Retransmit {
+            self.stats.retransmissions += 1;
+        } else if resp.packet_number >= self.floor && !self.arrived.contains_key(&resp.packet_number) {
+            if let Some(sent) = self.sent_at.remove(&resp.packet_number) {
+                self.rtt_sample(now_us.saturating_sub(sent));
+            }
+            let cont = resp.continuation.map(|c| (c, resp.user_continuation.to_vec()));
+            if let Some((c, u)) = &cont
+                && self.latest.as_ref().is_none_or(|(l, _)| c.number > l.number)
+            {
+                self.latest = Some((*c, u.clone()));
+                progress = true;
+            }
+            self.arrived.insert(resp.packet_number, Arrival { nonce: resp.nonce, continuation: cont });
+        }
+        if progress {
+            self.timeouts_in_row = 0;
+            self.rto_us = self.computed_rto();
+        }
+        self.resolve(now_us);
+        self.arm(now_us, progress);
+        Ok(())
+    }
+
+    /// Handles the retransmit timer: asks the server for a retransmit timeout (§2.5), which
+    /// resets the connection to slow start with fresh continuations.
+    pub fn handle_timeout(&mut self, now_us: u64) {
+        if self.deadline.is_none_or(|d| now_us < d) {
+            return;
+        }
+        self.deadline = None;
+        if self.is_complete() {
+            return;
+        }
+        let Some((c, ucont)) = self.latest.clone() else {
+            // No continuation yet: the SYN or all its answers were lost; send it again.
+            self.abandon();
+            self.next_offset = 0;
+            let slots = cc::open(&self.cfg.cc);
+            self.send(now_us, RequestKind::Syn, None, &[], &slots);
+            self.backoff(now_us);
+            return;
+        };
+        self.proof.trim_below(c.proof_start);
+        let blocks: Vec<_> = self.proof.blocks().to_vec();
+        let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Timeout, &self.cfg.cc) else {
+            return;
+        };
+        self.abandon();
+        self.floor = slots.first().map_or(self.floor, |s| s.number);
+        self.stats.timeouts += 1;
+        let retry = self.timeouts_in_row;
+        self.send_with(now_us, RequestKind::Timeout, Some(c), &ucont, &slots, retry);
+        self.backoff(now_us);
+    }
+
+    /// Drops every expectation of the current epoch: outstanding ranges go back to be
+    /// requested again, the proof starts over.
+    fn abandon(&mut self) {
+        self.expected.clear();
+        self.arrived.clear();
+        self.sent_at.clear();
+        self.out.abandon();
+        self.proof = ProofBuilder::new();
+        let mut lost: Vec<ByteRange> = self.lost_ranges.drain(..).collect();
+        lost.extend(self.outstanding.iter().map(|(&start, o)| ByteRange { start, len: o.len }));
+        self.outstanding.clear();
+        lost.sort_by_key(|r| r.start);
+        lost.dedup_by_key(|r| r.start);
+        self.lost_ranges.extend(lost);
+    }
+
+    fn backoff(&mut self, now_us: u64) {
+        self.timeouts_in_row = self.timeouts_in_row.saturating_add(1);
+        self.rto_us = self.rto_us.saturating_mul(2).min(self.cfg.max_rto_us);
+        self.deadline = Some(now_us.saturating_add(self.rto_us));
+    }
+
+    fn arm(&mut self, now_us: u64, progress: bool) {
+        if self.is_complete() {
+            self.deadline = None;
+        } else if progress || self.deadline.is_none() {
+            self.deadline = Some(now_us.saturating_add(self.rto_us));
+        }
+    }
+
+    fn computed_rto(&self) -> u64 {
+        if self.srtt_us == 0 {
+            return self.cfg.initial_rto_us;
+        }
+        (self.srtt_us + 4 * self.rttvar_us).clamp(self.cfg.min_rto_us, self.cfg.max_rto_us)
+    }
+
+    /// RFC 6298 smoothing.
+    fn rtt_sample(&mut self, sample: u64) {
+        if self.srtt_us == 0 {
+            self.srtt_us = sample.max(1);
+            self.rttvar_us = sample / 2;
+        } else {
+            let err = self.srtt_us.abs_diff(sample);
+            self.rttvar_us = self.rttvar_us - self.rttvar_us / 4 + err / 4;
+            self.srtt_us = (self.srtt_us - self.srtt_us / 8 + sample / 8).max(1);
+        }
+    }
+
+    /// Resolves packets in number order: each arrival extends the proof and releases its
+    /// continuation's request; a packet still missing after `dup_thresh` later arrivals is
+    /// declared lost.
+    fn resolve(&mut self, now_us: u64) {
+        loop {
+            let next_expected = self.expected.first_key_value().map(|(&n, _)| n);
+            let next_arrived = self.arrived.first_key_value().map(|(&n, _)| n);
+            match (next_expected, next_arrived) {
+                (_, Some(a)) if next_expected.is_none_or(|e| a <= e) => {
+                    self.expected.remove(&a);
+                    let Some(arrival) = self.arrived.remove(&a) else { break };
+                    self.proof.push(a, arrival.nonce);
+                    self.out.on_received(a);
+                    self.count_later(a);
+                    if let Some((c, ucont)) = arrival.continuation {
+                        self.request(now_us, c, &ucont);
+                    }
+                }
+                (Some(e), _) => {
+                    let later = self.arrived.range(e.saturating_add(1)..).count() as u32;
+                    if later < self.cfg.dup_thresh {
+                        break;
+                    }
+                    self.expected.remove(&e);
+                    self.sent_at.remove(&e);
+                    self.stats.losses += 1;
+                    self.out.on_lost(e);
+                    self.range_lost(|o| !o.retransmit && o.watch == e);
+                }
+                (None, _) => break,
+            }
+        }
+    }
+
+    /// Counts a resolved arrival against outstanding retransmissions.
+    fn count_later(&mut self, number: u32) {
+        let thresh = self.cfg.dup_thresh;
+        for o in self.outstanding.values_mut() {
+            if o.retransmit && number >= o.watch {
+                o.later += 1;
+            }
+        }
+        self.range_lost(|o| o.retransmit && o.later >= thresh);
+    }
+
+    fn range_lost(&mut self, lost: impl Fn(&Outstanding) -> bool) {
+        let gone: Vec<u64> = self.outstanding.iter().filter(|(_, o)| lost(o)).map(|(&s, _)| s).collect();
+        for start in gone {
+            if let Some(o) = self.outstanding.remove(&start) {
+                let pos = self.lost_ranges.iter().position(|r| r.start > start).unwrap_or(self.lost_ranges.len());
+                self.lost_ranges.insert(pos, ByteRange { start, len: o.len });
+            }
+        }
+    }
+
+    /// Sends the request that uses continuation `c`.
+    fn request(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
+        self.proof.trim_below(c.proof_start);
+        if self.is_complete() && self.out.is_idle() {
+            // Done: the first unused continuation carries the FIN (a hint: the server
+            // frees nothing, its application may).
+            if !self.fin_sent {
+                self.fin_sent = true;
+                self.send(now_us, RequestKind::Fin, Some(c), ucont, &[]);
+            }
+            return;
+        }
+        let blocks: Vec<_> = self.proof.blocks().to_vec();
+        let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Normal, &self.cfg.cc) else {
+            return;
+        };
+        self.send(now_us, RequestKind::Request, Some(c), ucont, &slots);
+    }
+
+    fn send(&mut self, now_us: u64, kind: RequestKind, c: Option<Continuation>, ucont: &[u8], slots: &[Slot]) {
+        self.send_with(now_us, kind, c, ucont, slots, 0);
+    }
+
+    /// Records what `slots` will bring, assigns ranges, and queues the request.
+    fn send_with(&mut self, now_us: u64, kind: RequestKind, c: Option<Continuation>, ucont: &[u8], slots: &[Slot], retry: u8) {
+        let mut ranges = RangeList::new();
+        let next_number = slots.iter().filter(|s| s.kind != SlotKind::Retransmit).map(|s| s.number).min().unwrap_or(u32::MAX);
+        for slot in slots {
+            if slot.kind != SlotKind::Retransmit {
+                self.expected.insert(slot.number, ());
+                self.sent_at.entry(slot.number).or_insert(now_us);
+            }
+            if !slot.kind.carries_data() {
+                continue;
+            }
+            let Some(range) = self.next_range() else { continue };
+            let retransmit = slot.kind == SlotKind::Retransmit;
+            let watch = if retransmit { next_number } else { slot.number };
+            if ranges.push(range).is_err() {
+                self.lost_ranges.push_front(range);
+                continue;
+            }
+            self.outstanding.insert(range.start, Outstanding { len: range.len, watch, retransmit, later: 0 });
+        }
+        let sack: Vec<u8> = if kind == RequestKind::Syn {
+            Vec::new()
+        } else {
+            self.proof.blocks().iter().flat_map(|b| {
+                let mut out = [0u8; SACK_BLOCK_LEN];
+                b.emit(&mut out);
+                out
+            })
+            .collect()
+        };
+        let numbered: Vec<u32> = slots.iter().filter(|s| s.kind != SlotKind::Retransmit).map(|s| s.number).collect();
+        // Data rides only where a response is predicted (that response acknowledges it).
+        let chunk = if kind == RequestKind::Fin || numbered.is_empty() {
+            None
+        } else {
+            self.out.take(usize::from(self.cfg.max_request_data))
+        };
+        let (data_offset, data) = match &chunk {
+            Some((offset, bytes)) => (Some(*offset), bytes.as_slice()),
+            None => (None, &[][..]),
+        };
+        let req = Request {
+            kind,
+            flags: 0,
+            retry,
+            continuation: c,
+            sack: &sack,
+            ranges,
+            user_continuation: ucont,
+            data_offset,
+            data,
+        };
+        let mut out = alloc::vec![0u8; wire::TCP_HEADER_LEN + req.buffer_len()];
+        let Some(body) = out.get_mut(wire::TCP_HEADER_LEN..) else { return };
+        let Ok(n) = req.emit(body) else { return };
+        let header = SegmentHeader {
+            src_port: self.tuple.client_port,
+            dst_port: self.tuple.server_port,
+            syn: kind == RequestKind::Syn,
+            seq: if kind == RequestKind::Syn { self.isn } else { c.map_or(0, |c| c.number) },
+            ack: 0,
+        };
+        let Ok(len) = wire::finish_segment(&self.tuple.client_addr, &self.tuple.server_addr, &header, &mut out, n) else {
+            return;
+        };
+        out.truncate(len);
+        self.transmit.push_back(out);
+        self.stats.requests += 1;
+        if let Some((offset, bytes)) = chunk {
+            self.out.sent(offset, bytes.len(), numbered);
+        }
+        if self.deadline.is_none() {
+            self.deadline = Some(now_us.saturating_add(self.rto_us));
+        }
+    }
+
+    /// The next byte range to ask for: lost ranges first, then new data.
+    fn next_range(&mut self) -> Option<ByteRange> {
+        if let Some(r) = self.lost_ranges.pop_front() {
+            return Some(r);
+        }
+        let end = self.recv.end();
+        if end.is_some_and(|e| self.next_offset >= e) {
+            return None;
+        }
+        let mut len = self.cfg.mss;
+        if let Some(e) = end {
+            len = len.min((e - self.next_offset).min(u64::from(u16::MAX)) as u16);
+        }
+        let r = ByteRange { start: self.next_offset, len };
+        self.next_offset += u64::from(len);
+        Some(r)
+    }
+
+}

@@ -1,0 +1,434 @@
+//! Trickles over `netsim` (feature `sim`): a bulk-object server and its clients on
+//! simulated links, for tests and reproductions.
+//!
+//! Frames on the simulated links are `[src IPv4 (4)] [dst IPv4 (4)] [TCP segment]`: the
+//! addresses the MACs and checksums cover, without the rest of an IP header. One tick is
+//! one microsecond.
+//!
+//! The application is the simplest stateless one: the SYN's data is the object length
+//! (8 bytes, big-endian), the user continuation carries it back and forth, and byte `i` of
+//! the object is [`object_byte`]`(i)`, so any response can be regenerated at any time.
+
+pub mod tcp;
+use alloc::vec::Vec;
+
+pub use netsim::LinkConfig;
+use netsim::{Instant, Node, Outbox, Simulator};
+
+use crate::client::{Client, ClientConfig, ClientStats};
+use crate::conn::{Addr, FourTuple};
+use crate::crypto::KeyConfig;
+use crate::server::{EventKind, Rejected, Server, ServerConfig};
+
+/// Byte `i` of every simulated object: position-dependent, so misplaced data shows.
+pub fn object_byte(i: u64) -> u8 {
+    let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> 56) as u8 ^ (i as u8)
+}
+
+/// Fixed keys for simulations (never use constant keys outside one).
+pub fn sim_keys() -> KeyConfig {
+    KeyConfig {
+        mac_keys: [[0x11; 16], [0x22; 16]],
+        current_epoch: 0,
+        nonce_key: [0x33; 16],
+        rtx_nonce_key: [0x44; 16],
+    }
+}
+
+/// Server-side counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Segments received.
+    pub segments: u64,
+    /// Segments answered.
+    pub accepted: u64,
+    /// Rejected as replays (or Bloom false positives).
+    pub replays: u64,
+    /// Rejected for any other reason.
+    pub rejected: u64,
+    /// Response segments sent.
+    pub responses: u64,
+    /// CLOSE events seen.
+    pub closes: u64,
+}
+
+/// A simulated host: the object server or one client.
+pub enum Host {
+    /// The stateless server, answering on whichever interface a request came in.
+    Server {
+        /// The engine.
+        server: alloc::boxed::Box<Server>,
+        /// Its address.
+        addr: [u8; 4],
+        /// Interface to answer on (`None`: the one the request came in on).
+        reply_iface: Option<usize>,
+        /// Counters.
+        stats: ServerStats,
+        /// Client data received with a stream offset: `(offset, bytes)`, repeats included.
+        inbox: Vec<(u64, Vec<u8>)>,
+    },
+    /// A client fetching one object.
+    Client {
+        /// The engine.
+        client: alloc::boxed::Box<Client>,
+        /// Interface it sends on.
+        iface: usize,
+        /// The object it must receive, checked as it is read.
+        received: Vec<u8>,
+    },
+}
+
+fn frame(src: &Addr, dst: &Addr, tcp: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(8 + tcp.len());
+    f.extend_from_slice(src.as_bytes());
+    f.extend_from_slice(dst.as_bytes());
+    f.extend_from_slice(tcp);
+    f
+}
+
+fn unframe(f: &[u8]) -> Option<(Addr, Addr, &[u8])> {
+    let (src, rest) = f.split_first_chunk::<4>()?;
+    let (dst, tcp) = rest.split_first_chunk::<4>()?;
+    Some((Addr::V4(*src), Addr::V4(*dst), tcp))
+}
+
+impl Host {
+    fn flush_client(client: &mut Client, iface: usize, out: &mut Outbox) {
+        while let Some(seg) = client.poll_transmit() {
+            let t = *client.tuple();
+            out.send(iface, frame(&t.client_addr, &t.server_addr, &seg));
+        }
+    }
+
+    fn serve(server: &mut Server, stats: &mut ServerStats, inbox: &mut Vec<(u64, Vec<u8>)>, now: u64, iface: usize, packet: &[u8], out: &mut Outbox) {
+        stats.segments += 1;
+        let Some((src, dst, tcp)) = unframe(packet) else {
+            stats.rejected += 1;
+            return;
+        };
+        let reply = match server.handle_request(now, src, dst, tcp) {
+            Ok(r) => r,
+            Err(Rejected::Replay) => {
+                stats.replays += 1;
+                return;
+            }
+            Err(_) => {
+                stats.rejected += 1;
+                return;
+            }
+        };
+        stats.accepted += 1;
+        if let Some(offset) = reply.event.data_offset
+            && offset > 0
+        {
+            inbox.push((offset, reply.event.data.to_vec()));
+        }
+        let len = match reply.event.kind {
+            EventKind::Open => reply.event.data.first_chunk::<8>().map(|b| u64::from_be_bytes(*b)),
+            EventKind::Request => reply.event.user_continuation.first_chunk::<8>().map(|b| u64::from_be_bytes(*b)),
+            EventKind::Close => {
+                stats.closes += 1;
+                None
+            }
+        };
+        let Some(len) = len else { return };
+        let ucont = len.to_be_bytes();
+        let mss = server.config().mss;
+        let mut data = Vec::new();
+        let mut buf = alloc::vec![0u8; 2048];
+        for resp in &reply.responses {
+            data.clear();
+            let mut eos = false;
+            if let Some(r) = resp.range {
+                let end = r.start.saturating_add(u64::from(r.len.min(mss))).min(len);
+                data.extend((r.start.min(end)..end).map(object_byte));
+                eos = end >= len;
+            }
+            if let Ok(n) = server.emit(&reply.event.tuple, resp, &ucont, &data, eos, &mut buf) {
+                stats.responses += 1;
+                out.send(iface, frame(&reply.event.tuple.server_addr, &reply.event.tuple.client_addr, buf.get(..n).unwrap_or_default()));
+            }
+        }
+    }
+}
+
+impl Node for Host {
+    fn handle_packet(&mut self, now: Instant, iface: usize, packet: Vec<u8>, out: &mut Outbox) {
+        match self {
+            Host::Server { server, stats, addr, reply_iface, inbox } => {
+                if unframe(&packet).is_some_and(|(_, dst, _)| dst == Addr::V4(*addr)) {
+                    Host::serve(server, stats, inbox, now.ticks(), reply_iface.unwrap_or(iface), &packet, out);
+                }
+            }
+            Host::Client { client, iface: send_iface, received } => {
+                if let Some((_, _, tcp)) = unframe(&packet) {
+                    let _ = client.handle_segment(now.ticks(), tcp);
+                }
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = client.read(&mut buf);
+                    if n == 0 {
+                        break;
+                    }
+                    received.extend_from_slice(buf.get(..n).unwrap_or_default());
+                }
+                Host::flush_client(client, *send_iface, out);
+            }
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
+        if let Host::Client { client, iface, .. } = self {
+            client.handle_timeout(now.ticks());
+            Host::flush_client(client, *iface, out);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Host::Client { client, .. } => client.poll_timeout().map(Instant::from_ticks),
+            Host::Server { .. } => None,
+        }
+    }
+}
+
+/// One transfer's conditions.
+#[derive(Clone, Copy, Debug)]
+pub struct Transfer {
+    /// Object size in bytes.
+    pub object_len: u64,
+    /// The link (one-way delay in µs, jitter, MTU); its loss applies to both directions
+    /// unless overridden.
+    pub link: LinkConfig,
+    /// Loss on the server-to-client direction, in parts per million.
+    pub loss_fwd_ppm: u32,
+    /// Loss on the client-to-server direction, in parts per million.
+    pub loss_rev_ppm: u32,
+    /// Seed of the simulator.
+    pub seed: u64,
+    /// Give up after this much simulated time.
+    pub time_limit_us: u64,
+    /// Bytes the client uploads after its request (byte `i` is `object_byte(UPLOAD_BASE + i)`).
+    pub upload_len: u64,
+}
+
+/// Where the simulated upload's bytes start in the [`object_byte`] pattern (so uploaded and
+/// downloaded bytes differ).
+pub const UPLOAD_BASE: u64 = 1 << 40;
+
+impl Transfer {
+    /// A loss-free transfer of `object_len` bytes over a link of one-way `delay_us`.
+    pub fn new(object_len: u64, delay_us: u64) -> Transfer {
+        Transfer {
+            object_len,
+            link: LinkConfig::with_delay(delay_us),
+            loss_fwd_ppm: 0,
+            loss_rev_ppm: 0,
+            seed: 1,
+            time_limit_us: 600_000_000,
+            upload_len: 0,
+        }
+    }
+}
+
+/// What a transfer did.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Whether the client received the whole object.
+    pub complete: bool,
+    /// Whether every byte it received was the object's.
+    pub byte_exact: bool,
+    /// Bytes received in order.
+    pub received: u64,
+    /// Simulated time until the last byte arrived (or the limit).
+    pub elapsed_us: u64,
+    /// The client's counters.
+    pub client: ClientStats,
+    /// The server's counters.
+    pub server: ServerStats,
+    /// The server's memory, bytes.
+    pub server_memory: usize,
+    /// Whether the upload (if any) arrived whole and exact at the server application.
+    pub upload_exact: bool,
+}
+
+impl Outcome {
+    /// Goodput in megabits per second of simulated time.
+    pub fn goodput_mbps(&self) -> f64 {
+        if self.elapsed_us == 0 {
+            return 0.0;
+        }
+        self.received as f64 * 8.0 / self.elapsed_us as f64
+    }
+}
+
+/// Addresses of the simulated server and client.
+pub const SERVER_ADDR: [u8; 4] = [10, 0, 0, 2];
+/// The client's address.
+pub const CLIENT_ADDR: [u8; 4] = [10, 0, 0, 1];
+
+/// Runs one client fetching one object from the server over a two-node network.
+pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> Outcome {
+    let mut sim: Simulator<Host> = Simulator::new(t.seed);
+    let srv = sim.add_node(Host::Server {
+        server: alloc::boxed::Box::new(Server::new(server_cfg)),
+        addr: SERVER_ADDR,
+        reply_iface: Some(0),
+        stats: ServerStats::default(),
+        inbox: Vec::new(),
+    });
+    let tuple = FourTuple {
+        client_addr: Addr::V4(CLIENT_ADDR),
+        client_port: 40000,
+        server_addr: Addr::V4(SERVER_ADDR),
+        server_port: 80,
+    };
+    let cli = sim.add_node(Host::Client {
+        client: alloc::boxed::Box::new(Client::new(client_cfg, tuple, t.seed as u32 ^ 0x5eed)),
+        iface: 1,
+        received: Vec::new(),
+    });
+    // Two links so each direction has its own loss: the server answers on its interface
+    // 0 (the first link), the client sends on its interface 1 (the second).
+    sim.connect(srv, cli, t.link.loss_ppm(t.loss_fwd_ppm));
+    sim.connect(cli, srv, t.link.loss_ppm(t.loss_rev_ppm));
+    sim.act(cli, |h, now, out| {
+        if let Host::Client { client, iface, .. } = h {
+            client.connect(now.ticks(), &t.object_len.to_be_bytes());
+            let upload: Vec<u8> = (0..t.upload_len).map(|i| object_byte(UPLOAD_BASE + i)).collect();
+            client.send_data(&upload);
+            Host::flush_client(client, *iface, out);
+        }
+    });
+    let limit = Instant::from_ticks(t.time_limit_us);
+    let mut finished_at = None;
+    while let Some(now) = sim.step() {
+        if now > limit {
+            break;
+        }
+        if finished_at.is_none()
+            && let Host::Client { client, .. } = sim.node(cli)
+            && client.is_complete()
+            && client.sent_all()
+        {
+            finished_at = Some(now.ticks());
+            break;
+        }
+    }
+    let mut outcome = Outcome {
+        complete: false,
+        byte_exact: false,
+        received: 0,
+        elapsed_us: finished_at.unwrap_or(t.time_limit_us),
+        client: ClientStats::default(),
+        server: ServerStats::default(),
+        server_memory: 0,
+        upload_exact: false,
+    };
+    if let Host::Client { client, received, .. } = sim.node(cli) {
+        outcome.complete = client.is_complete();
+        outcome.received = client.delivered();
+        outcome.client = client.stats();
+        outcome.byte_exact = received.len() as u64 == client.delivered()
+            && received.iter().enumerate().all(|(i, &b)| b == object_byte(i as u64));
+    }
+    if let Host::Server { server, stats, inbox, .. } = sim.node(srv) {
+        outcome.server = *stats;
+        outcome.server_memory = server.memory_bytes();
+        outcome.upload_exact = upload_matches(inbox, t.upload_len);
+    }
+    outcome
+}
+
+/// Whether the pieces the application received rebuild the upload exactly (the SYN's
+/// 8-byte request sits at offset 0, the upload after it; repeats must agree).
+fn upload_matches(inbox: &[(u64, Vec<u8>)], len: u64) -> bool {
+    let mut seen = alloc::vec![false; len as usize];
+    for (offset, data) in inbox {
+        for (j, &b) in data.iter().enumerate() {
+            let Some(i) = (offset + j as u64).checked_sub(8) else { return false };
+            if i >= len || b != object_byte(UPLOAD_BASE + i) {
+                return false;
+            }
+            if let Some(s) = seen.get_mut(i as usize) {
+                *s = true;
+            }
+        }
+    }
+    seen.iter().all(|&s| s)
+}
+
+/// What many simultaneous clients did.
+#[derive(Clone, Debug)]
+pub struct ManyOutcome {
+    /// Clients that received their whole object.
+    pub complete: usize,
+    /// Whether every client's bytes were exact.
+    pub byte_exact: bool,
+    /// Simulated time until the last client finished (or the limit).
+    pub elapsed_us: u64,
+    /// The server's memory at the end, bytes.
+    pub server_memory: usize,
+    /// The server's counters.
+    pub server: ServerStats,
+}
+
+/// Runs `n` clients, each on its own link to one server, all fetching `object_len` bytes
+/// at once; client `i` starts `i * stagger_us` after the first.
+pub fn run_clients(n: u32, object_len: u64, link: LinkConfig, stagger_us: u64, seed: u64, time_limit_us: u64) -> ManyOutcome {
+    let mut sim: Simulator<Host> = Simulator::new(seed);
+    let srv = sim.add_node(Host::Server {
+        server: alloc::boxed::Box::new(Server::new(ServerConfig::new(sim_keys()))),
+        addr: SERVER_ADDR,
+        reply_iface: None,
+        stats: ServerStats::default(),
+        inbox: Vec::new(),
+    });
+    let mut clients = Vec::new();
+    for i in 0..n {
+        let tuple = FourTuple {
+            client_addr: Addr::V4([10, 1 + (i >> 16) as u8, (i >> 8) as u8, i as u8]),
+            client_port: 40000,
+            server_addr: Addr::V4(SERVER_ADDR),
+            server_port: 80,
+        };
+        let id = sim.add_node(Host::Client {
+            client: alloc::boxed::Box::new(Client::new(ClientConfig::default(), tuple, seed as u32 ^ i)),
+            iface: 0,
+            received: Vec::new(),
+        });
+        sim.connect(id, srv, link);
+        clients.push(id);
+    }
+    for (i, &id) in clients.iter().enumerate() {
+        sim.run_until(Instant::from_ticks(i as u64 * stagger_us));
+        sim.act(id, |h, now, out| {
+            if let Host::Client { client, iface, .. } = h {
+                client.connect(now.ticks(), &object_len.to_be_bytes());
+                Host::flush_client(client, *iface, out);
+            }
+        });
+    }
+    let limit = Instant::from_ticks(time_limit_us);
+    let mut last = 0;
+    while let Some(now) = sim.step() {
+        if now > limit {
+            break;
+        }
+        last = now.ticks();
+    }
+    let mut outcome = ManyOutcome { complete: 0, byte_exact: true, elapsed_us: last, server_memory: 0, server: ServerStats::default() };
+    for &id in &clients {
+        if let Host::Client { client, received, .. } = sim.node(id) {
+            outcome.complete += usize::from(client.is_complete());
+            outcome.byte_exact &= received.len() as u64 == client.delivered()
+                && received.iter().enumerate().all(|(i, &b)| b == object_byte(i as u64));
+        }
+    }
+    if let Host::Server { server, stats, .. } = sim.node(srv) {
+        outcome.server = *stats;
+        outcome.server_memory = server.memory_bytes();
+    }
+    outcome
+}
