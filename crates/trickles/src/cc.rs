@@ -37,8 +37,9 @@
 //! ## Retransmit timeout
 //!
 //! A timeout request resets to slow start: `ssthresh = max(W(a − 1)/2, 2)` with `a` the
-//! first loss in the proof (or `k + 1` if none), `cwnd = initialCwnd`, and `cwnd` data
-//! responses open an epoch numbered beyond anything the old one can have issued.
+//! first loss in the proof (or `k + 1` if none), `cwnd = min(initialCwnd, ssthresh)`, and
+//! `cwnd` data responses open an epoch numbered beyond anything the old one can have
+//! issued.
 
 use alloc::vec::Vec;
 
@@ -58,6 +59,11 @@ pub struct CcConfig {
     pub max_cwnd: u16,
     /// Most lost packets one request may have retransmitted (§2.5 step 2).
     pub burst_limit: u16,
+    /// Delayed acknowledgments: only every other packet of an epoch (those an even
+    /// distance from `TCPBase`) carries a continuation, and the request made with it
+    /// acknowledges that packet and the one before, as two consecutive requests would.
+    /// Halves requests and MAC checks; the window follows the same `TCPCwnd`.
+    pub delayed_ack: bool,
 }
 
 impl Default for CcConfig {
@@ -67,6 +73,7 @@ impl Default for CcConfig {
             initial_ssthresh: 8191,
             max_cwnd: 8191,
             burst_limit: 8,
+            delayed_ack: false,
         }
     }
 }
@@ -147,10 +154,16 @@ pub enum PlanError {
 impl core::fmt::Display for PlanError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            PlanError::ProofMissesRequest => f.write_str("SACK proof does not acknowledge the request's packet"),
-            PlanError::ProofAhead => f.write_str("SACK proof covers packets after the request's packet"),
+            PlanError::ProofMissesRequest => {
+                f.write_str("SACK proof does not acknowledge the request's packet")
+            }
+            PlanError::ProofAhead => {
+                f.write_str("SACK proof covers packets after the request's packet")
+            }
             PlanError::Exhausted => f.write_str("packet numbers exhausted"),
-            PlanError::OutsideWindow => f.write_str("request lies beyond the window at the loss it reports"),
+            PlanError::OutsideWindow => {
+                f.write_str("request lies beyond the window at the loss it reports")
+            }
         }
     }
 }
@@ -169,7 +182,8 @@ impl Epoch {
         Epoch {
             tcp_base: c.tcp_base,
             start_cwnd: c.start_cwnd.max(1),
-            ssthresh: c.ssthresh.max(1),
+            // An epoch's first window is its start; TCPCwnd never reads below it.
+            ssthresh: c.ssthresh.max(c.start_cwnd).max(1),
             max_cwnd: cfg.max_cwnd.max(1),
         }
     }
@@ -206,24 +220,65 @@ pub fn losses(proof: &[SackBlock], from: u32, k: u32) -> impl Iterator<Item = (u
 /// `proof` (already shape-checked, nonces verified by the server).
 ///
 /// A normal request's proof must end exactly at `c.number`; a timeout request's proof
-/// may be empty.
-pub fn plan(c: &Continuation, proof: &[SackBlock], mode: RequestMode, cfg: &CcConfig) -> Result<Vec<Slot>, PlanError> {
+/// may be empty or reach past it (the client times out with its latest continuation,
+/// and may hold later packets that carried none).
+pub fn plan(
+    c: &Continuation,
+    proof: &[SackBlock],
+    mode: RequestMode,
+    cfg: &CcConfig,
+) -> Result<Vec<Slot>, PlanError> {
     let k = c.number;
     let last = proof.last().map(|b| b.right);
-    if last.is_some_and(|r| r > k) {
+    if mode == RequestMode::Normal && last.is_some_and(|r| r > k) {
         return Err(PlanError::ProofAhead);
     }
     let ep = Epoch::of(c, cfg);
     let first_loss = losses(proof, c.proof_start, k).next().map(|(a, _)| a);
-    match mode {
-        RequestMode::Timeout => timeout(c, ep, first_loss, cfg),
+    let mut slots = match mode {
+        RequestMode::Timeout => timeout(c, ep, first_loss, cfg)?,
         RequestMode::Normal => {
             if last != Some(k) {
                 return Err(PlanError::ProofMissesRequest);
             }
-            match first_loss {
-                None => normal(c, ep),
-                Some(j) => recovery(c, ep, proof, j, cfg),
+            // With delayed acks the request stands for requests k − 1 and k, unless
+            // packet k − 1 was lost (then recovery regenerates it like any lost request).
+            let pair = cfg.delayed_ack
+                && k.checked_sub(1).is_some_and(|p| {
+                    p >= c.proof_start
+                        && !losses(proof, c.proof_start, k).any(|(a, b)| a <= p && p <= b)
+                });
+            let mut slots = Vec::new();
+            for v in if pair { k - 1..=k } else { k..=k } {
+                let cv = Continuation { number: v, ..*c };
+                let first_loss = losses(proof, c.proof_start, v).next().map(|(a, _)| a);
+                slots.extend(match first_loss {
+                    None => normal(&cv, ep)?,
+                    Some(j) => recovery(&cv, ep, proof, j, cfg)?,
+                });
+            }
+            slots
+        }
+    };
+    delay(cfg, &mut slots);
+    Ok(slots)
+}
+
+/// With delayed acks, strips the continuation from packets an odd distance from their
+/// epoch's base: each is acknowledged with the next one. They keep their numbers, so the
+/// epoch's numbers stay contiguous.
+fn delay(cfg: &CcConfig, slots: &mut [Slot]) {
+    if !cfg.delayed_ack {
+        return;
+    }
+    for slot in slots {
+        if slot
+            .params
+            .is_some_and(|p| !p.number.wrapping_sub(p.tcp_base).is_multiple_of(2))
+        {
+            slot.params = None;
+            if slot.kind == SlotKind::ContinuationOnly {
+                slot.kind = SlotKind::Data;
             }
         }
     }
@@ -256,11 +311,20 @@ fn normal(c: &Continuation, ep: Epoch) -> Result<Vec<Slot>, PlanError> {
         .collect())
 }
 
-fn recovery(c: &Continuation, ep: Epoch, proof: &[SackBlock], j: u32, cfg: &CcConfig) -> Result<Vec<Slot>, PlanError> {
+fn recovery(
+    c: &Continuation,
+    ep: Epoch,
+    proof: &[SackBlock],
+    j: u32,
+    cfg: &CcConfig,
+) -> Result<Vec<Slot>, PlanError> {
     let k = c.number;
     let cwnd_at_loss = ep.w(j.saturating_sub(1));
     let new_cwnd = (cwnd_at_loss / 2).max(2);
-    let r = j.saturating_sub(1).checked_add(cwnd_at_loss).ok_or(PlanError::Exhausted)?;
+    let r = j
+        .saturating_sub(1)
+        .checked_add(cwnd_at_loss)
+        .ok_or(PlanError::Exhausted)?;
     r.checked_add(new_cwnd + 1).ok_or(PlanError::Exhausted)?;
     if k > r {
         return Err(PlanError::OutsideWindow);
@@ -282,39 +346,64 @@ fn recovery(c: &Continuation, ep: Epoch, proof: &[SackBlock], j: u32, cfg: &CcCo
     };
     let mut slots = Vec::new();
     // The run of losses right before k, if k is the first packet after it.
-    let run = losses(proof, c.proof_start, k).last().filter(|&(_, b)| b.checked_add(1) == Some(k));
+    let run = losses(proof, c.proof_start, k)
+        .last()
+        .filter(|&(_, b)| b.checked_add(1) == Some(k));
     if let Some((a, b)) = run {
         // (2) retransmit the run, up to burstLimit packets.
         let limit = u32::from(cfg.burst_limit);
         for lost in (a..=b).take(limit as usize) {
-            slots.push(Slot { number: lost, kind: SlotKind::Retransmit, params: None });
+            slots.push(Slot {
+                number: lost,
+                kind: SlotKind::Retransmit,
+                params: None,
+            });
         }
         // The retransmission of the first loss is a trickle of the new window.
         if a == j {
             let n = r + new_cwnd;
-            slots.push(Slot { number: n, kind: SlotKind::ContinuationOnly, params: Some(params(n)) });
+            slots.push(Slot {
+                number: n,
+                kind: SlotKind::ContinuationOnly,
+                params: Some(params(n)),
+            });
         }
         // (b) regenerate lost requests that (a) would have kept (only offsets inside the
         // window can qualify, so the loop is bounded by the window, not by the run).
         let from = a.max(j.saturating_add(keep_from));
         for lost in from..=b {
             if let Some(n) = survivor(lost.saturating_sub(j)) {
-                slots.push(Slot { number: n, kind: SlotKind::ContinuationOnly, params: Some(params(n)) });
+                slots.push(Slot {
+                    number: n,
+                    kind: SlotKind::ContinuationOnly,
+                    params: Some(params(n)),
+                });
             }
         }
     }
     // (a) continue or terminate this trickle.
     if let Some(n) = survivor(k.saturating_sub(j)) {
-        slots.push(Slot { number: n, kind: SlotKind::Data, params: Some(params(n)) });
+        slots.push(Slot {
+            number: n,
+            kind: SlotKind::Data,
+            params: Some(params(n)),
+        });
     }
     Ok(slots)
 }
 
-fn timeout(c: &Continuation, ep: Epoch, first_loss: Option<u32>, cfg: &CcConfig) -> Result<Vec<Slot>, PlanError> {
+fn timeout(
+    c: &Continuation,
+    ep: Epoch,
+    first_loss: Option<u32>,
+    cfg: &CcConfig,
+) -> Result<Vec<Slot>, PlanError> {
     let k = c.number;
     let a = first_loss.unwrap_or(k.saturating_add(1));
     let ssthresh = (ep.w(a.saturating_sub(1)) / 2).max(2);
-    let cwnd = u32::from(cfg.initial_cwnd.max(1));
+    // Never above ssthresh: the epoch must start in slow start for its numbering (and
+    // Reno's loss window is 1, so this stays conservative).
+    let cwnd = u32::from(cfg.initial_cwnd.max(1)).min(ssthresh);
     // Every number the old epoch can have issued is at most k + W(k) (normal requests)
     // plus a recovery's newCwnd ≤ W(k) survivors.
     let wk = ep.w(k);
@@ -349,7 +438,7 @@ fn timeout(c: &Continuation, ep: Epoch, first_loss: Option<u32>, cfg: &CcConfig)
 /// numbered `1..=initial_cwnd` (epoch base 0).
 pub fn open(cfg: &CcConfig) -> Vec<Slot> {
     let cwnd = u32::from(cfg.initial_cwnd.max(1));
-    (1..=cwnd)
+    let mut slots: Vec<Slot> = (1..=cwnd)
         .map(|number| Slot {
             number,
             kind: SlotKind::Data,
@@ -363,5 +452,7 @@ pub fn open(cfg: &CcConfig) -> Vec<Slot> {
                 rtx: 0,
             }),
         })
-        .collect()
+        .collect();
+    delay(cfg, &mut slots);
+    slots
 }

@@ -84,7 +84,11 @@ mod tests {
         b.client_port = 1001;
         let mut c = a;
         c.server_addr = Addr::V6([0; 16]);
-        let (mut ea, mut eb, mut ec) = ([0; FOUR_TUPLE_MAX_LEN], [0; FOUR_TUPLE_MAX_LEN], [0; FOUR_TUPLE_MAX_LEN]);
+        let (mut ea, mut eb, mut ec) = (
+            [0; FOUR_TUPLE_MAX_LEN],
+            [0; FOUR_TUPLE_MAX_LEN],
+            [0; FOUR_TUPLE_MAX_LEN],
+        );
         let (na, nb, nc) = (a.encode(&mut ea), b.encode(&mut eb), c.encode(&mut ec));
         assert_eq!(na, 13);
         assert_eq!(nc, 25);

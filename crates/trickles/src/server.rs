@@ -22,7 +22,7 @@ use crate::conn::{Addr, FourTuple};
 use crate::continuation::Continuation;
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
 use crate::replay::{self, ReplayConfig, ReplayFilter};
-use crate::sack::{self, ProofError, SackBlock, MAX_SACK_BLOCKS};
+use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
 use crate::wire::{self, ByteRange, Request, RequestKind, Response, ResponseKind, WireError};
 
 /// Everything a server (and its replicas) is configured with.
@@ -58,6 +58,19 @@ impl ServerConfig {
 /// − 16 bytes left for a small user continuation.
 pub const DEFAULT_MSS: u16 = 1362;
 
+/// The Bloom key of a SYN: its connection nonce (a CMAC output, so uniform) folded with
+/// the retry count the way [`replay::replay_hash`] folds a tag's.
+fn syn_hash(conn_nonce: u64, retry: u8) -> u64 {
+    let mut tag = [0u8; 16];
+    tag[..8].copy_from_slice(&conn_nonce.to_be_bytes());
+    tag[8..].copy_from_slice(&(!conn_nonce).to_be_bytes());
+    replay::replay_hash(&tag, retry)
+}
+
+/// Most retransmissions of one normal request the server answers (each with half the
+/// data of the one before, and never with a continuation).
+pub const MAX_RETRY: u8 = 3;
+
 /// Why a segment got no answer. Every rejection is silent on the wire (§2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rejected {
@@ -77,6 +90,8 @@ pub enum Rejected {
     Proof(ProofError),
     /// The proof is inconsistent with the request.
     Plan(PlanError),
+    /// A request retransmitted more than [`MAX_RETRY`] times.
+    TooManyRetries,
 }
 
 impl core::fmt::Display for Rejected {
@@ -90,6 +105,7 @@ impl core::fmt::Display for Rejected {
             Rejected::OtherSite => f.write_str("continuation issued by another site"),
             Rejected::Proof(e) => write!(f, "bad SACK proof: {e}"),
             Rejected::Plan(e) => write!(f, "inconsistent request: {e}"),
+            Rejected::TooManyRetries => f.write_str("request retransmitted too often"),
         }
     }
 }
@@ -141,12 +157,17 @@ pub struct PlannedResponse {
     pub continuation: Option<Continuation>,
     /// The bytes of the server's output stream the client asked this response to carry.
     pub range: Option<ByteRange>,
+    /// Most application bytes it may carry: the MSS, halved for each retransmission of
+    /// the request (§2.2's exponential backoff).
+    pub limit: u16,
 }
 
 impl PlannedResponse {
-    /// Most application bytes this response may carry: the range's length, at most `mss`.
+    /// Most application bytes this response may carry: the range's length, at most
+    /// `limit` and `mss`.
     pub fn allowed(&self, mss: u16) -> usize {
-        self.range.map_or(0, |r| usize::from(r.len.min(mss)))
+        self.range
+            .map_or(0, |r| usize::from(r.len.min(mss).min(self.limit)))
     }
 }
 
@@ -205,7 +226,13 @@ impl Server {
     ///
     /// An invalid continuation costs one MAC computation; a segment that fails to parse
     /// costs none.
-    pub fn handle_request<'a>(&mut self, now_us: u64, src: Addr, dst: Addr, tcp: &'a [u8]) -> Result<Reply<'a>, Rejected> {
+    pub fn handle_request<'a>(
+        &mut self,
+        now_us: u64,
+        src: Addr,
+        dst: Addr,
+        tcp: &'a [u8],
+    ) -> Result<Reply<'a>, Rejected> {
         let seg = wire::parse_segment(&src, &dst, tcp)?;
         let req = Request::parse(seg.payload)?;
         let tuple = FourTuple {
@@ -215,11 +242,20 @@ impl Server {
             server_port: seg.dst_port,
         };
         let now_ms = (now_us / 1000) as u32;
+        if req.kind == RequestKind::Request && req.retry > MAX_RETRY {
+            return Err(Rejected::TooManyRetries);
+        }
+        let limit = self.cfg.mss >> req.retry.min(15);
         let (kind, conn_nonce, rtt_us, slots) = match (req.kind, req.continuation) {
             (RequestKind::Syn, None) => {
                 self.inbound_macs += 1;
                 let nonce = self.keys.conn_nonce(&tuple, seg.seq);
-                if !self.replay.check_and_insert(now_us, nonce) {
+                // A retransmitted SYN carries its retry count, so it is not taken for a
+                // replay of the first; a replayed SYN of the same count is dropped.
+                if !self
+                    .replay
+                    .check_and_insert(now_us, syn_hash(nonce, req.retry))
+                {
                     return Err(Rejected::Replay);
                 }
                 (EventKind::Open, nonce, 0, cc::open(&self.cfg.cc))
@@ -229,14 +265,34 @@ impl Server {
                 self.authenticate(now_ms, &tuple, &c, kind)?;
                 let proof = self.proof(&req, c.conn_nonce)?;
                 self.fresh(now_us, &c, kind, req.retry)?;
-                let slots = match kind {
+                let mut slots = match kind {
                     RequestKind::Fin => Vec::new(),
-                    RequestKind::Timeout => cc::plan(&c, &proof, RequestMode::Timeout, &self.cfg.cc).map_err(Rejected::Plan)?,
-                    _ => cc::plan(&c, &proof, RequestMode::Normal, &self.cfg.cc).map_err(Rejected::Plan)?,
+                    RequestKind::Timeout => {
+                        cc::plan(&c, &proof, RequestMode::Timeout, &self.cfg.cc)
+                            .map_err(Rejected::Plan)?
+                    }
+                    _ => cc::plan(&c, &proof, RequestMode::Normal, &self.cfg.cc)
+                        .map_err(Rejected::Plan)?,
                 };
+                if kind == RequestKind::Request && req.retry > 0 {
+                    // A retransmitted request re-delivers data only: its responses carry
+                    // no continuation, so retries can never multiply trickles.
+                    slots.retain(|s| s.kind.carries_data());
+                    for s in &mut slots {
+                        s.params = None;
+                    }
+                }
                 let sample = now_ms.wrapping_sub(c.timestamp_ms).saturating_mul(1000);
-                let rtt = if c.rtt_us == 0 { sample } else { c.rtt_us - c.rtt_us / 8 + sample / 8 };
-                let event = if kind == RequestKind::Fin { EventKind::Close } else { EventKind::Request };
+                let rtt = if c.rtt_us == 0 {
+                    sample
+                } else {
+                    c.rtt_us - c.rtt_us / 8 + sample / 8
+                };
+                let event = if kind == RequestKind::Fin {
+                    EventKind::Close
+                } else {
+                    EventKind::Request
+                };
                 (event, c.conn_nonce, rtt, slots)
             }
         };
@@ -244,8 +300,16 @@ impl Server {
         let responses = slots
             .iter()
             .map(|slot| {
-                let range = if slot.kind.carries_data() { ranges.next() } else { None };
-                self.respond(slot, range, &tuple, conn_nonce, rtt_us, now_ms)
+                let range = if slot.kind.carries_data() {
+                    ranges.next()
+                } else {
+                    None
+                };
+                let mut resp = self.respond(slot, range, &tuple, conn_nonce, rtt_us, now_ms);
+                if req.kind == RequestKind::Request {
+                    resp.limit = limit;
+                }
+                resp
             })
             .collect();
         Ok(Reply {
@@ -262,9 +326,18 @@ impl Server {
 
     /// MAC first, then freshness and site (Fig. 4A). The replay filter comes after the
     /// SACK proof is checked, so nothing that fails a check is ever inserted.
-    fn authenticate(&mut self, now_ms: u32, tuple: &FourTuple, c: &Continuation, kind: RequestKind) -> Result<(), Rejected> {
+    fn authenticate(
+        &mut self,
+        now_ms: u32,
+        tuple: &FourTuple,
+        c: &Continuation,
+        kind: RequestKind,
+    ) -> Result<(), Rejected> {
         self.inbound_macs += 1;
-        if !self.keys.verify(c.key_epoch, tuple, &c.mac_fields(), &c.tag) {
+        if !self
+            .keys
+            .verify(c.key_epoch, tuple, &c.mac_fields(), &c.tag)
+        {
             return Err(Rejected::Mac);
         }
         if kind == RequestKind::Timeout {
@@ -283,14 +356,24 @@ impl Server {
 
     /// At-most-once for normal requests (keyed by the tag and the retry counter); at most
     /// one timeout per connection per horizon interval.
-    fn fresh(&mut self, now_us: u64, c: &Continuation, kind: RequestKind, retry: u8) -> Result<(), Rejected> {
+    fn fresh(
+        &mut self,
+        now_us: u64,
+        c: &Continuation,
+        kind: RequestKind,
+        retry: u8,
+    ) -> Result<(), Rejected> {
         let hash = if kind == RequestKind::Timeout {
             let interval = now_us / self.cfg.replay.horizon_us.max(1);
             replay::timeout_hash(c.conn_nonce, interval, &self.keys)
         } else {
             replay::replay_hash(&c.tag, retry)
         };
-        if self.replay.check_and_insert(now_us, hash) { Ok(()) } else { Err(Rejected::Replay) }
+        if self.replay.check_and_insert(now_us, hash) {
+            Ok(())
+        } else {
+            Err(Rejected::Replay)
+        }
     }
 
     fn proof(&self, req: &Request<'_>, conn_nonce: u64) -> Result<Vec<SackBlock>, Rejected> {
@@ -301,16 +384,30 @@ impl Server {
         if blocks.len() > MAX_SACK_BLOCKS {
             return Err(Rejected::Proof(ProofError::TooMany));
         }
-        sack::verify_proof(self.keys.nonces(NonceKind::Original), conn_nonce, &blocks).map_err(Rejected::Proof)?;
+        sack::verify_proof(self.keys.nonces(NonceKind::Original), conn_nonce, &blocks)
+            .map_err(Rejected::Proof)?;
         Ok(blocks)
     }
 
-    fn respond(&self, slot: &Slot, range: Option<ByteRange>, tuple: &FourTuple, conn_nonce: u64, rtt_us: u32, now_ms: u32) -> PlannedResponse {
+    fn respond(
+        &self,
+        slot: &Slot,
+        range: Option<ByteRange>,
+        tuple: &FourTuple,
+        conn_nonce: u64,
+        rtt_us: u32,
+        now_ms: u32,
+    ) -> PlannedResponse {
         let (kind, nonce_kind) = match slot.kind {
             SlotKind::Retransmit => (ResponseKind::Retransmit, NonceKind::Retransmit),
-            SlotKind::Data | SlotKind::ContinuationOnly => (ResponseKind::Data, NonceKind::Original),
+            SlotKind::Data | SlotKind::ContinuationOnly => {
+                (ResponseKind::Data, NonceKind::Original)
+            }
         };
-        let nonce = self.keys.nonces(nonce_kind).packet_nonce(conn_nonce, slot.number);
+        let nonce = self
+            .keys
+            .nonces(nonce_kind)
+            .packet_nonce(conn_nonce, slot.number);
         let continuation = slot.params.map(|p| {
             let mut c = Continuation {
                 number: p.number,
@@ -328,7 +425,10 @@ impl Server {
                 conn_nonce,
                 tag: [0; 16],
             };
-            c.tag = self.keys.mac(c.key_epoch, tuple, &c.mac_fields()).unwrap_or_default();
+            c.tag = self
+                .keys
+                .mac(c.key_epoch, tuple, &c.mac_fields())
+                .unwrap_or_default();
             c
         });
         PlannedResponse {
@@ -337,13 +437,22 @@ impl Server {
             nonce,
             continuation,
             range,
+            limit: self.cfg.mss,
         }
     }
 
     /// Writes the segment for `resp` carrying `data` (at most the response's allowed
     /// bytes; the rest is cut) and `user_continuation` into `out`; returns its length.
     /// `end_of_stream` tells the client the output ends with this data.
-    pub fn emit(&self, tuple: &FourTuple, resp: &PlannedResponse, user_continuation: &[u8], data: &[u8], end_of_stream: bool, out: &mut [u8]) -> Result<usize, WireError> {
+    pub fn emit(
+        &self,
+        tuple: &FourTuple,
+        resp: &PlannedResponse,
+        user_continuation: &[u8],
+        data: &[u8],
+        end_of_stream: bool,
+        out: &mut [u8],
+    ) -> Result<usize, WireError> {
         let data = data.get(..resp.allowed(self.cfg.mss)).unwrap_or(data);
         let msg = Response {
             kind: resp.kind,
@@ -355,7 +464,9 @@ impl Server {
             user_continuation,
             data,
         };
-        let body = out.get_mut(wire::TCP_HEADER_LEN..).ok_or(WireError::BadLength)?;
+        let body = out
+            .get_mut(wire::TCP_HEADER_LEN..)
+            .ok_or(WireError::BadLength)?;
         let n = msg.emit(body)?;
         let seg = wire::SegmentHeader {
             src_port: tuple.server_port,

@@ -16,11 +16,21 @@ const CLIENT: Addr = Addr::V4([10, 0, 0, 1]);
 const SERVER: Addr = Addr::V4([10, 0, 0, 2]);
 
 fn keys() -> KeyConfig {
-    KeyConfig { mac_keys: [[1; 16], [2; 16]], current_epoch: 0, nonce_key: [3; 16], rtx_nonce_key: [4; 16] }
+    KeyConfig {
+        mac_keys: [[1; 16], [2; 16]],
+        current_epoch: 0,
+        nonce_key: [3; 16],
+        rtx_nonce_key: [4; 16],
+    }
 }
 
 fn tuple() -> FourTuple {
-    FourTuple { client_addr: CLIENT, client_port: 5555, server_addr: SERVER, server_port: 80 }
+    FourTuple {
+        client_addr: CLIENT,
+        client_port: 5555,
+        server_addr: SERVER,
+        server_port: 80,
+    }
 }
 
 /// Answers a request the way a trivial application would (1 KB per allowed response).
@@ -30,7 +40,9 @@ fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Result<Vec<Vec<u8>>, Rej
     for r in &reply.responses {
         let data = vec![7u8; r.allowed(server.config().mss)];
         let mut buf = vec![0u8; 2048];
-        let n = server.emit(&reply.event.tuple, r, &[], &data, false, &mut buf).unwrap();
+        let n = server
+            .emit(&reply.event.tuple, r, &[], &data, false, &mut buf)
+            .unwrap();
         buf.truncate(n);
         out.push(buf);
     }
@@ -59,7 +71,13 @@ fn connected(now: u64) -> (Server, Client, Vec<Vec<u8>>) {
 fn reframe(req: &Request<'_>, from: &FourTuple) -> Vec<u8> {
     let mut out = vec![0u8; wire::TCP_HEADER_LEN + req.buffer_len()];
     let n = req.emit(&mut out[wire::TCP_HEADER_LEN..]).unwrap();
-    let h = SegmentHeader { src_port: from.client_port, dst_port: from.server_port, syn: false, seq: 1, ack: 0 };
+    let h = SegmentHeader {
+        src_port: from.client_port,
+        dst_port: from.server_port,
+        syn: false,
+        seq: 1,
+        ack: 0,
+    };
     let len = wire::finish_segment(&from.client_addr, &from.server_addr, &h, &mut out, n).unwrap();
     out.truncate(len);
     out
@@ -80,21 +98,40 @@ fn every_single_bit_flip_of_a_continuation_is_rejected() {
     for bit in 0..CONTINUATION_LEN * 8 {
         let mut flipped = bytes;
         flipped[bit / 8] ^= 1 << (bit % 8);
-        let Ok(bad) = Continuation::parse(&flipped) else { continue };
-        let forged = Request { continuation: Some(bad), ..req };
+        let Ok(bad) = Continuation::parse(&flipped) else {
+            continue;
+        };
+        let forged = Request {
+            continuation: Some(bad),
+            ..req
+        };
         let before = server.inbound_macs();
         let verdict = answer(&mut server, now + 20_000, &reframe(&forged, &tuple()));
         assert_eq!(verdict.err(), Some(Rejected::Mac), "bit {bit} accepted");
-        assert_eq!(server.inbound_macs() - before, 1, "bit {bit} cost more than one MAC");
+        assert_eq!(
+            server.inbound_macs() - before,
+            1,
+            "bit {bit} cost more than one MAC"
+        );
     }
     // The tuple is MACed too: the same request from another port or address is refused.
     for other in [
-        FourTuple { client_port: 5556, ..tuple() },
-        FourTuple { client_addr: Addr::V4([10, 0, 0, 3]), ..tuple() },
-        FourTuple { server_port: 81, ..tuple() },
+        FourTuple {
+            client_port: 5556,
+            ..tuple()
+        },
+        FourTuple {
+            client_addr: Addr::V4([10, 0, 0, 3]),
+            ..tuple()
+        },
+        FourTuple {
+            server_port: 81,
+            ..tuple()
+        },
     ] {
         let seg = reframe(&req, &other);
-        let verdict = server.handle_request(now + 20_000, other.client_addr, other.server_addr, &seg);
+        let verdict =
+            server.handle_request(now + 20_000, other.client_addr, other.server_addr, &seg);
         assert_eq!(verdict.err(), Some(Rejected::Mac));
     }
     // The untouched request still works: the forgeries left nothing in the replay filter.
@@ -106,11 +143,23 @@ fn a_replay_inside_the_horizon_is_dropped_and_a_stale_request_too() {
     let now = 1_000_000;
     let (mut server, _client, requests) = connected(now);
     assert!(answer(&mut server, now + 20_000, &requests[0]).is_ok());
-    assert_eq!(answer(&mut server, now + 30_000, &requests[0]).err(), Some(Rejected::Replay));
+    assert_eq!(
+        answer(&mut server, now + 30_000, &requests[0]).err(),
+        Some(Rejected::Replay)
+    );
     // Just inside the horizon (1 s) still a replay; beyond it, stale before the filter.
-    assert_eq!(answer(&mut server, now + 990_000, &requests[0]).err(), Some(Rejected::Replay));
-    assert_eq!(answer(&mut server, now + 1_200_000, &requests[1]).err(), Some(Rejected::Stale));
-    assert_eq!(answer(&mut server, now + 5_000_000, &requests[0]).err(), Some(Rejected::Stale));
+    assert_eq!(
+        answer(&mut server, now + 990_000, &requests[0]).err(),
+        Some(Rejected::Replay)
+    );
+    assert_eq!(
+        answer(&mut server, now + 1_200_000, &requests[1]).err(),
+        Some(Rejected::Stale)
+    );
+    assert_eq!(
+        answer(&mut server, now + 5_000_000, &requests[0]).err(),
+        Some(Rejected::Stale)
+    );
 }
 
 #[test]
@@ -124,7 +173,11 @@ fn a_forged_proof_that_hides_a_loss_is_rejected() {
     let honest: Vec<SackBlock> = req.sack_chunks().map(SackBlock::parse).collect();
     assert_eq!(honest.last().unwrap().right, k);
     for guess in [0u32, 1, 0xdead_beef, honest[0].nonce ^ 1] {
-        let forged = [SackBlock { left: 1, right: k, nonce: guess }];
+        let forged = [SackBlock {
+            left: 1,
+            right: k,
+            nonce: guess,
+        }];
         let mut sack = vec![0u8; SACK_BLOCK_LEN];
         forged[0].emit((&mut sack[..]).try_into().unwrap());
         let bad = Request { sack: &sack, ..req };
@@ -132,7 +185,10 @@ fn a_forged_proof_that_hides_a_loss_is_rejected() {
         if guess == honest[0].nonce && honest.len() == 1 {
             continue;
         }
-        assert!(matches!(verdict, Err(Rejected::Proof(_))), "guess {guess:#x}: {verdict:?}");
+        assert!(
+            matches!(verdict, Err(Rejected::Proof(_))),
+            "guess {guess:#x}: {verdict:?}"
+        );
     }
 }
 
@@ -141,7 +197,10 @@ fn timeout_requests_cannot_buy_bandwidth() {
     let now = 1_000_000;
     let (mut server, _client, requests) = connected(now);
     let req = Request::parse(payload(&requests[0])).unwrap();
-    let timeout = Request { kind: RequestKind::Timeout, ..req };
+    let timeout = Request {
+        kind: RequestKind::Timeout,
+        ..req
+    };
     let seg = reframe(&timeout, &tuple());
     // Hammer the server with the same timeout request for ten horizons, 100 per horizon.
     let mut responses = 0;
@@ -153,7 +212,10 @@ fn timeout_requests_cannot_buy_bandwidth() {
         }
     }
     // At most one timeout per connection per horizon, each worth initialCwnd responses.
-    assert!(responses <= 10 * 3, "{responses} responses from timeout requests");
+    assert!(
+        responses <= 10 * 3,
+        "{responses} responses from timeout requests"
+    );
     assert!(responses >= 3);
 }
 
@@ -175,4 +237,45 @@ proptest! {
         let _ = server.handle_request(1_000, CLIENT, SERVER, &seg[..n]);
         prop_assert!(server.inbound_macs() <= 1);
     }
+}
+
+#[test]
+fn retried_requests_buy_no_trickles_and_shrinking_data() {
+    let now = 1_000_000;
+    let (mut server, _client, requests) = connected(now);
+    let req = Request::parse(payload(&requests[0])).unwrap();
+    let honest = server
+        .handle_request(now + 20_000, CLIENT, SERVER, &requests[0])
+        .unwrap();
+    let honest_continuations = honest
+        .responses
+        .iter()
+        .filter(|r| r.continuation.is_some())
+        .count();
+    assert!(honest_continuations >= 1);
+    let mss = server.config().mss;
+    let mut extra_bytes = 0;
+    for retry in 1..=255u8 {
+        let again = Request { retry, ..req };
+        match server.handle_request(now + 30_000, CLIENT, SERVER, &reframe(&again, &tuple())) {
+            Ok(reply) => {
+                assert!(
+                    reply.responses.iter().all(|r| r.continuation.is_none()),
+                    "retry {retry} bought a continuation"
+                );
+                extra_bytes += reply
+                    .responses
+                    .iter()
+                    .map(|r| r.allowed(mss))
+                    .sum::<usize>();
+            }
+            Err(e) => assert!(retry > trickles::server::MAX_RETRY, "retry {retry}: {e}"),
+        }
+    }
+    // Halving per retry: all retries together carry less than the original's data.
+    let original: usize = honest.responses.iter().map(|r| r.allowed(mss)).sum();
+    assert!(
+        extra_bytes < original,
+        "{extra_bytes} extra bytes against {original}"
+    );
 }

@@ -9,7 +9,11 @@ use trickles::sim::tcp::{self, TcpConfig};
 use trickles::sim::{self, LinkConfig, Transfer};
 
 fn trickles(t: &Transfer) -> sim::Outcome {
-    sim::run(t, ServerConfig::new(sim::sim_keys()), ClientConfig::default())
+    sim::run(
+        t,
+        ServerConfig::new(sim::sim_keys()),
+        ClientConfig::default(),
+    )
 }
 
 /// A 100 Mb/s bottleneck of one-way `delay_us`, queueing one bandwidth-delay product.
@@ -41,7 +45,10 @@ fn tcp_lossy_transfers_arrive_byte_exact() {
             t.loss_rev_ppm = rev;
             t.seed = seed;
             let o = tcp::run_tcp(&t);
-            assert!(o.complete && o.byte_exact, "loss {fwd}/{rev} seed {seed}: {o:?}");
+            assert!(
+                o.complete && o.byte_exact,
+                "loss {fwd}/{rev} seed {seed}: {o:?}"
+            );
         }
     }
 }
@@ -50,39 +57,81 @@ fn tcp_lossy_transfers_arrive_byte_exact() {
 fn tcp_mss_follows_the_config() {
     let t = Transfer::new(13_620, 1_000);
     let full = tcp::run_tcp(&t);
-    let small = tcp::run_tcp_with(&t, &TcpConfig { mss: 1362, ..TcpConfig::default() });
+    let small = tcp::run_tcp_with(
+        &t,
+        &TcpConfig {
+            mss: 1362,
+            ..TcpConfig::default()
+        },
+    );
     assert!(full.complete && full.byte_exact && small.complete && small.byte_exact);
-    assert!(small.server.responses >= full.server.responses, "{small:?} {full:?}");
-    let tiny = tcp::run_tcp_with(&t, &TcpConfig { mss: 536, ..TcpConfig::default() });
+    assert!(
+        small.server.responses >= full.server.responses,
+        "{small:?} {full:?}"
+    );
+    let tiny = tcp::run_tcp_with(
+        &t,
+        &TcpConfig {
+            mss: 536,
+            ..TcpConfig::default()
+        },
+    );
     assert!(tiny.complete && tiny.byte_exact);
-    assert!(tiny.server.responses > full.server.responses + 10, "{tiny:?} {full:?}");
+    assert!(
+        tiny.server.responses > full.server.responses + 10,
+        "{tiny:?} {full:?}"
+    );
+}
+
+/// TCP with its window capped at 1.5 bandwidth-delay products of `t`'s link.
+fn capped(t: &Transfer) -> TcpConfig {
+    let bdp = t.link.bits_per_tick * 2 * t.link.delay / 8;
+    TcpConfig {
+        rx_buffer: (bdp * 3 / 2) as usize,
+        ..TcpConfig::default()
+    }
+}
+
+#[test]
+fn tcp_window_below_the_queue_fills_the_link_without_loss() {
+    let t = bottleneck(5_000_000, 5_000);
+    let o = tcp::run_tcp_with(&t, &capped(&t));
+    assert!(o.complete && o.byte_exact, "{o:?}");
+    assert_eq!(o.client.retransmissions, 0, "{o:?}");
+    // 1460 data bytes per 1500-byte packet: at most 97.3 Mb/s of goodput.
+    assert!((85.0..97.4).contains(&o.goodput_mbps()), "{o:?}");
 }
 
 #[test]
 fn trickles_against_tcp() {
-    println!("{:>8} {:>6} {:>10} {:>10} {:>7}", "one-way", "loss", "Trickles", "TCP", "ratio");
+    println!(
+        "{:>8} {:>6} {:>10} {:>10} {:>7} {:>12} {:>7}",
+        "one-way", "loss", "Trickles", "TCP", "ratio", "TCP<=1.5BDP", "ratio"
+    );
     for delay_ms in [5u64, 25, 50] {
         for loss in [0u32, 10_000] {
             let mut t = bottleneck(5_000_000, delay_ms * 1_000);
             t.loss_fwd_ppm = loss;
             let ours = trickles(&t);
             let base = tcp::run_tcp(&t);
-            assert!(ours.complete && ours.byte_exact, "Trickles {delay_ms} ms {loss} ppm: {ours:?}");
-            assert!(base.complete && base.byte_exact, "TCP {delay_ms} ms {loss} ppm: {base:?}");
-            let (a, b) = (ours.goodput_mbps(), base.goodput_mbps());
-            println!("{:>6}ms {:>5}% {:>10.2} {:>10.2} {:>7.3}", delay_ms, f64::from(loss) / 10_000.0, a, b, a / b);
-        }
-    }
-}
-
-#[test]
-fn scratch() {
-    for len in [1_000_000u64, 5_000_000, 20_000_000] {
-        for delay in [5_000u64, 25_000, 50_000] {
-            let t = bottleneck(len, delay);
-            let o = tcp::run_tcp(&t);
-            let s = trickles(&t);
-            println!("len {len} delay {delay}: TCP {:.2} Mb/s {} us rtx {} segs {} | Trickles {:.2} Mb/s {} us {:?}", o.goodput_mbps(), o.elapsed_us, o.client.retransmissions, o.server.responses, s.goodput_mbps(), s.elapsed_us, s.client);
+            let low = tcp::run_tcp_with(&t, &capped(&t));
+            for (name, o) in [("Trickles", &ours), ("TCP", &base), ("capped TCP", &low)] {
+                assert!(
+                    o.complete && o.byte_exact,
+                    "{name} {delay_ms} ms {loss} ppm: {o:?}"
+                );
+            }
+            let (a, b, c) = (ours.goodput_mbps(), base.goodput_mbps(), low.goodput_mbps());
+            println!(
+                "{:>6}ms {:>5}% {:>10.2} {:>10.2} {:>7.3} {:>12.2} {:>7.3}",
+                delay_ms,
+                f64::from(loss) / 10_000.0,
+                a,
+                b,
+                a / b,
+                c,
+                a / c
+            );
         }
     }
 }

@@ -11,7 +11,13 @@ use trickles::continuation::{Continuation, EpochStart};
 use trickles::cwnd::{RenoSim, tcp_cwnd};
 use trickles::sack::SackBlock;
 
-fn cont(number: u32, tcp_base: u32, start_cwnd: u16, ssthresh: u16, proof_start: u32) -> Continuation {
+fn cont(
+    number: u32,
+    tcp_base: u32,
+    start_cwnd: u16,
+    ssthresh: u16,
+    proof_start: u32,
+) -> Continuation {
     Continuation {
         number,
         tcp_base,
@@ -39,7 +45,11 @@ fn proof(from: u32, k: u32, lost: &BTreeSet<u32>) -> Vec<SackBlock> {
         }
         match blocks.last_mut() {
             Some(b) if b.right + 1 == i => b.right = i,
-            _ => blocks.push(SackBlock { left: i, right: i, nonce: 0 }),
+            _ => blocks.push(SackBlock {
+                left: i,
+                right: i,
+                nonce: 0,
+            }),
         }
     }
     blocks
@@ -57,12 +67,22 @@ fn loss_free_trickles_send_what_reno_sends() {
     let mut in_flight: BTreeSet<u32> = (base + 1..snd_nxt).collect();
     for k in base + 1..base + 2_000 {
         assert!(in_flight.remove(&k), "request {k} acks a packet in flight");
-        let slots = cc::plan(&cont(k, base, start, ssthresh, base + 1), &proof(base + 1, k, &BTreeSet::new()), RequestMode::Normal, &cfg).unwrap();
+        let slots = cc::plan(
+            &cont(k, base, start, ssthresh, base + 1),
+            &proof(base + 1, k, &BTreeSet::new()),
+            RequestMode::Normal,
+            &cfg,
+        )
+        .unwrap();
         reno.ack();
         let sent_by_reno: Vec<u32> = (snd_nxt..k + 1 + reno.cwnd).collect();
         let numbers: Vec<u32> = slots.iter().map(|s| s.number).collect();
         assert_eq!(numbers, sent_by_reno, "request {k}");
-        assert!(slots.iter().all(|s| s.kind == SlotKind::Data && s.params.unwrap().number == s.number));
+        assert!(
+            slots
+                .iter()
+                .all(|s| s.kind == SlotKind::Data && s.params.unwrap().number == s.number)
+        );
         snd_nxt = k + 1 + reno.cwnd;
         in_flight.extend(numbers);
         assert_eq!(in_flight.len() as u32, reno.cwnd, "request {k}");
@@ -97,19 +117,45 @@ fn one_loss_halves_the_window_with_one_retransmission() {
     let lost: BTreeSet<u32> = [20].into();
     let (slots, r, new_cwnd) = recover(9, &lost, &cfg);
     assert_eq!(new_cwnd, 4);
-    let retransmits: Vec<u32> = slots.iter().filter(|s| s.kind == SlotKind::Retransmit).map(|s| s.number).collect();
+    let retransmits: Vec<u32> = slots
+        .iter()
+        .filter(|s| s.kind == SlotKind::Retransmit)
+        .map(|s| s.number)
+        .collect();
     assert_eq!(retransmits, vec![20]);
-    let survivors: Vec<u32> = slots.iter().filter(|s| s.params.is_some()).map(|s| s.number).collect();
+    let survivors: Vec<u32> = slots
+        .iter()
+        .filter(|s| s.params.is_some())
+        .map(|s| s.number)
+        .collect();
     let mut sorted = survivors.clone();
     sorted.sort();
     assert_eq!(sorted, (r + 1..=r + 4).collect::<Vec<_>>());
     for s in slots.iter().filter_map(|s| s.params) {
-        assert_eq!((s.tcp_base, s.start_cwnd, s.ssthresh, s.proof_start, s.epoch_start), (r, 4, 4, r + 1, EpochStart::Recovery));
+        assert_eq!(
+            (
+                s.tcp_base,
+                s.start_cwnd,
+                s.ssthresh,
+                s.proof_start,
+                s.epoch_start
+            ),
+            (r, 4, 4, r + 1, EpochStart::Recovery)
+        );
     }
     // The next epoch continues loss-free: request R+1 sends R+1+4.
     let next = cont(r + 1, r, 4, 4, r + 1);
-    let slots = cc::plan(&next, &proof(r + 1, r + 1, &BTreeSet::new()), RequestMode::Normal, &cfg).unwrap();
-    assert_eq!(slots.iter().map(|s| s.number).collect::<Vec<_>>(), vec![r + 5]);
+    let slots = cc::plan(
+        &next,
+        &proof(r + 1, r + 1, &BTreeSet::new()),
+        RequestMode::Normal,
+        &cfg,
+    )
+    .unwrap();
+    assert_eq!(
+        slots.iter().map(|s| s.number).collect::<Vec<_>>(),
+        vec![r + 5]
+    );
 }
 
 proptest! {
@@ -158,7 +204,10 @@ fn timeout_restarts_slow_start_beyond_old_numbers() {
     for s in &slots {
         let p = s.params.unwrap();
         assert!(s.number > 500 + w_old);
-        assert_eq!((p.start_cwnd, p.ssthresh, p.epoch_start, p.rtx), (3, (w_at_loss / 2) as u16, EpochStart::Timeout, 1));
+        assert_eq!(
+            (p.start_cwnd, p.ssthresh, p.epoch_start, p.rtx),
+            (3, (w_at_loss / 2) as u16, EpochStart::Timeout, 1)
+        );
         assert_eq!(p.proof_start, p.tcp_base + 1);
     }
 }
@@ -168,11 +217,30 @@ fn proofs_inconsistent_with_the_request_are_refused() {
     let cfg = CcConfig::default();
     let c = cont(50, 0, 3, 8, 1);
     let none = BTreeSet::new();
-    assert_eq!(cc::plan(&c, &proof(1, 49, &none), RequestMode::Normal, &cfg), Err(cc::PlanError::ProofMissesRequest));
-    assert_eq!(cc::plan(&c, &proof(1, 51, &none), RequestMode::Normal, &cfg), Err(cc::PlanError::ProofAhead));
-    assert_eq!(cc::plan(&c, &[], RequestMode::Normal, &cfg), Err(cc::PlanError::ProofMissesRequest));
-    let edge = cc::plan(&cont(u32::MAX - 1, 0, 3, 8, 1), &proof(u32::MAX - 1, u32::MAX - 1, &none), RequestMode::Normal, &cfg);
+    assert_eq!(
+        cc::plan(&c, &proof(1, 49, &none), RequestMode::Normal, &cfg),
+        Err(cc::PlanError::ProofMissesRequest)
+    );
+    assert_eq!(
+        cc::plan(&c, &proof(1, 51, &none), RequestMode::Normal, &cfg),
+        Err(cc::PlanError::ProofAhead)
+    );
+    assert_eq!(
+        cc::plan(&c, &[], RequestMode::Normal, &cfg),
+        Err(cc::PlanError::ProofMissesRequest)
+    );
+    let edge = cc::plan(
+        &cont(u32::MAX - 1, 0, 3, 8, 1),
+        &proof(u32::MAX - 1, u32::MAX - 1, &none),
+        RequestMode::Normal,
+        &cfg,
+    );
     assert_eq!(edge, Err(cc::PlanError::OutsideWindow));
-    let edge = cc::plan(&cont(u32::MAX - 1, 0, 3, 8, u32::MAX - 1), &proof(u32::MAX - 1, u32::MAX - 1, &none), RequestMode::Normal, &cfg);
+    let edge = cc::plan(
+        &cont(u32::MAX - 1, 0, 3, 8, u32::MAX - 1),
+        &proof(u32::MAX - 1, u32::MAX - 1, &none),
+        RequestMode::Normal,
+        &cfg,
+    );
     assert_eq!(edge, Err(cc::PlanError::Exhausted));
 }

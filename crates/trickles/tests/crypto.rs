@@ -513,6 +513,9 @@ fn retransmit_key_gives_unrelated_nonces() {
 /// on purpose, include `+aes` (e.g. `RUSTFLAGS="-C target-cpu=native"`).
 #[test]
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+// A constant assertion on purpose: a build without the flags should fail this test with a
+// message, not stop the whole test build.
+#[allow(clippy::assertions_on_constants)]
 fn aes_ni_is_compiled_in() {
     assert!(
         cfg!(target_feature = "aes"),

@@ -5,7 +5,11 @@ use trickles::server::ServerConfig;
 use trickles::sim::{self, Transfer};
 
 fn fetch(t: &Transfer) -> sim::Outcome {
-    sim::run(t, ServerConfig::new(sim::sim_keys()), ClientConfig::default())
+    sim::run(
+        t,
+        ServerConfig::new(sim::sim_keys()),
+        ClientConfig::default(),
+    )
 }
 
 #[test]
@@ -22,14 +26,22 @@ fn loss_free_transfers_arrive_byte_exact() {
 
 #[test]
 fn lossy_transfers_arrive_byte_exact() {
-    for (fwd, rev) in [(10_000, 0), (0, 10_000), (50_000, 50_000), (100_000, 100_000)] {
+    for (fwd, rev) in [
+        (10_000, 0),
+        (0, 10_000),
+        (50_000, 50_000),
+        (100_000, 100_000),
+    ] {
         for seed in 1..=3 {
             let mut t = Transfer::new(300_000, 5_000);
             t.loss_fwd_ppm = fwd;
             t.loss_rev_ppm = rev;
             t.seed = seed;
             let o = fetch(&t);
-            assert!(o.complete && o.byte_exact, "loss {fwd}/{rev} seed {seed}: {o:?}");
+            assert!(
+                o.complete && o.byte_exact,
+                "loss {fwd}/{rev} seed {seed}: {o:?}"
+            );
         }
     }
 }
@@ -68,6 +80,75 @@ fn uploads_arrive_whole_under_loss_in_both_directions() {
         t.seed = seed;
         let o = fetch(&t);
         assert!(o.complete && o.byte_exact, "loss {fwd}/{rev}: {o:?}");
-        assert!(o.upload_exact, "loss {fwd}/{rev}: upload incomplete or corrupt: {o:?}");
+        assert!(
+            o.upload_exact,
+            "loss {fwd}/{rev}: upload incomplete or corrupt: {o:?}"
+        );
+    }
+}
+
+#[test]
+fn delayed_acks_halve_the_requests_and_still_deliver() {
+    let mut server_cfg = ServerConfig::new(sim::sim_keys());
+    server_cfg.cc.delayed_ack = true;
+    let mut client_cfg = ClientConfig::default();
+    client_cfg.cc.delayed_ack = true;
+    for (fwd, rev, seed) in [(0, 0, 1), (20_000, 20_000, 2), (50_000, 0, 3)] {
+        let mut t = Transfer::new(500_000, 5_000);
+        t.link = t.link.rate(100, 20_000);
+        t.loss_fwd_ppm = fwd;
+        t.loss_rev_ppm = rev;
+        t.seed = seed;
+        let delayed = sim::run(&t, server_cfg, client_cfg);
+        assert!(
+            delayed.complete && delayed.byte_exact,
+            "loss {fwd}/{rev}: {delayed:?}"
+        );
+        let every = fetch(&t);
+        if fwd == 0 && rev == 0 {
+            // One request per two packets: about half the requests (and MAC checks).
+            let ratio = delayed.server.segments as f64 / every.server.segments as f64;
+            assert!(ratio < 0.6, "{ratio}: {delayed:?} against {every:?}");
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 48, ..Default::default() })]
+    /// Any size, loss up to 10% each way, reordering, either ack mode: byte-exact.
+    #[test]
+    fn any_transfer_completes_byte_exact(
+        len in 1u64..400_000,
+        fwd in 0u32..=100_000,
+        rev in 0u32..=100_000,
+        jitter in 0u64..4_000,
+        delayed in proptest::bool::ANY,
+        seed in 1u64..1_000,
+    ) {
+        let mut server_cfg = ServerConfig::new(sim::sim_keys());
+        server_cfg.cc.delayed_ack = delayed;
+        let mut client_cfg = ClientConfig::default();
+        client_cfg.cc.delayed_ack = delayed;
+        let mut t = Transfer::new(len, 5_000);
+        t.link = t.link.rate(100, 20_000).jitter(jitter);
+        t.loss_fwd_ppm = fwd;
+        t.loss_rev_ppm = rev;
+        t.seed = seed;
+        t.upload_len = len % 5_000;
+        let o = sim::run(&t, server_cfg, client_cfg);
+        proptest::prop_assert!(o.complete && o.byte_exact && o.upload_exact, "{:?}", o);
+    }
+}
+
+#[test]
+fn a_hundred_megabytes_arrive_byte_exact() {
+    for (fwd, rev) in [(0, 0), (10_000, 10_000)] {
+        let mut t = Transfer::new(100_000_000, 5_000);
+        t.link = t.link.rate(100, 20_000).jitter(200);
+        t.loss_fwd_ppm = fwd;
+        t.loss_rev_ppm = rev;
+        let o = fetch(&t);
+        assert!(o.complete && o.byte_exact, "loss {fwd}/{rev}: {o:?}");
+        assert_eq!(o.received, 100_000_000);
     }
 }

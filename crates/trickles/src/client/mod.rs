@@ -27,7 +27,10 @@ use crate::conn::FourTuple;
 use crate::continuation::Continuation;
 use crate::sack::{ProofBuilder, SACK_BLOCK_LEN};
 use crate::server::DEFAULT_MSS;
-use crate::wire::{self, ByteRange, RangeList, Request, RequestKind, Response, ResponseKind, SegmentHeader, WireError};
+use crate::wire::{
+    self, ByteRange, RangeList, Request, RequestKind, Response, ResponseKind, SegmentHeader,
+    WireError,
+};
 use recv::Reassembly;
 use send::SendStream;
 
@@ -152,6 +155,8 @@ pub struct Client {
     timeouts_in_row: u8,
     deadline: Option<u64>,
     out: SendStream,
+    /// The SYN's data: every SYN (a retransmitted one too) carries it whole at offset 0.
+    syn_data: Vec<u8>,
     fin_sent: bool,
     stats: ClientStats,
 }
@@ -181,6 +186,7 @@ impl Client {
             timeouts_in_row: 0,
             deadline: None,
             out: SendStream::default(),
+            syn_data: Vec::new(),
             fin_sent: false,
             stats: ClientStats::default(),
         }
@@ -189,14 +195,16 @@ impl Client {
     /// Sends the SYN at `now_us`, carrying `data` (the application's first request, which a
     /// Trickles server answers at once) and asking for the first responses' data.
     pub fn connect(&mut self, now_us: u64, data: &[u8]) {
-        self.out.push(data);
+        self.syn_data = data.to_vec();
+        self.out = SendStream::starting_at(data.len() as u64);
         let slots = cc::open(&self.cfg.cc);
         self.send(now_us, RequestKind::Syn, None, &[], &slots);
     }
 
     /// Queues `data` for the server. It rides in the following requests, at most
-    /// `max_request_data` bytes each, with its stream offset, and is sent again until a
-    /// response to a request carrying it arrives.
+    /// `max_request_data` bytes each, with its stream offset (the SYN's data occupies the
+    /// offsets before it), and is sent again until a response to a request carrying it
+    /// arrives.
     pub fn send_data(&mut self, data: &[u8]) {
         self.out.push(data);
     }
@@ -281,25 +289,40 @@ impl Client {
             progress = true;
         }
         if let Some(o) = self.outstanding.get(&resp.offset).copied()
-            && self.recv.has(resp.offset, u64::from(o.len).min(resp.data.len() as u64))
+            && self
+                .recv
+                .has(resp.offset, u64::from(o.len).min(resp.data.len() as u64))
             && (resp.data.len() >= usize::from(o.len) || resp.end_of_stream)
         {
             self.outstanding.remove(&resp.offset);
         }
         if resp.kind == ResponseKind::Retransmit {
             self.stats.retransmissions += 1;
-        } else if resp.packet_number >= self.floor && !self.arrived.contains_key(&resp.packet_number) {
+        } else if resp.packet_number >= self.floor
+            && !self.arrived.contains_key(&resp.packet_number)
+        {
             if let Some(sent) = self.sent_at.remove(&resp.packet_number) {
                 self.rtt_sample(now_us.saturating_sub(sent));
             }
-            let cont = resp.continuation.map(|c| (c, resp.user_continuation.to_vec()));
+            let cont = resp
+                .continuation
+                .map(|c| (c, resp.user_continuation.to_vec()));
             if let Some((c, u)) = &cont
-                && self.latest.as_ref().is_none_or(|(l, _)| c.number > l.number)
+                && self
+                    .latest
+                    .as_ref()
+                    .is_none_or(|(l, _)| c.number > l.number)
             {
                 self.latest = Some((*c, u.clone()));
                 progress = true;
             }
-            self.arrived.insert(resp.packet_number, Arrival { nonce: resp.nonce, continuation: cont });
+            self.arrived.insert(
+                resp.packet_number,
+                Arrival {
+                    nonce: resp.nonce,
+                    continuation: cont,
+                },
+            );
         }
         if progress {
             self.timeouts_in_row = 0;
@@ -317,7 +340,7 @@ impl Client {
             return;
         }
         self.deadline = None;
-        if self.is_complete() {
+        if self.done() {
             return;
         }
         let Some((c, ucont)) = self.latest.clone() else {
@@ -325,13 +348,16 @@ impl Client {
             self.abandon();
             self.next_offset = 0;
             let slots = cc::open(&self.cfg.cc);
-            self.send(now_us, RequestKind::Syn, None, &[], &slots);
+            let retry = self.timeouts_in_row.saturating_add(1);
+            self.send_with(now_us, RequestKind::Syn, None, &[], &slots, retry);
             self.backoff(now_us);
             return;
         };
         self.proof.trim_below(c.proof_start);
         let blocks: Vec<_> = self.proof.blocks().to_vec();
         let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Timeout, &self.cfg.cc) else {
+            // Nothing sensible to ask (numbers exhausted): keep the timer alive.
+            self.backoff(now_us);
             return;
         };
         self.abandon();
@@ -351,7 +377,11 @@ impl Client {
         self.out.abandon();
         self.proof = ProofBuilder::new();
         let mut lost: Vec<ByteRange> = self.lost_ranges.drain(..).collect();
-        lost.extend(self.outstanding.iter().map(|(&start, o)| ByteRange { start, len: o.len }));
+        lost.extend(
+            self.outstanding
+                .iter()
+                .map(|(&start, o)| ByteRange { start, len: o.len }),
+        );
         self.outstanding.clear();
         lost.sort_by_key(|r| r.start);
         lost.dedup_by_key(|r| r.start);
@@ -364,8 +394,13 @@ impl Client {
         self.deadline = Some(now_us.saturating_add(self.rto_us));
     }
 
+    /// Whether nothing is left to do: the whole stream arrived and every byte sent did.
+    fn done(&self) -> bool {
+        self.is_complete() && self.out.is_idle()
+    }
+
     fn arm(&mut self, now_us: u64, progress: bool) {
-        if self.is_complete() {
+        if self.done() {
             self.deadline = None;
         } else if progress || self.deadline.is_none() {
             self.deadline = Some(now_us.saturating_add(self.rto_us));
@@ -401,7 +436,9 @@ impl Client {
             match (next_expected, next_arrived) {
                 (_, Some(a)) if next_expected.is_none_or(|e| a <= e) => {
                     self.expected.remove(&a);
-                    let Some(arrival) = self.arrived.remove(&a) else { break };
+                    let Some(arrival) = self.arrived.remove(&a) else {
+                        break;
+                    };
                     self.proof.push(a, arrival.nonce);
                     self.out.on_received(a);
                     self.count_later(a);
@@ -437,11 +474,21 @@ impl Client {
     }
 
     fn range_lost(&mut self, lost: impl Fn(&Outstanding) -> bool) {
-        let gone: Vec<u64> = self.outstanding.iter().filter(|(_, o)| lost(o)).map(|(&s, _)| s).collect();
+        let gone: Vec<u64> = self
+            .outstanding
+            .iter()
+            .filter(|(_, o)| lost(o))
+            .map(|(&s, _)| s)
+            .collect();
         for start in gone {
             if let Some(o) = self.outstanding.remove(&start) {
-                let pos = self.lost_ranges.iter().position(|r| r.start > start).unwrap_or(self.lost_ranges.len());
-                self.lost_ranges.insert(pos, ByteRange { start, len: o.len });
+                let pos = self
+                    .lost_ranges
+                    .iter()
+                    .position(|r| r.start > start)
+                    .unwrap_or(self.lost_ranges.len());
+                self.lost_ranges
+                    .insert(pos, ByteRange { start, len: o.len });
             }
         }
     }
@@ -449,7 +496,7 @@ impl Client {
     /// Sends the request that uses continuation `c`.
     fn request(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
         self.proof.trim_below(c.proof_start);
-        if self.is_complete() && self.out.is_idle() {
+        if self.done() {
             // Done: the first unused continuation carries the FIN (a hint: the server
             // frees nothing, its application may).
             if !self.fin_sent {
@@ -465,14 +512,34 @@ impl Client {
         self.send(now_us, RequestKind::Request, Some(c), ucont, &slots);
     }
 
-    fn send(&mut self, now_us: u64, kind: RequestKind, c: Option<Continuation>, ucont: &[u8], slots: &[Slot]) {
+    fn send(
+        &mut self,
+        now_us: u64,
+        kind: RequestKind,
+        c: Option<Continuation>,
+        ucont: &[u8],
+        slots: &[Slot],
+    ) {
         self.send_with(now_us, kind, c, ucont, slots, 0);
     }
 
     /// Records what `slots` will bring, assigns ranges, and queues the request.
-    fn send_with(&mut self, now_us: u64, kind: RequestKind, c: Option<Continuation>, ucont: &[u8], slots: &[Slot], retry: u8) {
+    fn send_with(
+        &mut self,
+        now_us: u64,
+        kind: RequestKind,
+        c: Option<Continuation>,
+        ucont: &[u8],
+        slots: &[Slot],
+        retry: u8,
+    ) {
         let mut ranges = RangeList::new();
-        let next_number = slots.iter().filter(|s| s.kind != SlotKind::Retransmit).map(|s| s.number).min().unwrap_or(u32::MAX);
+        let next_number = slots
+            .iter()
+            .filter(|s| s.kind != SlotKind::Retransmit)
+            .map(|s| s.number)
+            .min()
+            .unwrap_or(u32::MAX);
         for slot in slots {
             if slot.kind != SlotKind::Retransmit {
                 self.expected.insert(slot.number, ());
@@ -481,28 +548,48 @@ impl Client {
             if !slot.kind.carries_data() {
                 continue;
             }
-            let Some(range) = self.next_range() else { continue };
+            let Some(range) = self.next_range() else {
+                continue;
+            };
             let retransmit = slot.kind == SlotKind::Retransmit;
             let watch = if retransmit { next_number } else { slot.number };
             if ranges.push(range).is_err() {
                 self.lost_ranges.push_front(range);
                 continue;
             }
-            self.outstanding.insert(range.start, Outstanding { len: range.len, watch, retransmit, later: 0 });
+            self.outstanding.insert(
+                range.start,
+                Outstanding {
+                    len: range.len,
+                    watch,
+                    retransmit,
+                    later: 0,
+                },
+            );
         }
         let sack: Vec<u8> = if kind == RequestKind::Syn {
             Vec::new()
         } else {
-            self.proof.blocks().iter().flat_map(|b| {
-                let mut out = [0u8; SACK_BLOCK_LEN];
-                b.emit(&mut out);
-                out
-            })
-            .collect()
+            self.proof
+                .blocks()
+                .iter()
+                .flat_map(|b| {
+                    let mut out = [0u8; SACK_BLOCK_LEN];
+                    b.emit(&mut out);
+                    out
+                })
+                .collect()
         };
-        let numbered: Vec<u32> = slots.iter().filter(|s| s.kind != SlotKind::Retransmit).map(|s| s.number).collect();
+        let numbered: Vec<u32> = slots
+            .iter()
+            .filter(|s| s.kind != SlotKind::Retransmit)
+            .map(|s| s.number)
+            .collect();
         // Data rides only where a response is predicted (that response acknowledges it).
-        let chunk = if kind == RequestKind::Fin || numbered.is_empty() {
+        let chunk = if kind == RequestKind::Syn {
+            // The SYN carries the connection's first request, always the same bytes.
+            (!self.syn_data.is_empty()).then(|| (0, self.syn_data.clone()))
+        } else if kind == RequestKind::Fin || numbered.is_empty() {
             None
         } else {
             self.out.take(usize::from(self.cfg.max_request_data))
@@ -523,22 +610,36 @@ impl Client {
             data,
         };
         let mut out = alloc::vec![0u8; wire::TCP_HEADER_LEN + req.buffer_len()];
-        let Some(body) = out.get_mut(wire::TCP_HEADER_LEN..) else { return };
+        let Some(body) = out.get_mut(wire::TCP_HEADER_LEN..) else {
+            return;
+        };
         let Ok(n) = req.emit(body) else { return };
         let header = SegmentHeader {
             src_port: self.tuple.client_port,
             dst_port: self.tuple.server_port,
             syn: kind == RequestKind::Syn,
-            seq: if kind == RequestKind::Syn { self.isn } else { c.map_or(0, |c| c.number) },
+            seq: if kind == RequestKind::Syn {
+                self.isn
+            } else {
+                c.map_or(0, |c| c.number)
+            },
             ack: 0,
         };
-        let Ok(len) = wire::finish_segment(&self.tuple.client_addr, &self.tuple.server_addr, &header, &mut out, n) else {
+        let Ok(len) = wire::finish_segment(
+            &self.tuple.client_addr,
+            &self.tuple.server_addr,
+            &header,
+            &mut out,
+            n,
+        ) else {
             return;
         };
         out.truncate(len);
         self.transmit.push_back(out);
         self.stats.requests += 1;
-        if let Some((offset, bytes)) = chunk {
+        if let Some((offset, bytes)) = chunk
+            && kind != RequestKind::Syn
+        {
             self.out.sent(offset, bytes.len(), numbered);
         }
         if self.deadline.is_none() {
@@ -559,9 +660,11 @@ impl Client {
         if let Some(e) = end {
             len = len.min((e - self.next_offset).min(u64::from(u16::MAX)) as u16);
         }
-        let r = ByteRange { start: self.next_offset, len };
+        let r = ByteRange {
+            start: self.next_offset,
+            len,
+        };
         self.next_offset += u64::from(len);
         Some(r)
     }
-
 }

@@ -25,13 +25,19 @@ impl Reassembly {
             return;
         }
         let skip = self.delivered.saturating_sub(offset) as usize;
-        let (offset, data) = (offset.max(self.delivered), data.get(skip..).unwrap_or_default());
+        let (offset, data) = (
+            offset.max(self.delivered),
+            data.get(skip..).unwrap_or_default(),
+        );
         if offset == self.delivered {
             self.ready.extend(data);
             self.delivered = end;
             self.drain_pending();
         } else {
-            let keep = self.pending.get(&offset).is_none_or(|old| old.len() < data.len());
+            let keep = self
+                .pending
+                .get(&offset)
+                .is_none_or(|old| old.len() < data.len());
             if keep {
                 self.pending.insert(offset, data.to_vec());
             }
@@ -43,7 +49,9 @@ impl Reassembly {
             if off > self.delivered {
                 break;
             }
-            let Some((off, piece)) = self.pending.pop_first() else { break };
+            let Some((off, piece)) = self.pending.pop_first() else {
+                break;
+            };
             let end = off.saturating_add(piece.len() as u64);
             if end > self.delivered {
                 let skip = (self.delivered - off) as usize;

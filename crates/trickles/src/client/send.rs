@@ -35,6 +35,15 @@ pub(crate) struct SendStream {
 }
 
 impl SendStream {
+    /// An empty stream whose first byte will have offset `offset`.
+    pub(crate) fn starting_at(offset: u64) -> SendStream {
+        SendStream {
+            base: offset,
+            next: offset,
+            ..SendStream::default()
+        }
+    }
+
     /// Appends `data` to the stream.
     pub(crate) fn push(&mut self, data: &[u8]) {
         self.buf.extend(data);
@@ -85,7 +94,14 @@ impl SendStream {
             return;
         }
         let pending = numbers.len();
-        self.flights.insert(offset, Flight { len, numbers, pending });
+        self.flights.insert(
+            offset,
+            Flight {
+                len,
+                numbers,
+                pending,
+            },
+        );
     }
 
     /// Packet `number` arrived: chunks whose request produced it are done.
@@ -121,7 +137,12 @@ impl SendStream {
 
     /// Drops bytes below the lowest chunk still unsent, lost or in flight.
     fn trim(&mut self) {
-        let low = [self.lost.keys().next(), self.flights.keys().next()].into_iter().flatten().copied().min().unwrap_or(self.next);
+        let low = [self.lost.keys().next(), self.flights.keys().next()]
+            .into_iter()
+            .flatten()
+            .copied()
+            .min()
+            .unwrap_or(self.next);
         let drop = (low.min(self.next) - self.base) as usize;
         self.buf.drain(..drop.min(self.buf.len()));
         self.base += drop as u64;

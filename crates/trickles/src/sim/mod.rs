@@ -101,7 +101,15 @@ impl Host {
         }
     }
 
-    fn serve(server: &mut Server, stats: &mut ServerStats, inbox: &mut Vec<(u64, Vec<u8>)>, now: u64, iface: usize, packet: &[u8], out: &mut Outbox) {
+    fn serve(
+        server: &mut Server,
+        stats: &mut ServerStats,
+        inbox: &mut Vec<(u64, Vec<u8>)>,
+        now: u64,
+        iface: usize,
+        packet: &[u8],
+        out: &mut Outbox,
+    ) {
         stats.segments += 1;
         let Some((src, dst, tcp)) = unframe(packet) else {
             stats.rejected += 1;
@@ -119,14 +127,20 @@ impl Host {
             }
         };
         stats.accepted += 1;
-        if let Some(offset) = reply.event.data_offset
-            && offset > 0
-        {
+        if let Some(offset) = reply.event.data_offset {
             inbox.push((offset, reply.event.data.to_vec()));
         }
         let len = match reply.event.kind {
-            EventKind::Open => reply.event.data.first_chunk::<8>().map(|b| u64::from_be_bytes(*b)),
-            EventKind::Request => reply.event.user_continuation.first_chunk::<8>().map(|b| u64::from_be_bytes(*b)),
+            EventKind::Open => reply
+                .event
+                .data
+                .first_chunk::<8>()
+                .map(|b| u64::from_be_bytes(*b)),
+            EventKind::Request => reply
+                .event
+                .user_continuation
+                .first_chunk::<8>()
+                .map(|b| u64::from_be_bytes(*b)),
             EventKind::Close => {
                 stats.closes += 1;
                 None
@@ -147,7 +161,14 @@ impl Host {
             }
             if let Ok(n) = server.emit(&reply.event.tuple, resp, &ucont, &data, eos, &mut buf) {
                 stats.responses += 1;
-                out.send(iface, frame(&reply.event.tuple.server_addr, &reply.event.tuple.client_addr, buf.get(..n).unwrap_or_default()));
+                out.send(
+                    iface,
+                    frame(
+                        &reply.event.tuple.server_addr,
+                        &reply.event.tuple.client_addr,
+                        buf.get(..n).unwrap_or_default(),
+                    ),
+                );
             }
         }
     }
@@ -156,12 +177,30 @@ impl Host {
 impl Node for Host {
     fn handle_packet(&mut self, now: Instant, iface: usize, packet: Vec<u8>, out: &mut Outbox) {
         match self {
-            Host::Server { server, stats, addr, reply_iface, inbox } => {
+            Host::Server {
+                server,
+                stats,
+                addr,
+                reply_iface,
+                inbox,
+            } => {
                 if unframe(&packet).is_some_and(|(_, dst, _)| dst == Addr::V4(*addr)) {
-                    Host::serve(server, stats, inbox, now.ticks(), reply_iface.unwrap_or(iface), &packet, out);
+                    Host::serve(
+                        server,
+                        stats,
+                        inbox,
+                        now.ticks(),
+                        reply_iface.unwrap_or(iface),
+                        &packet,
+                        out,
+                    );
                 }
             }
-            Host::Client { client, iface: send_iface, received } => {
+            Host::Client {
+                client,
+                iface: send_iface,
+                received,
+            } => {
                 if let Some((_, _, tcp)) = unframe(&packet) {
                     let _ = client.handle_segment(now.ticks(), tcp);
                 }
@@ -296,7 +335,9 @@ pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> 
     sim.act(cli, |h, now, out| {
         if let Host::Client { client, iface, .. } = h {
             client.connect(now.ticks(), &t.object_len.to_be_bytes());
-            let upload: Vec<u8> = (0..t.upload_len).map(|i| object_byte(UPLOAD_BASE + i)).collect();
+            let upload: Vec<u8> = (0..t.upload_len)
+                .map(|i| object_byte(UPLOAD_BASE + i))
+                .collect();
             client.send_data(&upload);
             Host::flush_client(client, *iface, out);
         }
@@ -326,14 +367,26 @@ pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> 
         server_memory: 0,
         upload_exact: false,
     };
-    if let Host::Client { client, received, .. } = sim.node(cli) {
+    if let Host::Client {
+        client, received, ..
+    } = sim.node(cli)
+    {
         outcome.complete = client.is_complete();
         outcome.received = client.delivered();
         outcome.client = client.stats();
         outcome.byte_exact = received.len() as u64 == client.delivered()
-            && received.iter().enumerate().all(|(i, &b)| b == object_byte(i as u64));
+            && received
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == object_byte(i as u64));
     }
-    if let Host::Server { server, stats, inbox, .. } = sim.node(srv) {
+    if let Host::Server {
+        server,
+        stats,
+        inbox,
+        ..
+    } = sim.node(srv)
+    {
         outcome.server = *stats;
         outcome.server_memory = server.memory_bytes();
         outcome.upload_exact = upload_matches(inbox, t.upload_len);
@@ -347,7 +400,10 @@ fn upload_matches(inbox: &[(u64, Vec<u8>)], len: u64) -> bool {
     let mut seen = alloc::vec![false; len as usize];
     for (offset, data) in inbox {
         for (j, &b) in data.iter().enumerate() {
-            let Some(i) = (offset + j as u64).checked_sub(8) else { return false };
+            // The first 8 bytes of the stream are the request (the object's length).
+            let Some(i) = (offset + j as u64).checked_sub(8) else {
+                continue;
+            };
             if i >= len || b != object_byte(UPLOAD_BASE + i) {
                 return false;
             }
@@ -376,7 +432,14 @@ pub struct ManyOutcome {
 
 /// Runs `n` clients, each on its own link to one server, all fetching `object_len` bytes
 /// at once; client `i` starts `i * stagger_us` after the first.
-pub fn run_clients(n: u32, object_len: u64, link: LinkConfig, stagger_us: u64, seed: u64, time_limit_us: u64) -> ManyOutcome {
+pub fn run_clients(
+    n: u32,
+    object_len: u64,
+    link: LinkConfig,
+    stagger_us: u64,
+    seed: u64,
+    time_limit_us: u64,
+) -> ManyOutcome {
     let mut sim: Simulator<Host> = Simulator::new(seed);
     let srv = sim.add_node(Host::Server {
         server: alloc::boxed::Box::new(Server::new(ServerConfig::new(sim_keys()))),
@@ -394,7 +457,11 @@ pub fn run_clients(n: u32, object_len: u64, link: LinkConfig, stagger_us: u64, s
             server_port: 80,
         };
         let id = sim.add_node(Host::Client {
-            client: alloc::boxed::Box::new(Client::new(ClientConfig::default(), tuple, seed as u32 ^ i)),
+            client: alloc::boxed::Box::new(Client::new(
+                ClientConfig::default(),
+                tuple,
+                seed as u32 ^ i,
+            )),
             iface: 0,
             received: Vec::new(),
         });
@@ -418,12 +485,24 @@ pub fn run_clients(n: u32, object_len: u64, link: LinkConfig, stagger_us: u64, s
         }
         last = now.ticks();
     }
-    let mut outcome = ManyOutcome { complete: 0, byte_exact: true, elapsed_us: last, server_memory: 0, server: ServerStats::default() };
+    let mut outcome = ManyOutcome {
+        complete: 0,
+        byte_exact: true,
+        elapsed_us: last,
+        server_memory: 0,
+        server: ServerStats::default(),
+    };
     for &id in &clients {
-        if let Host::Client { client, received, .. } = sim.node(id) {
+        if let Host::Client {
+            client, received, ..
+        } = sim.node(id)
+        {
             outcome.complete += usize::from(client.is_complete());
             outcome.byte_exact &= received.len() as u64 == client.delivered()
-                && received.iter().enumerate().all(|(i, &b)| b == object_byte(i as u64));
+                && received
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &b)| b == object_byte(i as u64));
         }
     }
     if let Host::Server { server, stats, .. } = sim.node(srv) {

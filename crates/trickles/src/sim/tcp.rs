@@ -18,12 +18,22 @@
 //! interface 1 (the second, carrying [`Transfer::loss_rev_ppm`]); both links are
 //! [`Transfer::link`], bottleneck and queue included.
 //!
-//! The TCP is smoltcp 0.14's: Reno, no SACK (one segment resent per fast retransmit,
-//! go-back-N after a timeout), delayed ACKs (an ACK per full segment of new data or
-//! after 10 ms), 1 s minimum retransmit timeout, window scaling, at most
-//! four out-of-order holes in the receiver. Nagle is off. The MSS is the MTU's (1460
-//! bytes from a 1500-byte MTU, against Trickles' 1362): TCP's lower per-packet overhead is
-//! part of what Trickles has to match. [`TcpConfig::mss`] can lower it for comparison.
+//! The TCP is smoltcp 0.14's: Reno with a byte-counted window, no SACK (fast retransmit
+//! resends one segment; a partial ACK ends fast recovery), go-back-N after a timeout, a
+//! 1 s minimum retransmit timeout, window scaling, at most four out-of-order holes in the
+//! receiver. Settings ([`TcpConfig`]):
+//!
+//! * Every segment is acknowledged at once (smoltcp's delayed ACK off), as every Trickles
+//!   response draws a request; this also makes slow start double per round trip.
+//! * Nagle stays on. With it off, smoltcp sends a sliver segment whenever the byte-counted
+//!   window opens by less than an MSS (in congestion avoidance, on nearly every ACK);
+//!   with it on, a bulk sender sends only full segments while data is in flight. The
+//!   server closes the socket once at most one segment is left unsent, and the FIN
+//!   releases the short last segment.
+//! * 8 MiB socket buffers: the window never limits (see [`TcpConfig::rx_buffer`]).
+//! * The MSS is the MTU's: 1460 bytes on a 1500-byte MTU, against Trickles' 1362 in a
+//!   1480-byte frame. TCP's lower per-packet overhead is part of what Trickles has to
+//!   match; [`TcpConfig::mss`] can lower it for comparison.
 //!
 //! Unlike Trickles, which sends its request in the SYN, TCP's server writes after the
 //! three-way handshake, so its first data byte arrives half a round trip later.
@@ -57,17 +67,29 @@ pub struct TcpConfig {
     /// Largest segment payload; the hosts' IP MTU is this plus 40, capped by the link's
     /// MTU. Default [`TCP_MSS`].
     pub mss: u16,
-    /// Receive and send buffer of each socket, bytes. The receive buffer is the largest
-    /// window the client advertises (with window scaling); the default, 8 MiB, exceeds
-    /// twice the bandwidth-delay product of 100 Mb/s at 200 ms, so it never limits.
-    pub buffer: usize,
-    /// smoltcp's delayed-ACK timer (`None`: every segment is acknowledged at once).
+    /// Receive buffer of each socket, bytes: the largest window the client advertises
+    /// (with window scaling). The default, 8 MiB, exceeds twice the bandwidth-delay
+    /// product of 100 Mb/s at 200 ms, so it never limits; a smaller one caps TCP's window
+    /// below what overflows a queue.
+    pub rx_buffer: usize,
+    /// Send buffer of each socket, bytes (default 8 MiB): the most data in flight.
+    pub tx_buffer: usize,
+    /// smoltcp's delayed-ACK timer (`None`, the default: every segment is acknowledged
+    /// at once; smoltcp's own default is 10 ms).
     pub ack_delay_us: Option<u64>,
+    /// Nagle's algorithm (default on; see the module documentation).
+    pub nagle: bool,
 }
 
 impl Default for TcpConfig {
     fn default() -> Self {
-        TcpConfig { mss: TCP_MSS, buffer: 8 << 20, ack_delay_us: None }
+        TcpConfig {
+            mss: TCP_MSS,
+            rx_buffer: 8 << 20,
+            tx_buffer: 8 << 20,
+            ack_delay_us: None,
+            nagle: true,
+        }
     }
 }
 
@@ -83,7 +105,11 @@ pub struct SimDevice {
 impl SimDevice {
     /// An empty device carrying IP packets of at most `mtu` bytes.
     pub fn new(mtu: usize) -> Self {
-        SimDevice { rx: VecDeque::new(), tx: Vec::new(), mtu }
+        SimDevice {
+            rx: VecDeque::new(),
+            tx: Vec::new(),
+            mtu,
+        }
     }
 }
 
@@ -145,7 +171,12 @@ enum Role {
         retransmitted: u64,
     },
     /// Reads and checks the object.
-    Client { len: u64, received: u64, byte_exact: bool, done_at: Option<u64> },
+    Client {
+        len: u64,
+        received: u64,
+        byte_exact: bool,
+        done_at: Option<u64>,
+    },
 }
 
 /// One simulated TCP host: an interface, its device, one socket and the application.
@@ -159,6 +190,8 @@ pub struct TcpHost {
     next_poll: Option<u64>,
     segments_in: u64,
     segments_out: u64,
+    /// Largest segment payload (the IP MTU less 40).
+    mss: u64,
 }
 
 fn smol_now(now: Instant) -> SmolInstant {
@@ -166,35 +199,67 @@ fn smol_now(now: Instant) -> SmolInstant {
 }
 
 impl TcpHost {
-    fn new(addr: [u8; 4], cfg: &TcpConfig, mtu: usize, seed: u64, send_iface: usize, role: Role) -> Self {
+    fn new(
+        addr: [u8; 4],
+        cfg: &TcpConfig,
+        mtu: usize,
+        seed: u64,
+        send_iface: usize,
+        role: Role,
+    ) -> Self {
         let mut device = SimDevice::new(mtu);
         let mut config = Config::new(HardwareAddress::Ip);
         config.random_seed = seed;
         let mut iface = Interface::new(config, &mut device, SmolInstant::ZERO);
         iface.update_ip_addrs(|addrs| {
-            let _ = addrs.push(IpCidr::new(IpAddress::v4(addr[0], addr[1], addr[2], addr[3]), 24));
+            let _ = addrs.push(IpCidr::new(
+                IpAddress::v4(addr[0], addr[1], addr[2], addr[3]),
+                24,
+            ));
         });
-        let mut socket = tcp::Socket::new(tcp::SocketBuffer::new(vec![0; cfg.buffer]), tcp::SocketBuffer::new(vec![0; cfg.buffer]));
+        let mut socket = tcp::Socket::new(
+            tcp::SocketBuffer::new(vec![0; cfg.rx_buffer]),
+            tcp::SocketBuffer::new(vec![0; cfg.tx_buffer]),
+        );
         socket.set_congestion_control(CongestionControl::Reno);
-        socket.set_nagle_enabled(false);
+        socket.set_nagle_enabled(cfg.nagle);
         socket.set_ack_delay(cfg.ack_delay_us.map(smoltcp::time::Duration::from_micros));
         let mut sockets = SocketSet::new(Vec::new());
         let handle = sockets.add(socket);
-        TcpHost { iface, device, sockets, handle, send_iface, role, next_poll: None, segments_in: 0, segments_out: 0 }
+        TcpHost {
+            iface,
+            device,
+            sockets,
+            handle,
+            send_iface,
+            role,
+            next_poll: None,
+            segments_in: 0,
+            segments_out: 0,
+            mss: mtu.saturating_sub(HEADERS) as u64,
+        }
     }
 
     /// Moves the object between the application and the socket; returns whether
     /// anything moved (so the interface should be polled again).
     fn app(&mut self, now: Instant) -> bool {
         let socket = self.sockets.get_mut::<tcp::Socket<'static>>(self.handle);
+        let mss = self.mss;
         match &mut self.role {
-            Role::Server { len, written, .. } => {
+            Role::Server {
+                len,
+                written,
+                sent_end,
+                ..
+            } => {
                 let mut moved = false;
                 while *written < *len && socket.can_send() {
                     let start = *written;
                     let n = socket
                         .send(|buf| {
-                            let n = buf.len().min(usize::try_from(*len - start).unwrap_or(usize::MAX));
+                            let n = buf
+                                .len()
+                                .min(usize::try_from(*len - start).unwrap_or(usize::MAX));
                             for (i, b) in buf.iter_mut().take(n).enumerate() {
                                 *b = object_byte(start + i as u64);
                             }
@@ -207,18 +272,29 @@ impl TcpHost {
                     *written += n as u64;
                     moved = true;
                 }
-                if *written == *len && socket.may_send() && socket.send_queue() == 0 {
+                // Close (a FIN lets Nagle release a short last segment) once no more than
+                // one segment of the object is left unsent; closing earlier would switch
+                // Nagle off for the rest of the transfer.
+                if *written == *len && socket.may_send() && *len - (*sent_end).min(*len) < mss {
                     socket.close();
                 }
                 moved
             }
-            Role::Client { len, received, byte_exact, done_at } => {
+            Role::Client {
+                len,
+                received,
+                byte_exact,
+                done_at,
+            } => {
                 let mut moved = false;
                 loop {
                     let start = *received;
                     let (n, exact) = socket
                         .recv(|buf| {
-                            let exact = buf.iter().enumerate().all(|(i, &b)| b == object_byte(start + i as u64));
+                            let exact = buf
+                                .iter()
+                                .enumerate()
+                                .all(|(i, &b)| b == object_byte(start + i as u64));
                             (buf.len(), (buf.len(), exact))
                         })
                         .unwrap_or((0, true));
@@ -239,9 +315,21 @@ impl TcpHost {
 
     /// Counts retransmitted data segments among the server's outgoing packets.
     fn inspect(role: &mut Role, packet: &[u8]) {
-        let Role::Server { sent_end, isn, retransmitted, .. } = role else { return };
-        let Ok(ip) = Ipv4Packet::new_checked(packet) else { return };
-        let Ok(seg) = TcpPacket::new_checked(ip.payload()) else { return };
+        let Role::Server {
+            sent_end,
+            isn,
+            retransmitted,
+            ..
+        } = role
+        else {
+            return;
+        };
+        let Ok(ip) = Ipv4Packet::new_checked(packet) else {
+            return;
+        };
+        let Ok(seg) = TcpPacket::new_checked(ip.payload()) else {
+            return;
+        };
         let data = seg.payload().len() as u64;
         if data == 0 {
             return;
@@ -271,10 +359,11 @@ impl TcpHost {
             out.send(self.send_iface, packet);
         }
         // A deadline already due after a full poll would spin the clock; wait a tick.
-        self.next_poll = self
-            .iface
-            .poll_at(ts, &self.sockets)
-            .map(|at| u64::try_from(at.total_micros()).unwrap_or(0).max(now.ticks() + 1));
+        self.next_poll = self.iface.poll_at(ts, &self.sockets).map(|at| {
+            u64::try_from(at.total_micros())
+                .unwrap_or(0)
+                .max(now.ticks() + 1)
+        });
     }
 }
 
@@ -311,10 +400,35 @@ pub fn run_tcp(t: &Transfer) -> Outcome {
 pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
     let mtu = (usize::from(cfg.mss) + HEADERS).min(t.link.mtu);
     let mut sim: Simulator<TcpHost> = Simulator::new(t.seed);
-    let server_role = Role::Server { len: t.object_len, written: 0, sent_end: 0, isn: None, retransmitted: 0 };
-    let srv = sim.add_node(TcpHost::new(SERVER_ADDR, cfg, mtu, t.seed ^ 0x5e7e, 0, server_role));
-    let client_role = Role::Client { len: t.object_len, received: 0, byte_exact: true, done_at: None };
-    let cli = sim.add_node(TcpHost::new(CLIENT_ADDR, cfg, mtu, t.seed ^ 0xc11e, 1, client_role));
+    let server_role = Role::Server {
+        len: t.object_len,
+        written: 0,
+        sent_end: 0,
+        isn: None,
+        retransmitted: 0,
+    };
+    let srv = sim.add_node(TcpHost::new(
+        SERVER_ADDR,
+        cfg,
+        mtu,
+        t.seed ^ 0x5e7e,
+        0,
+        server_role,
+    ));
+    let client_role = Role::Client {
+        len: t.object_len,
+        received: 0,
+        byte_exact: true,
+        done_at: None,
+    };
+    let cli = sim.add_node(TcpHost::new(
+        CLIENT_ADDR,
+        cfg,
+        mtu,
+        t.seed ^ 0xc11e,
+        1,
+        client_role,
+    ));
     // As in `run`: the server sends on its interface 0 (the first link), the client on
     // its interface 1 (the second).
     sim.connect(srv, cli, t.link.loss_ppm(t.loss_fwd_ppm));
@@ -326,7 +440,12 @@ pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
     });
     sim.act(cli, |h, now, out| {
         let socket = h.sockets.get_mut::<tcp::Socket<'static>>(h.handle);
-        let server = IpAddress::v4(SERVER_ADDR[0], SERVER_ADDR[1], SERVER_ADDR[2], SERVER_ADDR[3]);
+        let server = IpAddress::v4(
+            SERVER_ADDR[0],
+            SERVER_ADDR[1],
+            SERVER_ADDR[2],
+            SERVER_ADDR[3],
+        );
         let _ = socket.connect(h.iface.context(), (server, SERVER_PORT), CLIENT_PORT);
         h.drive(now, out);
     });
@@ -335,7 +454,10 @@ pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
         if now > limit {
             break;
         }
-        if let Role::Client { done_at: Some(_), .. } = sim.node(cli).role {
+        if let Role::Client {
+            done_at: Some(_), ..
+        } = sim.node(cli).role
+        {
             break;
         }
     }
@@ -346,11 +468,17 @@ pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
         elapsed_us: t.time_limit_us,
         client: ClientStats::default(),
         server: ServerStats::default(),
-        server_memory: core::mem::size_of::<tcp::Socket<'static>>() + 2 * cfg.buffer,
+        server_memory: core::mem::size_of::<tcp::Socket<'static>>() + cfg.rx_buffer + cfg.tx_buffer,
         upload_exact: false,
     };
     let c = sim.node(cli);
-    if let Role::Client { len, received, byte_exact, done_at } = c.role {
+    if let Role::Client {
+        len,
+        received,
+        byte_exact,
+        done_at,
+    } = c.role
+    {
         outcome.complete = received >= len;
         outcome.byte_exact = byte_exact && received <= len;
         outcome.received = received;

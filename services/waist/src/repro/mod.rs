@@ -12,7 +12,9 @@ pub mod ess_fig11;
 pub mod snap_table2;
 pub mod trickles_bloom;
 pub mod trickles_fig9;
+pub mod trickles_loss;
 pub mod trickles_memory;
+pub mod trickles_rtt;
 
 /// The reproductions `waist repro` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -35,6 +37,12 @@ pub enum Name {
     TricklesBloom,
     /// Trickles paper Fig. 16: stateless server memory against 1 … 10,000 clients.
     TricklesMemory,
+    /// Trickles paper Fig. 19: single-client throughput against RTT, Trickles beside
+    /// smoltcp's TCP over the same 100 Mb/s link (`--runs`: object MB, default 20).
+    TricklesRtt,
+    /// Trickles paper Figs. 20–21: single-client throughput against forward and reverse
+    /// loss at RTT 10 ms, Trickles beside smoltcp's TCP (`--runs`: object MB, default 5).
+    TricklesLoss,
 }
 
 /// Knobs shared by the reproductions.
@@ -73,6 +81,8 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesFig9 => trickles_fig9::run(opts, out).map(|_| ()),
         Name::TricklesBloom => trickles_bloom::run(opts, out).map(|_| ()),
         Name::TricklesMemory => trickles_memory::run(opts, out).map(|_| ()),
+        Name::TricklesRtt => trickles_rtt::run(opts, out).map(|_| ()),
+        Name::TricklesLoss => trickles_loss::run(opts, out).map(|_| ()),
     }
 }
 

@@ -29,31 +29,65 @@ pub fn theory(cfg: &ReplayConfig, n: u64) -> f64 {
 pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<f64> {
     let cfg = ReplayConfig::default();
     let probes = opts.runs.unwrap_or(2_000_000);
-    writeln!(out, "Trickles replay filter: m = {} bits × 2, k = {}, horizon {} s", cfg.num_bits, cfg.hashes, cfg.horizon_us / 1_000_000)?;
-    writeln!(out, "{:>10} {:>12} {:>14} {:>14} {:>16}", "n", "probes", "ours", "theory", "paper")?;
+    writeln!(
+        out,
+        "Trickles replay filter: m = {} bits × 2, k = {}, horizon {} s",
+        cfg.num_bits,
+        cfg.hashes,
+        cfg.horizon_us / 1_000_000
+    )?;
+    writeln!(
+        out,
+        "{:>10} {:>12} {:>14} {:>14} {:>16}",
+        "n", "probes", "ours", "theory", "paper"
+    )?;
     let mut ours = Vec::new();
     let mut model = Vec::new();
     let mut at_paper = 0.0;
     for n in [20_000u64, 40_000, 60_000, PAPER_N, 120_000, 2 * PAPER_N] {
         let (fp, p) = measure_false_positive_rate(cfg, n, probes, opts.seed ^ n);
         let rate = fp as f64 / p as f64;
-        let paper = if n == PAPER_N { "0.0091% / 0.00696%" } else { "" };
-        writeln!(out, "{:>10} {:>12} {:>13.5}% {:>13.5}% {:>16}", n, p, rate * 100.0, theory(&cfg, n) * 100.0, paper)?;
+        let paper = if n == PAPER_N {
+            "0.0091% / 0.00696%"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "{:>10} {:>12} {:>13.5}% {:>13.5}% {:>16}",
+            n,
+            p,
+            rate * 100.0,
+            theory(&cfg, n) * 100.0,
+            paper
+        )?;
         if n == PAPER_N {
             at_paper = rate;
         }
         ours.push((n as f64, (rate * 100.0).max(1e-6)));
         model.push((n as f64, theory(&cfg, n) * 100.0));
     }
-    writeln!(out, "at the paper's n: ours {:.5}% (paper's theory 0.0091%, paper measured 0.00696%)", at_paper * 100.0)?;
+    writeln!(
+        out,
+        "at the paper's n: ours {:.5}% (paper's theory 0.0091%, paper measured 0.00696%)",
+        at_paper * 100.0
+    )?;
     let chart = Chart {
         title: "Trickles replay filter: false positives against continuations per interval".into(),
         x_label: "continuations per interval".into(),
         y_label: "false-positive rate (%)".into(),
         log_y: true,
         series: vec![
-            Series { label: "measured (ours)".into(), points: ours, dashed: false },
-            Series { label: "theory (1-e^-kn/m)^k".into(), points: model, dashed: true },
+            Series {
+                label: "measured (ours)".into(),
+                points: ours,
+                dashed: false,
+            },
+            Series {
+                label: "theory (1-e^-kn/m)^k".into(),
+                points: model,
+                dashed: true,
+            },
         ],
     };
     let path = opts.dir.join("trickles-bloom.png");

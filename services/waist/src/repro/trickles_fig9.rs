@@ -68,14 +68,29 @@ pub fn rows(n: u32) -> anyhow::Result<Vec<Row>> {
             conn_nonce: 0,
             tag: [0; 16],
         };
-        let proof = [SackBlock { left: TCP_BASE + 1, right: k, nonce: 0 }];
-        let slots = cc::plan(&c, &proof, RequestMode::Normal, &cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let proof = [SackBlock {
+            left: TCP_BASE + 1,
+            right: k,
+            nonce: 0,
+        }];
+        let slots =
+            cc::plan(&c, &proof, RequestMode::Normal, &cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
         rows.push(Row {
             k,
             reno_cwnd: reno.cwnd,
             reno_sent,
-            trickles_cwnd: tcp_cwnd(u64::from(k), u64::from(TCP_BASE), u32::from(START_CWND), u32::from(SSTHRESH)),
-            trickles_sent: slots.iter().map(|s| s.number).collect::<BTreeSet<_>>().into_iter().collect(),
+            trickles_cwnd: tcp_cwnd(
+                u64::from(k),
+                u64::from(TCP_BASE),
+                u32::from(START_CWND),
+                u32::from(SSTHRESH),
+            ),
+            trickles_sent: slots
+                .iter()
+                .map(|s| s.number)
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
         });
     }
     Ok(rows)
@@ -92,24 +107,62 @@ fn list(v: &[u32]) -> String {
 /// Prints the table (ours beside Reno's) and draws cwnd against k.
 pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
     let rows = rows(40)?;
-    writeln!(out, "Trickles Fig. 9: TCPBase {TCP_BASE}, startCwnd {START_CWND}, ssthresh {SSTHRESH}, no loss")?;
-    writeln!(out, "paper: TCP cwnd = TCPCwnd(k) and output trickle # = snd_nxt on every row")?;
-    writeln!(out, "{:>4} | {:>8} {:>10} | {:>11} {:>12} | match", "k", "TCP cwnd", "TCP sends", "TCPCwnd(k)", "trickles #")?;
+    writeln!(
+        out,
+        "Trickles Fig. 9: TCPBase {TCP_BASE}, startCwnd {START_CWND}, ssthresh {SSTHRESH}, no loss"
+    )?;
+    writeln!(
+        out,
+        "paper: TCP cwnd = TCPCwnd(k) and output trickle # = snd_nxt on every row"
+    )?;
+    writeln!(
+        out,
+        "{:>4} | {:>8} {:>10} | {:>11} {:>12} | match",
+        "k", "TCP cwnd", "TCP sends", "TCPCwnd(k)", "trickles #"
+    )?;
     let mut mismatches = 0;
     for r in &rows {
         let ok = r.reno_cwnd == r.trickles_cwnd && r.reno_sent == r.trickles_sent;
         mismatches += usize::from(!ok);
-        writeln!(out, "{:>4} | {:>8} {:>10} | {:>11} {:>12} | {}", r.k, r.reno_cwnd, list(&r.reno_sent), r.trickles_cwnd, list(&r.trickles_sent), if ok { "yes" } else { "NO" })?;
+        writeln!(
+            out,
+            "{:>4} | {:>8} {:>10} | {:>11} {:>12} | {}",
+            r.k,
+            r.reno_cwnd,
+            list(&r.reno_sent),
+            r.trickles_cwnd,
+            list(&r.trickles_sent),
+            if ok { "yes" } else { "NO" }
+        )?;
     }
-    writeln!(out, "rows matching: {} of {}", rows.len() - mismatches, rows.len())?;
+    writeln!(
+        out,
+        "rows matching: {} of {}",
+        rows.len() - mismatches,
+        rows.len()
+    )?;
     let chart = Chart {
         title: "Trickles Fig. 9: window against request number".into(),
         x_label: "request number k".into(),
         y_label: "cwnd (packets)".into(),
         log_y: false,
         series: vec![
-            Series { label: "TCP Reno (ack by ack)".into(), points: rows.iter().map(|r| (f64::from(r.k), f64::from(r.reno_cwnd))).collect(), dashed: true },
-            Series { label: "Trickles TCPCwnd(k) (ours)".into(), points: rows.iter().map(|r| (f64::from(r.k), f64::from(r.trickles_cwnd))).collect(), dashed: false },
+            Series {
+                label: "TCP Reno (ack by ack)".into(),
+                points: rows
+                    .iter()
+                    .map(|r| (f64::from(r.k), f64::from(r.reno_cwnd)))
+                    .collect(),
+                dashed: true,
+            },
+            Series {
+                label: "Trickles TCPCwnd(k) (ours)".into(),
+                points: rows
+                    .iter()
+                    .map(|r| (f64::from(r.k), f64::from(r.trickles_cwnd)))
+                    .collect(),
+                dashed: false,
+            },
         ],
     };
     let path = opts.dir.join("trickles-fig9.png");

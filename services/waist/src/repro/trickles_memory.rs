@@ -23,19 +23,41 @@ pub const TCP_SEND_BUFFER: usize = 64 * 1024;
 /// Runs the sweep; `runs` caps the largest client count (default 10,000).
 pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<(u32, usize)>> {
     let max = opts.runs.unwrap_or(10_000).min(100_000) as u32;
-    let tcp_per_conn = std::mem::size_of::<smoltcp::socket::tcp::Socket<'static>>() + TCP_SEND_BUFFER;
-    writeln!(out, "Trickles server memory against clients (20 KB object each, 100 Mb/s links)")?;
-    writeln!(out, "paper: Trickles flat and small; TCP linear, exhausting 512 MB past 6000 clients")?;
-    writeln!(out, "{:>7} {:>10} {:>12} {:>18} {:>16}", "clients", "complete", "exact", "Trickles (bytes)", "TCP (computed)")?;
+    let tcp_per_conn =
+        std::mem::size_of::<smoltcp::socket::tcp::Socket<'static>>() + TCP_SEND_BUFFER;
+    writeln!(
+        out,
+        "Trickles server memory against clients (20 KB object each, 100 Mb/s links)"
+    )?;
+    writeln!(
+        out,
+        "paper: Trickles flat and small; TCP linear, exhausting 512 MB past 6000 clients"
+    )?;
+    writeln!(
+        out,
+        "{:>7} {:>10} {:>12} {:>18} {:>16}",
+        "clients", "complete", "exact", "Trickles (bytes)", "TCP (computed)"
+    )?;
     let link = LinkConfig::with_delay(2_000).rate(100, 20_000);
     let mut rows = Vec::new();
     let mut ours = Vec::new();
     let mut tcp = Vec::new();
-    for n in [1u32, 10, 100, 1_000, 10_000, 100_000].into_iter().filter(|&n| n <= max) {
+    for n in [1u32, 10, 100, 1_000, 10_000, 100_000]
+        .into_iter()
+        .filter(|&n| n <= max)
+    {
         let o = sim::run_clients(n, 20_000, link, 20, opts.seed, 600_000_000);
         let tcp_bytes = n as usize * tcp_per_conn;
-        writeln!(out, "{:>7} {:>10} {:>12} {:>18} {:>16}", n, o.complete, o.byte_exact, o.server_memory, tcp_bytes)?;
-        anyhow::ensure!(o.complete == n as usize && o.byte_exact, "{n} clients: only {} complete", o.complete);
+        writeln!(
+            out,
+            "{:>7} {:>10} {:>12} {:>18} {:>16}",
+            n, o.complete, o.byte_exact, o.server_memory, tcp_bytes
+        )?;
+        anyhow::ensure!(
+            o.complete == n as usize && o.byte_exact,
+            "{n} clients: only {} complete",
+            o.complete
+        );
         rows.push((n, o.server_memory));
         ours.push((f64::from(n), o.server_memory as f64 / 1024.0));
         tcp.push((f64::from(n), tcp_bytes as f64 / 1024.0));
@@ -48,8 +70,16 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<(u32, usiz
         y_label: "server memory (KB)".into(),
         log_y: true,
         series: vec![
-            Series { label: "Trickles server (ours, measured)".into(), points: ours, dashed: false },
-            Series { label: "TCP: socket + 64 KB send buffer (computed)".into(), points: tcp, dashed: true },
+            Series {
+                label: "Trickles server (ours, measured)".into(),
+                points: ours,
+                dashed: false,
+            },
+            Series {
+                label: "TCP: socket + 64 KB send buffer (computed)".into(),
+                points: tcp,
+                dashed: true,
+            },
         ],
     };
     let path = opts.dir.join("trickles-memory.png");
