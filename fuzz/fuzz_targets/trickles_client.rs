@@ -169,10 +169,9 @@ impl Harness {
             let Ok(reply) = self.server.handle_request(self.now, CLIENT, SERVER, &seg) else {
                 continue;
             };
-            let mss = self.server.config().mss;
             for r in &reply.responses {
                 let start = r.range.map_or(0, |r| r.start);
-                let allowed = r.allowed(mss) as u64;
+                let allowed = r.allowed() as u64;
                 let len = allowed.min(STREAM_LEN.saturating_sub(start)) as usize;
                 let eos = start.saturating_add(allowed) >= STREAM_LEN;
                 let mut buf = vec![0u8; 2048];

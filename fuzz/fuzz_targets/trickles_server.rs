@@ -80,7 +80,7 @@ fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for r in &reply.responses {
         let start = r.range.map_or(0, |r| r.start);
-        let allowed = r.allowed(server.config().mss) as u64;
+        let allowed = r.allowed() as u64;
         let len = allowed.min(STREAM_LEN.saturating_sub(start)) as usize;
         let eos = start + allowed >= STREAM_LEN;
         let mut buf = vec![0u8; 2048];
@@ -275,7 +275,7 @@ fn check_reply(server: &mut Server, now: u64, seg: &[u8]) {
         assert_eq!(resp.nonce, r.nonce);
         assert_eq!(resp.continuation, r.continuation);
         assert_eq!(resp.user_continuation, ucont);
-        assert_eq!(resp.data.len(), r.allowed(mss));
+        assert_eq!(resp.data.len(), r.allowed());
         assert_eq!(resp.offset, r.range.map_or(0, |r| r.start));
     }
 }

@@ -16,6 +16,11 @@
 //! `smoltcp` (one ACK in, one 1362-byte segment out). `N` is at most `POOL`; with the
 //! default window cap the window stops growing after about 8,200 requests, so
 //! `N` ≥ 10,000 measures the steady state.
+//!
+//! `server_per_request interleave ROUNDS` instead times the three cases in turn, ROUNDS
+//! times over (each round: 100,000 valid requests to a fresh server, as many forged ones,
+//! as many smoltcp steps), and prints each round's ns per element and the medians: on a
+//! shared machine the ratio within a round is steadier than two separate runs.
 
 // Example harness: bad arguments or a failed setup should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -29,6 +34,7 @@ mod server_pool;
 mod smoltcp_peer;
 
 use std::hint::black_box;
+use std::time::Instant;
 
 use server_pool::{CLIENT, SERVER, forged, generate, serve, server_config};
 use smoltcp_peer::{MSS, SmolConn};
@@ -39,9 +45,13 @@ const POOL: usize = 20_000;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: server_per_request <trickles|bad_mac|smoltcp> N";
+    let usage = "usage: server_per_request <trickles|bad_mac|smoltcp> N | interleave ROUNDS";
     let mode = args.next().expect(usage);
     let n: usize = args.next().expect(usage).parse().expect(usage);
+    if mode == "interleave" {
+        interleave(n);
+        return;
+    }
     assert!(n <= POOL, "N is at most {POOL}");
     let payload = [0x5au8; MSS];
     let mut out = [0u8; 2048];
@@ -76,4 +86,66 @@ fn main() {
         }
         _ => panic!("{usage}"),
     }
+}
+
+/// Times the cases in turn, `rounds` times; prints ns per element.
+fn interleave(rounds: usize) {
+    const PER_ROUND: usize = 100_000;
+    let payload = [0x5au8; MSS];
+    let mut out = [0u8; 2048];
+    // Requests from PER_ROUND on: past the slow start, as in the bench's steady state.
+    let pool = generate(2 * PER_ROUND);
+    let forged = forged(&pool);
+    let mut rows = Vec::new();
+    println!("round  trickles_valid  trickles_bad_mac  smoltcp_ack_segment  (ns per element)");
+    for round in 0..rounds {
+        let mut server = Server::new(server_config());
+        for r in &pool[..PER_ROUND] {
+            serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
+        }
+        let start = Instant::now();
+        for r in &pool[PER_ROUND..] {
+            black_box(serve(&mut server, r.now_us, &r.segment, &payload, &mut out));
+        }
+        let valid = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+
+        let now = pool[0].now_us;
+        let start = Instant::now();
+        for seg in &forged[PER_ROUND..] {
+            black_box(
+                server
+                    .handle_request(now, CLIENT, SERVER, black_box(seg))
+                    .is_err(),
+            );
+        }
+        let bad = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+
+        let mut conn = SmolConn::new(PER_ROUND);
+        let start = Instant::now();
+        for _ in 0..PER_ROUND {
+            conn.step(&payload);
+        }
+        let smol = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+        println!("{round:5}  {valid:14.1}  {bad:16.1}  {smol:19.1}");
+        rows.push([valid, bad, smol]);
+    }
+    let median = |i: usize| {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[i]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let ratios: Vec<f64> = {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[0] / r[2]).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    println!(
+        "median {:14.1}  {:16.1}  {:19.1}   valid/smoltcp median ratio {:.2} (rounds {:.2}..{:.2})",
+        median(0),
+        median(1),
+        median(2),
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1]
+    );
 }

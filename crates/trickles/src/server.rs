@@ -67,6 +67,17 @@ fn syn_hash(conn_nonce: u64, retry: u8) -> u64 {
     replay::replay_hash(&tag, retry)
 }
 
+/// Most application bytes a response may carry: `mss` with a continuation, `mss` plus the
+/// continuation's length without one (delayed acks, retransmissions), so packets stay the
+/// same size. The client sizes its ranges with the same rule.
+pub fn payload_limit(mss: u16, with_continuation: bool) -> u16 {
+    if with_continuation {
+        mss
+    } else {
+        mss.saturating_add(crate::continuation::CONTINUATION_LEN as u16)
+    }
+}
+
 /// Most retransmissions of one normal request the server answers (each with half the
 /// data of the one before, and never with a continuation).
 pub const MAX_RETRY: u8 = 3;
@@ -157,17 +168,17 @@ pub struct PlannedResponse {
     pub continuation: Option<Continuation>,
     /// The bytes of the server's output stream the client asked this response to carry.
     pub range: Option<ByteRange>,
-    /// Most application bytes it may carry: the MSS, halved for each retransmission of
-    /// the request (§2.2's exponential backoff).
+    /// Most application bytes it may carry: the MSS, plus the continuation's 54 bytes when
+    /// it carries none (so every packet is the same size), halved for each retransmission
+    /// of the request (§2.2's exponential backoff).
     pub limit: u16,
 }
 
 impl PlannedResponse {
     /// Most application bytes this response may carry: the range's length, at most
-    /// `limit` and `mss`.
-    pub fn allowed(&self, mss: u16) -> usize {
-        self.range
-            .map_or(0, |r| usize::from(r.len.min(mss).min(self.limit)))
+    /// [`PlannedResponse::limit`].
+    pub fn allowed(&self) -> usize {
+        self.range.map_or(0, |r| usize::from(r.len.min(self.limit)))
     }
 }
 
@@ -245,7 +256,7 @@ impl Server {
         if req.kind == RequestKind::Request && req.retry > MAX_RETRY {
             return Err(Rejected::TooManyRetries);
         }
-        let limit = self.cfg.mss >> req.retry.min(15);
+        let backoff = req.retry.min(15);
         let (kind, conn_nonce, rtt_us, slots) = match (req.kind, req.continuation) {
             (RequestKind::Syn, None) => {
                 self.inbound_macs += 1;
@@ -307,7 +318,7 @@ impl Server {
                 };
                 let mut resp = self.respond(slot, range, &tuple, conn_nonce, rtt_us, now_ms);
                 if req.kind == RequestKind::Request {
-                    resp.limit = limit;
+                    resp.limit >>= backoff;
                 }
                 resp
             })
@@ -437,7 +448,7 @@ impl Server {
             nonce,
             continuation,
             range,
-            limit: self.cfg.mss,
+            limit: payload_limit(self.cfg.mss, continuation.is_some()),
         }
     }
 
@@ -453,7 +464,7 @@ impl Server {
         end_of_stream: bool,
         out: &mut [u8],
     ) -> Result<usize, WireError> {
-        let data = data.get(..resp.allowed(self.cfg.mss)).unwrap_or(data);
+        let data = data.get(..resp.allowed()).unwrap_or(data);
         let msg = Response {
             kind: resp.kind,
             end_of_stream,

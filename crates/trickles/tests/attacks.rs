@@ -38,7 +38,7 @@ fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Result<Vec<Vec<u8>>, Rej
     let reply = server.handle_request(now, CLIENT, SERVER, seg)?;
     let mut out = Vec::new();
     for r in &reply.responses {
-        let data = vec![7u8; r.allowed(server.config().mss)];
+        let data = vec![7u8; r.allowed()];
         let mut buf = vec![0u8; 2048];
         let n = server
             .emit(&reply.event.tuple, r, &[], &data, false, &mut buf)
@@ -253,7 +253,6 @@ fn retried_requests_buy_no_trickles_and_shrinking_data() {
         .filter(|r| r.continuation.is_some())
         .count();
     assert!(honest_continuations >= 1);
-    let mss = server.config().mss;
     let mut extra_bytes = 0;
     for retry in 1..=255u8 {
         let again = Request { retry, ..req };
@@ -263,17 +262,13 @@ fn retried_requests_buy_no_trickles_and_shrinking_data() {
                     reply.responses.iter().all(|r| r.continuation.is_none()),
                     "retry {retry} bought a continuation"
                 );
-                extra_bytes += reply
-                    .responses
-                    .iter()
-                    .map(|r| r.allowed(mss))
-                    .sum::<usize>();
+                extra_bytes += reply.responses.iter().map(|r| r.allowed()).sum::<usize>();
             }
             Err(e) => assert!(retry > trickles::server::MAX_RETRY, "retry {retry}: {e}"),
         }
     }
     // Halving per retry: all retries together carry less than the original's data.
-    let original: usize = honest.responses.iter().map(|r| r.allowed(mss)).sum();
+    let original: usize = honest.responses.iter().map(|r| r.allowed()).sum();
     assert!(
         extra_bytes < original,
         "{extra_bytes} extra bytes against {original}"

@@ -98,8 +98,9 @@ fn tcp_window_below_the_queue_fills_the_link_without_loss() {
     let o = tcp::run_tcp_with(&t, &capped(&t));
     assert!(o.complete && o.byte_exact, "{o:?}");
     assert_eq!(o.client.retransmissions, 0, "{o:?}");
-    // 1460 data bytes per 1500-byte packet: at most 97.3 Mb/s of goodput.
-    assert!((85.0..97.4).contains(&o.goodput_mbps()), "{o:?}");
+    // 1460 data bytes per 1500-byte packet: at most 97.3 Mb/s of goodput; slow start
+    // costs some of it on 5 MB.
+    assert!((75.0..97.4).contains(&o.goodput_mbps()), "{o:?}");
 }
 
 #[test]

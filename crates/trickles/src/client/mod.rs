@@ -25,14 +25,18 @@ use alloc::vec::Vec;
 use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
 use crate::conn::FourTuple;
 use crate::continuation::Continuation;
-use crate::sack::{ProofBuilder, SACK_BLOCK_LEN};
-use crate::server::DEFAULT_MSS;
+use crate::sack::{MAX_SACK_BLOCKS, ProofBuilder, SACK_BLOCK_LEN, SackBlock};
+use crate::server::{DEFAULT_MSS, payload_limit};
 use crate::wire::{
     self, ByteRange, RangeList, Request, RequestKind, Response, ResponseKind, SegmentHeader,
     WireError,
 };
 use recv::Reassembly;
 use send::SendStream;
+
+/// Blocks kept from the front of a proof too long to send whole (see
+/// `Client::proof_blocks`): the first loss and the blocks around it.
+const PROOF_HEAD: usize = 2;
 
 /// Client settings. `cc` and `mss` must match the server's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -354,7 +358,7 @@ impl Client {
             return;
         };
         self.proof.trim_below(c.proof_start);
-        let blocks: Vec<_> = self.proof.blocks().to_vec();
+        let blocks = self.proof_blocks();
         let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Timeout, &self.cfg.cc) else {
             // Nothing sensible to ask (numbers exhausted): keep the timer alive.
             self.backoff(now_us);
@@ -493,6 +497,23 @@ impl Client {
         }
     }
 
+    /// The proof to send: the whole one, or — when a window lost so much that it needs more
+    /// than [`MAX_SACK_BLOCKS`] blocks — its first [`PROOF_HEAD`] blocks (which fix the
+    /// first loss) and its last blocks (which fix the run of losses right before the
+    /// request). The blocks left out read as losses to the server: a client may always
+    /// report more loss than it had, and the server reads only the first gap and the gap
+    /// before the request, which both survive.
+    fn proof_blocks(&self) -> Vec<SackBlock> {
+        let blocks = self.proof.blocks();
+        if blocks.len() <= MAX_SACK_BLOCKS {
+            return blocks.to_vec();
+        }
+        let tail = MAX_SACK_BLOCKS - PROOF_HEAD;
+        let mut out = blocks.get(..PROOF_HEAD).unwrap_or_default().to_vec();
+        out.extend_from_slice(blocks.get(blocks.len() - tail..).unwrap_or_default());
+        out
+    }
+
     /// Sends the request that uses continuation `c`.
     fn request(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
         self.proof.trim_below(c.proof_start);
@@ -505,7 +526,7 @@ impl Client {
             }
             return;
         }
-        let blocks: Vec<_> = self.proof.blocks().to_vec();
+        let blocks = self.proof_blocks();
         let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Normal, &self.cfg.cc) else {
             return;
         };
@@ -534,12 +555,20 @@ impl Client {
         retry: u8,
     ) {
         let mut ranges = RangeList::new();
+        // A retransmission is watched against packets numbered from this request's first
+        // new packet on; a request with none (a trickle terminated in recovery) watches
+        // packets after everything predicted so far, which come from later requests.
         let next_number = slots
             .iter()
             .filter(|s| s.kind != SlotKind::Retransmit)
             .map(|s| s.number)
             .min()
-            .unwrap_or(u32::MAX);
+            .or_else(|| {
+                self.expected
+                    .last_key_value()
+                    .map(|(&n, _)| n.saturating_add(1))
+            })
+            .unwrap_or(self.floor);
         for slot in slots {
             if slot.kind != SlotKind::Retransmit {
                 self.expected.insert(slot.number, ());
@@ -548,7 +577,8 @@ impl Client {
             if !slot.kind.carries_data() {
                 continue;
             }
-            let Some(range) = self.next_range() else {
+            let size = payload_limit(self.cfg.mss, slot.params.is_some());
+            let Some(range) = self.next_range(size) else {
                 continue;
             };
             let retransmit = slot.kind == SlotKind::Retransmit;
@@ -570,8 +600,7 @@ impl Client {
         let sack: Vec<u8> = if kind == RequestKind::Syn {
             Vec::new()
         } else {
-            self.proof
-                .blocks()
+            self.proof_blocks()
                 .iter()
                 .flat_map(|b| {
                     let mut out = [0u8; SACK_BLOCK_LEN];
@@ -647,16 +676,27 @@ impl Client {
         }
     }
 
-    /// The next byte range to ask for: lost ranges first, then new data.
-    fn next_range(&mut self) -> Option<ByteRange> {
+    /// The next byte range to ask for, at most `size` bytes: lost ranges first (split if
+    /// larger), then new data.
+    fn next_range(&mut self, size: u16) -> Option<ByteRange> {
         if let Some(r) = self.lost_ranges.pop_front() {
+            if r.len > size {
+                self.lost_ranges.push_front(ByteRange {
+                    start: r.start + u64::from(size),
+                    len: r.len - size,
+                });
+                return Some(ByteRange {
+                    start: r.start,
+                    len: size,
+                });
+            }
             return Some(r);
         }
         let end = self.recv.end();
         if end.is_some_and(|e| self.next_offset >= e) {
             return None;
         }
-        let mut len = self.cfg.mss;
+        let mut len = size;
         if let Some(e) = end {
             len = len.min((e - self.next_offset).min(u64::from(u16::MAX)) as u16);
         }

@@ -148,14 +148,13 @@ impl Host {
         };
         let Some(len) = len else { return };
         let ucont = len.to_be_bytes();
-        let mss = server.config().mss;
         let mut data = Vec::new();
         let mut buf = alloc::vec![0u8; 2048];
         for resp in &reply.responses {
             data.clear();
             let mut eos = false;
             if let Some(r) = resp.range {
-                let end = r.start.saturating_add(u64::from(r.len.min(mss))).min(len);
+                let end = r.start.saturating_add(resp.allowed() as u64).min(len);
                 data.extend((r.start.min(end)..end).map(object_byte));
                 eos = end >= len;
             }

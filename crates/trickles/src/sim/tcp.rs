@@ -180,7 +180,7 @@ enum Role {
 }
 
 /// One simulated TCP host: an interface, its device, one socket and the application.
-pub struct TcpHost {
+struct TcpHost {
     iface: Interface,
     device: SimDevice,
     sockets: SocketSet<'static>,
@@ -397,6 +397,7 @@ pub fn run_tcp(t: &Transfer) -> Outcome {
 /// `client.losses` stay 0 (smoltcp does not count them). `server.segments` and
 /// `server.accepted` segments the server received, `server.responses` segments it sent;
 /// the rest stay 0. `server_memory` is the server socket's structure plus both buffers.
+/// The baseline only downloads: `t.upload_len` is ignored and `upload_exact` stays false.
 pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
     let mtu = (usize::from(cfg.mss) + HEADERS).min(t.link.mtu);
     let mut sim: Simulator<TcpHost> = Simulator::new(t.seed);

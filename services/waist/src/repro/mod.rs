@@ -38,10 +38,10 @@ pub enum Name {
     /// Trickles paper Fig. 16: stateless server memory against 1 … 10,000 clients.
     TricklesMemory,
     /// Trickles paper Fig. 19: single-client throughput against RTT, Trickles beside
-    /// smoltcp's TCP over the same 100 Mb/s link (`--runs`: object MB, default 20).
+    /// smoltcp's TCP over the same 100 Mb/s link (`--runs`: object MB, default 100).
     TricklesRtt,
     /// Trickles paper Figs. 20–21: single-client throughput against forward and reverse
-    /// loss at RTT 10 ms, Trickles beside smoltcp's TCP (`--runs`: object MB, default 5).
+    /// loss at RTT 10 ms, Trickles beside smoltcp's TCP (`--runs`: object MB, default 20).
     TricklesLoss,
 }
 
