@@ -369,8 +369,15 @@ fn recovery(
             });
         }
         // (b) regenerate lost requests that (a) would have kept (only offsets inside the
-        // window can qualify, so the loop is bounded by the window, not by the run).
-        let from = a.max(j.saturating_add(keep_from));
+        // window can qualify, so the loop is bounded by the window, not by the run). With
+        // delayed acks the request for packet a − 1 (no continuation of its own) would have
+        // ridden in a's, so it went missing with a.
+        let first_missing = if cfg.delayed_ack && a.wrapping_sub(c.tcp_base).is_multiple_of(2) {
+            a.saturating_sub(1)
+        } else {
+            a
+        };
+        let from = first_missing.max(j.saturating_add(keep_from));
         for lost in from..=b {
             if let Some(n) = survivor(lost.saturating_sub(j)) {
                 slots.push(Slot {

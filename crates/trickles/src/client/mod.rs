@@ -249,6 +249,12 @@ impl Client {
         self.recv.read(buf)
     }
 
+    /// Packets the client expects and has not yet resolved: its view of the window in
+    /// flight.
+    pub fn in_flight(&self) -> usize {
+        self.expected.len()
+    }
+
     /// The smoothed RTT, once measured.
     pub fn srtt_us(&self) -> Option<u64> {
         (self.srtt_us > 0).then_some(self.srtt_us)

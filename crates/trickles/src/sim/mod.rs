@@ -249,6 +249,8 @@ pub struct Transfer {
     pub time_limit_us: u64,
     /// Bytes the client uploads after its request (byte `i` is `object_byte(UPLOAD_BASE + i)`).
     pub upload_len: u64,
+    /// Sample the client's window in flight every this many µs (0: no trace).
+    pub trace_us: u64,
 }
 
 /// Where the simulated upload's bytes start in the [`object_byte`] pattern (so uploaded and
@@ -266,6 +268,7 @@ impl Transfer {
             seed: 1,
             time_limit_us: 600_000_000,
             upload_len: 0,
+            trace_us: 0,
         }
     }
 }
@@ -289,6 +292,8 @@ pub struct Outcome {
     pub server_memory: usize,
     /// Whether the upload (if any) arrived whole and exact at the server application.
     pub upload_exact: bool,
+    /// `(µs, packets in flight)` samples of the client's window, if asked for.
+    pub trace: Vec<(u64, u32)>,
 }
 
 impl Outcome {
@@ -343,9 +348,18 @@ pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> 
     });
     let limit = Instant::from_ticks(t.time_limit_us);
     let mut finished_at = None;
+    let mut trace = Vec::new();
+    let mut next_sample = 0;
     while let Some(now) = sim.step() {
         if now > limit {
             break;
+        }
+        if t.trace_us > 0
+            && now.ticks() >= next_sample
+            && let Host::Client { client, .. } = sim.node(cli)
+        {
+            trace.push((now.ticks(), client.in_flight() as u32));
+            next_sample = now.ticks() + t.trace_us;
         }
         if finished_at.is_none()
             && let Host::Client { client, .. } = sim.node(cli)
@@ -365,6 +379,7 @@ pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> 
         server: ServerStats::default(),
         server_memory: 0,
         upload_exact: false,
+        trace,
     };
     if let Host::Client {
         client, received, ..

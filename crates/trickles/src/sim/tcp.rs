@@ -471,6 +471,7 @@ pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
         server: ServerStats::default(),
         server_memory: core::mem::size_of::<tcp::Socket<'static>>() + cfg.rx_buffer + cfg.tx_buffer,
         upload_exact: false,
+        trace: Vec::new(),
     };
     let c = sim.node(cli);
     if let Role::Client {
