@@ -274,3 +274,34 @@ fn retried_requests_buy_no_trickles_and_shrinking_data() {
         "{extra_bytes} extra bytes against {original}"
     );
 }
+
+#[test]
+fn a_client_refuses_data_it_never_asked_for() {
+    let now = 1_000_000;
+    let (_server, mut client, _requests) = connected(now);
+    let spoof = wire::Response {
+        kind: wire::ResponseKind::Data,
+        end_of_stream: false,
+        packet_number: 1_000,
+        nonce: 0,
+        offset: 1 << 40,
+        continuation: None,
+        user_continuation: &[],
+        data: &[0xAA; 1000],
+    };
+    let mut seg = vec![0u8; wire::TCP_HEADER_LEN + spoof.buffer_len()];
+    let n = spoof.emit(&mut seg[wire::TCP_HEADER_LEN..]).unwrap();
+    let h = SegmentHeader {
+        src_port: 80,
+        dst_port: 5555,
+        syn: false,
+        seq: 1_000,
+        ack: 0,
+    };
+    let len = wire::finish_segment(&SERVER, &CLIENT, &h, &mut seg, n).unwrap();
+    assert_eq!(
+        client.handle_segment(now + 20_000, &seg[..len]),
+        Err(trickles::client::ClientError::Unrequested)
+    );
+    assert_eq!(client.delivered(), 0);
+}

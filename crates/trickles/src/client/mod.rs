@@ -80,6 +80,8 @@ pub enum ClientError {
     OtherConnection,
     /// The server reset the connection.
     Reset,
+    /// It carries bytes beyond anything requested.
+    Unrequested,
 }
 
 impl core::fmt::Display for ClientError {
@@ -88,6 +90,7 @@ impl core::fmt::Display for ClientError {
             ClientError::Wire(e) => write!(f, "unparsable segment: {e}"),
             ClientError::OtherConnection => f.write_str("segment for another connection"),
             ClientError::Reset => f.write_str("connection reset by the server"),
+            ClientError::Unrequested => f.write_str("data beyond anything requested"),
         }
     }
 }
@@ -148,6 +151,8 @@ pub struct Client {
     latest: Option<(Continuation, Vec<u8>)>,
     recv: Reassembly,
     next_offset: u64,
+    /// The end of the furthest range ever requested.
+    requested_end: u64,
     outstanding: BTreeMap<u64, Outstanding>,
     lost_ranges: VecDeque<ByteRange>,
     transmit: VecDeque<Vec<u8>>,
@@ -180,6 +185,7 @@ impl Client {
             latest: None,
             recv: Reassembly::default(),
             next_offset: 0,
+            requested_end: 0,
             outstanding: BTreeMap::new(),
             lost_ranges: VecDeque::new(),
             transmit: VecDeque::new(),
@@ -287,9 +293,14 @@ impl Client {
         {
             return Err(ClientError::OtherConnection);
         }
+        let end = resp.offset.saturating_add(resp.data.len() as u64);
+        if end > self.requested_end {
+            // Data the client never asked for (responses carry no MAC the client can
+            // check): refusing it bounds the reassembly buffer by what was requested.
+            return Err(ClientError::Unrequested);
+        }
         self.stats.responses += 1;
         let mut progress = false;
-        let end = resp.offset.saturating_add(resp.data.len() as u64);
         if !resp.data.is_empty() && !self.recv.has(resp.offset, resp.data.len() as u64) {
             progress = true;
         }
@@ -587,6 +598,9 @@ impl Client {
             let Some(range) = self.next_range(size) else {
                 continue;
             };
+            self.requested_end = self
+                .requested_end
+                .max(range.start.saturating_add(u64::from(range.len)));
             let retransmit = slot.kind == SlotKind::Retransmit;
             let watch = if retransmit { next_number } else { slot.number };
             if ranges.push(range).is_err() {
