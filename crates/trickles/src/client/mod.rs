@@ -154,6 +154,10 @@ pub struct Client {
     /// The end of the furthest range ever requested.
     requested_end: u64,
     outstanding: BTreeMap<u64, Outstanding>,
+    /// Index into `outstanding`: the range each numbered data slot carries, by number.
+    by_number: BTreeMap<u32, u64>,
+    /// Index into `outstanding`: the ranges riding in retransmissions (few at a time).
+    retransmitted: Vec<u64>,
     lost_ranges: VecDeque<ByteRange>,
     transmit: VecDeque<Vec<u8>>,
     /// Send time of the request expected to produce each number (RTT samples).
@@ -187,6 +191,8 @@ impl Client {
             next_offset: 0,
             requested_end: 0,
             outstanding: BTreeMap::new(),
+            by_number: BTreeMap::new(),
+            retransmitted: Vec::new(),
             lost_ranges: VecDeque::new(),
             transmit: VecDeque::new(),
             sent_at: BTreeMap::new(),
@@ -404,6 +410,8 @@ impl Client {
                 .map(|(&start, o)| ByteRange { start, len: o.len }),
         );
         self.outstanding.clear();
+        self.by_number.clear();
+        self.retransmitted.clear();
         lost.sort_by_key(|r| r.start);
         lost.dedup_by_key(|r| r.start);
         self.lost_ranges.extend(lost);
@@ -462,13 +470,16 @@ impl Client {
                     };
                     self.proof.push(a, arrival.nonce);
                     self.out.on_received(a);
+                    self.by_number.remove(&a);
                     self.count_later(a);
                     if let Some((c, ucont)) = arrival.continuation {
                         self.request(now_us, c, &ucont);
                     }
                 }
                 (Some(e), _) => {
-                    let later = self.arrived.range(e.saturating_add(1)..).count() as u32;
+                    // Every arrival still held is above `e` (those below were resolved
+                    // first), so they all count.
+                    let later = self.arrived.len() as u32;
                     if later < self.cfg.dup_thresh {
                         break;
                     }
@@ -476,7 +487,14 @@ impl Client {
                     self.sent_at.remove(&e);
                     self.stats.losses += 1;
                     self.out.on_lost(e);
-                    self.range_lost(|o| !o.retransmit && o.watch == e);
+                    if let Some(start) = self.by_number.remove(&e)
+                        && self
+                            .outstanding
+                            .get(&start)
+                            .is_some_and(|o| !o.retransmit && o.watch == e)
+                    {
+                        self.range_lost(start);
+                    }
                 }
                 (None, _) => break,
             }
@@ -486,31 +504,36 @@ impl Client {
     /// Counts a resolved arrival against outstanding retransmissions.
     fn count_later(&mut self, number: u32) {
         let thresh = self.cfg.dup_thresh;
-        for o in self.outstanding.values_mut() {
-            if o.retransmit && number >= o.watch {
-                o.later += 1;
-            }
+        let mut lost = Vec::new();
+        self.retransmitted
+            .retain(|start| match self.outstanding.get_mut(start) {
+                Some(o) if o.retransmit => {
+                    if number >= o.watch {
+                        o.later += 1;
+                    }
+                    if o.later >= thresh {
+                        lost.push(*start);
+                        return false;
+                    }
+                    true
+                }
+                _ => false,
+            });
+        for start in lost {
+            self.range_lost(start);
         }
-        self.range_lost(|o| o.retransmit && o.later >= thresh);
     }
 
-    fn range_lost(&mut self, lost: impl Fn(&Outstanding) -> bool) {
-        let gone: Vec<u64> = self
-            .outstanding
-            .iter()
-            .filter(|(_, o)| lost(o))
-            .map(|(&s, _)| s)
-            .collect();
-        for start in gone {
-            if let Some(o) = self.outstanding.remove(&start) {
-                let pos = self
-                    .lost_ranges
-                    .iter()
-                    .position(|r| r.start > start)
-                    .unwrap_or(self.lost_ranges.len());
-                self.lost_ranges
-                    .insert(pos, ByteRange { start, len: o.len });
-            }
+    /// The range at `start` is lost: it goes back to be requested again, in order.
+    fn range_lost(&mut self, start: u64) {
+        if let Some(o) = self.outstanding.remove(&start) {
+            let pos = self
+                .lost_ranges
+                .iter()
+                .position(|r| r.start > start)
+                .unwrap_or(self.lost_ranges.len());
+            self.lost_ranges
+                .insert(pos, ByteRange { start, len: o.len });
         }
     }
 
@@ -606,6 +629,11 @@ impl Client {
             if ranges.push(range).is_err() {
                 self.lost_ranges.push_front(range);
                 continue;
+            }
+            if retransmit {
+                self.retransmitted.push(range.start);
+            } else {
+                self.by_number.insert(slot.number, range.start);
             }
             self.outstanding.insert(
                 range.start,
