@@ -73,6 +73,7 @@
 
 use core::fmt;
 
+mod checksum;
 mod request;
 mod response;
 mod tcp;
