@@ -257,72 +257,122 @@ impl Server {
             return Err(Rejected::TooManyRetries);
         }
         let backoff = req.retry.min(15);
-        let (kind, conn_nonce, rtt_us, slots) = match (req.kind, req.continuation) {
-            (RequestKind::Syn, None) => {
-                self.inbound_macs += 1;
-                let nonce = self.keys.conn_nonce(&tuple, seg.seq);
-                // A retransmitted SYN carries its retry count, so it is not taken for a
-                // replay of the first; a replayed SYN of the same count is dropped.
-                if !self
-                    .replay
-                    .check_and_insert(now_us, syn_hash(nonce, req.retry))
-                {
+        let limit_shift = if req.kind == RequestKind::Request {
+            backoff
+        } else {
+            0
+        };
+        let mut blocks = [SackBlock {
+            left: 0,
+            right: 0,
+            nonce: 0,
+        }; MAX_SACK_BLOCKS];
+        let (kind, conn_nonce, rtt_us, slots, nblocks, fresh_key) =
+            match (req.kind, req.continuation) {
+                (RequestKind::Syn, None) => {
+                    self.inbound_macs += 1;
+                    let nonce = self.keys.conn_nonce(&tuple, seg.seq);
+                    // A retransmitted SYN carries its retry count, so it is not taken for a
+                    // replay of the first; a replayed SYN of the same count is dropped.
+                    (
+                        EventKind::Open,
+                        nonce,
+                        0,
+                        cc::open(&self.cfg.cc),
+                        0,
+                        syn_hash(nonce, req.retry),
+                    )
+                }
+                (RequestKind::Syn, Some(_)) | (_, None) => return Err(Rejected::Malformed),
+                (kind, Some(c)) => {
+                    self.authenticate(now_ms, &tuple, &c, kind)?;
+                    let nblocks = parse_blocks(&req, &mut blocks)?;
+                    let proof = blocks.get(..nblocks).unwrap_or_default();
+                    // Plan from the proof as sent; its nonces are checked below, before the
+                    // replay filter sees the request, in the same cipher call as the
+                    // responses' nonces.
+                    let mut slots = match kind {
+                        RequestKind::Fin => Vec::new(),
+                        RequestKind::Timeout => {
+                            cc::plan(&c, proof, RequestMode::Timeout, &self.cfg.cc)
+                                .map_err(Rejected::Plan)?
+                        }
+                        _ => cc::plan(&c, proof, RequestMode::Normal, &self.cfg.cc)
+                            .map_err(Rejected::Plan)?,
+                    };
+                    if kind == RequestKind::Request && req.retry > 0 {
+                        // A retransmitted request re-delivers data only: its responses carry
+                        // no continuation, so retries can never multiply trickles.
+                        slots.retain(|s| s.kind.carries_data());
+                        for s in &mut slots {
+                            s.params = None;
+                        }
+                    }
+                    let sample = now_ms.wrapping_sub(c.timestamp_ms).saturating_mul(1000);
+                    let rtt = if c.rtt_us == 0 {
+                        sample
+                    } else {
+                        c.rtt_us - c.rtt_us / 8 + sample / 8
+                    };
+                    let event = if kind == RequestKind::Fin {
+                        EventKind::Close
+                    } else {
+                        EventKind::Request
+                    };
+                    (
+                        event,
+                        c.conn_nonce,
+                        rtt,
+                        slots,
+                        nblocks,
+                        self.fresh_key(now_us, &c, kind, req.retry),
+                    )
+                }
+            };
+        let proof = blocks.get(..nblocks).unwrap_or_default();
+        let Server {
+            cfg, keys, replay, ..
+        } = self;
+        let keys: &ServerKeys = keys;
+        let originals = keys.nonces(NonceKind::Original);
+        let mut ranges = req.ranges.as_slice().iter().copied();
+        // One cipher dispatch for the proof's range nonces and the responses' nonces.
+        let responses = originals.with_prf(
+            Err(Rejected::Proof(ProofError::BadNonce { index: 0 })),
+            |prf| {
+                for (index, b) in proof.iter().enumerate() {
+                    if prf.range_nonce(conn_nonce, b.left, b.right) != b.nonce {
+                        return Err(Rejected::Proof(ProofError::BadNonce { index }));
+                    }
+                }
+                if !replay.check_and_insert(now_us, fresh_key) {
                     return Err(Rejected::Replay);
                 }
-                (EventKind::Open, nonce, 0, cc::open(&self.cfg.cc))
-            }
-            (RequestKind::Syn, Some(_)) | (_, None) => return Err(Rejected::Malformed),
-            (kind, Some(c)) => {
-                self.authenticate(now_ms, &tuple, &c, kind)?;
-                let proof = self.proof(&req, c.conn_nonce)?;
-                self.fresh(now_us, &c, kind, req.retry)?;
-                let mut slots = match kind {
-                    RequestKind::Fin => Vec::new(),
-                    RequestKind::Timeout => {
-                        cc::plan(&c, &proof, RequestMode::Timeout, &self.cfg.cc)
-                            .map_err(Rejected::Plan)?
-                    }
-                    _ => cc::plan(&c, &proof, RequestMode::Normal, &self.cfg.cc)
-                        .map_err(Rejected::Plan)?,
-                };
-                if kind == RequestKind::Request && req.retry > 0 {
-                    // A retransmitted request re-delivers data only: its responses carry
-                    // no continuation, so retries can never multiply trickles.
-                    slots.retain(|s| s.kind.carries_data());
-                    for s in &mut slots {
-                        s.params = None;
-                    }
-                }
-                let sample = now_ms.wrapping_sub(c.timestamp_ms).saturating_mul(1000);
-                let rtt = if c.rtt_us == 0 {
-                    sample
-                } else {
-                    c.rtt_us - c.rtt_us / 8 + sample / 8
-                };
-                let event = if kind == RequestKind::Fin {
-                    EventKind::Close
-                } else {
-                    EventKind::Request
-                };
-                (event, c.conn_nonce, rtt, slots)
-            }
-        };
-        let mut ranges = req.ranges.as_slice().iter().copied();
-        let responses = slots
-            .iter()
-            .map(|slot| {
-                let range = if slot.kind.carries_data() {
-                    ranges.next()
-                } else {
-                    None
-                };
-                let mut resp = self.respond(slot, range, &tuple, conn_nonce, rtt_us, now_ms);
-                if req.kind == RequestKind::Request {
-                    resp.limit >>= backoff;
-                }
-                resp
-            })
-            .collect();
+                Ok(slots
+                    .iter()
+                    .map(|slot| {
+                        let range = if slot.kind.carries_data() {
+                            ranges.next()
+                        } else {
+                            None
+                        };
+                        let nonce = match slot.kind {
+                            SlotKind::Retransmit => keys
+                                .nonces(NonceKind::Retransmit)
+                                .packet_nonce(conn_nonce, slot.number),
+                            SlotKind::Data | SlotKind::ContinuationOnly => {
+                                prf.packet_nonce(conn_nonce, slot.number)
+                            }
+                        };
+                        let mut resp = respond(
+                            cfg, keys, slot, nonce, range, &tuple, conn_nonce, rtt_us, now_ms,
+                        );
+                        resp.limit >>= limit_shift;
+                        resp
+                    })
+                    .collect::<Vec<_>>())
+            },
+        )?;
         Ok(Reply {
             event: Event {
                 kind,
@@ -365,90 +415,14 @@ impl Server {
         Ok(())
     }
 
-    /// At-most-once for normal requests (keyed by the tag and the retry counter); at most
-    /// one timeout per connection per horizon interval.
-    fn fresh(
-        &mut self,
-        now_us: u64,
-        c: &Continuation,
-        kind: RequestKind,
-        retry: u8,
-    ) -> Result<(), Rejected> {
-        let hash = if kind == RequestKind::Timeout {
+    /// The replay-filter key: at-most-once for normal requests (the tag and the retry
+    /// counter); at most one timeout per connection per horizon interval.
+    fn fresh_key(&self, now_us: u64, c: &Continuation, kind: RequestKind, retry: u8) -> u64 {
+        if kind == RequestKind::Timeout {
             let interval = now_us / self.cfg.replay.horizon_us.max(1);
             replay::timeout_hash(c.conn_nonce, interval, &self.keys)
         } else {
             replay::replay_hash(&c.tag, retry)
-        };
-        if self.replay.check_and_insert(now_us, hash) {
-            Ok(())
-        } else {
-            Err(Rejected::Replay)
-        }
-    }
-
-    fn proof(&self, req: &Request<'_>, conn_nonce: u64) -> Result<Vec<SackBlock>, Rejected> {
-        let blocks: Vec<SackBlock> = req.sack_chunks().map(SackBlock::parse).collect();
-        if blocks.is_empty() && req.kind == RequestKind::Timeout {
-            return Ok(blocks);
-        }
-        if blocks.len() > MAX_SACK_BLOCKS {
-            return Err(Rejected::Proof(ProofError::TooMany));
-        }
-        sack::verify_proof(self.keys.nonces(NonceKind::Original), conn_nonce, &blocks)
-            .map_err(Rejected::Proof)?;
-        Ok(blocks)
-    }
-
-    fn respond(
-        &self,
-        slot: &Slot,
-        range: Option<ByteRange>,
-        tuple: &FourTuple,
-        conn_nonce: u64,
-        rtt_us: u32,
-        now_ms: u32,
-    ) -> PlannedResponse {
-        let (kind, nonce_kind) = match slot.kind {
-            SlotKind::Retransmit => (ResponseKind::Retransmit, NonceKind::Retransmit),
-            SlotKind::Data | SlotKind::ContinuationOnly => {
-                (ResponseKind::Data, NonceKind::Original)
-            }
-        };
-        let nonce = self
-            .keys
-            .nonces(nonce_kind)
-            .packet_nonce(conn_nonce, slot.number);
-        let continuation = slot.params.map(|p| {
-            let mut c = Continuation {
-                number: p.number,
-                tcp_base: p.tcp_base,
-                start_cwnd: p.start_cwnd,
-                ssthresh: p.ssthresh,
-                proof_start: p.proof_start,
-                rtt_us,
-                timestamp_ms: now_ms,
-                epoch_start: p.epoch_start,
-                rtx: p.rtx,
-                site: self.cfg.site,
-                key_epoch: self.keys.current_epoch(),
-                flags: 0,
-                conn_nonce,
-                tag: [0; 16],
-            };
-            c.tag = self
-                .keys
-                .mac(c.key_epoch, tuple, &c.mac_fields())
-                .unwrap_or_default();
-            c
-        });
-        PlannedResponse {
-            kind,
-            packet_number: slot.number,
-            nonce,
-            continuation,
-            range,
-            limit: payload_limit(self.cfg.mss, continuation.is_some()),
         }
     }
 
@@ -487,5 +461,73 @@ impl Server {
             ack: 0,
         };
         wire::finish_segment(&tuple.server_addr, &tuple.client_addr, &seg, out, n)
+    }
+}
+
+/// The request's SACK blocks, shape-checked (nonces are checked with the responses'), into
+/// `out`; returns how many. A timeout request (and a FIN) may carry none.
+fn parse_blocks(
+    req: &Request<'_>,
+    out: &mut [SackBlock; MAX_SACK_BLOCKS],
+) -> Result<usize, Rejected> {
+    let mut n = 0;
+    for chunk in req.sack_chunks() {
+        let slot = out.get_mut(n).ok_or(Rejected::Proof(ProofError::TooMany))?;
+        *slot = SackBlock::parse(chunk);
+        n += 1;
+    }
+    if n == 0 && req.kind == RequestKind::Timeout {
+        return Ok(0);
+    }
+    sack::check_shape(out.get(..n).unwrap_or_default()).map_err(Rejected::Proof)?;
+    Ok(n)
+}
+
+/// One planned response: its continuation (MACed) and limits.
+#[allow(clippy::too_many_arguments)] // The pieces of one response, all needed; a struct would only rename them.
+fn respond(
+    cfg: &ServerConfig,
+    keys: &ServerKeys,
+    slot: &Slot,
+    nonce: u32,
+    range: Option<ByteRange>,
+    tuple: &FourTuple,
+    conn_nonce: u64,
+    rtt_us: u32,
+    now_ms: u32,
+) -> PlannedResponse {
+    let kind = match slot.kind {
+        SlotKind::Retransmit => ResponseKind::Retransmit,
+        SlotKind::Data | SlotKind::ContinuationOnly => ResponseKind::Data,
+    };
+    let continuation = slot.params.map(|p| {
+        let mut c = Continuation {
+            number: p.number,
+            tcp_base: p.tcp_base,
+            start_cwnd: p.start_cwnd,
+            ssthresh: p.ssthresh,
+            proof_start: p.proof_start,
+            rtt_us,
+            timestamp_ms: now_ms,
+            epoch_start: p.epoch_start,
+            rtx: p.rtx,
+            site: cfg.site,
+            key_epoch: keys.current_epoch(),
+            flags: 0,
+            conn_nonce,
+            tag: [0; 16],
+        };
+        c.tag = keys
+            .mac(c.key_epoch, tuple, &c.mac_fields())
+            .unwrap_or_default();
+        c
+    });
+    PlannedResponse {
+        kind,
+        packet_number: slot.number,
+        nonce,
+        continuation,
+        range,
+        limit: payload_limit(cfg.mss, continuation.is_some()),
     }
 }
