@@ -16,8 +16,10 @@
 //! [`Client::poll_transmit`], re-read [`Client::poll_timeout`], and [`Client::read`] the
 //! stream.
 
+mod ranges;
 mod recv;
 mod send;
+mod timer;
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
@@ -31,6 +33,7 @@ use crate::wire::{
     self, ByteRange, RangeList, Request, RequestKind, Response, ResponseKind, SegmentHeader,
     WireError,
 };
+use ranges::Outstanding;
 use recv::Reassembly;
 use send::SendStream;
 
@@ -121,18 +124,6 @@ pub struct ClientStats {
 struct Arrival {
     nonce: u32,
     continuation: Option<(Continuation, Vec<u8>)>,
-}
-
-/// A requested byte range not yet received.
-#[derive(Clone, Copy, Debug)]
-struct Outstanding {
-    len: u16,
-    /// The numbered slot carrying it, or for a retransmission the first number its
-    /// request was expected to produce after it.
-    watch: u32,
-    retransmit: bool,
-    /// Later packets resolved while it was missing (retransmissions only).
-    later: u32,
 }
 
 /// A Trickles client connection.
@@ -360,101 +351,6 @@ impl Client {
         Ok(())
     }
 
-    /// Handles the retransmit timer: asks the server for a retransmit timeout (§2.5), which
-    /// resets the connection to slow start with fresh continuations.
-    pub fn handle_timeout(&mut self, now_us: u64) {
-        if self.deadline.is_none_or(|d| now_us < d) {
-            return;
-        }
-        self.deadline = None;
-        if self.done() {
-            return;
-        }
-        let Some((c, ucont)) = self.latest.clone() else {
-            // No continuation yet: the SYN or all its answers were lost; send it again.
-            self.abandon();
-            self.next_offset = 0;
-            let slots = cc::open(&self.cfg.cc);
-            let retry = self.timeouts_in_row.saturating_add(1);
-            self.send_with(now_us, RequestKind::Syn, None, &[], &slots, retry);
-            self.backoff(now_us);
-            return;
-        };
-        self.proof.trim_below(c.proof_start);
-        let blocks = self.proof_blocks();
-        let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Timeout, &self.cfg.cc) else {
-            // Nothing sensible to ask (numbers exhausted): keep the timer alive.
-            self.backoff(now_us);
-            return;
-        };
-        self.abandon();
-        self.floor = slots.first().map_or(self.floor, |s| s.number);
-        self.stats.timeouts += 1;
-        let retry = self.timeouts_in_row;
-        self.send_with(now_us, RequestKind::Timeout, Some(c), &ucont, &slots, retry);
-        self.backoff(now_us);
-    }
-
-    /// Drops every expectation of the current epoch: outstanding ranges go back to be
-    /// requested again, the proof starts over.
-    fn abandon(&mut self) {
-        self.expected.clear();
-        self.arrived.clear();
-        self.sent_at.clear();
-        self.out.abandon();
-        self.proof = ProofBuilder::new();
-        let mut lost: Vec<ByteRange> = self.lost_ranges.drain(..).collect();
-        lost.extend(
-            self.outstanding
-                .iter()
-                .map(|(&start, o)| ByteRange { start, len: o.len }),
-        );
-        self.outstanding.clear();
-        self.by_number.clear();
-        self.retransmitted.clear();
-        lost.sort_by_key(|r| r.start);
-        lost.dedup_by_key(|r| r.start);
-        self.lost_ranges.extend(lost);
-    }
-
-    fn backoff(&mut self, now_us: u64) {
-        self.timeouts_in_row = self.timeouts_in_row.saturating_add(1);
-        self.rto_us = self.rto_us.saturating_mul(2).min(self.cfg.max_rto_us);
-        self.deadline = Some(now_us.saturating_add(self.rto_us));
-    }
-
-    /// Whether nothing is left to do: the whole stream arrived and every byte sent did.
-    fn done(&self) -> bool {
-        self.is_complete() && self.out.is_idle()
-    }
-
-    fn arm(&mut self, now_us: u64, progress: bool) {
-        if self.done() {
-            self.deadline = None;
-        } else if progress || self.deadline.is_none() {
-            self.deadline = Some(now_us.saturating_add(self.rto_us));
-        }
-    }
-
-    fn computed_rto(&self) -> u64 {
-        if self.srtt_us == 0 {
-            return self.cfg.initial_rto_us;
-        }
-        (self.srtt_us + 4 * self.rttvar_us).clamp(self.cfg.min_rto_us, self.cfg.max_rto_us)
-    }
-
-    /// RFC 6298 smoothing.
-    fn rtt_sample(&mut self, sample: u64) {
-        if self.srtt_us == 0 {
-            self.srtt_us = sample.max(1);
-            self.rttvar_us = sample / 2;
-        } else {
-            let err = self.srtt_us.abs_diff(sample);
-            self.rttvar_us = self.rttvar_us - self.rttvar_us / 4 + err / 4;
-            self.srtt_us = (self.srtt_us - self.srtt_us / 8 + sample / 8).max(1);
-        }
-    }
-
     /// Resolves packets in number order: each arrival extends the proof and releases its
     /// continuation's request; a packet still missing after `dup_thresh` later arrivals is
     /// declared lost.
@@ -498,42 +394,6 @@ impl Client {
                 }
                 (None, _) => break,
             }
-        }
-    }
-
-    /// Counts a resolved arrival against outstanding retransmissions.
-    fn count_later(&mut self, number: u32) {
-        let thresh = self.cfg.dup_thresh;
-        let mut lost = Vec::new();
-        self.retransmitted
-            .retain(|start| match self.outstanding.get_mut(start) {
-                Some(o) if o.retransmit => {
-                    if number >= o.watch {
-                        o.later += 1;
-                    }
-                    if o.later >= thresh {
-                        lost.push(*start);
-                        return false;
-                    }
-                    true
-                }
-                _ => false,
-            });
-        for start in lost {
-            self.range_lost(start);
-        }
-    }
-
-    /// The range at `start` is lost: it goes back to be requested again, in order.
-    fn range_lost(&mut self, start: u64) {
-        if let Some(o) = self.outstanding.remove(&start) {
-            let pos = self
-                .lost_ranges
-                .iter()
-                .position(|r| r.start > start)
-                .unwrap_or(self.lost_ranges.len());
-            self.lost_ranges
-                .insert(pos, ByteRange { start, len: o.len });
         }
     }
 
@@ -722,37 +582,5 @@ impl Client {
         if self.deadline.is_none() {
             self.deadline = Some(now_us.saturating_add(self.rto_us));
         }
-    }
-
-    /// The next byte range to ask for, at most `size` bytes: lost ranges first (split if
-    /// larger), then new data.
-    fn next_range(&mut self, size: u16) -> Option<ByteRange> {
-        if let Some(r) = self.lost_ranges.pop_front() {
-            if r.len > size {
-                self.lost_ranges.push_front(ByteRange {
-                    start: r.start + u64::from(size),
-                    len: r.len - size,
-                });
-                return Some(ByteRange {
-                    start: r.start,
-                    len: size,
-                });
-            }
-            return Some(r);
-        }
-        let end = self.recv.end();
-        if end.is_some_and(|e| self.next_offset >= e) {
-            return None;
-        }
-        let mut len = size;
-        if let Some(e) = end {
-            len = len.min((e - self.next_offset).min(u64::from(u16::MAX)) as u16);
-        }
-        let r = ByteRange {
-            start: self.next_offset,
-            len,
-        };
-        self.next_offset += u64::from(len);
-        Some(r)
     }
 }

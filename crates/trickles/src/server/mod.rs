@@ -17,12 +17,15 @@
 
 use alloc::vec::Vec;
 
-use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
+mod respond;
+use respond::{parse_blocks, respond, syn_hash};
+
+use crate::cc::{self, CcConfig, PlanError, RequestMode, SlotKind};
 use crate::conn::{Addr, FourTuple};
 use crate::continuation::Continuation;
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
 use crate::replay::{self, ReplayConfig, ReplayFilter};
-use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
+use crate::sack::{MAX_SACK_BLOCKS, ProofError, SackBlock};
 use crate::wire::{self, ByteRange, Request, RequestKind, Response, ResponseKind, WireError};
 
 /// Everything a server (and its replicas) is configured with.
@@ -57,15 +60,6 @@ impl ServerConfig {
 /// 1500 − 20 (IPv4) − 24 (TCP + option) − 24 (response header) − 54 (continuation)
 /// − 16 bytes left for a small user continuation.
 pub const DEFAULT_MSS: u16 = 1362;
-
-/// The Bloom key of a SYN: its connection nonce (a CMAC output, so uniform) folded with
-/// the retry count the way [`replay::replay_hash`] folds a tag's.
-fn syn_hash(conn_nonce: u64, retry: u8) -> u64 {
-    let mut tag = [0u8; 16];
-    tag[..8].copy_from_slice(&conn_nonce.to_be_bytes());
-    tag[8..].copy_from_slice(&(!conn_nonce).to_be_bytes());
-    replay::replay_hash(&tag, retry)
-}
 
 /// Most application bytes a response may carry: `mss` with a continuation, `mss` plus the
 /// continuation's length without one (delayed acks, retransmissions), so packets stay the
@@ -461,73 +455,5 @@ impl Server {
             ack: 0,
         };
         wire::finish_segment(&tuple.server_addr, &tuple.client_addr, &seg, out, n)
-    }
-}
-
-/// The request's SACK blocks, shape-checked (nonces are checked with the responses'), into
-/// `out`; returns how many. A timeout request (and a FIN) may carry none.
-fn parse_blocks(
-    req: &Request<'_>,
-    out: &mut [SackBlock; MAX_SACK_BLOCKS],
-) -> Result<usize, Rejected> {
-    let mut n = 0;
-    for chunk in req.sack_chunks() {
-        let slot = out.get_mut(n).ok_or(Rejected::Proof(ProofError::TooMany))?;
-        *slot = SackBlock::parse(chunk);
-        n += 1;
-    }
-    if n == 0 && req.kind == RequestKind::Timeout {
-        return Ok(0);
-    }
-    sack::check_shape(out.get(..n).unwrap_or_default()).map_err(Rejected::Proof)?;
-    Ok(n)
-}
-
-/// One planned response: its continuation (MACed) and limits.
-#[allow(clippy::too_many_arguments)] // The pieces of one response, all needed; a struct would only rename them.
-fn respond(
-    cfg: &ServerConfig,
-    keys: &ServerKeys,
-    slot: &Slot,
-    nonce: u32,
-    range: Option<ByteRange>,
-    tuple: &FourTuple,
-    conn_nonce: u64,
-    rtt_us: u32,
-    now_ms: u32,
-) -> PlannedResponse {
-    let kind = match slot.kind {
-        SlotKind::Retransmit => ResponseKind::Retransmit,
-        SlotKind::Data | SlotKind::ContinuationOnly => ResponseKind::Data,
-    };
-    let continuation = slot.params.map(|p| {
-        let mut c = Continuation {
-            number: p.number,
-            tcp_base: p.tcp_base,
-            start_cwnd: p.start_cwnd,
-            ssthresh: p.ssthresh,
-            proof_start: p.proof_start,
-            rtt_us,
-            timestamp_ms: now_ms,
-            epoch_start: p.epoch_start,
-            rtx: p.rtx,
-            site: cfg.site,
-            key_epoch: keys.current_epoch(),
-            flags: 0,
-            conn_nonce,
-            tag: [0; 16],
-        };
-        c.tag = keys
-            .mac(c.key_epoch, tuple, &c.mac_fields())
-            .unwrap_or_default();
-        c
-    });
-    PlannedResponse {
-        kind,
-        packet_number: slot.number,
-        nonce,
-        continuation,
-        range,
-        limit: payload_limit(cfg.mss, continuation.is_some()),
     }
 }

@@ -1,0 +1,89 @@
+//! Byte ranges of the server's output: which are outstanding, which were lost and must be
+//! asked for again, and the next one to ask for.
+
+use alloc::vec::Vec;
+
+use super::Client;
+use crate::wire::ByteRange;
+
+/// A requested byte range not yet received.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Outstanding {
+    pub(super) len: u16,
+    /// The numbered slot carrying it, or for a retransmission the first number its
+    /// request was expected to produce after it.
+    pub(super) watch: u32,
+    pub(super) retransmit: bool,
+    /// Later packets resolved while it was missing (retransmissions only).
+    pub(super) later: u32,
+}
+
+impl Client {
+    /// Counts a resolved arrival against outstanding retransmissions.
+    pub(super) fn count_later(&mut self, number: u32) {
+        let thresh = self.cfg.dup_thresh;
+        let mut lost = Vec::new();
+        self.retransmitted
+            .retain(|start| match self.outstanding.get_mut(start) {
+                Some(o) if o.retransmit => {
+                    if number >= o.watch {
+                        o.later += 1;
+                    }
+                    if o.later >= thresh {
+                        lost.push(*start);
+                        return false;
+                    }
+                    true
+                }
+                _ => false,
+            });
+        for start in lost {
+            self.range_lost(start);
+        }
+    }
+
+    /// The range at `start` is lost: it goes back to be requested again, in order.
+    pub(super) fn range_lost(&mut self, start: u64) {
+        if let Some(o) = self.outstanding.remove(&start) {
+            let pos = self
+                .lost_ranges
+                .iter()
+                .position(|r| r.start > start)
+                .unwrap_or(self.lost_ranges.len());
+            self.lost_ranges
+                .insert(pos, ByteRange { start, len: o.len });
+        }
+    }
+
+    /// The next byte range to ask for, at most `size` bytes: lost ranges first (split if
+    /// larger), then new data.
+    pub(super) fn next_range(&mut self, size: u16) -> Option<ByteRange> {
+        if let Some(r) = self.lost_ranges.pop_front() {
+            if r.len > size {
+                self.lost_ranges.push_front(ByteRange {
+                    start: r.start + u64::from(size),
+                    len: r.len - size,
+                });
+                return Some(ByteRange {
+                    start: r.start,
+                    len: size,
+                });
+            }
+            return Some(r);
+        }
+        let end = self.recv.end();
+        if end.is_some_and(|e| self.next_offset >= e) {
+            return None;
+        }
+        let mut len = size;
+        if let Some(e) = end {
+            len = len.min((e - self.next_offset).min(u64::from(u16::MAX)) as u16);
+        }
+        let r = ByteRange {
+            start: self.next_offset,
+            len,
+        };
+        self.next_offset += u64::from(len);
+        Some(r)
+    }
+}

@@ -1,0 +1,106 @@
+//! The retransmit timer: RTT estimation, backoff, and the timeout request that restarts a
+//! stalled connection in slow start (§2.5).
+
+use alloc::vec::Vec;
+
+use super::Client;
+use crate::cc::{self, RequestMode};
+use crate::sack::ProofBuilder;
+use crate::wire::{ByteRange, RequestKind};
+
+impl Client {
+    /// Handles the retransmit timer: asks the server for a retransmit timeout (§2.5), which
+    /// resets the connection to slow start with fresh continuations.
+    pub fn handle_timeout(&mut self, now_us: u64) {
+        if self.deadline.is_none_or(|d| now_us < d) {
+            return;
+        }
+        self.deadline = None;
+        if self.done() {
+            return;
+        }
+        let Some((c, ucont)) = self.latest.clone() else {
+            // No continuation yet: the SYN or all its answers were lost; send it again.
+            self.abandon();
+            self.next_offset = 0;
+            let slots = cc::open(&self.cfg.cc);
+            let retry = self.timeouts_in_row.saturating_add(1);
+            self.send_with(now_us, RequestKind::Syn, None, &[], &slots, retry);
+            self.backoff(now_us);
+            return;
+        };
+        self.proof.trim_below(c.proof_start);
+        let blocks = self.proof_blocks();
+        let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Timeout, &self.cfg.cc) else {
+            // Nothing sensible to ask (numbers exhausted): keep the timer alive.
+            self.backoff(now_us);
+            return;
+        };
+        self.abandon();
+        self.floor = slots.first().map_or(self.floor, |s| s.number);
+        self.stats.timeouts += 1;
+        let retry = self.timeouts_in_row;
+        self.send_with(now_us, RequestKind::Timeout, Some(c), &ucont, &slots, retry);
+        self.backoff(now_us);
+    }
+
+    /// Drops every expectation of the current epoch: outstanding ranges go back to be
+    /// requested again, the proof starts over.
+    pub(super) fn abandon(&mut self) {
+        self.expected.clear();
+        self.arrived.clear();
+        self.sent_at.clear();
+        self.out.abandon();
+        self.proof = ProofBuilder::new();
+        let mut lost: Vec<ByteRange> = self.lost_ranges.drain(..).collect();
+        lost.extend(
+            self.outstanding
+                .iter()
+                .map(|(&start, o)| ByteRange { start, len: o.len }),
+        );
+        self.outstanding.clear();
+        self.by_number.clear();
+        self.retransmitted.clear();
+        lost.sort_by_key(|r| r.start);
+        lost.dedup_by_key(|r| r.start);
+        self.lost_ranges.extend(lost);
+    }
+
+    pub(super) fn backoff(&mut self, now_us: u64) {
+        self.timeouts_in_row = self.timeouts_in_row.saturating_add(1);
+        self.rto_us = self.rto_us.saturating_mul(2).min(self.cfg.max_rto_us);
+        self.deadline = Some(now_us.saturating_add(self.rto_us));
+    }
+
+    /// Whether nothing is left to do: the whole stream arrived and every byte sent did.
+    pub(super) fn done(&self) -> bool {
+        self.is_complete() && self.out.is_idle()
+    }
+
+    pub(super) fn arm(&mut self, now_us: u64, progress: bool) {
+        if self.done() {
+            self.deadline = None;
+        } else if progress || self.deadline.is_none() {
+            self.deadline = Some(now_us.saturating_add(self.rto_us));
+        }
+    }
+
+    pub(super) fn computed_rto(&self) -> u64 {
+        if self.srtt_us == 0 {
+            return self.cfg.initial_rto_us;
+        }
+        (self.srtt_us + 4 * self.rttvar_us).clamp(self.cfg.min_rto_us, self.cfg.max_rto_us)
+    }
+
+    /// RFC 6298 smoothing.
+    pub(super) fn rtt_sample(&mut self, sample: u64) {
+        if self.srtt_us == 0 {
+            self.srtt_us = sample.max(1);
+            self.rttvar_us = sample / 2;
+        } else {
+            let err = self.srtt_us.abs_diff(sample);
+            self.rttvar_us = self.rttvar_us - self.rttvar_us / 4 + err / 4;
+            self.srtt_us = (self.srtt_us - self.srtt_us / 8 + sample / 8).max(1);
+        }
+    }
+}
