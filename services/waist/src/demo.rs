@@ -27,13 +27,14 @@ fn secs(t: Instant) -> f64 {
 pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
     writeln!(
         out,
-        "waist demo: ephemeral state (ESP, SIGCOMM'02): the store, then ESP on simulated networks"
+        "waist demo: ephemeral state (ESP, SIGCOMM'02): the store, then ESP on simulated networks; then Trickles"
     )?;
     writeln!(out, "virtual clock, ticks are milliseconds\n")?;
     lifetimes(out)?;
     full_store(out)?;
     sized_for_rate(out)?;
     crate::demo_esp::run(out)?;
+    crate::demo_trickles::run(out)?;
     Ok(())
 }
 

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 pub mod demo;
 pub mod demo_esp;
+pub mod demo_trickles;
 pub mod plot;
 pub mod repro;
 pub mod snap_cli;

@@ -50,6 +50,21 @@ fn demo_shows_expiry_on_schedule_refusal_and_rate_sizing() {
         "{text}"
     );
     assert!(text.contains("32.0 bytes per binding"), "{text}");
+    // Trickles: a lossy transfer completes and the server's memory does not grow.
+    assert!(text.contains("1% loss each way: byte-exact in"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("500 clients at once: all byte-exact; server memory "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let numbers: Vec<&str> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| w.len() > 3)
+        .collect();
+    assert_eq!(numbers.len(), 2, "{line}");
+    assert_eq!(
+        numbers[0], numbers[1],
+        "server memory grew with clients: {line}"
+    );
     // ESP on simulated networks: Fig. 1 with full and partial deployment, then aggregation.
     assert!(
         text.contains("every router runs ESP        → B learns: the paths part at R2"),
