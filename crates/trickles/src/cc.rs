@@ -228,6 +228,20 @@ pub fn plan(
     mode: RequestMode,
     cfg: &CcConfig,
 ) -> Result<Vec<Slot>, PlanError> {
+    let mut slots = Vec::new();
+    plan_into(c, proof, mode, cfg, &mut slots)?;
+    Ok(slots)
+}
+
+/// [`plan`] into `out` (cleared first), so a caller can reuse one buffer for every request.
+pub fn plan_into(
+    c: &Continuation,
+    proof: &[SackBlock],
+    mode: RequestMode,
+    cfg: &CcConfig,
+    out: &mut Vec<Slot>,
+) -> Result<(), PlanError> {
+    out.clear();
     let k = c.number;
     let last = proof.last().map(|b| b.right);
     if mode == RequestMode::Normal && last.is_some_and(|r| r > k) {
@@ -235,8 +249,8 @@ pub fn plan(
     }
     let ep = Epoch::of(c, cfg);
     let first_loss = losses(proof, c.proof_start, k).next().map(|(a, _)| a);
-    let mut slots = match mode {
-        RequestMode::Timeout => timeout(c, ep, first_loss, cfg)?,
+    match mode {
+        RequestMode::Timeout => timeout(c, ep, first_loss, cfg, out)?,
         RequestMode::Normal => {
             if last != Some(k) {
                 return Err(PlanError::ProofMissesRequest);
@@ -248,20 +262,17 @@ pub fn plan(
                     p >= c.proof_start
                         && !losses(proof, c.proof_start, k).any(|(a, b)| a <= p && p <= b)
                 });
-            let mut slots = Vec::new();
             for v in if pair { k - 1..=k } else { k..=k } {
                 let cv = Continuation { number: v, ..*c };
-                let first_loss = losses(proof, c.proof_start, v).next().map(|(a, _)| a);
-                slots.extend(match first_loss {
-                    None => normal(&cv, ep)?,
-                    Some(j) => recovery(&cv, ep, proof, j, cfg)?,
-                });
+                match losses(proof, c.proof_start, v).next().map(|(a, _)| a) {
+                    None => normal(&cv, ep, out)?,
+                    Some(j) => recovery(&cv, ep, proof, j, cfg, out)?,
+                }
             }
-            slots
         }
-    };
-    delay(cfg, &mut slots);
-    Ok(slots)
+    }
+    delay(cfg, out);
+    Ok(())
 }
 
 /// With delayed acks, strips the continuation from packets an odd distance from their
@@ -284,31 +295,30 @@ fn delay(cfg: &CcConfig, slots: &mut [Slot]) {
     }
 }
 
-fn normal(c: &Continuation, ep: Epoch) -> Result<Vec<Slot>, PlanError> {
+fn normal(c: &Continuation, ep: Epoch, out: &mut Vec<Slot>) -> Result<(), PlanError> {
     let k = c.number;
     let before = ep.w(k.saturating_sub(1));
     let after = ep.w(k).max(before);
     let first = k.checked_add(before).ok_or(PlanError::Exhausted)?;
     let count = after - before + 1;
     first.checked_add(count).ok_or(PlanError::Exhausted)?;
-    Ok((0..count)
-        .map(|i| {
-            let number = first + i;
-            Slot {
+    out.extend((0..count).map(|i| {
+        let number = first + i;
+        Slot {
+            number,
+            kind: SlotKind::Data,
+            params: Some(Params {
                 number,
-                kind: SlotKind::Data,
-                params: Some(Params {
-                    number,
-                    tcp_base: c.tcp_base,
-                    start_cwnd: c.start_cwnd,
-                    ssthresh: c.ssthresh,
-                    proof_start: c.proof_start,
-                    epoch_start: c.epoch_start,
-                    rtx: 0,
-                }),
-            }
-        })
-        .collect())
+                tcp_base: c.tcp_base,
+                start_cwnd: c.start_cwnd,
+                ssthresh: c.ssthresh,
+                proof_start: c.proof_start,
+                epoch_start: c.epoch_start,
+                rtx: 0,
+            }),
+        }
+    }));
+    Ok(())
 }
 
 fn recovery(
@@ -317,7 +327,8 @@ fn recovery(
     proof: &[SackBlock],
     j: u32,
     cfg: &CcConfig,
-) -> Result<Vec<Slot>, PlanError> {
+    out: &mut Vec<Slot>,
+) -> Result<(), PlanError> {
     let k = c.number;
     let cwnd_at_loss = ep.w(j.saturating_sub(1));
     let new_cwnd = (cwnd_at_loss / 2).max(2);
@@ -344,7 +355,6 @@ fn recovery(
         epoch_start: EpochStart::Recovery,
         rtx: 0,
     };
-    let mut slots = Vec::new();
     // The run of losses right before k, if k is the first packet after it.
     let run = losses(proof, c.proof_start, k)
         .last()
@@ -353,7 +363,7 @@ fn recovery(
         // (2) retransmit the run, up to burstLimit packets.
         let limit = u32::from(cfg.burst_limit);
         for lost in (a..=b).take(limit as usize) {
-            slots.push(Slot {
+            out.push(Slot {
                 number: lost,
                 kind: SlotKind::Retransmit,
                 params: None,
@@ -362,7 +372,7 @@ fn recovery(
         // The retransmission of the first loss is a trickle of the new window.
         if a == j {
             let n = r + new_cwnd;
-            slots.push(Slot {
+            out.push(Slot {
                 number: n,
                 kind: SlotKind::ContinuationOnly,
                 params: Some(params(n)),
@@ -380,7 +390,7 @@ fn recovery(
         let from = first_missing.max(j.saturating_add(keep_from));
         for lost in from..=b {
             if let Some(n) = survivor(lost.saturating_sub(j)) {
-                slots.push(Slot {
+                out.push(Slot {
                     number: n,
                     kind: SlotKind::ContinuationOnly,
                     params: Some(params(n)),
@@ -390,13 +400,13 @@ fn recovery(
     }
     // (a) continue or terminate this trickle.
     if let Some(n) = survivor(k.saturating_sub(j)) {
-        slots.push(Slot {
+        out.push(Slot {
             number: n,
             kind: SlotKind::Data,
             params: Some(params(n)),
         });
     }
-    Ok(slots)
+    Ok(())
 }
 
 fn timeout(
@@ -404,7 +414,8 @@ fn timeout(
     ep: Epoch,
     first_loss: Option<u32>,
     cfg: &CcConfig,
-) -> Result<Vec<Slot>, PlanError> {
+    out: &mut Vec<Slot>,
+) -> Result<(), PlanError> {
     let k = c.number;
     let a = first_loss.unwrap_or(k.saturating_add(1));
     let ssthresh = (ep.w(a.saturating_sub(1)) / 2).max(2);
@@ -421,24 +432,23 @@ fn timeout(
         .ok_or(PlanError::Exhausted)?;
     base.checked_add(cwnd).ok_or(PlanError::Exhausted)?;
     let rtx = c.rtx.saturating_add(1).min(15);
-    Ok((1..=cwnd)
-        .map(|i| {
-            let number = base + i;
-            Slot {
+    out.extend((1..=cwnd).map(|i| {
+        let number = base + i;
+        Slot {
+            number,
+            kind: SlotKind::Data,
+            params: Some(Params {
                 number,
-                kind: SlotKind::Data,
-                params: Some(Params {
-                    number,
-                    tcp_base: base,
-                    start_cwnd: cwnd as u16,
-                    ssthresh: ssthresh.min(u32::from(u16::MAX)) as u16,
-                    proof_start: base + 1,
-                    epoch_start: EpochStart::Timeout,
-                    rtx,
-                }),
-            }
-        })
-        .collect())
+                tcp_base: base,
+                start_cwnd: cwnd as u16,
+                ssthresh: ssthresh.min(u32::from(u16::MAX)) as u16,
+                proof_start: base + 1,
+                epoch_start: EpochStart::Timeout,
+                rtx,
+            }),
+        }
+    }));
+    Ok(())
 }
 
 /// The continuation parameters of a new connection's first `initial_cwnd` trickles,

@@ -20,7 +20,7 @@ use alloc::vec::Vec;
 mod respond;
 use respond::{parse_blocks, respond, syn_hash};
 
-use crate::cc::{self, CcConfig, PlanError, RequestMode, SlotKind};
+use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
 use crate::conn::{Addr, FourTuple};
 use crate::continuation::Continuation;
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
@@ -192,6 +192,8 @@ pub struct Server {
     replay: ReplayFilter,
     /// MACs computed on behalf of incoming segments (verifications and SYN nonces).
     inbound_macs: u64,
+    /// Scratch for the planned slots, reused across requests (not connection state).
+    scratch: Vec<Slot>,
 }
 
 impl Server {
@@ -201,6 +203,7 @@ impl Server {
             keys: ServerKeys::new(&cfg.keys),
             replay: ReplayFilter::new(cfg.replay),
             inbound_macs: 0,
+            scratch: Vec::new(),
             cfg,
         }
     }
@@ -285,15 +288,19 @@ impl Server {
                     // Plan from the proof as sent; its nonces are checked below, before the
                     // replay filter sees the request, in the same cipher call as the
                     // responses' nonces.
-                    let mut slots = match kind {
-                        RequestKind::Fin => Vec::new(),
+                    let mut slots = core::mem::take(&mut self.scratch);
+                    slots.clear();
+                    match kind {
+                        RequestKind::Fin => {}
                         RequestKind::Timeout => {
-                            cc::plan(&c, proof, RequestMode::Timeout, &self.cfg.cc)
+                            cc::plan_into(&c, proof, RequestMode::Timeout, &self.cfg.cc, &mut slots)
                                 .map_err(Rejected::Plan)?
                         }
-                        _ => cc::plan(&c, proof, RequestMode::Normal, &self.cfg.cc)
-                            .map_err(Rejected::Plan)?,
-                    };
+                        _ => {
+                            cc::plan_into(&c, proof, RequestMode::Normal, &self.cfg.cc, &mut slots)
+                                .map_err(Rejected::Plan)?
+                        }
+                    }
                     if kind == RequestKind::Request && req.retry > 0 {
                         // A retransmitted request re-delivers data only: its responses carry
                         // no continuation, so retries can never multiply trickles.
@@ -325,7 +332,11 @@ impl Server {
             };
         let proof = blocks.get(..nblocks).unwrap_or_default();
         let Server {
-            cfg, keys, replay, ..
+            cfg,
+            keys,
+            replay,
+            scratch,
+            ..
         } = self;
         let keys: &ServerKeys = keys;
         let originals = keys.nonces(NonceKind::Original);
@@ -366,7 +377,10 @@ impl Server {
                     })
                     .collect::<Vec<_>>())
             },
-        )?;
+        );
+        // Back to the scratch buffer, rejected or not, for the next request.
+        *scratch = slots;
+        let responses = responses?;
         Ok(Reply {
             event: Event {
                 kind,
