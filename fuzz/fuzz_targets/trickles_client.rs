@@ -27,64 +27,28 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use trickles::client::{Client, ClientConfig};
-use trickles::conn::{Addr, FourTuple};
 use trickles::continuation::{CONTINUATION_LEN, Continuation};
-use trickles::crypto::KeyConfig;
-use trickles::replay::ReplayConfig;
 use trickles::server::{Server, ServerConfig};
-use trickles::wire::{self, Request, Response, ResponseKind, SegmentHeader, TCP_HEADER_LEN};
+use trickles::wire::{self, Request, Response, ResponseKind};
 
-const CLIENT: Addr = Addr::V4([10, 0, 0, 1]);
-const SERVER: Addr = Addr::V4([10, 0, 0, 2]);
-const START_US: u64 = 5_000_000;
+#[path = "common/trickles.rs"]
+mod common;
+use common::{CLIENT, SERVER, START_US, tuple, xor_mutate};
+
 const STREAM_LEN: u64 = 100_000;
 /// Most chunks one input is split into.
 const MAX_CHUNKS: usize = 128;
 /// Most responses held in flight (the oldest is lost beyond it).
 const MAX_IN_FLIGHT: usize = 256;
 
-fn tuple() -> FourTuple {
-    FourTuple {
-        client_addr: CLIENT,
-        client_port: 5555,
-        server_addr: SERVER,
-        server_port: 80,
-    }
-}
-
 fn server_config() -> &'static ServerConfig {
     static CFG: OnceLock<ServerConfig> = OnceLock::new();
-    CFG.get_or_init(|| {
-        let mut cfg = ServerConfig::new(KeyConfig {
-            mac_keys: [[1; 16], [2; 16]],
-            current_epoch: 0,
-            nonce_key: [3; 16],
-            rtx_nonce_key: [4; 16],
-        });
-        // A small filter: a fresh server per input must be cheap. Same horizon.
-        cfg.replay = ReplayConfig {
-            num_bits: 1 << 12,
-            ..ReplayConfig::default()
-        };
-        cfg
-    })
+    CFG.get_or_init(common::server_config)
 }
 
 /// Frames `payload` as a segment from the server to the client.
 fn frame(payload: &[u8], seq: u32) -> Option<Vec<u8>> {
-    let mut out = vec![0u8; TCP_HEADER_LEN + payload.len()];
-    out.get_mut(TCP_HEADER_LEN..)?.copy_from_slice(payload);
-    let t = tuple();
-    let h = SegmentHeader {
-        src_port: t.server_port,
-        dst_port: t.client_port,
-        syn: false,
-        seq,
-        ack: 0,
-    };
-    let n = wire::finish_segment(&SERVER, &CLIENT, &h, &mut out, payload.len()).ok()?;
-    out.truncate(n);
-    Some(out)
+    common::frame(payload, seq, false, false)
 }
 
 fn payload_of(seg: &[u8]) -> Option<&[u8]> {
@@ -94,16 +58,7 @@ fn payload_of(seg: &[u8]) -> Option<&[u8]> {
 /// Case 3: byte-level XOR mutation of a valid response.
 fn mutated(valid: &[u8], body: &[u8]) -> Option<Vec<u8>> {
     let mut payload = payload_of(valid)?.to_vec();
-    if payload.is_empty() {
-        return None;
-    }
-    for t in body.chunks_exact(3) {
-        let pos = usize::from(u16::from_le_bytes([t[0], t[1]])) % payload.len();
-        payload[pos] ^= t[2];
-    }
-    if body.len() % 3 == 1 {
-        payload.truncate(usize::from(body[body.len() - 1]) % (payload.len() + 1));
-    }
+    xor_mutate(&mut payload, body)?;
     frame(&payload, 0)
 }
 

@@ -28,48 +28,20 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use trickles::client::{Client, ClientConfig};
-use trickles::conn::{Addr, FourTuple};
 use trickles::continuation::{CONTINUATION_LEN, Continuation, MAC_FIELDS_LEN};
-use trickles::crypto::{KeyConfig, NonceKind, ServerKeys};
-use trickles::replay::ReplayConfig;
+use trickles::crypto::{NonceKind, ServerKeys};
 use trickles::sack::{SACK_BLOCK_LEN, SackBlock};
-use trickles::server::{Server, ServerConfig};
-use trickles::wire::{
-    self, Request, RequestKind, Response, ResponseKind, SegmentHeader, TCP_HEADER_LEN,
-};
+use trickles::server::Server;
+use trickles::wire::{self, Request, RequestKind, Response, ResponseKind};
 
-const CLIENT: Addr = Addr::V4([10, 0, 0, 1]);
-const SERVER: Addr = Addr::V4([10, 0, 0, 2]);
-/// The clock when the valid requests were recorded starts here.
-const START_US: u64 = 5_000_000;
+#[path = "common/trickles.rs"]
+mod common;
+use common::{CLIENT, SERVER, START_US, server_config as config, tuple, xor_mutate};
+
 /// Length of the stream the recording server sends.
 const STREAM_LEN: u64 = 60_000;
 /// Most chunks one input is split into.
 const MAX_CHUNKS: usize = 64;
-
-fn tuple() -> FourTuple {
-    FourTuple {
-        client_addr: CLIENT,
-        client_port: 5555,
-        server_addr: SERVER,
-        server_port: 80,
-    }
-}
-
-fn config() -> ServerConfig {
-    let mut cfg = ServerConfig::new(KeyConfig {
-        mac_keys: [[1; 16], [2; 16]],
-        current_epoch: 0,
-        nonce_key: [3; 16],
-        rtx_nonce_key: [4; 16],
-    });
-    // A small filter: a fresh server per input must be cheap. Same horizon.
-    cfg.replay = ReplayConfig {
-        num_bits: 1 << 12,
-        ..ReplayConfig::default()
-    };
-    cfg
-}
 
 /// Emits every response of `req` (data cut at `STREAM_LEN`) as the application would.
 fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Vec<Vec<u8>> {
@@ -149,19 +121,7 @@ fn valid_requests() -> &'static [Vec<u8>] {
 
 /// Frames `payload` as a segment from the client with a valid checksum.
 fn frame(payload: &[u8], seq: u32, syn: bool) -> Option<Vec<u8>> {
-    let mut out = vec![0u8; TCP_HEADER_LEN + payload.len()];
-    out.get_mut(TCP_HEADER_LEN..)?.copy_from_slice(payload);
-    let t = tuple();
-    let h = SegmentHeader {
-        src_port: t.client_port,
-        dst_port: t.server_port,
-        syn,
-        seq,
-        ack: 0,
-    };
-    let n = wire::finish_segment(&CLIENT, &SERVER, &h, &mut out, payload.len()).ok()?;
-    out.truncate(n);
-    Some(out)
+    common::frame(payload, seq, syn, true)
 }
 
 /// Case 3: `req` edited by `body` and made to verify.
@@ -219,17 +179,7 @@ fn resigned(keys: &ServerKeys, req: &Request<'_>, body: &[u8]) -> Option<Vec<u8>
 fn mutated(valid: &[u8], body: &[u8]) -> Option<Vec<u8>> {
     let seg = wire::parse_segment(&CLIENT, &SERVER, valid).ok()?;
     let mut payload = seg.payload.to_vec();
-    if payload.is_empty() {
-        return None;
-    }
-    for t in body.chunks_exact(3) {
-        let pos = usize::from(u16::from_le_bytes([t[0], t[1]])) % payload.len();
-        payload[pos] ^= t[2];
-    }
-    // A trailing byte, if any, cuts the payload (the data field takes the rest).
-    if body.len() % 3 == 1 {
-        payload.truncate(usize::from(body[body.len() - 1]) % (payload.len() + 1));
-    }
+    xor_mutate(&mut payload, body)?;
     frame(&payload, seg.seq, seg.syn)
 }
 

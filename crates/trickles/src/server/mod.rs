@@ -5,8 +5,9 @@
 //! replay filter, whose size is fixed by configuration, not by the number of clients.
 //!
 //! ```text
-//!  segment ─► parse ─► MAC ─► fresh? ─► SACK proof ─► Bloom ─► cc::plan ─► new continuations
-//!             (values)  (one CMAC: the only crypto garbage can cost)        + nonces + ranges
+//!  segment ─► parse ─► MAC ─► fresh? ─► cc::plan ─► SACK proof + Bloom ─► new continuations
+//!             (values)  (one CMAC: the only       (the proof's nonces and    + nonces + ranges
+//!                        crypto garbage can cost)   the responses' in one AES dispatch)
 //!                                                                                │
 //!  application ◄── Event (OPEN / REQUEST / CLOSE, user continuation, data) ◄─────┘
 //!       └── data for each planned response ─► Server::emit ─► segments
@@ -25,7 +26,7 @@ use crate::conn::{Addr, FourTuple};
 use crate::continuation::Continuation;
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
 use crate::replay::{self, ReplayConfig, ReplayFilter};
-use crate::sack::{MAX_SACK_BLOCKS, ProofError, SackBlock};
+use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
 use crate::wire::{self, ByteRange, Request, RequestKind, Response, ResponseKind, WireError};
 
 /// Everything a server (and its replicas) is configured with.
@@ -345,11 +346,7 @@ impl Server {
         let responses = originals.with_prf(
             Err(Rejected::Proof(ProofError::BadNonce { index: 0 })),
             |prf| {
-                for (index, b) in proof.iter().enumerate() {
-                    if prf.range_nonce(conn_nonce, b.left, b.right) != b.nonce {
-                        return Err(Rejected::Proof(ProofError::BadNonce { index }));
-                    }
-                }
+                sack::check_nonces(prf, conn_nonce, proof).map_err(Rejected::Proof)?;
                 if !replay.check_and_insert(now_us, fresh_key) {
                     return Err(Rejected::Replay);
                 }
