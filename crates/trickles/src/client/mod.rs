@@ -104,6 +104,13 @@ impl From<WireError> for ClientError {
     }
 }
 
+/// A request's plan and the proof it was made from, as sent.
+#[derive(Clone, Copy)]
+struct Planned<'a> {
+    slots: &'a [Slot],
+    proof: &'a [SackBlock],
+}
+
 /// Counters a client keeps about its connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientStats {
@@ -205,7 +212,11 @@ impl Client {
         self.syn_data = data.to_vec();
         self.out = SendStream::starting_at(data.len() as u64);
         let slots = cc::open(&self.cfg.cc);
-        self.send(now_us, RequestKind::Syn, None, &[], &slots);
+        let planned = Planned {
+            slots: &slots,
+            proof: &[],
+        };
+        self.send_with(now_us, RequestKind::Syn, None, &[], planned, 0);
     }
 
     /// Queues `data` for the server. It rides in the following requests, at most
@@ -422,7 +433,12 @@ impl Client {
             // frees nothing, its application may).
             if !self.fin_sent {
                 self.fin_sent = true;
-                self.send(now_us, RequestKind::Fin, Some(c), ucont, &[]);
+                let proof = self.proof_blocks();
+                let planned = Planned {
+                    slots: &[],
+                    proof: &proof,
+                };
+                self.send_with(now_us, RequestKind::Fin, Some(c), ucont, planned, 0);
             }
             return;
         }
@@ -430,30 +446,25 @@ impl Client {
         let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Normal, &self.cfg.cc) else {
             return;
         };
-        self.send(now_us, RequestKind::Request, Some(c), ucont, &slots);
+        let planned = Planned {
+            slots: &slots,
+            proof: &blocks,
+        };
+        self.send_with(now_us, RequestKind::Request, Some(c), ucont, planned, 0);
     }
 
-    fn send(
-        &mut self,
-        now_us: u64,
-        kind: RequestKind,
-        c: Option<Continuation>,
-        ucont: &[u8],
-        slots: &[Slot],
-    ) {
-        self.send_with(now_us, kind, c, ucont, slots, 0);
-    }
-
-    /// Records what `slots` will bring, assigns ranges, and queues the request.
+    /// Records what `planned.slots` will bring, assigns ranges, and queues the request
+    /// with `planned.proof` (the blocks the plan was made from).
     fn send_with(
         &mut self,
         now_us: u64,
         kind: RequestKind,
         c: Option<Continuation>,
         ucont: &[u8],
-        slots: &[Slot],
+        planned: Planned<'_>,
         retry: u8,
     ) {
+        let Planned { slots, proof } = planned;
         let mut ranges = RangeList::new();
         // A retransmission is watched against packets numbered from this request's first
         // new packet on; a request with none (a trickle terminated in recovery) watches
@@ -508,7 +519,7 @@ impl Client {
         let sack: Vec<u8> = if kind == RequestKind::Syn {
             Vec::new()
         } else {
-            self.proof_blocks()
+            proof
                 .iter()
                 .flat_map(|b| {
                     let mut out = [0u8; SACK_BLOCK_LEN];

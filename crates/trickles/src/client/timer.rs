@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use super::Client;
+use super::{Client, Planned};
 use crate::cc::{self, RequestMode};
 use crate::sack::ProofBuilder;
 use crate::wire::{ByteRange, RequestKind};
@@ -25,7 +25,11 @@ impl Client {
             self.next_offset = 0;
             let slots = cc::open(&self.cfg.cc);
             let retry = self.timeouts_in_row.saturating_add(1);
-            self.send_with(now_us, RequestKind::Syn, None, &[], &slots, retry);
+            let planned = Planned {
+                slots: &slots,
+                proof: &[],
+            };
+            self.send_with(now_us, RequestKind::Syn, None, &[], planned, retry);
             self.backoff(now_us);
             return;
         };
@@ -40,7 +44,18 @@ impl Client {
         self.floor = slots.first().map_or(self.floor, |s| s.number);
         self.stats.timeouts += 1;
         let retry = self.timeouts_in_row;
-        self.send_with(now_us, RequestKind::Timeout, Some(c), &ucont, &slots, retry);
+        let planned = Planned {
+            slots: &slots,
+            proof: &blocks,
+        };
+        self.send_with(
+            now_us,
+            RequestKind::Timeout,
+            Some(c),
+            &ucont,
+            planned,
+            retry,
+        );
         self.backoff(now_us);
     }
 
