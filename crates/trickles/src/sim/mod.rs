@@ -94,6 +94,18 @@ fn unframe(f: &[u8]) -> Option<(Addr, Addr, &[u8])> {
 }
 
 impl Host {
+    /// The object server at [`SERVER_ADDR`], answering on `reply_iface` (or, if `None`,
+    /// on the interface each request came in on).
+    pub fn server(cfg: ServerConfig, reply_iface: Option<usize>) -> Host {
+        Host::Server {
+            server: alloc::boxed::Box::new(Server::new(cfg)),
+            addr: SERVER_ADDR,
+            reply_iface,
+            stats: ServerStats::default(),
+            inbox: Vec::new(),
+        }
+    }
+
     fn flush_client(client: &mut Client, iface: usize, out: &mut Outbox) {
         while let Some(seg) = client.poll_transmit() {
             let t = *client.tuple();
@@ -314,13 +326,7 @@ pub const CLIENT_ADDR: [u8; 4] = [10, 0, 0, 1];
 /// Runs one client fetching one object from the server over a two-node network.
 pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> Outcome {
     let mut sim: Simulator<Host> = Simulator::new(t.seed);
-    let srv = sim.add_node(Host::Server {
-        server: alloc::boxed::Box::new(Server::new(server_cfg)),
-        addr: SERVER_ADDR,
-        reply_iface: Some(0),
-        stats: ServerStats::default(),
-        inbox: Vec::new(),
-    });
+    let srv = sim.add_node(Host::server(server_cfg, Some(0)));
     let tuple = FourTuple {
         client_addr: Addr::V4(CLIENT_ADDR),
         client_port: 40000,
@@ -455,13 +461,7 @@ pub fn run_clients(
     time_limit_us: u64,
 ) -> ManyOutcome {
     let mut sim: Simulator<Host> = Simulator::new(seed);
-    let srv = sim.add_node(Host::Server {
-        server: alloc::boxed::Box::new(Server::new(ServerConfig::new(sim_keys()))),
-        addr: SERVER_ADDR,
-        reply_iface: None,
-        stats: ServerStats::default(),
-        inbox: Vec::new(),
-    });
+    let srv = sim.add_node(Host::server(ServerConfig::new(sim_keys()), None));
     let mut clients = Vec::new();
     for i in 0..n {
         let tuple = FourTuple {
