@@ -25,45 +25,37 @@
 //!                            └─ nonces(kind) ─► NonceGen ─ r / packet_nonce / range_nonce
 //! ```
 //!
-//! ## Performance
+//! ## Performance: which `aes` crate, and AES-NI compiled in
 //!
-//! The `aes` crate chooses among its backends on every call into the cipher
-//! (`encrypt_with_backend`), unless the build enables the CPU features statically. On CPUs
-//! with AVX-512 VAES (Intel Ice Lake and later, AMD Zen 4) it picks its VAES-512 backend,
-//! whose entry broadcasts all eleven round keys into ZMM registers: 30–45 ns per call
-//! here, whatever the number of blocks. A static `+aes` does not skip that choice (the crate
-//! tests for VAES first). So release builds get the fast path in two ways:
+//! The AES comes from RustCrypto's `aes` **0.8**, not 0.9. Version 0.9 chooses among its
+//! backends at run time on every call into the cipher and, on CPUs with AVX-512 VAES (Intel
+//! Ice Lake and later, AMD Zen 4, this machine), picks a VAES-512 backend whose entry copies
+//! all eleven round keys into ZMM registers, whatever the number of blocks: about 60–70 ns
+//! per call here, more than the 4-block CMAC it wraps. Nothing short of compiling for
+//! `+avx512f,+vaes` (a binary that dies on most x86-64 machines) or `unsafe` code avoids that
+//! entry. Version 0.8 has only AES-NI and software backends; with AES-NI enabled at compile
+//! time its check is a constant and each block is a few inlined `aesenc` instructions.
+//! Measured with `server_per_request interleave 5` (medians, ns per request, same run):
 //!
-//! 1. **One cipher call per operation.** [`MacKey`] runs CMAC (RFC 4493, checked against
-//!    the RFC's vectors and the `cmac` crate) inside one call instead of the `cmac` crate's
-//!    three; [`verify_proof`](crate::sack::verify_proof) checks all of a proof's blocks in
-//!    one call through [`NonceGen::with_prf`], which the server can also use to compute a
-//!    response's packet nonces at once. This is portable and is most of the gain.
-//! 2. **AES-NI compiled in.** The workspace's `.cargo/config.toml` builds x86-64 Linux
-//!    targets with `-C target-feature=+aes,+ssse3,+sse4.1,+pclmulqdq`, so the crate can
-//!    inline its AES-NI code: 3–20% more on this machine, and on CPUs without VAES (where
-//!    the plain AES-NI backend is the one chosen) the difference between an out-of-line
-//!    call and inlined code (from the crate's source; not measurable on this machine).
-//!    Every x86-64 CPU since about 2010 has these features. The test
-//!    `aes_ni_is_compiled_in` in `tests/crypto.rs` fails if a build loses them (setting
-//!    `RUSTFLAGS` replaces the config's flags rather than adding to them).
+//! | server path                           | `aes` 0.9 | `aes` 0.8 |
+//! |---------------------------------------|----------:|----------:|
+//! | valid request + its responses emitted |       672 |       514 |
+//! | forged request (one CMAC, rejected)   |       258 |       199 |
 //!
-//! Best of 3 × 200 batches on a shared 2-vCPU AMD EPYC VM (AVX-512 VAES), ns per operation
-//! (independent operations back to back, so pipelined AES shows as less than its latency):
+//! `aes` 0.9 stays a dev-dependency, as an independent implementation the tests check our
+//! PRF and CMAC (and the `cmac` crate, which needs 0.9) against.
 //!
-//! | operation                          | default | `+aes,...` (config) | `target-cpu=native` |
-//! |------------------------------------|--------:|--------------------:|--------------------:|
-//! | `cmac` crate, 67 bytes, 3 calls    |     317 |                 287 |                 111 |
-//! | [`MacKey::tag`], 67 bytes, 1 call  |     136 |                 132 |                  93 |
-//! | [`ServerKeys::verify`], 54 + 13 B  |     200 |                 161 |                 121 |
-//! | [`NonceGen::r`]                    |      50 |                  44 |                 2.7 |
-//! | [`NonceGen::range_nonce`]          |      54 |                  45 |                 5.4 |
-//! | `verify_proof`, 4 blocks           |      66 |                  63 |                  25 |
+//! AES-NI is compiled in by the workspace's `.cargo/config.toml`, which builds x86-64 Linux
+//! targets with `-C target-feature=+aes,+ssse3,+sse4.1,+pclmulqdq`; every x86-64 CPU since
+//! about 2010 has them. Without it the crate detects AES-NI at run time (still fast, one
+//! predictable branch per block). The test `aes_ni_is_compiled_in` in `tests/crypto.rs`
+//! fails if a build loses the flags (setting `RUSTFLAGS` replaces the config's flags rather
+//! than adding to them). On AArch64, `aes` 0.8 uses the ARMv8 AES instructions only when
+//! built with `--cfg aes_armv8` (the config sets it for the Linux target); otherwise it
+//! uses its constant-time bitsliced software backend, as it does on `x86_64-unknown-none`.
 //!
-//! The rest of the gap to `target-cpu=native` is the VAES-512 dispatch itself, which only
-//! `+avx512f,+vaes` removes (measured: the same numbers as `native`); such a binary dies
-//! with an illegal instruction on most x86-64 machines, so the workspace does not use it.
-//! A deployment on known hardware can build with `RUSTFLAGS="-C target-cpu=native"`.
+//! CMAC is written here (RFC 4493, checked against the RFC's vectors and the `cmac` crate)
+//! so that a continuation's MAC is one straight-line function over `u128` blocks.
 //!
 //! ```
 //! use trickles::conn::{Addr, FourTuple};
@@ -95,10 +87,7 @@
 use core::fmt;
 
 use aes::Aes128;
-use aes::cipher::consts::U16;
-use aes::cipher::{
-    BlockCipherEncBackend, BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
-};
+use aes::cipher::{BlockEncrypt, KeyInit};
 
 use crate::conn::{FOUR_TUPLE_MAX_LEN, FourTuple};
 
@@ -155,36 +144,21 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     acc == 0
 }
 
-/// Runs `f` with AES-128 encryption under `aes`, as a function on big-endian `u128` blocks,
-/// inside one backend dispatch of the `aes` crate, and returns what `f` returns.
-///
-/// Each `encrypt_block` call of the `aes` crate picks an implementation for the CPU, and on
-/// CPUs with VAES/AVX-512 that choice costs more than the AES itself (see the module's
-/// `Performance` section). Doing all of an operation's blocks in one dispatch pays it once.
-/// `fallback` is returned if the backend never ran `f` (the `aes` crate always runs it
-/// exactly once); callers pass a fail-closed value.
-fn with_aes<R>(aes: &Aes128, fallback: R, f: impl FnOnce(&dyn Fn(u128) -> u128) -> R) -> R {
-    struct Job<'a, F, R> {
-        f: F,
-        out: &'a mut R,
-    }
-    impl<F, R> BlockSizeUser for Job<'_, F, R> {
-        type BlockSize = U16;
-    }
-    impl<F: FnOnce(&dyn Fn(u128) -> u128) -> R, R> BlockCipherEncClosure for Job<'_, F, R> {
-        #[inline(always)]
-        fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
-            let enc = |x: u128| {
-                let mut block = aes::Block::from(x.to_be_bytes());
-                backend.encrypt_block((&mut block).into());
-                u128::from_be_bytes(block.into())
-            };
-            *self.out = (self.f)(&enc);
-        }
-    }
-    let mut out = fallback;
-    aes.encrypt_with_backend(Job { f, out: &mut out });
-    out
+/// AES-128 encryption of one block, read and written as a big-endian `u128`.
+#[inline(always)]
+fn encrypt(aes: &Aes128, x: u128) -> u128 {
+    let mut block = aes::Block::from(x.to_be_bytes());
+    aes.encrypt_block(&mut block);
+    u128::from_be_bytes(block.into())
+}
+
+/// AES-128 encryption of one block held as a native-endian `u128` (the bytes in memory
+/// order): no byte swaps, for CMAC, which only XORs blocks.
+#[inline(always)]
+fn encrypt_ne(aes: &Aes128, x: u128) -> u128 {
+    let mut block = aes::Block::from(x.to_ne_bytes());
+    aes.encrypt_block(&mut block);
+    u128::from_ne_bytes(block.into())
 }
 
 /// CMAC's subkey doubling in GF(2^128): shift left, reduce by `x^128 + x^7 + x^2 + x + 1`.
@@ -194,8 +168,10 @@ fn dbl(x: u128) -> u128 {
 }
 
 /// AES-128-CMAC (RFC 4493) of the concatenation of `parts`, with `enc` the block cipher and
-/// `k1`, `k2` the subkeys.
-fn cmac(enc: &dyn Fn(u128) -> u128, k1: u128, k2: u128, parts: &[&[u8]]) -> u128 {
+/// `k1`, `k2` the subkeys. Blocks are native-endian `u128`s (memory order): the mode only
+/// XORs them, so only the subkeys' derivation needs the big-endian view.
+#[inline(always)]
+fn cmac(enc: &impl Fn(u128) -> u128, k1: u128, k2: u128, parts: &[&[u8]]) -> u128 {
     let mut state = 0u128;
     let mut buf = [0u8; 16];
     let mut fill = 0usize;
@@ -204,7 +180,7 @@ fn cmac(enc: &dyn Fn(u128) -> u128, k1: u128, k2: u128, parts: &[&[u8]]) -> u128
         while !rest.is_empty() {
             // Only a full buffer followed by more input is a non-final block.
             if fill == 16 {
-                state = enc(state ^ u128::from_be_bytes(buf));
+                state = enc(state ^ u128::from_ne_bytes(buf));
                 fill = 0;
             }
             let take = (16 - fill).min(rest.len());
@@ -217,13 +193,13 @@ fn cmac(enc: &dyn Fn(u128) -> u128, k1: u128, k2: u128, parts: &[&[u8]]) -> u128
         }
     }
     let last = if fill == 16 {
-        u128::from_be_bytes(buf) ^ k1
+        u128::from_ne_bytes(buf) ^ k1
     } else {
         // Pad with 10*: a one bit, then zeros over whatever an earlier block left.
         for (i, b) in buf.iter_mut().enumerate().skip(fill) {
             *b = if i == fill { 0x80 } else { 0 };
         }
-        u128::from_be_bytes(buf) ^ k2
+        u128::from_ne_bytes(buf) ^ k2
     };
     enc(state ^ last)
 }
@@ -235,9 +211,9 @@ fn cmac(enc: &dyn Fn(u128) -> u128, k1: u128, k2: u128, parts: &[&[u8]]) -> u128
 /// for their own user continuations (§2.2: "a server application should protect its state
 /// by using a MAC over the user continuation").
 ///
-/// The CMAC mode is written here rather than taken from the `cmac` crate so that a whole
-/// tag costs one backend dispatch of the `aes` crate instead of three; the tests check it
-/// against RFC 4493's vectors and against the `cmac` crate on random keys and inputs.
+/// The CMAC mode is written here rather than taken from the `cmac` crate (which needs
+/// `aes` 0.9; see the module's `Performance` section); the tests check it against RFC
+/// 4493's vectors and against the `cmac` crate on random keys and inputs.
 #[derive(Clone)]
 pub struct MacKey {
     aes: Aes128,
@@ -249,25 +225,32 @@ impl MacKey {
     /// Prepares `key` (expands the AES key schedule and derives the subkeys).
     pub fn new(key: &[u8; 16]) -> MacKey {
         let aes = <Aes128 as KeyInit>::new(&(*key).into());
-        let l = with_aes(&aes, 0, |enc| enc(0));
+        let l = encrypt(&aes, 0);
         let k1 = dbl(l);
+        let k2 = dbl(k1);
+        // Stored in the native-endian form `cmac` works in.
+        let ne = |k: u128| u128::from_ne_bytes(k.to_be_bytes());
         MacKey {
             aes,
-            k1,
-            k2: dbl(k1),
+            k1: ne(k1),
+            k2: ne(k2),
         }
     }
 
     /// The CMAC tag of the concatenation of `parts`.
     pub fn tag(&self, parts: &[&[u8]]) -> Tag {
-        with_aes(&self.aes, 0, |enc| cmac(enc, self.k1, self.k2, parts)).to_be_bytes()
+        self.tag_u128(parts).to_ne_bytes()
     }
 
     /// Whether `tag` is the tag of the concatenation of `parts`, compared in constant time.
     pub fn verify(&self, parts: &[&[u8]], tag: &Tag) -> bool {
-        with_aes(&self.aes, false, |enc| {
-            ct_eq(&cmac(enc, self.k1, self.k2, parts).to_be_bytes(), tag)
-        })
+        ct_eq(&self.tag_u128(parts).to_ne_bytes(), tag)
+    }
+
+    /// The tag as a native-endian `u128`.
+    #[inline]
+    fn tag_u128(&self, parts: &[&[u8]]) -> u128 {
+        cmac(&|x| encrypt_ne(&self.aes, x), self.k1, self.k2, parts)
     }
 }
 
@@ -289,29 +272,30 @@ pub enum NonceKind {
 }
 
 /// The packet-nonce PRF: `r_x`, word `x mod 4` of `AES_K(conn_nonce || x / 4)`.
-///
-/// Each method costs one dispatch of the `aes` crate; to compute many nonces (a response's
-/// packets, a proof's blocks) in one dispatch, use [`with_prf`](NonceGen::with_prf).
 #[derive(Clone)]
 pub struct NonceGen {
     aes: Aes128,
 }
 
-/// The nonce PRF inside one cipher dispatch: see [`NonceGen::with_prf`].
-///
-/// Its methods compute what [`NonceGen`]'s methods of the same names compute.
-pub struct Prf<'a> {
-    enc: &'a dyn Fn(u128) -> u128,
-}
+impl NonceGen {
+    /// Prepares the PRF under `key`.
+    pub fn new(key: &[u8; 16]) -> NonceGen {
+        NonceGen {
+            aes: <Aes128 as KeyInit>::new(&(*key).into()),
+        }
+    }
 
-impl Prf<'_> {
     /// One PRF block: `AES_K(conn_nonce || block)`, both halves big-endian, read as a
     /// big-endian `u128` so word `w` is bits `127 - 32w ..= 96 - 32w`.
     ///
     /// Nonce block indices are `x / 4 <= 2^30`, so inputs with the top bit of `block` set
-    /// are free for other uses ([`Prf::keyed_hash`]).
+    /// are free for other uses ([`NonceGen::keyed_hash`]).
+    #[inline]
     fn block(&self, conn_nonce: u64, block: u64) -> u128 {
-        (self.enc)((u128::from(conn_nonce) << 64) | u128::from(block))
+        encrypt(
+            &self.aes,
+            (u128::from(conn_nonce) << 64) | u128::from(block),
+        )
     }
 
     /// Word `w mod 4` of a PRF block.
@@ -335,64 +319,17 @@ impl Prf<'_> {
         }
     }
 
-    /// See [`NonceGen::r`].
-    pub fn r(&self, conn_nonce: u64, x: u32) -> u32 {
-        self.r_wide(conn_nonce, u64::from(x))
-    }
-
-    /// See [`NonceGen::packet_nonce`].
-    pub fn packet_nonce(&self, conn_nonce: u64, i: u32) -> u32 {
-        let x = u64::from(i);
-        self.r_xor(conn_nonce, x, x + 1)
-    }
-
-    /// See [`NonceGen::range_nonce`].
-    pub fn range_nonce(&self, conn_nonce: u64, first: u32, last: u32) -> u32 {
-        self.r_xor(conn_nonce, u64::from(first), u64::from(last) + 1)
-    }
-
-    /// A 64-bit keyed hash of `(conn_nonce, value)`, domain-separated from every nonce
-    /// block (the top bit of the block index is set; nonce blocks never have it).
-    pub(crate) fn keyed_hash(&self, conn_nonce: u64, value: u64) -> u64 {
-        // The high half of the block: a truncation on purpose.
-        (self.block(conn_nonce, value | (1 << 63)) >> 64) as u64
-    }
-}
-
-impl fmt::Debug for Prf<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Prf { .. }")
-    }
-}
-
-impl NonceGen {
-    /// Prepares the PRF under `key`.
-    pub fn new(key: &[u8; 16]) -> NonceGen {
-        NonceGen {
-            aes: <Aes128 as KeyInit>::new(&(*key).into()),
-        }
-    }
-
-    /// Runs `f` with the PRF inside a single dispatch of the `aes` crate, and returns what
-    /// `f` returns. Use it to compute many nonces at once (a response's packet nonces, a
-    /// proof's range nonces); [`verify_proof`](crate::sack::verify_proof) does.
-    ///
-    /// `fallback` is returned if the cipher backend never runs `f` (it always runs it
-    /// exactly once); pass a fail-closed value.
-    pub fn with_prf<R>(&self, fallback: R, f: impl FnOnce(&Prf<'_>) -> R) -> R {
-        with_aes(&self.aes, fallback, |enc| f(&Prf { enc }))
-    }
-
     /// `r_x`: word `x mod 4` (big-endian `u32` words) of
     /// `AES_K(conn_nonce.to_be_bytes() || (x / 4) as u64, big-endian)`.
     pub fn r(&self, conn_nonce: u64, x: u32) -> u32 {
-        self.with_prf(0, |p| p.r(conn_nonce, x))
+        self.r_wide(conn_nonce, u64::from(x))
     }
 
     /// `p_i = r_i ^ r_{i+1}`, the nonce packet `i` carries. One AES evaluation when
     /// `i % 4 != 3` (both words in one block), two otherwise.
     pub fn packet_nonce(&self, conn_nonce: u64, i: u32) -> u32 {
-        self.with_prf(0, |p| p.packet_nonce(conn_nonce, i))
+        let x = u64::from(i);
+        self.r_xor(conn_nonce, x, x + 1)
     }
 
     /// The range nonce of packets `first..=last`:
@@ -403,7 +340,14 @@ impl NonceGen {
     /// the empty range); callers check `first <= last` first, as
     /// [`verify_proof`](crate::sack::verify_proof) does.
     pub fn range_nonce(&self, conn_nonce: u64, first: u32, last: u32) -> u32 {
-        self.with_prf(0, |p| p.range_nonce(conn_nonce, first, last))
+        self.r_xor(conn_nonce, u64::from(first), u64::from(last) + 1)
+    }
+
+    /// A 64-bit keyed hash of `(conn_nonce, value)`, domain-separated from every nonce
+    /// block (the top bit of the block index is set; nonce blocks never have it).
+    pub(crate) fn keyed_hash(&self, conn_nonce: u64, value: u64) -> u64 {
+        // The high half of the block: a truncation on purpose.
+        (self.block(conn_nonce, value | (1 << 63)) >> 64) as u64
     }
 }
 

@@ -185,7 +185,7 @@ pub fn replay_hash(tag: &Tag, retry: u8) -> u64 {
 /// [`NonceGen`]: crate::crypto::NonceGen
 pub fn timeout_hash(conn_nonce: u64, interval: u64, keys: &ServerKeys) -> u64 {
     keys.nonces(NonceKind::Retransmit)
-        .with_prf(0, |prf| prf.keyed_hash(conn_nonce, interval))
+        .keyed_hash(conn_nonce, interval)
 }
 
 /// The 64-bit golden-ratio constant (odd).

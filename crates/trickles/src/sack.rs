@@ -29,7 +29,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::crypto::{NonceGen, Prf};
+use crate::crypto::NonceGen;
 
 /// Length of one [`SackBlock`] on the wire.
 pub const SACK_BLOCK_LEN: usize = 12;
@@ -160,23 +160,19 @@ pub fn verify_proof(
     blocks: &[SackBlock],
 ) -> Result<(), ProofError> {
     check_shape(blocks)?;
-    // All blocks in one cipher dispatch.
-    nonces.with_prf(Err(ProofError::BadNonce { index: 0 }), |prf| {
-        check_nonces(prf, conn_nonce, blocks)
-    })
+    check_nonces(nonces, conn_nonce, blocks)
 }
 
-/// Checks each block's nonce against the range nonce `prf` gives (two PRF evaluations per
-/// block), inside a dispatch the caller already holds — the server shares it with the
-/// responses' nonces. A mismatch is reported for the first bad block. Shape is not
-/// checked: see [`check_shape`].
+/// Checks each block's nonce against the range nonce `nonces` gives (two PRF evaluations
+/// per block); a mismatch is reported for the first bad block. Shape is not checked: see
+/// [`check_shape`] (the server checks shape while parsing, before the MAC).
 pub fn check_nonces(
-    prf: &Prf<'_>,
+    nonces: &NonceGen,
     conn_nonce: u64,
     blocks: &[SackBlock],
 ) -> Result<(), ProofError> {
     for (index, b) in blocks.iter().enumerate() {
-        if prf.range_nonce(conn_nonce, b.left, b.right) != b.nonce {
+        if nonces.range_nonce(conn_nonce, b.left, b.right) != b.nonce {
             return Err(ProofError::BadNonce { index });
         }
     }

@@ -5,9 +5,9 @@
 //! replay filter, whose size is fixed by configuration, not by the number of clients.
 //!
 //! ```text
-//!  segment ─► parse ─► MAC ─► fresh? ─► cc::plan ─► SACK proof + Bloom ─► new continuations
-//!             (values)  (one CMAC: the only       (the proof's nonces and    + nonces + ranges
-//!                        crypto garbage can cost)   the responses' in one AES dispatch)
+//!  segment ─► parse ─► MAC ─► fresh? ─► cc::plan ─► SACK proof ─► Bloom ─► new continuations
+//!             (values)  (one CMAC: the only       (two AES per                + nonces + ranges
+//!                        crypto garbage can cost)   proof block)
 //!                                                                                │
 //!  application ◄── Event (OPEN / REQUEST / CLOSE, user continuation, data) ◄─────┘
 //!       └── data for each planned response ─► Server::emit ─► segments
@@ -342,11 +342,9 @@ impl Server {
         let keys: &ServerKeys = keys;
         let originals = keys.nonces(NonceKind::Original);
         let mut ranges = req.ranges.as_slice().iter().copied();
-        // One cipher dispatch for the proof's range nonces and the responses' nonces.
-        let responses = originals.with_prf(
-            Err(Rejected::Proof(ProofError::BadNonce { index: 0 })),
-            |prf| {
-                sack::check_nonces(prf, conn_nonce, proof).map_err(Rejected::Proof)?;
+        let responses = sack::check_nonces(originals, conn_nonce, proof)
+            .map_err(Rejected::Proof)
+            .and_then(|()| {
                 if !replay.check_and_insert(now_us, fresh_key) {
                     return Err(Rejected::Replay);
                 }
@@ -358,14 +356,11 @@ impl Server {
                         } else {
                             None
                         };
-                        let nonce = match slot.kind {
-                            SlotKind::Retransmit => keys
-                                .nonces(NonceKind::Retransmit)
-                                .packet_nonce(conn_nonce, slot.number),
-                            SlotKind::Data | SlotKind::ContinuationOnly => {
-                                prf.packet_nonce(conn_nonce, slot.number)
-                            }
+                        let nonces = match slot.kind {
+                            SlotKind::Retransmit => keys.nonces(NonceKind::Retransmit),
+                            SlotKind::Data | SlotKind::ContinuationOnly => originals,
                         };
+                        let nonce = nonces.packet_nonce(conn_nonce, slot.number);
                         let mut resp = respond(
                             cfg, keys, slot, nonce, range, &tuple, conn_nonce, rtt_us, now_ms,
                         );
@@ -373,8 +368,7 @@ impl Server {
                         resp
                     })
                     .collect::<Vec<_>>())
-            },
-        );
+            });
         // Back to the scratch buffer, rejected or not, for the next request.
         *scratch = slots;
         let responses = responses?;
