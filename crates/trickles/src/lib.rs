@@ -22,6 +22,8 @@
 //!   continue, split, terminate, fast recovery, retransmit timeout (§2.5).
 //! * [`server`] and [`client`]: the engines. The server's only state is its keys and
 //!   replay filters, whatever the number of connections.
+//! * [`app`]: what a stateless server application needs on top: MACed user continuations
+//!   in the standard input/output formats, and the minisocket event queue (§3).
 //! * `sim` (feature `sim`): servers and clients on `netsim` links.
 //!
 //! `#![no_std]` with `alloc`, no I/O, no clock: time, keys and seeds come in as arguments.
@@ -66,6 +68,7 @@
 
 extern crate alloc;
 
+pub mod app;
 pub mod cc;
 pub mod client;
 pub mod conn;

@@ -20,6 +20,7 @@ mod ranges;
 mod recv;
 mod send;
 mod timer;
+mod ucont;
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
@@ -36,6 +37,7 @@ use crate::wire::{
 use ranges::Outstanding;
 use recv::Reassembly;
 use send::SendStream;
+use ucont::{UcontStore, input_consumed};
 
 /// Blocks kept from the front of a proof too long to send whole (see
 /// `Client::proof_blocks`): the first loss and the blocks around it.
@@ -131,6 +133,8 @@ pub struct ClientStats {
 struct Arrival {
     nonce: u32,
     continuation: Option<(Continuation, Vec<u8>)>,
+    /// `consumed` of the input continuation the response carried, if it carried one.
+    consumed: Option<u64>,
 }
 
 /// A Trickles client connection.
@@ -169,6 +173,10 @@ pub struct Client {
     /// The SYN's data: every SYN (a retransmitted one too) carries it whole at offset 0.
     syn_data: Vec<u8>,
     fin_sent: bool,
+    /// Framed requests queued before `connect` behind the first (which rides in the SYN).
+    pending_frames: Vec<Vec<u8>>,
+    /// Standard user continuations received (input and output).
+    uconts: UcontStore,
     stats: ClientStats,
 }
 
@@ -202,15 +210,24 @@ impl Client {
             out: SendStream::default(),
             syn_data: Vec::new(),
             fin_sent: false,
+            pending_frames: Vec::new(),
+            uconts: UcontStore::default(),
             stats: ClientStats::default(),
         }
     }
 
     /// Sends the SYN at `now_us`, carrying `data` (the application's first request, which a
-    /// Trickles server answers at once) and asking for the first responses' data.
+    /// Trickles server answers at once) and asking for the first responses' data. Bytes
+    /// queued with [`Client::send_data`] or [`Client::request`] before `connect` ride in
+    /// the SYN too, ahead of `data` (§2.6: `write()` before `connect()`).
     pub fn connect(&mut self, now_us: u64, data: &[u8]) {
-        self.syn_data = data.to_vec();
-        self.out = SendStream::starting_at(data.len() as u64);
+        let mut syn = self.out.unsent_prefix();
+        syn.extend_from_slice(data);
+        self.syn_data = syn;
+        self.out = SendStream::starting_at(self.syn_data.len() as u64);
+        for frame in core::mem::take(&mut self.pending_frames) {
+            self.out.push_framed(&frame);
+        }
         let slots = cc::open(&self.cfg.cc);
         let planned = Planned {
             slots: &slots,
@@ -225,6 +242,26 @@ impl Client {
     /// arrives.
     pub fn send_data(&mut self, data: &[u8]) {
         self.out.push(data);
+    }
+
+    /// Queues one application request (`msk_request`) and returns at once: like
+    /// [`Client::send_data`], but the request starts a packet of its own and no packet
+    /// carries the end of one request with the start of the next, so a stateless server
+    /// sees request boundaries at packet boundaries. Before [`Client::connect`], the first
+    /// request rides in the SYN and later ones follow it.
+    pub fn request(&mut self, data: &[u8]) {
+        if self.connected() {
+            self.out.push_framed(data);
+        } else if self.out.is_empty() {
+            self.out.push(data);
+        } else {
+            self.pending_frames.push(data.to_vec());
+        }
+    }
+
+    /// Whether [`Client::connect`] was called.
+    fn connected(&self) -> bool {
+        self.stats.requests > 0
     }
 
     /// Whether everything queued with [`Client::connect`] and [`Client::send_data`] has
@@ -308,6 +345,9 @@ impl Client {
             return Err(ClientError::Unrequested);
         }
         self.stats.responses += 1;
+        if !resp.user_continuation.is_empty() {
+            self.uconts.learn(resp.user_continuation);
+        }
         let mut progress = false;
         if !resp.data.is_empty() && !self.recv.has(resp.offset, resp.data.len() as u64) {
             progress = true;
@@ -350,6 +390,7 @@ impl Client {
                 Arrival {
                     nonce: resp.nonce,
                     continuation: cont,
+                    consumed: input_consumed(resp.user_continuation),
                 },
             );
         }
@@ -376,11 +417,11 @@ impl Client {
                         break;
                     };
                     self.proof.push(a, arrival.nonce);
-                    self.out.on_received(a);
+                    self.out.on_received(a, arrival.consumed);
                     self.by_number.remove(&a);
                     self.count_later(a);
                     if let Some((c, ucont)) = arrival.continuation {
-                        self.request(now_us, c, &ucont);
+                        self.spend(now_us, c, &ucont);
                     }
                 }
                 (Some(e), _) => {
@@ -408,6 +449,27 @@ impl Client {
         }
     }
 
+    /// The user continuation a request carries, and the end of the output it may ask for
+    /// with it (see the `ucont` module): the best input continuation when client data
+    /// waits, else the output continuation covering the next range, else `given` (the
+    /// one that arrived with the transport continuation being spent).
+    fn pick_ucont(&self, kind: RequestKind, given: &[u8]) -> (Vec<u8>, Option<u64>) {
+        if kind == RequestKind::Syn || kind == RequestKind::Fin {
+            return (given.to_vec(), None);
+        }
+        if self.out.has_unsent()
+            && let Some(input) = self.uconts.input()
+        {
+            return (input.to_vec(), None);
+        }
+        if let Some(start) = self.peek_range_start()
+            && let Some((end, output)) = self.uconts.output_for(start)
+        {
+            return (output.to_vec(), Some(end));
+        }
+        (given.to_vec(), None)
+    }
+
     /// The proof to send: the whole one, or — when a window lost so much that it needs more
     /// than [`MAX_SACK_BLOCKS`] blocks — its first [`PROOF_HEAD`] blocks (which fix the
     /// first loss) and its last blocks (which fix the run of losses right before the
@@ -426,7 +488,7 @@ impl Client {
     }
 
     /// Sends the request that uses continuation `c`.
-    fn request(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
+    fn spend(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
         self.proof.trim_below(c.proof_start);
         if self.done() {
             // Done: the first unused continuation carries the FIN (a hint: the server
@@ -465,6 +527,8 @@ impl Client {
         retry: u8,
     ) {
         let Planned { slots, proof } = planned;
+        let (ucont, range_end) = self.pick_ucont(kind, ucont);
+        let ucont = ucont.as_slice();
         let mut ranges = RangeList::new();
         // A retransmission is watched against packets numbered from this request's first
         // new packet on; a request with none (a trickle terminated in recovery) watches
@@ -489,7 +553,7 @@ impl Client {
                 continue;
             }
             let size = payload_limit(self.cfg.mss, slot.params.is_some());
-            let Some(range) = self.next_range(size) else {
+            let Some(range) = self.next_range(size, range_end) else {
                 continue;
             };
             self.requested_end = self

@@ -55,9 +55,24 @@ impl Client {
         }
     }
 
-    /// The next byte range to ask for, at most `size` bytes: lost ranges first (split if
-    /// larger), then new data.
-    pub(super) fn next_range(&mut self, size: u16) -> Option<ByteRange> {
+    /// Where the next range would start: the first lost range, else new data.
+    pub(super) fn peek_range_start(&self) -> Option<u64> {
+        if let Some(r) = self.lost_ranges.front() {
+            return Some(r.start);
+        }
+        let end = self.recv.end();
+        (end.is_none_or(|e| self.next_offset < e)).then_some(self.next_offset)
+    }
+
+    /// The next byte range to ask for, at most `size` bytes and ending at most at `limit`
+    /// (the end of the output continuation the request carries): lost ranges first (split
+    /// if larger), then new data. `None` when the next range starts at or past `limit`.
+    pub(super) fn next_range(&mut self, size: u16, limit: Option<u64>) -> Option<ByteRange> {
+        let size = match (limit, self.peek_range_start()) {
+            (Some(l), Some(start)) if start >= l => return None,
+            (Some(l), Some(start)) => size.min((l - start).min(u64::from(u16::MAX)) as u16),
+            _ => size,
+        };
         if let Some(r) = self.lost_ranges.pop_front() {
             if r.len > size {
                 self.lost_ranges.push_front(ByteRange {

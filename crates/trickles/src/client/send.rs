@@ -7,7 +7,7 @@
 //! them), the chunk goes back to be sent again at the same offset; the application sees
 //! the offset and can tell a repeat from new input.
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 
 /// A chunk waiting for one of its request's responses.
@@ -32,6 +32,9 @@ pub(crate) struct SendStream {
     lost: BTreeMap<u64, usize>,
     /// Chunks in flight, by offset.
     flights: BTreeMap<u64, Flight>,
+    /// Offsets where a framed request ([`SendStream::push_framed`]) starts: no chunk
+    /// crosses one, so each request begins a packet of its own.
+    frames: BTreeSet<u64>,
 }
 
 impl SendStream {
@@ -49,9 +52,29 @@ impl SendStream {
         self.buf.extend(data);
     }
 
+    /// Appends `data` as one framed request: it starts a new chunk, and the next
+    /// framed request starts another.
+    pub(crate) fn push_framed(&mut self, data: &[u8]) {
+        let start = self.end();
+        self.frames.insert(start);
+        self.buf.extend(data);
+        self.frames.insert(self.end());
+    }
+
     /// Whether anything is waiting to be sent (new or lost).
     pub(crate) fn has_unsent(&self) -> bool {
         !self.lost.is_empty() || self.next < self.end()
+    }
+
+    /// Whether nothing was ever pushed (or everything pushed is gone).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The bytes pushed and not yet sent, before anything was sent (used to move data
+    /// queued before `connect` into the SYN).
+    pub(crate) fn unsent_prefix(&self) -> Vec<u8> {
+        self.buf.iter().copied().collect()
     }
 
     /// Whether every byte pushed has arrived.
@@ -75,7 +98,15 @@ impl SendStream {
             }
             (offset, len.min(max))
         } else if self.next < self.end() {
-            let len = ((self.end() - self.next) as usize).min(max);
+            // Up to the next frame boundary, if one comes first.
+            let stop = self
+                .frames
+                .range(self.next + 1..)
+                .next()
+                .copied()
+                .unwrap_or(self.end())
+                .min(self.end());
+            let len = ((stop - self.next) as usize).min(max);
             let offset = self.next;
             self.next += len as u64;
             (offset, len)
@@ -104,9 +135,28 @@ impl SendStream {
         );
     }
 
-    /// Packet `number` arrived: chunks whose request produced it are done.
-    pub(crate) fn on_received(&mut self, number: u32) {
-        self.flights.retain(|_, f| !f.numbers.contains(&number));
+    /// Packet `number` arrived: chunks whose request produced it are done, except the part
+    /// at or past `consumed` when the response carried an input continuation that consumed
+    /// less (§4.2): that part goes back to be sent again.
+    pub(crate) fn on_received(&mut self, number: u32, consumed: Option<u64>) {
+        let mut again = Vec::new();
+        self.flights.retain(|&offset, f| {
+            if !f.numbers.contains(&number) {
+                return true;
+            }
+            // The server read only up to `consumed` of this chunk: send the rest again.
+            let end = offset + f.len as u64;
+            if let Some(c) = consumed
+                && c < end
+            {
+                let from = c.max(offset);
+                again.push((from, (end - from) as usize));
+            }
+            false
+        });
+        for (offset, len) in again {
+            self.lost.insert(offset, len);
+        }
         self.trim();
     }
 
@@ -146,6 +196,10 @@ impl SendStream {
         let drop = (low.min(self.next) - self.base) as usize;
         self.buf.drain(..drop.min(self.buf.len()));
         self.base += drop as u64;
+        // Boundaries at or below the first unsent byte no longer split anything.
+        while self.frames.first().is_some_and(|&f| f <= self.next.min(self.base)) {
+            self.frames.pop_first();
+        }
     }
 }
 
@@ -168,8 +222,8 @@ mod tests {
         s.on_lost(11);
         assert_eq!(s.take(100), Some((0, b"hello".to_vec())));
         s.sent(0, 5, alloc::vec![20]);
-        s.on_received(20);
-        s.on_received(12);
+        s.on_received(20, None);
+        s.on_received(12, None);
         assert!(s.is_idle());
         assert_eq!(s.base, 11);
     }

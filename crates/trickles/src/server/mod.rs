@@ -140,6 +140,10 @@ pub struct Event<'a> {
     pub kind: EventKind,
     /// The connection.
     pub tuple: FourTuple,
+    /// The connection's nonce (from its verified transport continuation, or derived from
+    /// the SYN): it names this incarnation of the four-tuple, so applications bind their
+    /// user continuations to it ([`crate::app::Binding`]).
+    pub conn_nonce: u64,
     /// The user continuation the client attached (unverified: the application MACs it).
     pub user_continuation: &'a [u8],
     /// Where `data` sits in the client's output stream, when the client numbered it: a
@@ -376,6 +380,7 @@ impl Server {
             event: Event {
                 kind,
                 tuple,
+                conn_nonce,
                 user_continuation: req.user_continuation,
                 data_offset: req.data_offset,
                 data: req.data,
