@@ -14,6 +14,7 @@
 //! | `msk_sendbulk`          | [`Minisocket::send_with`] (any data source, per response)   |
 //! | `msk_setucont`          | [`Minisocket::set_ucont`], [`Minisocket::set_ucont_all`]    |
 //! | `msk_drop`              | [`EventQueue::drop_front`] (or dropping a `Minisocket`)      |
+//! | (refuse the connection) | [`Minisocket::refuse`]: a reset instead of the responses    |
 //! | `msk_detach`            | [`EventQueue::pop`]: the minisocket leaves the queue, valid |
 //! | `msk_extract_events`    | [`EventQueue::extract`] + [`Minisocket::extract`]           |
 //! | `msk_install_events`    | [`Minisocket::install`] + [`EventQueue::install`]           |
@@ -58,6 +59,7 @@
 //! assert_eq!(&got[..n], b"hi!");
 //! ```
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
@@ -66,7 +68,7 @@ use super::ucont::Binding;
 use crate::conn::{Addr, FourTuple};
 use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{MacKey, TAG_LEN};
-use crate::server::{EventKind, PlannedResponse, Rejected, Server};
+use crate::server::{EventKind, PlannedResponse, Rejected, Server, ucont_room};
 use crate::wire::{ByteRange, ResponseKind, WireError};
 
 /// Largest segment a minisocket writes: a response header, continuation, user
@@ -265,7 +267,8 @@ impl Minisocket {
     }
 
     /// Sends with the data of each response supplied by `fill(range, allowed, out)`: it
-    /// appends at most `allowed` bytes of the server's output at `range.start` to `out`
+    /// appends at most `allowed` bytes (the response's limit, less what a user
+    /// continuation longer than [`UCONT_ROOM`](crate::server::UCONT_ROOM) takes) of the server's output at `range.start` to `out`
     /// (anything beyond is cut) and returns whether they end the output. Responses
     /// without a range get no call. Consumes the minisocket.
     pub fn send_with(
@@ -280,18 +283,39 @@ impl Minisocket {
         for (resp, ucont) in self.responses.iter().zip(&self.uconts) {
             data.clear();
             let mut eos = false;
+            let ucont = ucont.as_deref().unwrap_or_default();
             if let Some(range) = resp.range {
-                let allowed = resp.allowed();
+                // A long user continuation takes room from the data (the client asked for
+                // correspondingly less).
+                let allowed =
+                    usize::from(range.len).min(ucont_room(usize::from(resp.limit), ucont.len()));
                 eos = fill(range, allowed, &mut data);
                 data.truncate(allowed);
             }
-            let ucont = ucont.as_deref().unwrap_or_default();
             let n = server.emit(&self.tuple, resp, ucont, &data, eos, &mut buf)?;
             sink(buf.get(..n).unwrap_or_default());
             report.segments += 1;
             report.bytes += data.len();
         }
         Ok(report)
+    }
+
+    /// Refuses the connection: sends the client a reset instead of the planned responses
+    /// (for example when its request cannot be summarised in an input continuation).
+    /// Consumes the minisocket.
+    pub fn refuse(self, server: &Server, sink: &mut dyn FnMut(&[u8])) -> Result<(), MskError> {
+        let reset = PlannedResponse {
+            kind: ResponseKind::Reset,
+            packet_number: 0,
+            nonce: 0,
+            continuation: None,
+            range: None,
+            limit: 0,
+        };
+        let mut buf = alloc::vec![0u8; SEGMENT_BUF_LEN];
+        let n = server.emit(&self.tuple, &reset, &[], &[], false, &mut buf)?;
+        sink(buf.get(..n).unwrap_or_default());
+        Ok(())
     }
 
     /// Serializes this minisocket under `key`, stamped with `now_us`, for
@@ -361,7 +385,10 @@ impl Minisocket {
     /// first, then the stamp (refused if older than the key's horizon at `now_us`, or from
     /// the future), then the fields.
     pub fn install(key: &MigrationKey, bytes: &[u8], now_us: u64) -> Result<Minisocket, MskError> {
-        let split = bytes.len().checked_sub(TAG_LEN).ok_or(MskError::Malformed)?;
+        let split = bytes
+            .len()
+            .checked_sub(TAG_LEN)
+            .ok_or(MskError::Malformed)?;
         let (body, tag) = bytes.split_at(split);
         if !key.mac.verify(&[MIGRATION_DOMAIN, body], &tag_array(tag)) {
             return Err(MskError::Mac);
@@ -713,10 +740,10 @@ impl EventQueue {
 
     /// Queues a minisocket (`msk_install_events`), behind the events already waiting; a
     /// full queue gives it back.
-    pub fn install(&mut self, m: Minisocket) -> Result<(), Minisocket> {
+    pub fn install(&mut self, m: Minisocket) -> Result<(), Box<Minisocket>> {
         if self.events.len() >= self.capacity {
             self.stats.overflow += 1;
-            return Err(m);
+            return Err(Box::new(m));
         }
         self.events.push_back(m);
         self.stats.queued += 1;
@@ -732,6 +759,10 @@ impl EventQueue {
     pub fn memory_bytes(&self) -> usize {
         core::mem::size_of::<EventQueue>()
             + self.events.capacity() * core::mem::size_of::<Minisocket>()
-            + self.events.iter().map(Minisocket::heap_bytes).sum::<usize>()
+            + self
+                .events
+                .iter()
+                .map(Minisocket::heap_bytes)
+                .sum::<usize>()
     }
 }

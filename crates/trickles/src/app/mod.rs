@@ -16,4 +16,6 @@ pub mod ucont;
 pub use minisock::{
     EventQueue, MigrationKey, Minisocket, MskError, PushError, QueueStats, SendReport,
 };
-pub use ucont::{Binding, MAX_UCONT_BODY, UcontError, UcontKey, UserContinuation};
+pub use ucont::{
+    Absorbed, Binding, MAX_UCONT_BODY, UcontError, UcontKey, UserContinuation, absorb,
+};

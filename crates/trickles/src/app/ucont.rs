@@ -274,12 +274,8 @@ impl UcontKey {
         let mut tuple = [0u8; FOUR_TUPLE_MAX_LEN];
         let n = conn.tuple.encode(&mut tuple);
         let tuple = tuple.get(..n).unwrap_or(&tuple);
-        self.mac.tag(&[
-            DOMAIN,
-            tuple,
-            &conn.conn_nonce.to_be_bytes(),
-            encoded,
-        ])
+        self.mac
+            .tag(&[DOMAIN, tuple, &conn.conn_nonce.to_be_bytes(), encoded])
     }
 
     /// Encodes `uc` and its tag for connection `conn`.
@@ -322,6 +318,44 @@ impl UcontKey {
             Ok(uc)
         } else {
             Err(UcontError::Mac)
+        }
+    }
+}
+
+/// How a request's client data relates to an input continuation that has consumed
+/// `consumed` bytes ([`absorb`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Absorbed {
+    /// `data[from..]` is input the continuation has not seen, starting exactly at
+    /// `consumed`: append it.
+    New {
+        /// Where the new bytes start in the request's data.
+        from: usize,
+    },
+    /// Everything in the request was consumed before (a retransmission, or a request
+    /// overtaken by a later one): answer with the continuation unchanged.
+    Repeat,
+    /// The data starts after `consumed` (an earlier request is still missing) or carries
+    /// no offset: answer with the continuation unchanged; the client sends it again.
+    Gap,
+}
+
+/// The standard way to take client input into an input continuation (§4.2), whatever
+/// order requests arrive in: input is consumed only in stream order, so a repeated or
+/// reordered request can never be applied twice or out of turn.
+pub fn absorb(consumed: u64, offset: Option<u64>, data: &[u8]) -> Absorbed {
+    let Some(offset) = offset else {
+        return Absorbed::Gap;
+    };
+    let end = offset.saturating_add(data.len() as u64);
+    if offset > consumed {
+        Absorbed::Gap
+    } else if end <= consumed {
+        Absorbed::Repeat
+    } else {
+        // consumed - offset < data.len() here.
+        Absorbed::New {
+            from: (consumed - offset) as usize,
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
 use crate::conn::FourTuple;
 use crate::continuation::Continuation;
 use crate::sack::{MAX_SACK_BLOCKS, ProofBuilder, SACK_BLOCK_LEN, SackBlock};
-use crate::server::{DEFAULT_MSS, payload_limit};
+use crate::server::{DEFAULT_MSS, payload_limit, ucont_room};
 use crate::wire::{
     self, ByteRange, RangeList, Request, RequestKind, Response, ResponseKind, SegmentHeader,
     WireError,
@@ -177,6 +177,8 @@ pub struct Client {
     pending_frames: Vec<Vec<u8>>,
     /// Standard user continuations received (input and output).
     uconts: UcontStore,
+    /// The server reset the connection.
+    reset: bool,
     stats: ClientStats,
 }
 
@@ -212,6 +214,7 @@ impl Client {
             fin_sent: false,
             pending_frames: Vec::new(),
             uconts: UcontStore::default(),
+            reset: false,
             stats: ClientStats::default(),
         }
     }
@@ -219,12 +222,17 @@ impl Client {
     /// Sends the SYN at `now_us`, carrying `data` (the application's first request, which a
     /// Trickles server answers at once) and asking for the first responses' data. Bytes
     /// queued with [`Client::send_data`] or [`Client::request`] before `connect` ride in
-    /// the SYN too, ahead of `data` (§2.6: `write()` before `connect()`).
+    /// the SYN too, ahead of `data` (§2.6: `write()` before `connect()`). The SYN carries
+    /// at most `max_request_data` bytes; the rest follows in the next requests.
     pub fn connect(&mut self, now_us: u64, data: &[u8]) {
-        let mut syn = self.out.unsent_prefix();
-        syn.extend_from_slice(data);
-        self.syn_data = syn;
+        let mut queued = self.out.unsent_prefix();
+        queued.extend_from_slice(data);
+        // The SYN carries at most `max_request_data` bytes; the rest follows in requests.
+        let first = queued.len().min(usize::from(self.cfg.max_request_data));
+        let rest = queued.split_off(first);
+        self.syn_data = queued;
         self.out = SendStream::starting_at(self.syn_data.len() as u64);
+        self.out.push(&rest);
         for frame in core::mem::take(&mut self.pending_frames) {
             self.out.push_framed(&frame);
         }
@@ -280,6 +288,11 @@ impl Client {
         self.stats
     }
 
+    /// Whether the server refused the connection with a reset; nothing more is sent.
+    pub fn is_reset(&self) -> bool {
+        self.reset
+    }
+
     /// Whether the whole server output has arrived (the server marked its end).
     pub fn is_complete(&self) -> bool {
         self.recv.complete()
@@ -329,7 +342,14 @@ impl Client {
         }
         let resp = Response::parse(seg.payload)?;
         if resp.kind == ResponseKind::Reset {
+            // The server refused the connection (for example a request its application
+            // cannot summarise statelessly): stop sending and keep what arrived.
             self.deadline = None;
+            self.reset = true;
+            self.transmit.clear();
+            return Err(ClientError::Reset);
+        }
+        if self.reset {
             return Err(ClientError::Reset);
         }
         if let Some(c) = &resp.continuation
@@ -361,9 +381,14 @@ impl Client {
             && self
                 .recv
                 .has(resp.offset, u64::from(o.len).min(resp.data.len() as u64))
-            && (resp.data.len() >= usize::from(o.len) || resp.end_of_stream)
         {
-            self.outstanding.remove(&resp.offset);
+            if resp.data.len() >= usize::from(o.len) || resp.end_of_stream {
+                self.outstanding.remove(&resp.offset);
+            } else {
+                // A short answer (the application had less to send yet, or a retried
+                // request's halved limit): ask for the rest again.
+                self.range_short(resp.offset, resp.data.len() as u16);
+            }
         }
         if resp.kind == ResponseKind::Retransmit {
             self.stats.retransmissions += 1;
@@ -552,7 +577,10 @@ impl Client {
             if !slot.kind.carries_data() {
                 continue;
             }
-            let size = payload_limit(self.cfg.mss, slot.params.is_some());
+            let size = ucont_room(
+                usize::from(payload_limit(self.cfg.mss, slot.params.is_some())),
+                ucont.len(),
+            ) as u16;
             let Some(range) = self.next_range(size, range_end) else {
                 continue;
             };

@@ -55,6 +55,26 @@ impl Client {
         }
     }
 
+    /// The range at `start` was answered with only its first `got` bytes: the rest goes
+    /// back to be requested again, in order.
+    pub(super) fn range_short(&mut self, start: u64, got: u16) {
+        if let Some(o) = self.outstanding.remove(&start) {
+            self.retransmitted.retain(|&s| s != start);
+            let rest = ByteRange {
+                start: start + u64::from(got),
+                len: o.len.saturating_sub(got),
+            };
+            if rest.len > 0 {
+                let pos = self
+                    .lost_ranges
+                    .iter()
+                    .position(|r| r.start > rest.start)
+                    .unwrap_or(self.lost_ranges.len());
+                self.lost_ranges.insert(pos, rest);
+            }
+        }
+    }
+
     /// Where the next range would start: the first lost range, else new data.
     pub(super) fn peek_range_start(&self) -> Option<u64> {
         if let Some(r) = self.lost_ranges.front() {

@@ -197,7 +197,11 @@ impl SendStream {
         self.buf.drain(..drop.min(self.buf.len()));
         self.base += drop as u64;
         // Boundaries at or below the first unsent byte no longer split anything.
-        while self.frames.first().is_some_and(|&f| f <= self.next.min(self.base)) {
+        while self
+            .frames
+            .first()
+            .is_some_and(|&f| f <= self.next.min(self.base))
+        {
             self.frames.pop_first();
         }
     }

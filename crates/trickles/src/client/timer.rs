@@ -16,7 +16,7 @@ impl Client {
             return;
         }
         self.deadline = None;
-        if self.done() {
+        if self.done() || self.reset {
             return;
         }
         let Some((c, ucont)) = self.latest.clone() else {

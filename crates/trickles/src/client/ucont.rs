@@ -38,10 +38,10 @@ impl UcontStore {
     /// Files `ucont` (from any response) by its standard fields; others are ignored.
     pub(super) fn learn(&mut self, ucont: &[u8]) {
         match UserContinuation::parse(ucont) {
-            Ok((UserContinuation::Input { consumed, .. }, _)) => {
-                if self.input.as_ref().is_none_or(|(c, _)| consumed > *c) {
-                    self.input = Some((consumed, ucont.to_vec()));
-                }
+            Ok((UserContinuation::Input { consumed, .. }, _))
+                if self.input.as_ref().is_none_or(|(c, _)| consumed > *c) =>
+            {
+                self.input = Some((consumed, ucont.to_vec()));
             }
             Ok((
                 UserContinuation::Output {

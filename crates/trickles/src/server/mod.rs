@@ -62,6 +62,18 @@ impl ServerConfig {
 /// − 16 bytes left for a small user continuation.
 pub const DEFAULT_MSS: u16 = 1362;
 
+/// Bytes of user continuation that [`DEFAULT_MSS`] leaves room for. A response whose user
+/// continuation is longer carries that much less data ([`ucont_room`]), so the packet still
+/// fits; the client sizes its ranges by the same rule from the user continuation it sends
+/// (servers echo it, or answer with one of about the same size).
+pub const UCONT_ROOM: usize = 16;
+
+/// Application bytes left of `limit` when the response carries a user continuation of
+/// `ucont_len` bytes (see [`UCONT_ROOM`]).
+pub fn ucont_room(limit: usize, ucont_len: usize) -> usize {
+    limit.saturating_sub(ucont_len.saturating_sub(UCONT_ROOM))
+}
+
 /// Most application bytes a response may carry: `mss` with a continuation, `mss` plus the
 /// continuation's length without one (delayed acks, retransmissions), so packets stay the
 /// same size. The client sizes its ranges with the same rule.

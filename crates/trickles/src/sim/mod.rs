@@ -9,6 +9,7 @@
 //! (8 bytes, big-endian), the user continuation carries it back and forth, and byte `i` of
 //! the object is [`object_byte`]`(i)`, so any response can be regenerated at any time.
 
+pub mod app;
 pub mod tcp;
 use alloc::vec::Vec;
 
