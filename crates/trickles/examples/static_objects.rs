@@ -2,12 +2,13 @@
 //! about any client.
 //!
 //! The client's request is a line `GET <name>\n`. A request line longer than one packet
-//! is gathered in an *input continuation* (consumed bytes and the partial line), so the
-//! server needs no buffer per client; a line longer than `max_line` cannot be summarised
-//! compactly and the connection is refused. A complete line becomes an *output
-//! continuation* (`valid_start..valid_end` = the object's bytes, app data = its name) that
-//! every response carries; the client asks for ranges of it and the server serves any
-//! range of any object at any time, so losses cost nothing but the lost packets.
+//! is summarised in an *input continuation*: how many bytes were consumed and a running
+//! 128-bit digest of the name so far (objects are indexed by the digest of their name), so
+//! the server needs no buffer per client however long the line; a line longer than
+//! `max_line` is refused. A complete line becomes an *output continuation*
+//! (`valid_start..valid_end` = the object's bytes, app data = the name's digest) that every
+//! response carries; the client asks for ranges of it and the server serves any range of
+//! any object at any time, so losses cost nothing but the lost packets.
 //!
 //! Requests arrive in any order and some twice: [`absorb`] takes input only in stream
 //! order, and everything the server does is a function of the request alone.
@@ -21,49 +22,147 @@
 
 use std::collections::BTreeMap;
 
-use trickles::app::{Absorbed, Binding, Minisocket, UcontKey, UserContinuation, absorb};
+use trickles::app::{Absorbed, Minisocket, UcontKey, UserContinuation, absorb};
 use trickles::server::{EventKind, Server};
 use trickles::sim::app::Application;
 
-/// The server: objects by name, the user-continuation key, and the longest request line
-/// it will carry in an input continuation.
+/// The server: objects by name (and by the digest of their name), the user-continuation
+/// key, and the longest request line it accepts.
 pub struct StaticObjects {
     /// The application's key (replicas share it).
     pub key: UcontKey,
     /// Objects by name.
     pub objects: BTreeMap<Vec<u8>, Vec<u8>>,
-    /// Longest request line summarised in an input continuation.
+    /// Names by digest.
+    index: BTreeMap<[u8; 16], Vec<u8>>,
+    /// Longest request line accepted.
     pub max_line: usize,
 }
 
 /// What the server answers for an unknown name.
-pub fn not_found(name: &[u8]) -> Vec<u8> {
-    let mut body = b"404 ".to_vec();
-    body.extend_from_slice(name);
-    body.push(b'\n');
-    body
+pub const NOT_FOUND: &[u8] = b"404 not found\n";
+
+/// The running digest of a name: two FNV-1a 64-bit hashes with different bases, which
+/// can be continued byte by byte from a continuation.
+fn digest_update(mut d: [u64; 2], bytes: &[u8]) -> [u64; 2] {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    for &b in bytes {
+        d[0] = (d[0] ^ u64::from(b)).wrapping_mul(PRIME);
+        d[1] = (d[1] ^ u64::from(b)).wrapping_mul(PRIME);
+    }
+    d
+}
+
+const DIGEST_START: [u64; 2] = [0xcbf2_9ce4_8422_2325, 0x6c62_272e_07bb_0142];
+
+fn digest_bytes(d: [u64; 2]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&d[0].to_be_bytes());
+    out[8..].copy_from_slice(&d[1].to_be_bytes());
+    out
+}
+
+/// Where a request line stands: the first bytes (up to `GET `), then the name's digest.
+#[derive(Clone, Copy)]
+struct LineState {
+    prefix: [u8; 4],
+    prefix_len: u8,
+    digest: [u64; 2],
+}
+
+impl LineState {
+    const LEN: usize = 1 + 4 + 16;
+
+    fn new() -> LineState {
+        LineState {
+            prefix: [0; 4],
+            prefix_len: 0,
+            digest: DIGEST_START,
+        }
+    }
+
+    fn encode(&self) -> [u8; Self::LEN] {
+        let mut out = [0u8; Self::LEN];
+        out[0] = self.prefix_len;
+        out[1..5].copy_from_slice(&self.prefix);
+        out[5..].copy_from_slice(&digest_bytes(self.digest));
+        out
+    }
+
+    fn decode(b: &[u8]) -> Option<LineState> {
+        let b: &[u8; Self::LEN] = b.try_into().ok()?;
+        let prefix_len = b[0];
+        if prefix_len > 4 {
+            return None;
+        }
+        let mut prefix = [0u8; 4];
+        prefix.copy_from_slice(&b[1..5]);
+        let mut d = [0u64; 2];
+        d[0] = u64::from_be_bytes(b[5..13].try_into().ok()?);
+        d[1] = u64::from_be_bytes(b[13..21].try_into().ok()?);
+        Some(LineState {
+            prefix,
+            prefix_len,
+            digest: d,
+        })
+    }
+
+    /// Takes `bytes`; returns `Some(digest)` when the line ended (at a newline).
+    fn feed(&mut self, bytes: &[u8]) -> Option<[u8; 16]> {
+        for &b in bytes {
+            if usize::from(self.prefix_len) < 4 {
+                self.prefix[usize::from(self.prefix_len)] = b;
+                self.prefix_len += 1;
+            } else if b == b'\n' {
+                return Some(digest_bytes(self.digest));
+            } else {
+                self.digest = digest_update(self.digest, &[b]);
+            }
+        }
+        None
+    }
 }
 
 impl StaticObjects {
-    /// The body served for `name`.
-    fn body(&self, name: &[u8]) -> Vec<u8> {
-        self.objects
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| not_found(name))
+    /// A server for `objects` under `key`.
+    pub fn new(key: UcontKey, objects: BTreeMap<Vec<u8>, Vec<u8>>, max_line: usize) -> Self {
+        let index = objects
+            .keys()
+            .map(|name| {
+                (
+                    digest_bytes(digest_update(DIGEST_START, name)),
+                    name.clone(),
+                )
+            })
+            .collect();
+        StaticObjects {
+            key,
+            objects,
+            index,
+            max_line,
+        }
     }
 
-    /// Serves the ranges the request asked for from `name`'s body, with `ucont` (the
-    /// sealed output continuation) on every response.
+    /// The body served for the name with digest `digest`.
+    fn body(&self, digest: &[u8]) -> &[u8] {
+        <&[u8; 16]>::try_from(digest)
+            .ok()
+            .and_then(|d| self.index.get(d))
+            .and_then(|name| self.objects.get(name))
+            .map_or(NOT_FOUND, Vec::as_slice)
+    }
+
+    /// Serves the ranges the request asked for from the body of `digest`, with `ucont`
+    /// (the sealed output continuation) on every response.
     fn serve(
         &self,
         mut msk: Minisocket,
         server: &Server,
         ucont: &[u8],
-        name: &[u8],
+        digest: &[u8],
         sink: &mut dyn FnMut(&[u8]),
     ) {
-        let body = self.body(name);
+        let body = self.body(digest);
         msk.set_ucont_all(ucont);
         let _ = msk.send_with(
             server,
@@ -78,28 +177,6 @@ impl StaticObjects {
             sink,
         );
     }
-
-    /// The request line so far: `state` plus the new input; `Err` with the continuation to
-    /// send unchanged if this request brings nothing new in order.
-    fn take_input(&self, conn: &Binding, msk: &Minisocket) -> Result<(u64, Vec<u8>), ()> {
-        let (consumed, state) = if msk.user_continuation().is_empty() {
-            (0, Vec::new())
-        } else {
-            match self.key.open(conn, msk.user_continuation()) {
-                Ok(UserContinuation::Input { consumed, state }) => (consumed, state.to_vec()),
-                _ => return Err(()),
-            }
-        };
-        match absorb(consumed, msk.data_offset(), msk.data()) {
-            Absorbed::New { from } => {
-                let new = msk.data().get(from..).unwrap_or_default();
-                let mut line = state;
-                line.extend_from_slice(new);
-                Ok((consumed + new.len() as u64, line))
-            }
-            Absorbed::Repeat | Absorbed::Gap => Ok((consumed, state)),
-        }
-    }
 }
 
 impl Application for StaticObjects {
@@ -109,37 +186,54 @@ impl Application for StaticObjects {
         }
         let conn = msk.binding();
         let ucont = msk.user_continuation().to_vec();
-        // An output continuation: serve its object.
-        if let Ok(UserContinuation::Output { app, .. }) = self.key.open(&conn, &ucont) {
-            let name = app.to_vec();
-            self.serve(msk, server, &ucont, &name, sink);
-            return;
-        }
-        let Ok((consumed, line)) = self.take_input(&conn, &msk) else {
-            return; // Forged, tampered or foreign: as if lost.
+        let (consumed, mut line) = if ucont.is_empty() {
+            (0, LineState::new())
+        } else {
+            match self.key.open(&conn, &ucont) {
+                // An output continuation: serve its object.
+                Ok(UserContinuation::Output { app, .. }) => {
+                    let digest = app.to_vec();
+                    self.serve(msk, server, &ucont, &digest, sink);
+                    return;
+                }
+                Ok(UserContinuation::Input { consumed, state }) => {
+                    let Some(line) = LineState::decode(state) else {
+                        return;
+                    };
+                    (consumed, line)
+                }
+                // Forged, tampered or foreign: as if lost.
+                _ => return,
+            }
         };
-        if let Some(nl) = line.iter().position(|&b| b == b'\n') {
-            let name = line
-                .get(..nl)
-                .unwrap_or_default()
-                .strip_prefix(b"GET ")
-                .unwrap_or_default()
-                .to_vec();
-            let len = self.body(&name).len() as u64;
+        // Input is taken only in stream order: repeats and early arrivals change nothing.
+        let mut now_consumed = consumed;
+        let mut done = None;
+        if let Absorbed::New { from } = absorb(consumed, msk.data_offset(), msk.data()) {
+            let new = msk.data().get(from..).unwrap_or_default();
+            now_consumed += new.len() as u64;
+            done = line.feed(new);
+        }
+        if let Some(digest) = done.filter(|_| &line.prefix == b"GET ") {
+            let len = self.body(&digest).len() as u64;
             let output = UserContinuation::Output {
                 valid_start: 0,
                 valid_end: len,
-                app: &name,
+                app: &digest,
             };
             let sealed = self.key.seal(&conn, &output).unwrap();
-            self.serve(msk, server, &sealed, &name, sink);
-        } else if line.len() > self.max_line {
-            // Too long to carry statelessly: refuse cleanly.
+            self.serve(msk, server, &sealed, &digest, sink);
+        } else if done.is_some()
+            || now_consumed > self.max_line as u64
+            || (line.prefix_len == 4 && &line.prefix != b"GET ")
+        {
+            // Not a request this server speaks, or longer than it accepts: refuse cleanly.
             let _ = msk.refuse(server, sink);
         } else {
+            let state = line.encode();
             let input = UserContinuation::Input {
-                consumed,
-                state: &line,
+                consumed: now_consumed,
+                state: &state,
             };
             let sealed = self.key.seal(&conn, &input).unwrap();
             msk.set_ucont_all(&sealed);
@@ -166,11 +260,7 @@ pub fn server_app() -> StaticObjects {
         [b"/search?q=".as_slice(), &[b'x'; 3000]].concat(),
         object(5_000, 3),
     );
-    StaticObjects {
-        key: UcontKey::new(&[0x77; 16]),
-        objects,
-        max_line: 8192,
-    }
+    StaticObjects::new(UcontKey::new(&[0x77; 16]), objects, 8192)
 }
 
 #[allow(dead_code)] // Also compiled into the tests, which do not call `main`.
@@ -194,7 +284,8 @@ fn main() {
             ServerConfig::new(sim_keys()),
             ClientConfig::default(),
         );
-        let expected = server_app().body(name);
+        let app = server_app();
+        let expected = app.objects.get(name).map_or(NOT_FOUND, Vec::as_slice);
         println!(
             "GET {}: {} bytes in {:.1} ms, loss {:.1}% each way, exact: {}",
             String::from_utf8_lossy(name),

@@ -39,6 +39,11 @@ use recv::Reassembly;
 use send::SendStream;
 use ucont::{UcontStore, input_consumed};
 
+/// Bytes of request payload (after the TCP header) that fit the packets responses use:
+/// the default MSS, a continuation and the response header, so requests never exceed the
+/// path MTU the responses fit.
+const REQUEST_ROOM: usize = DEFAULT_MSS as usize + crate::continuation::CONTINUATION_LEN + 24;
+
 /// Blocks kept from the front of a proof too long to send whole (see
 /// `Client::proof_blocks`): the first loss and the blocks around it.
 const PROOF_HEAD: usize = 2;
@@ -632,7 +637,24 @@ impl Client {
         } else if kind == RequestKind::Fin || numbered.is_empty() {
             None
         } else {
-            self.out.take(usize::from(self.cfg.max_request_data))
+            // At most `max_request_data`, and no more than fits a packet the size of a full
+            // response beside everything else the request carries (a long user
+            // continuation, a long proof).
+            let fixed = Request {
+                kind,
+                flags: 0,
+                retry,
+                continuation: c,
+                sack: &sack,
+                ranges,
+                user_continuation: ucont,
+                data_offset: Some(0),
+                data: &[],
+            }
+            .buffer_len();
+            let room = REQUEST_ROOM.saturating_sub(fixed);
+            self.out
+                .take(usize::from(self.cfg.max_request_data).min(room))
         };
         let (data_offset, data) = match &chunk {
             Some((offset, bytes)) => (Some(*offset), bytes.as_slice()),

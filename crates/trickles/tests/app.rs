@@ -1,0 +1,439 @@
+//! The application layer (§3, §4, §7.1): user continuations, the event queue and
+//! minisockets, migration, and the example applications over lossy simulated links.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../examples/cart.rs"]
+mod cart;
+#[path = "../examples/static_objects.rs"]
+mod static_objects;
+#[path = "../examples/watermark.rs"]
+mod watermark;
+
+use proptest::prelude::*;
+use trickles::app::{
+    Absorbed, Binding, EventQueue, MigrationKey, Minisocket, MskError, PushError, UcontError,
+    UcontKey, UserContinuation, absorb,
+};
+use trickles::client::{Client, ClientConfig};
+use trickles::conn::{Addr, FourTuple};
+use trickles::server::{EventKind, Server, ServerConfig};
+use trickles::sim::app::{AppRun, Failover, run_app};
+use trickles::sim::sim_keys;
+
+fn tuple(port: u16) -> FourTuple {
+    FourTuple {
+        client_addr: Addr::V4([10, 0, 0, 1]),
+        client_port: port,
+        server_addr: Addr::V4([10, 0, 0, 2]),
+        server_port: 80,
+    }
+}
+
+fn uc_strategy() -> impl Strategy<Value = (u8, u64, u64, Vec<u8>)> {
+    (
+        0u8..3,
+        any::<u64>(),
+        any::<u64>(),
+        proptest::collection::vec(any::<u8>(), 0..64),
+    )
+}
+
+fn build(kind: u8, a: u64, b: u64, body: &[u8]) -> UserContinuation<'_> {
+    match kind {
+        0 => UserContinuation::Input {
+            consumed: a,
+            state: body,
+        },
+        1 => UserContinuation::Output {
+            valid_start: a.min(b),
+            valid_end: a.max(b),
+            app: body,
+        },
+        _ => UserContinuation::Opaque(body),
+    }
+}
+
+proptest! {
+    /// A sealed user continuation opens under its own connection and key, and never under
+    /// another connection (other ports, addresses or connection nonce).
+    #[test]
+    fn ucont_never_validates_under_another_connection(
+        (kind, a, b, body) in uc_strategy(),
+        port in any::<u16>(),
+        other_port in any::<u16>(),
+        nonce in any::<u64>(),
+        other_nonce in any::<u64>(),
+    ) {
+        let key = UcontKey::new(&[5; 16]);
+        let conn = Binding { tuple: tuple(port), conn_nonce: nonce };
+        let uc = build(kind, a, b, &body);
+        let sealed = key.seal(&conn, &uc).unwrap();
+        prop_assert_eq!(sealed.len(), uc.sealed_len());
+        prop_assert_eq!(key.open(&conn, &sealed), Ok(uc));
+        prop_assert_eq!(UserContinuation::parse(&sealed).map(|(u, _)| u), Ok(uc));
+        let other = Binding { tuple: tuple(other_port), conn_nonce: other_nonce };
+        if other != conn {
+            prop_assert_eq!(key.open(&other, &sealed), Err(UcontError::Mac));
+        }
+        prop_assert_eq!(UcontKey::new(&[6; 16]).open(&conn, &sealed), Err(UcontError::Mac));
+    }
+
+    /// Any byte string: parse and open return a value, never panic, and anything that
+    /// opens re-seals to the same bytes.
+    #[test]
+    fn ucont_parse_and_open_take_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let key = UcontKey::new(&[5; 16]);
+        let conn = Binding { tuple: tuple(1), conn_nonce: 2 };
+        let _ = UserContinuation::parse(&bytes);
+        if let Ok(uc) = key.open(&conn, &bytes) {
+            prop_assert_eq!(key.seal(&conn, &uc).unwrap(), bytes);
+        }
+    }
+
+    /// `absorb` takes input exactly once, in stream order.
+    #[test]
+    fn absorb_applies_each_byte_once(consumed in 0u64..100, offset in 0u64..100, len in 0usize..50) {
+        let data = vec![0u8; len];
+        match absorb(consumed, Some(offset), &data) {
+            Absorbed::New { from } => {
+                prop_assert!(offset <= consumed && consumed < offset + len as u64);
+                prop_assert_eq!(offset + from as u64, consumed);
+            }
+            Absorbed::Repeat => prop_assert!(offset + len as u64 <= consumed),
+            Absorbed::Gap => prop_assert!(offset > consumed),
+        }
+    }
+}
+
+#[test]
+fn every_bit_flip_of_a_sealed_ucont_is_rejected() {
+    let key = UcontKey::new(&[5; 16]);
+    let conn = Binding {
+        tuple: tuple(9),
+        conn_nonce: 3,
+    };
+    let sealed = key
+        .seal(
+            &conn,
+            &UserContinuation::Output {
+                valid_start: 10,
+                valid_end: 5000,
+                app: b"/obj",
+            },
+        )
+        .unwrap();
+    for bit in 0..sealed.len() * 8 {
+        let mut t = sealed.clone();
+        t[bit / 8] ^= 1 << (bit % 8);
+        assert!(
+            key.open(&conn, &t).is_err(),
+            "bit {bit} flipped still opens"
+        );
+    }
+    let long = vec![0u8; trickles::app::MAX_UCONT_BODY + 1];
+    assert_eq!(
+        key.seal(&conn, &UserContinuation::Opaque(&long)),
+        Err(UcontError::TooLong)
+    );
+}
+
+fn server() -> Server {
+    Server::new(ServerConfig::new(sim_keys()))
+}
+
+/// A SYN carrying `data`, from a fresh client on `port`.
+fn syn(port: u16, data: &[u8]) -> (Client, Vec<u8>) {
+    let mut c = Client::new(ClientConfig::default(), tuple(port), u32::from(port));
+    c.connect(0, data);
+    let s = c.poll_transmit().unwrap();
+    (c, s)
+}
+
+#[test]
+fn queue_is_fifo_bounded_and_a_full_queue_costs_no_mac() {
+    let mut srv = server();
+    let mut q = EventQueue::new(2);
+    let (a, b) = (tuple(1).client_addr, tuple(1).server_addr);
+    for port in [1, 2] {
+        let (_, s) = syn(port, &[port as u8]);
+        q.push_segment(&mut srv, 10, a, b, &s).unwrap();
+    }
+    let macs = srv.inbound_macs();
+    let (_, s) = syn(3, b"x");
+    assert_eq!(q.push_segment(&mut srv, 10, a, b, &s), Err(PushError::Full));
+    assert_eq!(
+        srv.inbound_macs(),
+        macs,
+        "a full queue looked at the segment"
+    );
+    assert_eq!(q.stats().overflow, 1);
+    // Garbage is refused and queues nothing.
+    assert!(matches!(
+        q.push_segment(&mut srv, 10, a, b, &[0u8; 40]),
+        Err(PushError::Full)
+    ));
+    let first = q.pop().unwrap();
+    assert_eq!((first.kind(), first.data()), (EventKind::Open, &[1u8][..]));
+    assert!(matches!(
+        q.push_segment(&mut srv, 10, a, b, &[0u8; 40]),
+        Err(PushError::Rejected(_))
+    ));
+    assert_eq!(q.front().unwrap().data(), &[2u8]);
+    let mem_one = q.memory_bytes();
+    assert!(q.drop_front());
+    assert!(q.is_empty());
+    assert!(q.memory_bytes() < mem_one);
+}
+
+#[test]
+fn minisocket_never_sends_more_than_allowed_and_sets_ucont_per_packet() {
+    let mut srv = server();
+    let mut q = EventQueue::new(8);
+    let (mut client, s) = syn(7, b"GET");
+    q.push_segment(
+        &mut srv,
+        1_000,
+        tuple(7).client_addr,
+        tuple(7).server_addr,
+        &s,
+    )
+    .unwrap();
+    let mut msk = q.pop().unwrap();
+    let n = msk.responses().len();
+    assert!(n >= 2);
+    assert_eq!(msk.set_ucont(n, b"x"), Err(MskError::NoSuchResponse(n)));
+    msk.set_ucont(0, b"first").unwrap();
+    let cap = msk.capacity();
+    let big = vec![7u8; cap * 3];
+    let mut segs = Vec::new();
+    let report = msk
+        .sendv(&srv, &[&big[..10], &big[10..]], false, &mut |s: &[u8]| {
+            segs.push(s.to_vec())
+        })
+        .unwrap();
+    assert_eq!(report.segments, n);
+    assert!(report.bytes <= cap, "{} > {cap}", report.bytes);
+    for s in &segs {
+        client.handle_segment(2_000, s).unwrap();
+    }
+    assert_eq!(client.delivered(), report.bytes as u64);
+}
+
+#[test]
+fn extract_install_round_trip_and_refuse_tampering_and_staleness() {
+    let mut srv = server();
+    let mut q = EventQueue::new(8);
+    let (_, s) = syn(8, b"hello");
+    q.push_segment(
+        &mut srv,
+        1_000,
+        tuple(8).client_addr,
+        tuple(8).server_addr,
+        &s,
+    )
+    .unwrap();
+    let mut msk = q.extract(|m| m.data() == b"hello").pop().unwrap();
+    assert!(q.is_empty());
+    msk.set_ucont(1, b"second").unwrap();
+    let key = MigrationKey::new(&[1; 16], 1_000_000);
+    let bytes = msk.extract(&key, 5_000);
+    let back = Minisocket::install(&key, &bytes, 6_000).unwrap();
+    assert_eq!(back, msk);
+    for bit in (0..bytes.len() * 8).step_by(7) {
+        let mut t = bytes.clone();
+        t[bit / 8] ^= 1 << (bit % 8);
+        assert_eq!(
+            Minisocket::install(&key, &t, 6_000),
+            Err(MskError::Mac),
+            "bit {bit}"
+        );
+    }
+    assert_eq!(
+        Minisocket::install(&MigrationKey::new(&[2; 16], 1_000_000), &bytes, 6_000),
+        Err(MskError::Mac)
+    );
+    assert_eq!(
+        Minisocket::install(&key, &bytes, 2_000_000),
+        Err(MskError::Stale)
+    );
+    assert_eq!(
+        Minisocket::install(&key, &bytes, 4_000),
+        Err(MskError::Stale)
+    );
+    assert_eq!(
+        Minisocket::install(&key, &bytes[..3], 6_000),
+        Err(MskError::Malformed)
+    );
+    q.install(back).unwrap();
+    assert_eq!(q.len(), 1);
+}
+
+fn cfgs() -> (ServerConfig, ClientConfig) {
+    (ServerConfig::new(sim_keys()), ClientConfig::default())
+}
+
+#[test]
+fn static_objects_arrive_exact_under_loss_and_reordering() {
+    let app = static_objects::server_app();
+    for (name, loss, jitter) in [
+        (&b"/index.html"[..], 0u32, 0u64),
+        (b"/index.html", 50_000, 3_000),
+        (b"/big.bin", 20_000, 2_000),
+        (b"/missing", 30_000, 0),
+    ] {
+        let mut run = AppRun::new(5_000, vec![[b"GET ", name, b"\n"].concat()]);
+        run.loss_fwd_ppm = loss;
+        run.loss_rev_ppm = loss;
+        run.link.jitter = jitter;
+        let (s, c) = cfgs();
+        let out = run_app(&run, &|| Box::new(static_objects::server_app()), s, c);
+        let want = app
+            .objects
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| static_objects::NOT_FOUND.to_vec());
+        assert!(out.complete, "{name:?} {loss}: {out:?}");
+        assert_eq!(out.received, want, "{name:?} {loss}");
+    }
+}
+
+#[test]
+fn a_request_line_longer_than_a_packet_goes_through_input_continuations() {
+    let name = [b"/search?q=".as_slice(), &[b'x'; 3000]].concat();
+    let (s, c) = cfgs();
+    let mut run = AppRun::new(5_000, vec![[b"GET ", &name[..], b"\n"].concat()]);
+    run.loss_rev_ppm = 50_000;
+    let out = run_app(&run, &|| Box::new(static_objects::server_app()), s, c);
+    assert!(out.complete, "{out:?}");
+    assert_eq!(
+        &out.received,
+        static_objects::server_app().objects.get(&name).unwrap()
+    );
+    // The line took several requests (the SYN carries at most 1024 bytes).
+    assert!(out.server.events >= 4, "{:?}", out.server);
+}
+
+#[test]
+fn a_request_the_server_cannot_summarise_is_refused_cleanly() {
+    let name = [b"/search?q=".as_slice(), &[b'x'; 3000]].concat();
+    let (s, c) = cfgs();
+    let run = AppRun::new(5_000, vec![[b"GET ", &name[..], b"\n"].concat()]);
+    let out = run_app(
+        &run,
+        &|| {
+            let mut app = static_objects::server_app();
+            app.max_line = 1500;
+            Box::new(app)
+        },
+        s,
+        c,
+    );
+    assert!(out.reset, "{out:?}");
+    assert!(out.received.is_empty());
+    assert!(
+        out.elapsed_us < 1_000_000,
+        "refusal took {} µs",
+        out.elapsed_us
+    );
+}
+
+#[test]
+fn watermark_regenerates_lost_blocks() {
+    let param = 0x1234_5678_9abc_u64;
+    for (loss, seed) in [(0u32, 1u64), (30_000, 2), (80_000, 3)] {
+        let (s, c) = cfgs();
+        let mut run = AppRun::new(10_000, vec![format!("MARK {param:x}\n").into_bytes()]);
+        run.loss_fwd_ppm = loss;
+        run.seed = seed;
+        let out = run_app(&run, &|| Box::new(watermark::server_app()), s, c);
+        let img = watermark::image();
+        let mut want = Vec::new();
+        watermark::mark(&img, param, 0, img.len(), &mut want);
+        assert!(out.complete, "{loss}: {out:?}");
+        assert_eq!(out.received, want, "loss {loss}");
+        if loss > 0 {
+            assert!(out.client.losses > 0);
+        }
+    }
+}
+
+#[test]
+fn a_retransmitted_add_adds_once() {
+    for (loss, seed) in [(0u32, 1u64), (100_000, 2), (200_000, 3), (100_000, 4)] {
+        let (s, c) = cfgs();
+        let mut run = AppRun::new(10_000, cart::requests());
+        run.loss_rev_ppm = loss;
+        run.loss_fwd_ppm = loss / 2;
+        run.link.jitter = 4_000;
+        run.seed = seed;
+        let out = run_app(&run, &|| Box::new(cart::server_app()), s, c);
+        assert!(out.complete, "{loss}/{seed}: {out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.received),
+            "receipt\napple x2\npear x1\nplum x1\nfig x1\nkiwi x1\n",
+            "loss {loss} seed {seed}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// A server replaced mid-transfer — state gone, replay filter empty, a new application
+    /// instance — with its queued minisockets migrated or not: the transfer completes
+    /// byte-exact either way.
+    #[test]
+    fn failover_completes_byte_exact(
+        at_ms in 1u64..60,
+        migrate in any::<bool>(),
+        interval_us in prop_oneof![Just(0u64), 100u64..3_000],
+        loss in 0u32..30_000,
+        seed in any::<u64>(),
+    ) {
+        let (s, c) = cfgs();
+        let mut run = AppRun::new(5_000, vec![b"GET /big.bin\n".to_vec()]);
+        run.service_interval_us = interval_us;
+        run.failover = Some(Failover { at_us: at_ms * 1_000, migrate });
+        run.loss_fwd_ppm = loss;
+        run.seed = seed;
+        let out = run_app(&run, &|| Box::new(static_objects::server_app()), s, c);
+        prop_assert!(out.complete, "{:?}", out.server);
+        prop_assert!(
+            &out.received == static_objects::server_app().objects.get(&b"/big.bin"[..]).unwrap()
+        );
+        if !migrate {
+            prop_assert_eq!(out.server.migrated, 0);
+        }
+    }
+}
+
+#[test]
+fn migration_moves_queued_events_and_saves_the_stall() {
+    let (s, c) = cfgs();
+    let (mut with, mut without, mut moved) = (0u64, 0u64, 0u64);
+    for at_us in (10_000..80_000).step_by(2_500) {
+        let mut stalls = [0u64; 2];
+        for (i, migrate) in [false, true].into_iter().enumerate() {
+            let mut run = AppRun::new(5_000, vec![b"GET /big.bin\n".to_vec()]);
+            run.service_interval_us = 2_000;
+            run.failover = Some(Failover { at_us, migrate });
+            let out = run_app(&run, &|| Box::new(static_objects::server_app()), s, c);
+            assert!(out.complete, "{at_us} {migrate}: {:?}", out.server);
+            if migrate {
+                assert_eq!(out.server.dropped, 0);
+                moved += out.server.migrated;
+            } else {
+                assert_eq!(out.server.migrated, 0);
+            }
+            stalls[i] = out.failover_stall_us.unwrap_or(0);
+        }
+        without += stalls[0];
+        with += stalls[1];
+    }
+    assert!(moved > 0, "no failover found events queued");
+    assert!(
+        with < without,
+        "stall with migration {with} µs, without {without} µs"
+    );
+}
