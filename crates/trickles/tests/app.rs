@@ -3,10 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The examples' applications, public for their own binaries.
+#[allow(unreachable_pub)]
 #[path = "../examples/cart.rs"]
 mod cart;
+#[allow(unreachable_pub)]
 #[path = "../examples/static_objects.rs"]
 mod static_objects;
+#[allow(unreachable_pub)]
 #[path = "../examples/watermark.rs"]
 mod watermark;
 
