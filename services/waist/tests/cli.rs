@@ -277,3 +277,24 @@ fn snap_table2_is_a_repro_name() {
         }
     ));
 }
+
+#[test]
+fn trickles_failover_completes_and_migration_loses_nothing() {
+    let opts = Options {
+        dir: out_dir("trickles-failover"),
+        log2: 12,
+        seed: 1,
+        runs: Some(2),
+    };
+    let mut out = Vec::new();
+    let rows = waist::repro::trickles_failover::run(&opts, &mut out).unwrap();
+    assert_eq!(rows.len(), 6);
+    assert!(rows.iter().all(|r| r.exact));
+    for r in rows.iter().filter(|r| r.failover == Some(true)) {
+        assert_eq!(r.lost, 0);
+        assert!(r.stall_us.is_some());
+    }
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("migrated"), "{text}");
+    assert!(is_png(&opts.dir.join("trickles-failover.png")));
+}

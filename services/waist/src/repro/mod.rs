@@ -11,6 +11,7 @@ pub mod ess_collisions;
 pub mod ess_fig11;
 pub mod snap_table2;
 pub mod trickles_bloom;
+pub mod trickles_failover;
 pub mod trickles_fig9;
 pub mod trickles_loss;
 pub mod trickles_memory;
@@ -43,6 +44,9 @@ pub enum Name {
     /// Trickles paper Figs. 20–21: single-client throughput against forward and reverse
     /// loss at RTT 10 ms, Trickles beside smoltcp's TCP (`--runs`: object MB, default 20).
     TricklesLoss,
+    /// Trickles §3.3/§5.1: a server replaced halfway through a transfer, its queued
+    /// minisockets dropped or migrated; completion and stall (`--runs`: object MB, default 10).
+    TricklesFailover,
 }
 
 /// Knobs shared by the reproductions.
@@ -83,6 +87,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesMemory => trickles_memory::run(opts, out).map(|_| ()),
         Name::TricklesRtt => trickles_rtt::run(opts, out).map(|_| ()),
         Name::TricklesLoss => trickles_loss::run(opts, out).map(|_| ()),
+        Name::TricklesFailover => trickles_failover::run(opts, out).map(|_| ()),
     }
 }
 
