@@ -557,6 +557,7 @@ impl Client {
         retry: u8,
     ) {
         let Planned { slots, proof } = planned;
+        self.settle();
         let (ucont, range_end) = self.pick_ucont(kind, ucont);
         let ucont = ucont.as_slice();
         let mut ranges = RangeList::new();

@@ -1,6 +1,7 @@
 //! Byte ranges of the server's output: which are outstanding, which were lost and must be
 //! asked for again, and the next one to ask for.
 
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::Client;
@@ -75,13 +76,76 @@ impl Client {
         }
     }
 
+    /// With output continuations known (§4.3, §5.2), keeps requests inside their regions:
+    /// lost ranges that fall between known regions are dropped, and the stretch up to the
+    /// next known region is skipped (SKIP: the server will never fill it) so the
+    /// reassembly passes over it. New requests wait at the end of the last known region.
+    pub(super) fn settle(&mut self) {
+        if !self.uconts.has_outputs() {
+            return;
+        }
+        let mut kept = VecDeque::with_capacity(self.lost_ranges.len());
+        while let Some(r) = self.lost_ranges.pop_front() {
+            let end = r.start + u64::from(r.len);
+            match self.uconts.region_after(r.start) {
+                // Inside a region: keep what lies inside it.
+                Some((vs, ve)) if vs <= r.start => {
+                    let len = (ve.min(end) - r.start).min(u64::from(u16::MAX)) as u16;
+                    kept.push_back(ByteRange {
+                        start: r.start,
+                        len,
+                    });
+                }
+                // In the gap before a known region: nothing will ever come.
+                Some((vs, _)) => {
+                    self.recv.skip(r.start, vs.min(end));
+                    if end > vs {
+                        kept.push_back(ByteRange {
+                            start: vs,
+                            len: (end - vs).min(u64::from(u16::MAX)) as u16,
+                        });
+                    }
+                }
+                // Past every known region: wait for its continuation.
+                None => kept.push_back(r),
+            }
+        }
+        self.lost_ranges = kept;
+        if let Some((vs, _)) = self.uconts.region_after(self.next_offset)
+            && vs > self.next_offset
+        {
+            self.recv.skip(self.next_offset, vs);
+            self.next_offset = vs;
+        }
+        // Skips reached from the frontier (the frontier may already stand in a gap).
+        let frontier = self.recv.frontier();
+        if let Some((vs, _)) = self.uconts.region_after(frontier)
+            && vs > frontier
+            && !self.outstanding.range(frontier..vs).any(|_| true)
+            && self.lost_ranges.front().is_none_or(|r| r.start >= vs)
+        {
+            self.recv.skip(frontier, vs);
+        }
+    }
+
     /// Where the next range would start: the first lost range, else new data.
     pub(super) fn peek_range_start(&self) -> Option<u64> {
         if let Some(r) = self.lost_ranges.front() {
             return Some(r.start);
         }
         let end = self.recv.end();
-        (end.is_none_or(|e| self.next_offset < e)).then_some(self.next_offset)
+        if end.is_some_and(|e| self.next_offset >= e) {
+            return None;
+        }
+        if self.uconts.has_outputs() {
+            // Only inside a known output region (`settle` moved `next_offset` there).
+            return self
+                .uconts
+                .region_after(self.next_offset)
+                .filter(|&(vs, _)| vs <= self.next_offset)
+                .map(|_| self.next_offset);
+        }
+        Some(self.next_offset)
     }
 
     /// The next byte range to ask for, at most `size` bytes and ending at most at `limit`
@@ -93,6 +157,16 @@ impl Client {
             (Some(l), Some(start)) => size.min((l - start).min(u64::from(u16::MAX)) as u16),
             _ => size,
         };
+        if self.uconts.has_outputs()
+            && let Some(r) = self.lost_ranges.front()
+            && self
+                .uconts
+                .region_after(r.start)
+                .is_none_or(|(vs, _)| vs > r.start)
+        {
+            // Lost bytes of a region whose continuation has not arrived: wait for it.
+            return None;
+        }
         if let Some(r) = self.lost_ranges.pop_front() {
             if r.len > size {
                 self.lost_ranges.push_front(ByteRange {
@@ -109,6 +183,14 @@ impl Client {
         let end = self.recv.end();
         if end.is_some_and(|e| self.next_offset >= e) {
             return None;
+        }
+        let mut size = size;
+        if self.uconts.has_outputs() {
+            let (vs, ve) = self.uconts.region_after(self.next_offset)?;
+            if vs > self.next_offset {
+                return None;
+            }
+            size = size.min((ve - self.next_offset).min(u64::from(u16::MAX)) as u16);
         }
         let mut len = size;
         if let Some(e) = end {

@@ -7,8 +7,13 @@ use alloc::vec::Vec;
 /// An ordered byte stream rebuilt from `(offset, bytes)` pieces.
 #[derive(Debug, Default)]
 pub(crate) struct Reassembly {
-    /// Bytes before this offset are in `ready` or already read.
+    /// The in-order frontier: bytes before this offset are in `ready`, already read, or
+    /// in a skipped region.
     delivered: u64,
+    /// Offsets below the frontier that were skipped (SKIP), not delivered.
+    skipped: u64,
+    /// Regions the server will never fill (§5.2 SKIP), by start: elided, not delivered.
+    skips: BTreeMap<u64, u64>,
     /// Pieces beyond `delivered`, keyed by offset.
     pending: BTreeMap<u64, Vec<u8>>,
     /// In-order bytes not yet read by the application.
@@ -32,7 +37,7 @@ impl Reassembly {
         if offset == self.delivered {
             self.ready.extend(data);
             self.delivered = end;
-            self.drain_pending();
+            self.advance();
         } else {
             let keep = self
                 .pending
@@ -62,6 +67,50 @@ impl Reassembly {
     }
 
     /// Records that the stream ends at `end`.
+    /// Marks `from..to` as a region the server will never fill: the frontier passes over
+    /// it without delivering anything, buffering nothing, and waiting for nothing.
+    pub(crate) fn skip(&mut self, from: u64, to: u64) {
+        if to <= from || to <= self.delivered {
+            return;
+        }
+        let from = from.max(self.delivered);
+        let entry = self.skips.entry(from).or_insert(to);
+        *entry = (*entry).max(to);
+        self.advance();
+    }
+
+    /// Moves the frontier over pending pieces and skipped regions, as far as they reach.
+    fn advance(&mut self) {
+        loop {
+            self.drain_pending();
+            let Some((&from, &to)) = self.skips.first_key_value() else {
+                break;
+            };
+            if from > self.delivered {
+                break;
+            }
+            self.skips.pop_first();
+            if to > self.delivered {
+                self.skipped += to - self.delivered;
+                self.delivered = to;
+                // Pieces inside the skipped region are dropped.
+                while let Some((&off, _)) = self.pending.first_key_value() {
+                    if off >= to {
+                        break;
+                    }
+                    if let Some((off, piece)) = self.pending.pop_first() {
+                        let end = off.saturating_add(piece.len() as u64);
+                        if end > to {
+                            let keep = (to - off) as usize;
+                            self.pending
+                                .insert(to, piece.get(keep..).unwrap_or_default().to_vec());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     pub(crate) fn set_end(&mut self, end: u64) {
         self.end = Some(self.end.map_or(end, |e| e.min(end)));
     }
@@ -72,7 +121,13 @@ impl Reassembly {
     }
 
     /// Bytes received in order so far.
+    /// Bytes delivered in order (skipped regions not counted).
     pub(crate) fn delivered(&self) -> u64 {
+        self.delivered - self.skipped
+    }
+
+    /// The in-order frontier (offsets, skipped regions included).
+    pub(crate) fn frontier(&self) -> u64 {
         self.delivered
     }
 
@@ -113,6 +168,26 @@ impl Reassembly {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skipped_regions_are_passed_over_and_not_delivered() {
+        let mut r = Reassembly::default();
+        r.insert(100, b"world");
+        r.insert(0, b"hello");
+        r.skip(5, 100);
+        assert_eq!((r.frontier(), r.delivered()), (105, 10));
+        // A piece inside a skip is dropped; one straddling its end is cut.
+        r.insert(300, b"!");
+        r.insert(195, b"0123456789");
+        r.skip(105, 200);
+        assert_eq!((r.frontier(), r.delivered()), (205, 15));
+        r.skip(205, 300);
+        r.set_end(301);
+        assert!(r.complete());
+        let mut out = [0u8; 64];
+        let n = r.read(&mut out);
+        assert_eq!(&out[..n], b"helloworld56789!");
+    }
 
     #[test]
     fn out_of_order_duplicates_and_overlaps_rebuild_the_stream() {

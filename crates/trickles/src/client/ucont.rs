@@ -71,4 +71,24 @@ impl UcontStore {
             .filter(|(_, (end, _))| offset < *end)
             .map(|(_, (end, u))| (*end, u.as_slice()))
     }
+
+    /// Whether any output continuation is known: from then on the client asks only for
+    /// bytes inside known output regions.
+    pub(super) fn has_outputs(&self) -> bool {
+        !self.outputs.is_empty()
+    }
+
+    /// The first known output region that ends after `offset`: `(valid_start, valid_end)`.
+    pub(super) fn region_after(&self, offset: u64) -> Option<(u64, u64)> {
+        // A region starting at or before `offset` may still cover it.
+        if let Some((&start, &(end, _))) = self.outputs.range(..=offset).next_back()
+            && end > offset
+        {
+            return Some((start, end));
+        }
+        self.outputs
+            .range(offset.saturating_add(1)..)
+            .find(|(start, (end, _))| end > start)
+            .map(|(&start, &(end, _))| (start, end))
+    }
 }
