@@ -72,6 +72,7 @@ pub mod conn;
 pub mod continuation;
 pub mod crypto;
 pub mod cwnd;
+pub mod delta;
 pub mod replay;
 pub mod sack;
 pub mod server;

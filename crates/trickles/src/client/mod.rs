@@ -27,6 +27,7 @@ use alloc::vec::Vec;
 use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
 use crate::conn::FourTuple;
 use crate::continuation::Continuation;
+use crate::delta;
 use crate::sack::{MAX_SACK_BLOCKS, ProofBuilder, SACK_BLOCK_LEN, SackBlock};
 use crate::server::{DEFAULT_MSS, payload_limit};
 use crate::wire::{
@@ -58,6 +59,11 @@ pub struct ClientConfig {
     pub max_rto_us: u64,
     /// Most client-to-server bytes one request carries.
     pub max_request_data: u16,
+    /// Ask for delta-encoded continuations ([`crate::delta`]): every request sets
+    /// [`wire::REQUEST_FLAG_DELTA`], and the client rebuilds each delta it receives from its
+    /// own prediction for that packet number. A server that does not support them sends
+    /// full continuations, which the client takes as usual.
+    pub delta: bool,
 }
 
 impl Default for ClientConfig {
@@ -70,6 +76,7 @@ impl Default for ClientConfig {
             min_rto_us: 200_000,
             max_rto_us: 60_000_000,
             max_request_data: 1024,
+            delta: false,
         }
     }
 }
@@ -124,6 +131,10 @@ pub struct ClientStats {
     pub losses: u64,
     /// Retransmissions received.
     pub retransmissions: u64,
+    /// Delta-encoded continuations rebuilt from a prediction.
+    pub deltas_rebuilt: u64,
+    /// Delta-encoded continuations dropped for want of a prediction for their number.
+    pub deltas_dropped: u64,
 }
 
 /// An arrived numbered packet not yet resolved in order.
@@ -139,8 +150,9 @@ pub struct Client {
     cfg: ClientConfig,
     tuple: FourTuple,
     isn: u32,
-    /// Predicted numbered packets still to resolve.
-    expected: BTreeMap<u32, ()>,
+    /// Predicted numbered packets still to resolve, each with the continuation predicted
+    /// for it (kept only when asking for deltas, and only for slots that carry one).
+    expected: BTreeMap<u32, Option<Continuation>>,
     arrived: BTreeMap<u32, Arrival>,
     /// Numbers below this belong to an abandoned epoch.
     floor: u32,
@@ -295,7 +307,8 @@ impl Client {
             self.deadline = None;
             return Err(ClientError::Reset);
         }
-        if let Some(c) = &resp.continuation
+        let continuation = self.rebuild(&resp);
+        if let Some(c) = &continuation
             && let Some((l, _)) = &self.latest
             && c.conn_nonce != l.conn_nonce
         {
@@ -333,9 +346,7 @@ impl Client {
             if let Some(sent) = self.sent_at.remove(&resp.packet_number) {
                 self.rtt_sample(now_us.saturating_sub(sent));
             }
-            let cont = resp
-                .continuation
-                .map(|c| (c, resp.user_continuation.to_vec()));
+            let cont = continuation.map(|c| (c, resp.user_continuation.to_vec()));
             if let Some((c, u)) = &cont
                 && self
                     .latest
@@ -360,6 +371,26 @@ impl Client {
         self.resolve(now_us);
         self.arm(now_us, progress);
         Ok(())
+    }
+
+    /// The response's full continuation: as sent, or rebuilt from its delta and the
+    /// prediction for its number. A delta with no prediction is dropped (the response then
+    /// counts as one whose continuation was lost); a wrong rebuild fails the server's MAC.
+    fn rebuild(&mut self, resp: &Response<'_>) -> Option<Continuation> {
+        if resp.continuation.is_some() {
+            return resp.continuation;
+        }
+        let delta = resp.delta?;
+        match self.expected.get(&resp.packet_number).copied().flatten() {
+            Some(predicted) => {
+                self.stats.deltas_rebuilt += 1;
+                Some(delta.apply(&predicted))
+            }
+            None => {
+                self.stats.deltas_dropped += 1;
+                None
+            }
+        }
     }
 
     /// Resolves packets in number order: each arrival extends the proof and releases its
@@ -482,7 +513,11 @@ impl Client {
             .unwrap_or(self.floor);
         for slot in slots {
             if slot.kind != SlotKind::Retransmit {
-                self.expected.insert(slot.number, ());
+                let predicted = slot
+                    .params
+                    .filter(|_| self.cfg.delta)
+                    .map(|p| delta::predict(&p, c.as_ref()));
+                self.expected.insert(slot.number, predicted);
                 self.sent_at.entry(slot.number).or_insert(now_us);
             }
             if !slot.kind.carries_data() {
@@ -548,7 +583,11 @@ impl Client {
         };
         let req = Request {
             kind,
-            flags: 0,
+            flags: if self.cfg.delta {
+                wire::REQUEST_FLAG_DELTA
+            } else {
+                0
+            },
             retry,
             continuation: c,
             sack: &sack,
