@@ -11,6 +11,7 @@ pub mod ess_collisions;
 pub mod ess_fig11;
 pub mod snap_table2;
 pub mod trickles_bloom;
+pub mod trickles_delta;
 pub mod trickles_fig9;
 pub mod trickles_loss;
 pub mod trickles_memory;
@@ -43,6 +44,10 @@ pub enum Name {
     /// Trickles paper Figs. 20–21: single-client throughput against forward and reverse
     /// loss at RTT 10 ms, Trickles beside smoltcp's TCP (`--runs`: object MB, default 20).
     TricklesLoss,
+    /// Trickles paper §5.3/§6.1: continuation bytes per response and goodput with full and
+    /// delta-encoded continuations over the same 100 Mb/s link (`--runs`: object MB,
+    /// default 20).
+    TricklesDelta,
 }
 
 /// Knobs shared by the reproductions.
@@ -83,6 +88,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesMemory => trickles_memory::run(opts, out).map(|_| ()),
         Name::TricklesRtt => trickles_rtt::run(opts, out).map(|_| ()),
         Name::TricklesLoss => trickles_loss::run(opts, out).map(|_| ()),
+        Name::TricklesDelta => trickles_delta::run(opts, out).map(|_| ()),
     }
 }
 
