@@ -4,7 +4,9 @@
 //! which byte ranges are outstanding, the retransmit timer and the reassembly buffer. It
 //! predicts each request's responses with the server's own [`cc::plan`], so it knows which
 //! packet numbers to expect, sizes each request's ranges to the responses that will carry
-//! data, and never mistakes a terminated trickle for a loss.
+//! data, and never mistakes a terminated trickle for a loss. With [`ClientConfig::delta`]
+//! the same prediction turns each delta-encoded continuation back into the full one
+//! ([`crate::delta`]).
 //!
 //! Requests go out in packet-number order: the request for continuation `k` leaves once
 //! every packet below `k` is resolved — received, or declared lost after `dup_thresh`
