@@ -3,7 +3,9 @@
 //!
 //! Every request the client sends goes to a server with fixed keys at once; its responses
 //! (a 100,000-byte stream, data cut at the end and marked end-of-stream) wait in flight.
-//! The input is a sequence of chunks, each `op`, `arg`, `len` (two bytes, little-endian,
+//! The input's first byte picks the client's configuration: bit 0 asks for delta-encoded
+//! continuations (`ClientConfig::delta`), so the server answers with deltas the client
+//! must rebuild from its predictions. The rest is a sequence of chunks, each `op`, `arg`, `len` (two bytes, little-endian,
 //! cut to what is left) and `len` bytes of `body`. By `op % 8`:
 //!
 //! 0. `body` is a segment to the client, as it is;
@@ -13,14 +15,16 @@
 //! 3. deliver it with `body`'s (position `u16`, byte) triples XORed into its payload,
 //!    re-framed; a trailing byte cuts the payload;
 //! 4. deliver it with its fields edited as a value (`body` XORs packet number, nonce,
-//!    offset, kind, end-of-stream and the continuation), re-framed;
+//!    offset, kind, end-of-stream and the continuation, or the delta's fields and presence
+//!    bits; it can also turn a full continuation into a delta), re-framed;
 //! 5. deliver a copy of it and keep it in flight (duplication);
 //! 6. drop it;
 //! 7. advance the clock by `arg` × `u16(body)` µs (or to the client's deadline if `body`
 //!    is empty) and call `handle_timeout`.
 //!
 //! Asserts: no panic; every segment `poll_transmit` returns parses with `parse_segment`
-//! and `Request::parse`; `delivered()` never decreases.
+//! and `Request::parse`, and asks for deltas exactly when the client was configured to;
+//! `delivered()` never decreases.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -28,6 +32,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use trickles::client::{Client, ClientConfig};
 use trickles::continuation::{CONTINUATION_LEN, Continuation};
+use trickles::delta::ContinuationDelta;
 use trickles::server::{Server, ServerConfig};
 use trickles::wire::{self, Request, Response, ResponseKind};
 
@@ -91,6 +96,35 @@ fn edited(valid: &[u8], body: &[u8]) -> Option<Vec<u8>> {
             *x ^= word(1) as u8;
         }
         resp.continuation = Some(Continuation::parse(&bytes).unwrap_or(c));
+        if flags & 32 != 0 {
+            // The same continuation as a delta from nothing: every field present.
+            let zero = Continuation::parse(&[0; CONTINUATION_LEN]).ok()?;
+            resp.delta = resp
+                .continuation
+                .take()
+                .map(|c| ContinuationDelta::between(&zero, &c));
+        }
+    }
+    if let Some(mut d) = resp.delta {
+        d.rtt_us ^= word(4) as u32;
+        d.timestamp_ms ^= word(4) as u32;
+        for x in d.tag.iter_mut() {
+            *x ^= word(1) as u8;
+        }
+        // Each bit of `bits` adds a field (value from `x`) or removes it.
+        let bits = word(2);
+        let x = word(8);
+        let on = |i: u32| bits >> i & 1 != 0;
+        toggle(&mut d.number, on(0), x as u32);
+        toggle(&mut d.tcp_base, on(1), (x >> 32) as u32);
+        toggle(&mut d.start_cwnd, on(2), x as u16);
+        toggle(&mut d.ssthresh, on(3), (x >> 16) as u16);
+        toggle(&mut d.proof_start, on(4), (x >> 8) as u32);
+        toggle(&mut d.rtx, on(5), x as u8);
+        toggle(&mut d.site, on(6), (x >> 24) as u16);
+        toggle(&mut d.key_epoch, on(7), (x >> 40) as u8);
+        toggle(&mut d.conn_nonce, on(8), x);
+        resp.delta = Some(d);
     }
     let cut = word(2) as usize;
     if flags & 16 != 0 {
@@ -104,7 +138,18 @@ fn edited(valid: &[u8], body: &[u8]) -> Option<Vec<u8>> {
     frame(&payload[..n], resp.packet_number)
 }
 
+/// Case 4 on a delta field: if `on`, removes it when present, else adds `value`.
+fn toggle<T>(field: &mut Option<T>, on: bool, value: T) {
+    if on {
+        *field = match field.take() {
+            Some(_) => None,
+            None => Some(value),
+        };
+    }
+}
+
 struct Harness {
+    delta: bool,
     server: Server,
     client: Client,
     now: u64,
@@ -120,7 +165,8 @@ impl Harness {
         while let Some(seg) = self.client.poll_transmit() {
             let parsed =
                 wire::parse_segment(&CLIENT, &SERVER, &seg).expect("a client segment parses");
-            Request::parse(parsed.payload).expect("a client request parses");
+            let req = Request::parse(parsed.payload).expect("a client request parses");
+            assert_eq!(req.accepts_delta(), self.delta, "delta flag as configured");
             let Ok(reply) = self.server.handle_request(self.now, CLIENT, SERVER, &seg) else {
                 continue;
             };
@@ -157,9 +203,18 @@ impl Harness {
 }
 
 fuzz_target!(|input: &[u8]| {
+    let (delta, input) = match input {
+        [first, rest @ ..] => (first & 1 != 0, rest),
+        [] => (false, input),
+    };
+    let cfg = ClientConfig {
+        delta,
+        ..ClientConfig::default()
+    };
     let mut h = Harness {
+        delta,
         server: Server::new(*server_config()),
-        client: Client::new(ClientConfig::default(), tuple(), 7),
+        client: Client::new(cfg, tuple(), 7),
         now: START_US,
         in_flight: Vec::new(),
         delivered: 0,

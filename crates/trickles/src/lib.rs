@@ -15,6 +15,9 @@
 //!
 //! * [`wire`] and [`continuation`]: TCP segments marked by option 253 carrying requests
 //!   (continuation, SACK blocks, byte ranges, user continuation, data) and responses.
+//! * [`delta`]: delta-encoded continuations (§5.3): a client that asks for them gets only
+//!   the fields it cannot predict with [`cc::plan`], rebuilds the full continuation, and
+//!   presents it as usual.
 //! * [`crypto`]: AES-128-CMAC continuation MACs under two live keys, the nonce PRF.
 //! * [`sack`]: SACK proofs from XOR range nonces (§2.2, Appendix A).
 //! * [`replay`]: two Bloom filters rotating every horizon, fed bits of the MAC (Fig. 4).
@@ -75,6 +78,7 @@ pub mod conn;
 pub mod continuation;
 pub mod crypto;
 pub mod cwnd;
+pub mod delta;
 pub mod replay;
 pub mod sack;
 pub mod server;

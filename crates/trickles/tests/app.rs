@@ -441,3 +441,38 @@ fn migration_moves_queued_events_and_saves_the_stall() {
         "stall with migration {with} µs, without {without} µs"
     );
 }
+
+#[test]
+fn minisockets_with_delta_responses_migrate_intact() {
+    let mut srv = server();
+    let mut q = EventQueue::new(8);
+    let mut cfg = ClientConfig::default();
+    cfg.delta = true;
+    let mut c = Client::new(cfg, tuple(11), 11);
+    c.connect(0, b"delta");
+    let s = c.poll_transmit().unwrap();
+    q.push_segment(
+        &mut srv,
+        1_000,
+        tuple(11).client_addr,
+        tuple(11).server_addr,
+        &s,
+    )
+    .unwrap();
+    let msk = q.pop().unwrap();
+    assert!(msk.responses().iter().any(|r| r.delta.is_some()));
+    let key = MigrationKey::new(&[1; 16], 1_000_000);
+    let back = Minisocket::install(&key, &msk.extract(&key, 2_000), 2_000).unwrap();
+    assert_eq!(back, msk);
+    // The migrated minisocket's responses still rebuild at the client.
+    let mut segs = Vec::new();
+    back.send(&srv, b"hello", true, &mut |x: &[u8]| segs.push(x.to_vec()))
+        .unwrap();
+    for x in &segs {
+        c.handle_segment(3_000, x).unwrap();
+    }
+    let mut buf = [0u8; 16];
+    let n = c.read(&mut buf);
+    assert_eq!(&buf[..n], b"hello");
+    assert!(c.stats().deltas_rebuilt > 0);
+}

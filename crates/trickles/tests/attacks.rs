@@ -287,6 +287,7 @@ fn a_client_refuses_data_it_never_asked_for() {
         nonce: 0,
         offset: 1 << 40,
         continuation: None,
+        delta: None,
         user_continuation: &[],
         data: &[0xAA; 1000],
     };

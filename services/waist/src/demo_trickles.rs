@@ -51,7 +51,7 @@ pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
     )?;
     writeln!(
         out,
-        " (reproductions: waist repro trickles-fig9 | trickles-bloom | trickles-rtt | trickles-loss | trickles-memory)"
+        " (reproductions: waist repro trickles-fig9 | trickles-bloom | trickles-rtt | trickles-loss | trickles-delta | trickles-memory)"
     )?;
     Ok(())
 }

@@ -68,6 +68,7 @@ use super::ucont::Binding;
 use crate::conn::{Addr, FourTuple};
 use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{MacKey, TAG_LEN};
+use crate::delta::{ContinuationDelta, DELTA_MAX_LEN};
 use crate::server::{EventKind, PlannedResponse, Rejected, Server, ucont_room};
 use crate::wire::{ByteRange, ResponseKind, WireError};
 
@@ -309,6 +310,7 @@ impl Minisocket {
             packet_number: 0,
             nonce: 0,
             continuation: None,
+            delta: None,
             range: None,
             limit: 0,
         };
@@ -356,6 +358,15 @@ impl Minisocket {
                     let mut b = [0u8; CONTINUATION_LEN];
                     c.emit(&mut b);
                     out.extend_from_slice(&b);
+                }
+                None => out.push(0),
+            }
+            match &resp.delta {
+                Some(d) => {
+                    out.push(1);
+                    let mut b = [0u8; DELTA_MAX_LEN];
+                    let n = d.emit(&mut b).unwrap_or(0);
+                    out.extend_from_slice(b.get(..n).unwrap_or_default());
                 }
                 None => out.push(0),
             }
@@ -440,6 +451,16 @@ impl Minisocket {
                 ),
                 _ => return Err(MskError::Malformed),
             };
+            let delta = match r.u8()? {
+                0 => None,
+                1 => {
+                    let (d, n) =
+                        ContinuationDelta::parse(r.rest).map_err(|_| MskError::Malformed)?;
+                    r.take(n)?;
+                    Some(d)
+                }
+                _ => return Err(MskError::Malformed),
+            };
             let range = match r.u8()? {
                 0 => None,
                 1 => Some(ByteRange {
@@ -459,6 +480,7 @@ impl Minisocket {
                 packet_number,
                 nonce,
                 continuation,
+                delta,
                 range,
                 limit,
             });

@@ -4,7 +4,9 @@
 //! which byte ranges are outstanding, the retransmit timer and the reassembly buffer. It
 //! predicts each request's responses with the server's own [`cc::plan`], so it knows which
 //! packet numbers to expect, sizes each request's ranges to the responses that will carry
-//! data, and never mistakes a terminated trickle for a loss.
+//! data, and never mistakes a terminated trickle for a loss. With [`ClientConfig::delta`]
+//! the same prediction turns each delta-encoded continuation back into the full one
+//! ([`crate::delta`]).
 //!
 //! Requests go out in packet-number order: the request for continuation `k` leaves once
 //! every packet below `k` is resolved — received, or declared lost after `dup_thresh`
@@ -28,6 +30,7 @@ use alloc::vec::Vec;
 use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
 use crate::conn::FourTuple;
 use crate::continuation::Continuation;
+use crate::delta;
 use crate::sack::{MAX_SACK_BLOCKS, ProofBuilder, SACK_BLOCK_LEN, SackBlock};
 use crate::server::{DEFAULT_MSS, payload_limit, ucont_room};
 use crate::wire::{
@@ -65,6 +68,11 @@ pub struct ClientConfig {
     pub max_rto_us: u64,
     /// Most client-to-server bytes one request carries.
     pub max_request_data: u16,
+    /// Ask for delta-encoded continuations ([`crate::delta`]): every request sets
+    /// [`wire::REQUEST_FLAG_DELTA`], and the client rebuilds each delta it receives from its
+    /// own prediction for that packet number. A server that does not support them sends
+    /// full continuations, which the client takes as usual.
+    pub delta: bool,
 }
 
 impl Default for ClientConfig {
@@ -77,6 +85,7 @@ impl Default for ClientConfig {
             min_rto_us: 200_000,
             max_rto_us: 60_000_000,
             max_request_data: 1024,
+            delta: false,
         }
     }
 }
@@ -131,6 +140,10 @@ pub struct ClientStats {
     pub losses: u64,
     /// Retransmissions received.
     pub retransmissions: u64,
+    /// Delta-encoded continuations rebuilt from a prediction.
+    pub deltas_rebuilt: u64,
+    /// Delta-encoded continuations dropped for want of a prediction for their number.
+    pub deltas_dropped: u64,
 }
 
 /// An arrived numbered packet not yet resolved in order.
@@ -148,8 +161,9 @@ pub struct Client {
     cfg: ClientConfig,
     tuple: FourTuple,
     isn: u32,
-    /// Predicted numbered packets still to resolve.
-    expected: BTreeMap<u32, ()>,
+    /// Predicted numbered packets still to resolve, each with the continuation predicted
+    /// for it (kept only when asking for deltas, and only for slots that carry one).
+    expected: BTreeMap<u32, Option<Continuation>>,
     arrived: BTreeMap<u32, Arrival>,
     /// Numbers below this belong to an abandoned epoch.
     floor: u32,
@@ -357,7 +371,8 @@ impl Client {
         if self.reset {
             return Err(ClientError::Reset);
         }
-        if let Some(c) = &resp.continuation
+        let continuation = self.rebuild(&resp);
+        if let Some(c) = &continuation
             && let Some((l, _)) = &self.latest
             && c.conn_nonce != l.conn_nonce
         {
@@ -403,9 +418,7 @@ impl Client {
             if let Some(sent) = self.sent_at.remove(&resp.packet_number) {
                 self.rtt_sample(now_us.saturating_sub(sent));
             }
-            let cont = resp
-                .continuation
-                .map(|c| (c, resp.user_continuation.to_vec()));
+            let cont = continuation.map(|c| (c, resp.user_continuation.to_vec()));
             if let Some((c, u)) = &cont
                 && self
                     .latest
@@ -431,6 +444,26 @@ impl Client {
         self.resolve(now_us);
         self.arm(now_us, progress);
         Ok(())
+    }
+
+    /// The response's full continuation: as sent, or rebuilt from its delta and the
+    /// prediction for its number. A delta with no prediction is dropped (the response then
+    /// counts as one whose continuation was lost); a wrong rebuild fails the server's MAC.
+    fn rebuild(&mut self, resp: &Response<'_>) -> Option<Continuation> {
+        if resp.continuation.is_some() {
+            return resp.continuation;
+        }
+        let delta = resp.delta?;
+        match self.expected.get(&resp.packet_number).copied().flatten() {
+            Some(predicted) => {
+                self.stats.deltas_rebuilt += 1;
+                Some(delta.apply(&predicted))
+            }
+            None => {
+                self.stats.deltas_dropped += 1;
+                None
+            }
+        }
     }
 
     /// Resolves packets in number order: each arrival extends the proof and releases its
@@ -577,7 +610,11 @@ impl Client {
             .unwrap_or(self.floor);
         for slot in slots {
             if slot.kind != SlotKind::Retransmit {
-                self.expected.insert(slot.number, ());
+                let predicted = slot
+                    .params
+                    .filter(|_| self.cfg.delta)
+                    .map(|p| delta::predict(&p, c.as_ref()));
+                self.expected.insert(slot.number, predicted);
                 self.sent_at.entry(slot.number).or_insert(now_us);
             }
             if !slot.kind.carries_data() {
@@ -663,7 +700,11 @@ impl Client {
         };
         let req = Request {
             kind,
-            flags: 0,
+            flags: if self.cfg.delta {
+                wire::REQUEST_FLAG_DELTA
+            } else {
+                0
+            },
             retry,
             continuation: c,
             sack: &sack,

@@ -25,6 +25,7 @@ use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
 use crate::conn::{Addr, FourTuple};
 use crate::continuation::Continuation;
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
+use crate::delta::ContinuationDelta;
 use crate::replay::{self, ReplayConfig, ReplayFilter};
 use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
 use crate::wire::{self, ByteRange, Request, RequestKind, Response, ResponseKind, WireError};
@@ -42,6 +43,10 @@ pub struct ServerConfig {
     pub site: u16,
     /// Most application bytes one response may carry.
     pub mss: u16,
+    /// Whether to answer a request that sets [`wire::REQUEST_FLAG_DELTA`] with
+    /// delta-encoded continuations ([`crate::delta`]); otherwise every response carries the
+    /// full continuation.
+    pub delta: bool,
 }
 
 impl ServerConfig {
@@ -53,6 +58,7 @@ impl ServerConfig {
             cc: CcConfig::default(),
             site: 0,
             mss: DEFAULT_MSS,
+            delta: true,
         }
     }
 }
@@ -177,6 +183,10 @@ pub struct PlannedResponse {
     pub nonce: u32,
     /// The new transport continuation, MACed (`None` for retransmissions).
     pub continuation: Option<Continuation>,
+    /// The same continuation as a delta from the client's prediction, when the request
+    /// asked for delta encoding and the server allows it: [`Server::emit`] sends this
+    /// instead of `continuation`. Its tag is the MAC over the full continuation.
+    pub delta: Option<ContinuationDelta>,
     /// The bytes of the server's output stream the client asked this response to carry.
     pub range: Option<ByteRange>,
     /// Most application bytes it may carry: the MSS, plus the continuation's 54 bytes when
@@ -358,6 +368,7 @@ impl Server {
         let keys: &ServerKeys = keys;
         let originals = keys.nonces(NonceKind::Original);
         let mut ranges = req.ranges.as_slice().iter().copied();
+        let delta = cfg.delta && req.accepts_delta();
         let responses = sack::check_nonces(originals, conn_nonce, proof)
             .map_err(Rejected::Proof)
             .and_then(|()| {
@@ -378,7 +389,17 @@ impl Server {
                         };
                         let nonce = nonces.packet_nonce(conn_nonce, slot.number);
                         let mut resp = respond(
-                            cfg, keys, slot, nonce, range, &tuple, conn_nonce, rtt_us, now_ms,
+                            cfg,
+                            keys,
+                            slot,
+                            nonce,
+                            range,
+                            &tuple,
+                            conn_nonce,
+                            rtt_us,
+                            now_ms,
+                            req.continuation.as_ref(),
+                            delta,
                         );
                         resp.limit >>= limit_shift;
                         resp
@@ -444,7 +465,8 @@ impl Server {
 
     /// Writes the segment for `resp` carrying `data` (at most the response's allowed
     /// bytes; the rest is cut) and `user_continuation` into `out`; returns its length.
-    /// `end_of_stream` tells the client the output ends with this data.
+    /// `end_of_stream` tells the client the output ends with this data. The continuation
+    /// goes out as its delta when the response has one ([`PlannedResponse::delta`]).
     pub fn emit(
         &self,
         tuple: &FourTuple,
@@ -461,7 +483,12 @@ impl Server {
             packet_number: resp.packet_number,
             nonce: resp.nonce,
             offset: resp.range.map_or(0, |r| r.start),
-            continuation: resp.continuation,
+            continuation: if resp.delta.is_some() {
+                None
+            } else {
+                resp.continuation
+            },
+            delta: resp.delta,
             user_continuation,
             data,
         };

@@ -6,6 +6,7 @@ use crate::cc::{Slot, SlotKind};
 use crate::conn::FourTuple;
 use crate::continuation::Continuation;
 use crate::crypto::ServerKeys;
+use crate::delta::{self, ContinuationDelta};
 use crate::replay;
 use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
 use crate::wire::{ByteRange, Request, RequestKind, ResponseKind};
@@ -38,7 +39,9 @@ pub(super) fn parse_blocks(
     Ok(n)
 }
 
-/// One planned response: its continuation (MACed) and limits.
+/// One planned response: its continuation (MACed over all its fields) and limits, and
+/// when `delta` is set the continuation's delta from what the client predicts for it from
+/// `request`, the continuation the request presented (`None` for a SYN).
 #[allow(clippy::too_many_arguments)] // The pieces of one response, all needed; a struct would only rename them.
 pub(super) fn respond(
     cfg: &ServerConfig,
@@ -50,6 +53,8 @@ pub(super) fn respond(
     conn_nonce: u64,
     rtt_us: u32,
     now_ms: u32,
+    request: Option<&Continuation>,
+    delta: bool,
 ) -> PlannedResponse {
     let kind = match slot.kind {
         SlotKind::Retransmit => ResponseKind::Retransmit,
@@ -77,11 +82,17 @@ pub(super) fn respond(
             .unwrap_or_default();
         c
     });
+    let delta = slot
+        .params
+        .zip(continuation)
+        .filter(|_| delta)
+        .map(|(p, c)| ContinuationDelta::between(&delta::predict(&p, request), &c));
     PlannedResponse {
         kind,
         packet_number: slot.number,
         nonce,
         continuation,
+        delta,
         range,
         limit: payload_limit(cfg.mss, continuation.is_some()),
     }

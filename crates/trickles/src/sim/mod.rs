@@ -18,6 +18,7 @@ use netsim::{Instant, Node, Outbox, Simulator};
 
 use crate::client::{Client, ClientConfig, ClientStats};
 use crate::conn::{Addr, FourTuple};
+use crate::continuation::CONTINUATION_LEN;
 use crate::crypto::KeyConfig;
 use crate::server::{EventKind, Rejected, Server, ServerConfig};
 
@@ -48,8 +49,17 @@ pub struct ServerStats {
     pub replays: u64,
     /// Rejected for any other reason.
     pub rejected: u64,
+    /// Of those, rejected because the continuation's MAC did not verify.
+    pub mac_rejections: u64,
     /// Response segments sent.
     pub responses: u64,
+    /// Bytes of those segments (TCP header and payload).
+    pub response_bytes: u64,
+    /// Bytes of transport continuation in them: 54 per full one, the encoded length of
+    /// each delta.
+    pub continuation_bytes: u64,
+    /// Responses whose continuation went out delta-encoded.
+    pub deltas: u64,
     /// CLOSE events seen.
     pub closes: u64,
 }
@@ -134,8 +144,9 @@ impl Host {
                 stats.replays += 1;
                 return;
             }
-            Err(_) => {
+            Err(e) => {
                 stats.rejected += 1;
+                stats.mac_rejections += u64::from(e == Rejected::Mac);
                 return;
             }
         };
@@ -173,6 +184,13 @@ impl Host {
             }
             if let Ok(n) = server.emit(&reply.event.tuple, resp, &ucont, &data, eos, &mut buf) {
                 stats.responses += 1;
+                stats.response_bytes += n as u64;
+                stats.continuation_bytes += match (resp.delta, resp.continuation) {
+                    (Some(d), _) => d.buffer_len() as u64,
+                    (None, Some(_)) => CONTINUATION_LEN as u64,
+                    (None, None) => 0,
+                };
+                stats.deltas += u64::from(resp.delta.is_some());
                 out.send(
                     iface,
                     frame(

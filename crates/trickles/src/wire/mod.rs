@@ -9,7 +9,7 @@
 //!  IP | TCP header (24 bytes, option 253/"Tr") | Request or Response
 //!                                               |
 //!   Request:  header 8 | continuation 54 (not in a SYN) | SACK 12·m | ranges 10·r | ucont | data
-//!   Response: header 24 | continuation 54 (if flagged) | ucont | data
+//!   Response: header 24 | continuation 54 or delta 26..55 (if flagged) | ucont | data
 //! ```
 //!
 //! All integers are big-endian. Parsing never panics and accepts only canonical encodings:
@@ -60,6 +60,7 @@
 //!     nonce: 0xDEAD_BEEF,
 //!     offset: 4096,
 //!     continuation: None,
+//!     delta: None,
 //!     user_continuation: b"",
 //!     data: b"hello",
 //! };
@@ -78,7 +79,9 @@ mod request;
 mod response;
 mod tcp;
 
-pub use request::{REQUEST_FLAG_DATA_OFFSET, REQUEST_FLAG_FIN, RangeList, Request, RequestKind};
+pub use request::{
+    REQUEST_FLAG_DATA_OFFSET, REQUEST_FLAG_DELTA, REQUEST_FLAG_FIN, RangeList, Request, RequestKind,
+};
 pub use response::{Response, ResponseKind};
 pub use tcp::{Segment, SegmentHeader, emit_segment, finish_segment, parse_segment};
 

@@ -57,6 +57,12 @@ pub const REQUEST_FLAG_FIN: u8 = 0x01;
 /// [`Request::flags`].
 pub const REQUEST_FLAG_DATA_OFFSET: u8 = 0x02;
 
+/// Request flag bit 2: the client accepts delta-encoded transport continuations
+/// ([`crate::delta`]) in the responses to this request. A server that supports them answers
+/// with [`Response::delta`](super::Response::delta) instead of a full continuation; one
+/// that does not ignores the bit.
+pub const REQUEST_FLAG_DELTA: u8 = 0x04;
+
 /// Up to [`MAX_RANGES`] byte ranges, stored inline (no allocation).
 #[derive(Clone, Copy, Default)]
 pub struct RangeList {
@@ -129,7 +135,7 @@ impl fmt::Debug for RangeList {
 /// A request message: the TCP payload of a segment from client to server.
 ///
 /// Layout: version, kind, flags (bit 0 = [`REQUEST_FLAG_FIN`], bit 1 =
-/// [`REQUEST_FLAG_DATA_OFFSET`]), retry, number of SACK blocks, number of ranges, user
+/// [`REQUEST_FLAG_DATA_OFFSET`], bit 2 = [`REQUEST_FLAG_DELTA`]; the rest reserved), retry, number of SACK blocks, number of ranges, user
 /// continuation length (`u16`); then the transport continuation (absent iff the kind is
 /// [`RequestKind::Syn`]), the SACK blocks (12 bytes each), the ranges (start `u64`, length
 /// `u16`), the user continuation, the data offset (`u64`, iff flag bit 1), and the data
@@ -138,7 +144,7 @@ impl fmt::Debug for RangeList {
 pub struct Request<'a> {
     /// What the request asks for.
     pub kind: RequestKind,
-    /// Flag bits; only [`REQUEST_FLAG_FIN`] is defined, the others must be 0.
+    /// Flag bits: [`REQUEST_FLAG_FIN`] and [`REQUEST_FLAG_DELTA`]; the others must be 0.
     pub flags: u8,
     /// How many times the client has retransmitted this request.
     pub retry: u8,
@@ -173,7 +179,7 @@ impl<'a> Request<'a> {
         }
         let kind = RequestKind::try_from(r.u8()?)?;
         let flags = r.u8()?;
-        if flags & !(REQUEST_FLAG_FIN | REQUEST_FLAG_DATA_OFFSET) != 0 {
+        if flags & !(REQUEST_FLAG_FIN | REQUEST_FLAG_DATA_OFFSET | REQUEST_FLAG_DELTA) != 0 {
             return Err(WireError::BadFlags(flags));
         }
         let retry = r.u8()?;
@@ -205,7 +211,7 @@ impl<'a> Request<'a> {
         };
         Ok(Request {
             kind,
-            flags: flags & REQUEST_FLAG_FIN,
+            flags: flags & (REQUEST_FLAG_FIN | REQUEST_FLAG_DELTA),
             retry,
             continuation,
             sack,
@@ -242,7 +248,7 @@ impl<'a> Request<'a> {
     /// the user continuation exceeds 65 535 bytes, [`WireError::TooManyBlocks`]. Returns
     /// [`WireError::BadLength`] if `out` is too small.
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
-        if self.flags & !REQUEST_FLAG_FIN != 0 {
+        if self.flags & !(REQUEST_FLAG_FIN | REQUEST_FLAG_DELTA) != 0 {
             return Err(WireError::BadFlags(self.flags));
         }
         match (self.kind, &self.continuation) {
@@ -307,6 +313,11 @@ impl<'a> Request<'a> {
     pub fn fin_after(&self) -> bool {
         self.flags & REQUEST_FLAG_FIN != 0
     }
+
+    /// Whether the client accepts delta-encoded continuations ([`REQUEST_FLAG_DELTA`]).
+    pub fn accepts_delta(&self) -> bool {
+        self.flags & REQUEST_FLAG_DELTA != 0
+    }
 }
 
 #[cfg(test)]
@@ -367,7 +378,17 @@ mod tests {
         };
         assert_eq!(with(0, 2), Err(WireError::BadVersion(2)));
         assert_eq!(with(1, 5), Err(WireError::BadKind(5)));
-        assert_eq!(with(2, 0x04), Err(WireError::BadFlags(0x04)));
+        assert_eq!(with(2, 0x08), Err(WireError::BadFlags(0x08)));
+        assert_eq!(with(2, 0x80), Err(WireError::BadFlags(0x80)));
+        assert_eq!(
+            Request::parse(&{
+                let mut b = SYN;
+                b[2] = 0x05;
+                b
+            })
+            .map(|r| r.accepts_delta()),
+            Ok(true)
+        );
         // The data-offset flag needs 8 bytes the message does not hold.
         assert_eq!(with(2, 0x02), Err(WireError::Truncated));
         assert_eq!(with(4, 65), Err(WireError::TooManyBlocks(65)));

@@ -2,6 +2,7 @@
 
 use super::{RESPONSE_HEADER_LEN, Reader, VERSION, WireError, Writer, len_u16};
 use crate::continuation::{CONTINUATION_LEN, Continuation};
+use crate::delta::ContinuationDelta;
 
 /// What a response carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,13 +44,18 @@ impl From<ResponseKind> for u8 {
 const FLAG_CONTINUATION: u8 = 0x01;
 /// Response flag bit 1: the data ends the stream.
 const FLAG_END_OF_STREAM: u8 = 0x02;
+/// Response flag bit 2: a delta-encoded transport continuation follows the header (never
+/// together with bit 0).
+const FLAG_DELTA: u8 = 0x04;
 
 /// A response message: the TCP payload of a segment from server to client.
 ///
-/// Layout: version, kind, flags (bit 0 = continuation present, bit 1 = end of stream),
-/// a reserved zero byte, packet number `u32`, nonce `u32`, stream offset `u64`, user
-/// continuation length `u16`, two reserved zero bytes; then the transport continuation
-/// if flagged, the user continuation, and the data (the rest of the payload).
+/// Layout: version, kind, flags (bit 0 = continuation present, bit 1 = end of stream,
+/// bit 2 = delta continuation present; bits 0 and 2 never both), a reserved zero byte,
+/// packet number `u32`, nonce `u32`, stream offset `u64`, user continuation length `u16`,
+/// two reserved zero bytes; then the transport continuation (54 bytes) or its delta
+/// (26 to 55 bytes, see [`crate::delta`]) if flagged, the user continuation, and the data
+/// (the rest of the payload).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Response<'a> {
     /// What the response carries.
@@ -64,6 +70,10 @@ pub struct Response<'a> {
     pub offset: u64,
     /// A new transport continuation for the client to spend.
     pub continuation: Option<Continuation>,
+    /// A new transport continuation as a delta from the client's prediction (for a client
+    /// that asked for [`crate::wire::REQUEST_FLAG_DELTA`]). At most one of `continuation`
+    /// and `delta` is present.
+    pub delta: Option<ContinuationDelta>,
     /// The server application's user continuation, opaque here.
     pub user_continuation: &'a [u8],
     /// Server-to-client data.
@@ -75,8 +85,8 @@ impl<'a> Response<'a> {
     ///
     /// Accepts only canonical encodings: errors are [`WireError::BadVersion`],
     /// [`WireError::BadKind`], [`WireError::BadFlags`] (a reserved flag bit or a nonzero
-    /// reserved byte, whose value it reports), [`WireError::Continuation`] and
-    /// [`WireError::Truncated`].
+    /// reserved byte, whose value it reports, or both continuation bits),
+    /// [`WireError::Continuation`] and [`WireError::Truncated`].
     pub fn parse(payload: &'a [u8]) -> Result<Response<'a>, WireError> {
         let mut r = Reader::new(payload);
         let version = r.u8()?;
@@ -85,7 +95,9 @@ impl<'a> Response<'a> {
         }
         let kind = ResponseKind::try_from(r.u8()?)?;
         let flags = r.u8()?;
-        if flags & !(FLAG_CONTINUATION | FLAG_END_OF_STREAM) != 0 {
+        if flags & !(FLAG_CONTINUATION | FLAG_END_OF_STREAM | FLAG_DELTA) != 0
+            || flags & (FLAG_CONTINUATION | FLAG_DELTA) == FLAG_CONTINUATION | FLAG_DELTA
+        {
             return Err(WireError::BadFlags(flags));
         }
         reserved(r.u8()?)?;
@@ -101,6 +113,13 @@ impl<'a> Response<'a> {
         } else {
             None
         };
+        let delta = if flags & FLAG_DELTA != 0 {
+            let (delta, used) = ContinuationDelta::parse(r.rest)?;
+            r.take(used)?;
+            Some(delta)
+        } else {
+            None
+        };
         let user_continuation = r.take(usize::from(ucont_len))?;
         Ok(Response {
             kind,
@@ -109,6 +128,7 @@ impl<'a> Response<'a> {
             nonce,
             offset,
             continuation,
+            delta,
             user_continuation,
             data: r.rest(),
         })
@@ -121,7 +141,9 @@ impl<'a> Response<'a> {
         } else {
             0
         };
+        let delta = self.delta.map_or(0, |d| d.buffer_len());
         RESPONSE_HEADER_LEN
+            .saturating_add(delta)
             .saturating_add(continuation)
             .saturating_add(self.user_continuation.len())
             .saturating_add(self.data.len())
@@ -131,12 +153,15 @@ impl<'a> Response<'a> {
     /// [`Response::buffer_len`].
     ///
     /// Refuses to write what [`Response::parse`] would reject: [`WireError::Continuation`]
-    /// for a continuation with nonzero `flags`, [`WireError::BadLength`] for a user
-    /// continuation over 65 535 bytes. Returns [`WireError::BadLength`] if `out` is too
-    /// small.
+    /// for a continuation with nonzero `flags`, [`WireError::BadFlags`] for both a
+    /// continuation and a delta, [`WireError::BadLength`] for a user continuation over
+    /// 65 535 bytes. Returns [`WireError::BadLength`] if `out` is too small.
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
         if self.continuation.is_some_and(|c| c.flags != 0) {
             return Err(WireError::Continuation);
+        }
+        if self.continuation.is_some() && self.delta.is_some() {
+            return Err(WireError::BadFlags(FLAG_CONTINUATION | FLAG_DELTA));
         }
         let ucont_len = len_u16(self.user_continuation.len())?;
         if out.len() < self.buffer_len() {
@@ -145,6 +170,9 @@ impl<'a> Response<'a> {
         let mut flags = 0;
         if self.continuation.is_some() {
             flags |= FLAG_CONTINUATION;
+        }
+        if self.delta.is_some() {
+            flags |= FLAG_DELTA;
         }
         if self.end_of_stream {
             flags |= FLAG_END_OF_STREAM;
@@ -158,6 +186,11 @@ impl<'a> Response<'a> {
         w.put(&[0, 0])?;
         if let Some(c) = &self.continuation {
             w.continuation(c)?;
+        }
+        if let Some(d) = &self.delta {
+            let mut bytes = [0u8; crate::delta::DELTA_MAX_LEN];
+            let n = d.emit(&mut bytes)?;
+            w.put(bytes.get(..n).ok_or(WireError::BadLength)?)?;
         }
         w.put(self.user_continuation)?;
         w.put(self.data)?;
@@ -196,6 +229,7 @@ mod tests {
             nonce: 0xDEAD_BEEF,
             offset: 4096,
             continuation: None,
+            delta: None,
             user_continuation: b"abc",
             data: b"hi",
         }
@@ -227,12 +261,54 @@ mod tests {
         };
         assert_eq!(with(0, 0), Err(WireError::BadVersion(0)));
         assert_eq!(with(1, 4), Err(WireError::BadKind(4)));
-        assert_eq!(with(2, 0x06), Err(WireError::BadFlags(0x06)));
+        assert_eq!(with(2, 0x0A), Err(WireError::BadFlags(0x0A)));
+        assert_eq!(with(2, 0x05), Err(WireError::BadFlags(0x05)));
         assert_eq!(with(3, 1), Err(WireError::BadFlags(1)));
         assert_eq!(with(22, 0x10), Err(WireError::BadFlags(0x10)));
         assert_eq!(with(23, 0x01), Err(WireError::BadFlags(0x01)));
         // Flagging a continuation the bytes do not hold.
         assert_eq!(with(2, 0x01), Err(WireError::Truncated));
         assert_eq!(with(21, 6), Err(WireError::Truncated));
+        // Flagging a delta: "ab" read as its presence bitmap sets reserved bits.
+        assert_eq!(with(2, 0x04), Err(WireError::Continuation));
+    }
+
+    #[test]
+    fn delta_literal_and_refusals() {
+        let delta = ContinuationDelta {
+            rtt_us: 1,
+            timestamp_ms: 2,
+            tag: [0xEE; 16],
+            number: None,
+            tcp_base: None,
+            start_cwnd: None,
+            ssthresh: None,
+            proof_start: None,
+            epoch_start: None,
+            rtx: None,
+            site: None,
+            key_epoch: Some(1),
+            conn_nonce: None,
+        };
+        let resp = Response {
+            delta: Some(delta),
+            ..value()
+        };
+        let mut out = [0u8; 128];
+        let n = resp.emit(&mut out).unwrap_or_default();
+        assert_eq!(n, DATA.len() + 27);
+        assert_eq!(out[2], 0x06); // end of stream, delta
+        assert_eq!(out[24..27], [0x01, 0x00, 0]); // bitmap: key_epoch; rtt starts
+        assert_eq!(out[27 + 7], 1); // key_epoch after bitmap, rtt, timestamp
+        assert_eq!(Response::parse(&out[..n]), Ok(resp));
+        for cut in 0..RESPONSE_HEADER_LEN + 27 {
+            assert!(Response::parse(&out[..cut]).is_err(), "cut {cut}");
+        }
+        let both = Response {
+            continuation: Continuation::parse(&[0; CONTINUATION_LEN]).ok(),
+            ..resp
+        };
+        assert!(both.continuation.is_some());
+        assert_eq!(both.emit(&mut out), Err(WireError::BadFlags(0x05)));
     }
 }

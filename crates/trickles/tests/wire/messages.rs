@@ -3,16 +3,51 @@
 use proptest::prelude::*;
 use trickles::conn::Addr;
 use trickles::continuation::{CONTINUATION_LEN, Continuation, MAC_FIELDS_LEN};
+use trickles::delta::{ContinuationDelta, DELTA_MAX_LEN, DELTA_MIN_LEN};
 use trickles::wire::{
     BYTE_RANGE_LEN, ByteRange, MAX_SACK_CHUNKS, REQUEST_HEADER_LEN, Request, Response,
     SACK_CHUNK_LEN, WireError, parse_segment,
 };
 
 use crate::strategies::{
-    continuation, emit_request, emit_response, request_parts, response_parts, sample_request_bytes,
+    continuation, delta, emit_request, emit_response, request_parts, response_parts,
+    sample_request_bytes,
 };
 
 proptest! {
+    /// A delta re-emits to its bytes, every cut of it is [`WireError::Truncated`], and
+    /// applying it to any prediction gives back its own fields.
+    #[test]
+    fn delta_round_trips_and_truncations(d in delta(), predicted in continuation()) {
+        let mut bytes = vec![0u8; d.buffer_len() + 3];
+        prop_assert_eq!(d.emit(&mut bytes), Ok(d.buffer_len()));
+        prop_assert!((DELTA_MIN_LEN..=DELTA_MAX_LEN).contains(&d.buffer_len()));
+        // Trailing bytes are the rest of the message: parse reports what it used.
+        prop_assert_eq!(ContinuationDelta::parse(&bytes), Ok((d, d.buffer_len())));
+        for n in 0..d.buffer_len() {
+            prop_assert_eq!(ContinuationDelta::parse(&bytes[..n]), Err(WireError::Truncated));
+        }
+        prop_assert_eq!(d.emit(&mut bytes[..d.buffer_len() - 1]), Err(WireError::BadLength));
+        let full = d.apply(&predicted);
+        prop_assert_eq!((full.rtt_us, full.timestamp_ms, full.tag), (d.rtt_us, d.timestamp_ms, d.tag));
+        prop_assert_eq!(full.number, d.number.unwrap_or(predicted.number));
+        prop_assert_eq!(full.conn_nonce, d.conn_nonce.unwrap_or(predicted.conn_nonce));
+        prop_assert_eq!(full.flags, 0);
+    }
+
+    /// The delta between any two continuations rebuilds the second from the first, and
+    /// carries exactly the fields that differ.
+    #[test]
+    fn delta_between_rebuilds(predicted in continuation(), actual in continuation()) {
+        let d = ContinuationDelta::between(&predicted, &actual);
+        prop_assert_eq!(d.apply(&predicted), actual);
+        prop_assert_eq!(d.site.is_some(), predicted.site != actual.site);
+        prop_assert_eq!(d.tcp_base.is_some(), predicted.tcp_base != actual.tcp_base);
+        let same = ContinuationDelta::between(&actual, &actual);
+        prop_assert_eq!(same.present(), 0);
+        prop_assert_eq!(same.buffer_len(), DELTA_MIN_LEN);
+    }
+
     #[test]
     fn continuation_round_trips(c in continuation()) {
         let mut bytes = [0u8; CONTINUATION_LEN];
@@ -33,7 +68,8 @@ proptest! {
         let parsed = Request::parse(&bytes).unwrap();
         prop_assert_eq!(parsed.sack_chunks().count(), parts.sack.len() / SACK_CHUNK_LEN);
         prop_assert_eq!(parsed.sack_chunks().flatten().copied().collect::<Vec<u8>>(), parts.sack.clone());
-        prop_assert_eq!(parsed.fin_after(), parts.flags == 1);
+        prop_assert_eq!(parsed.fin_after(), parts.flags & 1 == 1);
+        prop_assert_eq!(parsed.accepts_delta(), parts.flags & 4 == 4);
         let mut short = vec![0u8; bytes.len() - 1];
         prop_assert_eq!(req.emit(&mut short), Err(WireError::BadLength));
     }

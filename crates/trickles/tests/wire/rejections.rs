@@ -32,7 +32,8 @@ proptest! {
         if !(1..=4).contains(&v) {
             prop_assert_eq!(with(1, v), Err(WireError::BadKind(v)));
         }
-        if v & !3 != 0 {
+        // Bits 0..=2 are FIN, data offset and delta; every other bit stays reserved.
+        if v & !7 != 0 {
             prop_assert_eq!(with(REQ_FLAGS, v), Err(WireError::BadFlags(v)));
         }
         if usize::from(v) > MAX_SACK_CHUNKS {
@@ -65,7 +66,9 @@ proptest! {
         if !(1..=3).contains(&v) {
             prop_assert_eq!(with(1, v), Err(WireError::BadKind(v)));
         }
-        if v & !3 != 0 {
+        // Bit 0 (continuation) and bit 2 (delta) exclude each other; bits 3..=7 are
+        // reserved.
+        if v & !7 != 0 || v & 5 == 5 {
             prop_assert_eq!(with(2, v), Err(WireError::BadFlags(v)));
         }
         if v != 0 {
@@ -86,6 +89,7 @@ fn continuation_in_a_response_is_checked_too() {
         nonce: 0,
         offset: 0,
         continuation: Some(c),
+        delta: None,
         user_continuation: &[],
         data: &[],
     };

@@ -2,6 +2,7 @@
 
 use proptest::prelude::*;
 use trickles::continuation::{Continuation, EpochStart};
+use trickles::delta::ContinuationDelta;
 use trickles::wire::{
     ByteRange, MAX_RANGES, MAX_SACK_CHUNKS, RangeList, Request, RequestKind, Response,
     ResponseKind, SACK_CHUNK_LEN,
@@ -29,6 +30,48 @@ prop_compose! {
             epoch_start, rtx, site, key_epoch, flags: 0, conn_nonce, tag,
         }
     }
+}
+
+prop_compose! {
+    /// Any delta: every optional field independently present or not.
+    pub(crate) fn delta()(
+        (rtt_us, timestamp_ms, tag) in (any::<u32>(), any::<u32>(), any::<[u8; 16]>()),
+        (number, tcp_base, start_cwnd, ssthresh, proof_start) in (
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u32>()),
+        ),
+        (epoch_start, rtx, site, key_epoch, conn_nonce) in (
+            proptest::option::of(epoch_start()),
+            proptest::option::of(any::<u8>()),
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u8>()),
+            proptest::option::of(any::<u64>()),
+        ),
+    ) -> ContinuationDelta {
+        ContinuationDelta {
+            rtt_us, timestamp_ms, tag, number, tcp_base, start_cwnd, ssthresh, proof_start,
+            epoch_start, rtx, site, key_epoch, conn_nonce,
+        }
+    }
+}
+
+/// What a response carries in the continuation's place.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Carried {
+    Nothing,
+    Full(Continuation),
+    Delta(ContinuationDelta),
+}
+
+pub(crate) fn carried() -> impl Strategy<Value = Carried> {
+    prop_oneof![
+        Just(Carried::Nothing),
+        continuation().prop_map(Carried::Full),
+        delta().prop_map(Carried::Delta),
+    ]
 }
 
 pub(crate) fn request_kind() -> impl Strategy<Value = RequestKind> {
@@ -85,7 +128,7 @@ impl RequestParts {
 prop_compose! {
     pub(crate) fn request_parts(max_data: usize)(
         kind in request_kind(),
-        flags in 0u8..=1,
+        flags in prop_oneof![Just(0u8), Just(1), Just(4), Just(5)],
         retry in any::<u8>(),
         continuation in continuation(),
         sack in (0..=MAX_SACK_CHUNKS)
@@ -106,7 +149,7 @@ pub(crate) struct ResponseParts {
     pub(crate) packet_number: u32,
     pub(crate) nonce: u32,
     pub(crate) offset: u64,
-    pub(crate) continuation: Option<Continuation>,
+    pub(crate) carried: Carried,
     pub(crate) user_continuation: Vec<u8>,
     pub(crate) data: Vec<u8>,
 }
@@ -119,7 +162,14 @@ impl ResponseParts {
             packet_number: self.packet_number,
             nonce: self.nonce,
             offset: self.offset,
-            continuation: self.continuation,
+            continuation: match self.carried {
+                Carried::Full(c) => Some(c),
+                _ => None,
+            },
+            delta: match self.carried {
+                Carried::Delta(d) => Some(d),
+                _ => None,
+            },
             user_continuation: &self.user_continuation,
             data: &self.data,
         }
@@ -133,12 +183,12 @@ prop_compose! {
         packet_number in any::<u32>(),
         nonce in any::<u32>(),
         offset in any::<u64>(),
-        continuation in proptest::option::of(continuation()),
+        carried in carried(),
         user_continuation in proptest::collection::vec(any::<u8>(), 0..64),
         data in proptest::collection::vec(any::<u8>(), 0..=max_data),
     ) -> ResponseParts {
         ResponseParts {
-            kind, end_of_stream, packet_number, nonce, offset, continuation, user_continuation, data,
+            kind, end_of_stream, packet_number, nonce, offset, carried, user_continuation, data,
         }
     }
 }
@@ -193,6 +243,7 @@ pub(crate) fn sample_response_bytes() -> Vec<u8> {
         nonce: 4,
         offset: 5,
         continuation: None,
+        delta: None,
         user_continuation: b"u",
         data: b"d",
     })

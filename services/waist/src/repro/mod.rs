@@ -11,6 +11,7 @@ pub mod ess_collisions;
 pub mod ess_fig11;
 pub mod snap_table2;
 pub mod trickles_bloom;
+pub mod trickles_delta;
 pub mod trickles_failover;
 pub mod trickles_fig9;
 pub mod trickles_loss;
@@ -47,6 +48,10 @@ pub enum Name {
     /// Trickles §3.3/§5.1: a server replaced halfway through a transfer, its queued
     /// minisockets dropped or migrated; completion and stall (`--runs`: object MB, default 10).
     TricklesFailover,
+    /// Trickles paper §5.3/§6.1: continuation bytes per response and goodput with full and
+    /// delta-encoded continuations over the same 100 Mb/s link (`--runs`: object MB,
+    /// default 20).
+    TricklesDelta,
 }
 
 /// Knobs shared by the reproductions.
@@ -88,6 +93,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesRtt => trickles_rtt::run(opts, out).map(|_| ()),
         Name::TricklesLoss => trickles_loss::run(opts, out).map(|_| ()),
         Name::TricklesFailover => trickles_failover::run(opts, out).map(|_| ()),
+        Name::TricklesDelta => trickles_delta::run(opts, out).map(|_| ()),
     }
 }
 
