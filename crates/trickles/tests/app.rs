@@ -446,8 +446,10 @@ fn migration_moves_queued_events_and_saves_the_stall() {
 fn minisockets_with_delta_responses_migrate_intact() {
     let mut srv = server();
     let mut q = EventQueue::new(8);
-    let mut cfg = ClientConfig::default();
-    cfg.delta = true;
+    let cfg = ClientConfig {
+        delta: true,
+        ..ClientConfig::default()
+    };
     let mut c = Client::new(cfg, tuple(11), 11);
     c.connect(0, b"delta");
     let s = c.poll_transmit().unwrap();
