@@ -15,7 +15,7 @@
 // Example harness: a failed run should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use trickles::app::{Absorbed, Binding, Minisocket, UcontKey, UserContinuation, absorb};
+use trickles::app::{Absorbed, Binding, Minisocket, UcontKey, UserContinuation, absorb, bundle};
 use trickles::server::{EventKind, Server};
 use trickles::sim::app::Application;
 
@@ -138,10 +138,19 @@ impl Application for Cart {
             let output = UserContinuation::Output {
                 valid_start: 0,
                 valid_end: len,
+                skip_to: len,
                 app: &items,
             };
             let sealed = self.key.seal(&conn, &output).unwrap();
-            self.serve_receipt(msk, server, &sealed, &items, sink);
+            // The input read to its end, reported with the receipt's continuation.
+            let state = encode_state(&items, &partial);
+            let input = UserContinuation::Input {
+                consumed,
+                state: &state,
+            };
+            let input = self.key.seal(&conn, &input).unwrap();
+            let both = bundle(&[&input, &sealed]).unwrap();
+            self.serve_receipt(msk, server, &both, &items, sink);
             return;
         }
         let state = encode_state(&items, &partial);

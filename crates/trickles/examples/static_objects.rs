@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use trickles::app::{Absorbed, Minisocket, UcontKey, UserContinuation, absorb};
+use trickles::app::{Absorbed, Minisocket, UcontKey, UserContinuation, absorb, bundle};
 use trickles::server::{EventKind, Server};
 use trickles::sim::app::Application;
 
@@ -219,10 +219,20 @@ impl Application for StaticObjects {
             let output = UserContinuation::Output {
                 valid_start: 0,
                 valid_end: len,
+                skip_to: len,
                 app: &digest,
             };
             let sealed = self.key.seal(&conn, &output).unwrap();
-            self.serve(msk, server, &sealed, &digest, sink);
+            // Report the input read to its end with the output continuation, so the
+            // client knows the whole request arrived (§4.2).
+            let state = line.encode();
+            let input = UserContinuation::Input {
+                consumed: now_consumed,
+                state: &state,
+            };
+            let input = self.key.seal(&conn, &input).unwrap();
+            let both = bundle(&[&input, &sealed]).unwrap();
+            self.serve(msk, server, &both, &digest, sink);
         } else if done.is_some()
             || now_consumed > self.max_line as u64
             || (line.prefix_len == 4 && &line.prefix != b"GET ")

@@ -75,6 +75,7 @@ impl Application for Watermark {
                 let output = UserContinuation::Output {
                     valid_start: 0,
                     valid_end: self.image.len() as u64,
+                    skip_to: self.image.len() as u64,
                     app: &param.to_be_bytes(),
                 };
                 (param, self.key.seal(&conn, &output).unwrap())

@@ -17,5 +17,6 @@ pub use minisock::{
     EventQueue, MigrationKey, Minisocket, MskError, PushError, QueueStats, SendReport,
 };
 pub use ucont::{
-    Absorbed, Binding, MAX_UCONT_BODY, UcontError, UcontKey, UserContinuation, absorb,
+    Absorbed, Binding, MAX_UCONT_BODY, UcontError, UcontKey, UserContinuation, absorb, bundle,
+    unbundle,
 };

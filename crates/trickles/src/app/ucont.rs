@@ -15,12 +15,14 @@
 //!   transmit queue and sends the rest with this continuation.
 //! * [`UserContinuation::Output`] (§4.3): `valid_start..valid_end` of the server's output
 //!   stream that this continuation can generate; the client splits that range into
-//!   requests sized by its simulation of the server's congestion control.
+//!   requests sized by its simulation of the server's congestion control. `skip_to` is the
+//!   SKIP notice of §5.2: the object's region of the output space reaches there, and the
+//!   client elides `valid_end..skip_to` (never requests, buffers or delivers it).
 //! * [`UserContinuation::Opaque`]: anything else the application defines.
 //!
 //! ```text
 //!  kind (1) │ Input:  consumed (8) │ state_len (2) │ state          │ tag (16)
-//!           │ Output: valid_start (8) │ valid_end (8) │ app_len (2) │ app │ tag (16)
+//!           │ Output: valid_start (8) │ valid_end (8) │ skip_to (8) │ app_len (2) │ app │ tag
 //!           │ Opaque: body_len (2) │ body                            │ tag (16)
 //!  tag = AES-128-CMAC_K("trickles ucont" ‖ four-tuple ‖ conn_nonce ‖ everything before it)
 //! ```
@@ -37,7 +39,12 @@
 //!     server_port: 80,
 //! };
 //! let conn = Binding { tuple, conn_nonce: 77 };
-//! let uc = UserContinuation::Output { valid_start: 0, valid_end: 5000, app: b"/index.html" };
+//! let uc = UserContinuation::Output {
+//!     valid_start: 0,
+//!     valid_end: 5000,
+//!     skip_to: 5000,
+//!     app: b"/index.html",
+//! };
 //! let sealed = key.seal(&conn, &uc).unwrap();
 //! assert_eq!(key.open(&conn, &sealed), Ok(uc));
 //! // Another connection (or incarnation) cannot use it.
@@ -61,6 +68,7 @@ pub const MAX_UCONT_BODY: usize = 1024;
 const KIND_INPUT: u8 = 1;
 const KIND_OUTPUT: u8 = 2;
 const KIND_OPAQUE: u8 = 3;
+const KIND_BUNDLE: u8 = 4;
 
 /// What a user continuation is bound to: one connection's four-tuple and nonce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +97,9 @@ pub enum UserContinuation<'a> {
         valid_start: u64,
         /// One past the last byte offset it covers.
         valid_end: u64,
+        /// SKIP (§5.2): the output from `valid_end` up to here will never be filled (the
+        /// rest of the object's region); equal to `valid_end` when there is none.
+        skip_to: u64,
         /// The application's data (for example an object id).
         app: &'a [u8],
     },
@@ -105,7 +116,7 @@ pub enum UcontError {
     TrailingBytes,
     /// An unknown kind byte.
     BadKind(u8),
-    /// An output continuation with `valid_end < valid_start`.
+    /// An output continuation with `valid_end < valid_start` or `skip_to < valid_end`.
     BadRange,
     /// A variable part longer than [`MAX_UCONT_BODY`].
     TooLong,
@@ -184,12 +195,14 @@ impl<'a> UserContinuation<'a> {
             KIND_OUTPUT => {
                 let valid_start = r.u64()?;
                 let valid_end = r.u64()?;
-                if valid_end < valid_start {
+                let skip_to = r.u64()?;
+                if valid_end < valid_start || skip_to < valid_end {
                     return Err(UcontError::BadRange);
                 }
                 UserContinuation::Output {
                     valid_start,
                     valid_end,
+                    skip_to,
                     app: r.body()?,
                 }
             }
@@ -207,7 +220,7 @@ impl<'a> UserContinuation<'a> {
     pub fn sealed_len(&self) -> usize {
         let fixed = match self {
             UserContinuation::Input { .. } => 1 + 8 + 2,
-            UserContinuation::Output { .. } => 1 + 16 + 2,
+            UserContinuation::Output { .. } => 1 + 24 + 2,
             UserContinuation::Opaque(_) => 1 + 2,
         };
         fixed + self.body().len() + TAG_LEN
@@ -235,14 +248,16 @@ impl<'a> UserContinuation<'a> {
             UserContinuation::Output {
                 valid_start,
                 valid_end,
+                skip_to,
                 ..
             } => {
-                if valid_end < valid_start {
+                if valid_end < valid_start || skip_to < valid_end {
                     return Err(UcontError::BadRange);
                 }
                 out.push(KIND_OUTPUT);
                 out.extend_from_slice(&valid_start.to_be_bytes());
                 out.extend_from_slice(&valid_end.to_be_bytes());
+                out.extend_from_slice(&skip_to.to_be_bytes());
             }
             UserContinuation::Opaque(_) => out.push(KIND_OPAQUE),
         }
@@ -358,4 +373,36 @@ pub fn absorb(consumed: u64, offset: Option<u64>, data: &[u8]) -> Absorbed {
             from: (consumed - offset) as usize,
         }
     }
+}
+
+/// Packs several sealed user continuations into one response's user-continuation field,
+/// for the client to file each (for example an input continuation to go on reading the
+/// client's requests and the output continuation of the object one of them opened).
+/// `kind 4 │ count (1) │ (len (2) │ sealed)*`. Each member keeps its own MAC; the bundle
+/// itself is not a user continuation and never comes back to the server.
+///
+/// Returns `None` for more than 255 members or a member longer than 65,535 bytes.
+pub fn bundle(members: &[&[u8]]) -> Option<Vec<u8>> {
+    let count = u8::try_from(members.len()).ok()?;
+    let mut out = alloc::vec![KIND_BUNDLE, count];
+    for m in members {
+        out.extend_from_slice(&u16::try_from(m.len()).ok()?.to_be_bytes());
+        out.extend_from_slice(m);
+    }
+    Some(out)
+}
+
+/// The members of a [`bundle`], or `None` if `bytes` is not a well-formed bundle.
+pub fn unbundle(bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut r = Reader { rest: bytes };
+    if r.u8().ok()? != KIND_BUNDLE {
+        return None;
+    }
+    let count = r.u8().ok()?;
+    let mut out = Vec::with_capacity(usize::from(count));
+    for _ in 0..count {
+        let n = usize::from(r.u16().ok()?);
+        out.push(r.take(n).ok()?);
+    }
+    r.rest.is_empty().then_some(out)
 }

@@ -120,6 +120,11 @@ impl From<WireError> for ClientError {
     }
 }
 
+/// The length of the outstanding range at `start` (0 if none).
+fn o_len(outstanding: &BTreeMap<u64, Outstanding>, start: u64) -> u16 {
+    outstanding.get(&start).map_or(0, |o| o.len)
+}
+
 /// A request's plan and the proof it was made from, as sent.
 #[derive(Clone, Copy)]
 struct Planned<'a> {
@@ -386,7 +391,16 @@ impl Client {
         }
         self.stats.responses += 1;
         if !resp.user_continuation.is_empty() {
-            self.uconts.learn(resp.user_continuation);
+            let members = crate::app::unbundle(resp.user_continuation)
+                .unwrap_or_else(|| alloc::vec![resp.user_continuation]);
+            for ucont in members {
+                if let Some((from, to)) = self.uconts.learn(ucont) {
+                    self.recv.skip(from, to);
+                }
+                if let Some(consumed) = input_consumed(ucont) {
+                    self.out.input_consumed(consumed);
+                }
+            }
         }
         let mut progress = false;
         if !resp.data.is_empty() && !self.recv.has(resp.offset, resp.data.len() as u64) {
@@ -397,10 +411,9 @@ impl Client {
             self.recv.set_end(end);
             progress = true;
         }
+        let got = u64::from(o_len(&self.outstanding, resp.offset)).min(resp.data.len() as u64);
         if let Some(o) = self.outstanding.get(&resp.offset).copied()
-            && self
-                .recv
-                .has(resp.offset, u64::from(o.len).min(resp.data.len() as u64))
+            && (got == 0 || self.recv.has(resp.offset, got))
         {
             if resp.data.len() >= usize::from(o.len) || resp.end_of_stream {
                 self.outstanding.remove(&resp.offset);
@@ -433,7 +446,10 @@ impl Client {
                 Arrival {
                     nonce: resp.nonce,
                     continuation: cont,
-                    consumed: input_consumed(resp.user_continuation),
+                    consumed: crate::app::unbundle(resp.user_continuation)
+                        .unwrap_or_else(|| alloc::vec![resp.user_continuation])
+                        .into_iter()
+                        .find_map(input_consumed),
                 },
             );
         }
@@ -523,7 +539,11 @@ impl Client {
         if self.out.has_unsent()
             && let Some(input) = self.uconts.input()
         {
-            return (input.to_vec(), None);
+            // Ranges of known output regions need their output continuation: a request
+            // carrying input asks for none of them (before any is known, it asks blindly
+            // from the start, which the server may answer from the object it opens).
+            let limit = self.uconts.has_outputs().then_some(0);
+            return (input.to_vec(), limit);
         }
         if let Some(start) = self.peek_range_start()
             && let Some((end, output)) = self.uconts.output_for(start)

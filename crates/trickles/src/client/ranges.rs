@@ -5,6 +5,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::Client;
+use super::ucont::Place;
 use crate::wire::ByteRange;
 
 /// A requested byte range not yet received.
@@ -76,55 +77,43 @@ impl Client {
         }
     }
 
-    /// With output continuations known (§4.3, §5.2), keeps requests inside their regions:
-    /// lost ranges that fall between known regions are dropped, and the stretch up to the
-    /// next known region is skipped (SKIP: the server will never fill it) so the
-    /// reassembly passes over it. New requests wait at the end of the last known region.
+    /// With output continuations known (§4.3, §5.2), keeps requests inside known objects:
+    /// lost ranges are cut to the objects they fall in, dropped where they fall in a SKIP
+    /// stretch, and kept waiting where no continuation covers them yet; new requests
+    /// start past SKIP stretches and wait where nothing is known.
     pub(super) fn settle(&mut self) {
         if !self.uconts.has_outputs() {
             return;
         }
         let mut kept = VecDeque::with_capacity(self.lost_ranges.len());
-        while let Some(r) = self.lost_ranges.pop_front() {
+        let mut work = core::mem::take(&mut self.lost_ranges);
+        while let Some(r) = work.pop_front() {
             let end = r.start + u64::from(r.len);
-            match self.uconts.region_after(r.start) {
-                // Inside a region: keep what lies inside it.
-                Some((vs, ve)) if vs <= r.start => {
-                    let len = (ve.min(end) - r.start).min(u64::from(u16::MAX)) as u16;
-                    kept.push_back(ByteRange {
-                        start: r.start,
-                        len,
-                    });
-                }
-                // In the gap before a known region: nothing will ever come.
-                Some((vs, _)) => {
-                    self.recv.skip(r.start, vs.min(end));
-                    if end > vs {
-                        kept.push_back(ByteRange {
-                            start: vs,
-                            len: (end - vs).min(u64::from(u16::MAX)) as u16,
-                        });
+            let piece = |from: u64, to: u64| ByteRange {
+                start: from,
+                len: (to - from).min(u64::from(u16::MAX)) as u16,
+            };
+            match self.uconts.locate(r.start) {
+                // Inside an object: keep what lies inside it; the rest is looked at again.
+                Place::Inside(_, ve) => {
+                    kept.push_back(piece(r.start, ve.min(end)));
+                    if end > ve {
+                        work.push_front(piece(ve, end));
                     }
                 }
-                // Past every known region: wait for its continuation.
-                None => kept.push_back(r),
+                // In a SKIP stretch: nothing will ever come there.
+                Place::Skipped(to) => {
+                    if end > to {
+                        work.push_front(piece(to, end));
+                    }
+                }
+                // Not known yet: wait for its continuation.
+                Place::Unknown => kept.push_back(r),
             }
         }
         self.lost_ranges = kept;
-        if let Some((vs, _)) = self.uconts.region_after(self.next_offset)
-            && vs > self.next_offset
-        {
-            self.recv.skip(self.next_offset, vs);
-            self.next_offset = vs;
-        }
-        // Skips reached from the frontier (the frontier may already stand in a gap).
-        let frontier = self.recv.frontier();
-        if let Some((vs, _)) = self.uconts.region_after(frontier)
-            && vs > frontier
-            && !self.outstanding.range(frontier..vs).any(|_| true)
-            && self.lost_ranges.front().is_none_or(|r| r.start >= vs)
-        {
-            self.recv.skip(frontier, vs);
+        while let Place::Skipped(to) = self.uconts.locate(self.next_offset) {
+            self.next_offset = to;
         }
     }
 
@@ -138,12 +127,9 @@ impl Client {
             return None;
         }
         if self.uconts.has_outputs() {
-            // Only inside a known output region (`settle` moved `next_offset` there).
-            return self
-                .uconts
-                .region_after(self.next_offset)
-                .filter(|&(vs, _)| vs <= self.next_offset)
-                .map(|_| self.next_offset);
+            // Only inside a known object (`settle` moved `next_offset` past SKIPs).
+            return matches!(self.uconts.locate(self.next_offset), Place::Inside(..))
+                .then_some(self.next_offset);
         }
         Some(self.next_offset)
     }
@@ -159,10 +145,7 @@ impl Client {
         };
         if self.uconts.has_outputs()
             && let Some(r) = self.lost_ranges.front()
-            && self
-                .uconts
-                .region_after(r.start)
-                .is_none_or(|(vs, _)| vs > r.start)
+            && !matches!(self.uconts.locate(r.start), Place::Inside(..))
         {
             // Lost bytes of a region whose continuation has not arrived: wait for it.
             return None;
@@ -186,10 +169,9 @@ impl Client {
         }
         let mut size = size;
         if self.uconts.has_outputs() {
-            let (vs, ve) = self.uconts.region_after(self.next_offset)?;
-            if vs > self.next_offset {
+            let Place::Inside(_, ve) = self.uconts.locate(self.next_offset) else {
                 return None;
-            }
+            };
             size = size.min((ve - self.next_offset).min(u64::from(u16::MAX)) as u16);
         }
         let mut len = size;

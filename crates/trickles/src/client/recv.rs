@@ -127,6 +127,7 @@ impl Reassembly {
     }
 
     /// The in-order frontier (offsets, skipped regions included).
+    #[cfg(test)]
     pub(crate) fn frontier(&self) -> u64 {
         self.delivered
     }

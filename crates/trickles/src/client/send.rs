@@ -35,6 +35,9 @@ pub(crate) struct SendStream {
     /// Offsets where a framed request ([`SendStream::push_framed`]) starts: no chunk
     /// crosses one, so each request begins a packet of its own.
     frames: BTreeSet<u64>,
+    /// The most input the server has reported consuming (§4.2), once it has reported any:
+    /// bytes from here on stay buffered, since the server may ask for them again.
+    input_floor: Option<u64>,
 }
 
 impl SendStream {
@@ -59,6 +62,35 @@ impl SendStream {
         self.frames.insert(start);
         self.buf.extend(data);
         self.frames.insert(self.end());
+    }
+
+    /// The server reported (in an input continuation) that it has consumed the stream up
+    /// to `consumed`. The newest report counts: if nothing in flight or queued covers
+    /// `consumed`, the bytes from there on are sent again (the server read less than it
+    /// was sent, and the responses that said so may have been the only ones).
+    pub(crate) fn input_consumed(&mut self, consumed: u64) {
+        if self.input_floor.is_some_and(|f| consumed < f) {
+            return; // An older report.
+        }
+        self.input_floor = Some(consumed);
+        if consumed >= self.next || consumed < self.base {
+            return;
+        }
+        let covered = self
+            .lost
+            .range(..=consumed)
+            .next_back()
+            .is_some_and(|(&o, &l)| o + l as u64 > consumed)
+            || self
+                .flights
+                .range(..=consumed)
+                .next_back()
+                .is_some_and(|(&o, f)| o + f.len as u64 > consumed);
+        if !covered {
+            // Drop queued pieces above it (they are re-sent as part of this one).
+            self.lost.retain(|&o, _| o < consumed);
+            self.lost.insert(consumed, (self.next - consumed) as usize);
+        }
     }
 
     /// Whether anything is waiting to be sent (new or lost).
@@ -137,8 +169,14 @@ impl SendStream {
 
     /// Packet `number` arrived: chunks whose request produced it are done, except the part
     /// at or past `consumed` when the response carried an input continuation that consumed
-    /// less (§4.2): that part goes back to be sent again.
+    /// less (§4.2): that part goes back to be sent again. Once the server has sent any
+    /// input continuation, a response without one counts as its latest report (so a
+    /// server that reads input through input continuations reports the end of it too,
+    /// e.g. bundled with the output continuation it opens).
     pub(crate) fn on_received(&mut self, number: u32, consumed: Option<u64>) {
+        // Once the server reports consumption through input continuations, only they say
+        // how far it read: a response without one counts as the latest report.
+        let consumed = consumed.or(self.input_floor);
         let mut again = Vec::new();
         self.flights.retain(|&offset, f| {
             if !f.numbers.contains(&number) {
@@ -187,12 +225,15 @@ impl SendStream {
 
     /// Drops bytes below the lowest chunk still unsent, lost or in flight.
     fn trim(&mut self) {
-        let low = [self.lost.keys().next(), self.flights.keys().next()]
-            .into_iter()
-            .flatten()
-            .copied()
-            .min()
-            .unwrap_or(self.next);
+        let low = [
+            self.lost.keys().next().copied(),
+            self.flights.keys().next().copied(),
+            self.input_floor,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(self.next);
         let drop = (low.min(self.next) - self.base) as usize;
         self.buf.drain(..drop.min(self.buf.len()));
         self.base += drop as u64;

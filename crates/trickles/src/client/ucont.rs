@@ -8,7 +8,9 @@
 //!   continuation consumed less than the request carried sends the rest again;
 //! * a request for output goes with the [`Output`](UserContinuation::Output)
 //!   continuation whose `valid_start..valid_end` covers its first range, and its ranges
-//!   stay inside that;
+//!   stay inside that; an output continuation's SKIP stretch (`valid_end..skip_to`, the
+//!   unused rest of the object's region, §5.2) is never requested, and the reassembly
+//!   passes over it;
 //! * otherwise a request carries the user continuation that arrived with the transport
 //!   continuation it spends (opaque application state, or none).
 
@@ -20,8 +22,8 @@ use crate::app::UserContinuation;
 /// Output continuations by `valid_start`, and the best input continuation.
 #[derive(Debug, Default)]
 pub(super) struct UcontStore {
-    /// `valid_start` → (`valid_end`, sealed bytes).
-    outputs: BTreeMap<u64, (u64, Vec<u8>)>,
+    /// `valid_start` → (`valid_end`, `skip_to`, sealed bytes).
+    outputs: BTreeMap<u64, (u64, u64, Vec<u8>)>,
     /// (`consumed`, sealed bytes) of the input continuation that consumed the most.
     input: Option<(u64, Vec<u8>)>,
 }
@@ -34,27 +36,42 @@ pub(super) fn input_consumed(ucont: &[u8]) -> Option<u64> {
     }
 }
 
+/// Where an offset of the server's output stands, by the output continuations known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Place {
+    /// Inside a known object: `valid_start..valid_end`.
+    Inside(u64, u64),
+    /// In a known SKIP stretch (the unused rest of an object's region), ending here.
+    Skipped(u64),
+    /// Not covered by any output continuation the client has.
+    Unknown,
+}
+
 impl UcontStore {
     /// Files `ucont` (from any response) by its standard fields; others are ignored.
-    pub(super) fn learn(&mut self, ucont: &[u8]) {
+    /// Returns the SKIP stretch an output continuation announces (`valid_end..skip_to`).
+    pub(super) fn learn(&mut self, ucont: &[u8]) -> Option<(u64, u64)> {
         match UserContinuation::parse(ucont) {
-            Ok((UserContinuation::Input { consumed, .. }, _))
-                if self.input.as_ref().is_none_or(|(c, _)| consumed > *c) =>
-            {
-                self.input = Some((consumed, ucont.to_vec()));
+            Ok((UserContinuation::Input { consumed, .. }, _)) => {
+                if self.input.as_ref().is_none_or(|(c, _)| consumed > *c) {
+                    self.input = Some((consumed, ucont.to_vec()));
+                }
+                None
             }
             Ok((
                 UserContinuation::Output {
                     valid_start,
                     valid_end,
+                    skip_to,
                     ..
                 },
                 _,
             )) => {
                 self.outputs
-                    .insert(valid_start, (valid_end, ucont.to_vec()));
+                    .insert(valid_start, (valid_end, skip_to, ucont.to_vec()));
+                (skip_to > valid_end).then_some((valid_end, skip_to))
             }
-            _ => {}
+            _ => None,
         }
     }
 
@@ -68,8 +85,8 @@ impl UcontStore {
         self.outputs
             .range(..=offset)
             .next_back()
-            .filter(|(_, (end, _))| offset < *end)
-            .map(|(_, (end, u))| (*end, u.as_slice()))
+            .filter(|(_, (end, _, _))| offset < *end)
+            .map(|(_, (end, _, u))| (*end, u.as_slice()))
     }
 
     /// Whether any output continuation is known: from then on the client asks only for
@@ -78,17 +95,12 @@ impl UcontStore {
         !self.outputs.is_empty()
     }
 
-    /// The first known output region that ends after `offset`: `(valid_start, valid_end)`.
-    pub(super) fn region_after(&self, offset: u64) -> Option<(u64, u64)> {
-        // A region starting at or before `offset` may still cover it.
-        if let Some((&start, &(end, _))) = self.outputs.range(..=offset).next_back()
-            && end > offset
-        {
-            return Some((start, end));
+    /// Where `offset` stands.
+    pub(super) fn locate(&self, offset: u64) -> Place {
+        match self.outputs.range(..=offset).next_back() {
+            Some((&start, &(end, _, _))) if offset < end => Place::Inside(start, end),
+            Some((_, &(_, skip_to, _))) if offset < skip_to => Place::Skipped(skip_to),
+            _ => Place::Unknown,
         }
-        self.outputs
-            .range(offset.saturating_add(1)..)
-            .find(|(start, (end, _))| end > start)
-            .map(|(&start, &(end, _))| (start, end))
     }
 }
