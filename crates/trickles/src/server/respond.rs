@@ -1,6 +1,7 @@
 //! The pieces of a reply: SACK blocks parsed onto the stack, a SYN's replay key, and one
 //! planned response with its MACed continuation.
 
+use super::cache::ContinuationCache;
 use super::{PlannedResponse, Rejected, ServerConfig, payload_limit};
 use crate::cc::{Slot, SlotKind};
 use crate::conn::FourTuple;
@@ -38,11 +39,13 @@ pub(super) fn parse_blocks(
     Ok(n)
 }
 
-/// One planned response: its continuation (MACed) and limits.
+/// One planned response: its continuation (MACed, and remembered in `cache`, Fig. 13) and
+/// limits.
 #[allow(clippy::too_many_arguments)] // The pieces of one response, all needed; a struct would only rename them.
 pub(super) fn respond(
     cfg: &ServerConfig,
     keys: &ServerKeys,
+    cache: &mut ContinuationCache,
     slot: &Slot,
     nonce: u32,
     range: Option<ByteRange>,
@@ -72,9 +75,11 @@ pub(super) fn respond(
             conn_nonce,
             tag: [0; 16],
         };
-        c.tag = keys
-            .mac(c.key_epoch, tuple, &c.mac_fields())
-            .unwrap_or_default();
+        let fields = c.mac_fields();
+        c.tag = keys.mac(c.key_epoch, tuple, &fields).unwrap_or_default();
+        if let Some(id) = keys.key_id(c.key_epoch) {
+            cache.insert(tuple, &fields, &c.tag, id);
+        }
         c
     });
     PlannedResponse {
