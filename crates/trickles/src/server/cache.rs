@@ -23,7 +23,8 @@
 //! request (it is a few field loads; the CMAC is what costs).
 //!
 //! Capacity is fixed at construction: sets of [`WAYS`] entries indexed by the low bits of
-//! the tag (a CMAC output, so uniform for the continuations the server issues; a forger
+//! the tag, each set headed by a half cache line of 32-bit check words (more tag bits) so
+//! that a lookup reads one entry (two cache lines) only when its check word matches (a CMAC output, so uniform for the continuations the server issues; a forger
 //! can aim a lookup at a set but cannot insert anything). Inserting into a full set
 //! overwrites its oldest entry. Nothing is allocated per request, and any entry may vanish
 //! at any time ([`Server::clear_cache`](super::Server::clear_cache), eviction, rotation)
@@ -31,7 +32,7 @@
 
 use alloc::vec::Vec;
 
-use crate::conn::FourTuple;
+use crate::conn::{Addr, FourTuple};
 use crate::continuation::{CONTINUATION_LEN, MAC_FIELDS_LEN};
 use crate::crypto::{Tag, ct_eq};
 
@@ -60,8 +61,9 @@ impl CacheStats {
     }
 }
 
-/// One verified continuation.
+/// One verified continuation, two cache lines.
 #[derive(Clone, Copy)]
+#[repr(align(64))]
 struct Entry {
     /// The connection the tag is bound to.
     tuple: FourTuple,
@@ -71,25 +73,55 @@ struct Entry {
     key_id: u64,
 }
 
+/// What an empty way holds (never compared: the set's `occupied` bit is clear).
+const EMPTY: Entry = Entry {
+    tuple: FourTuple {
+        client_addr: Addr::V4([0; 4]),
+        client_port: 0,
+        server_addr: Addr::V4([0; 4]),
+        server_port: 0,
+    },
+    bytes: [0; CONTINUATION_LEN],
+    key_id: 0,
+};
+
+/// The head of one set, half a cache line: a lookup reads it first and touches an entry
+/// only when a way's check word matches.
+#[derive(Clone, Copy, Default)]
+#[repr(align(32))]
+struct Set {
+    /// Tag bytes 8..12 of each way's continuation.
+    check: [u32; WAYS],
+    /// Bit `w`: way `w` holds an entry.
+    occupied: u8,
+    /// The way overwritten next (the oldest once the set is full).
+    next: u8,
+}
+
 /// The fixed-capacity, set-associative continuation cache.
 pub(crate) struct ContinuationCache {
-    /// `sets * WAYS` slots; set `s` is `slots[s * WAYS..(s + 1) * WAYS]`.
-    slots: Vec<Option<Entry>>,
-    /// The way each set overwrites next (its oldest entry once full).
-    next_way: Vec<u8>,
-    /// `sets - 1`; `sets` is a power of two.
+    /// One head per set; a power of two of them.
+    sets: Vec<Set>,
+    /// `sets.len() * WAYS` entries; set `s` owns `entries[s * WAYS..(s + 1) * WAYS]`.
+    entries: Vec<Entry>,
+    /// `sets.len() - 1`.
     set_mask: usize,
     stats: CacheStats,
 }
 
-/// The set-index bits of a tag: its first eight bytes.
-fn tag_bits(tag: &[u8]) -> usize {
-    let mut b = [0u8; 8];
-    if let Some(head) = tag.get(..8) {
-        b.copy_from_slice(head);
+/// The set-index bits (tag bytes 0..8) and the check word (bytes 8..12) of a tag.
+fn tag_bits(tag: &[u8]) -> (usize, u32) {
+    let mut index = [0u8; 8];
+    let mut check = [0u8; 4];
+    if let (Some(i), Some(c)) = (tag.get(..8), tag.get(8..12)) {
+        index.copy_from_slice(i);
+        check.copy_from_slice(c);
     }
     // Truncation on 32-bit targets is fine: only the low bits are used.
-    u64::from_le_bytes(b) as usize
+    (
+        u64::from_le_bytes(index) as usize,
+        u32::from_le_bytes(check),
+    )
 }
 
 impl ContinuationCache {
@@ -102,8 +134,8 @@ impl ContinuationCache {
             entries.div_ceil(WAYS).next_power_of_two()
         };
         ContinuationCache {
-            slots: alloc::vec![None; sets * WAYS],
-            next_way: alloc::vec![0; sets],
+            sets: alloc::vec![Set::default(); sets],
+            entries: alloc::vec![EMPTY; sets * WAYS],
             set_mask: sets.saturating_sub(1),
             stats: CacheStats::default(),
         }
@@ -111,12 +143,12 @@ impl ContinuationCache {
 
     /// Whether the cache holds anything at all (its capacity is not 0).
     pub(crate) fn is_enabled(&self) -> bool {
-        !self.slots.is_empty()
+        !self.sets.is_empty()
     }
 
     /// Entries it can hold.
     pub(crate) fn capacity(&self) -> usize {
-        self.slots.len()
+        self.entries.len()
     }
 
     /// Hits and misses so far.
@@ -126,19 +158,13 @@ impl ContinuationCache {
 
     /// Heap bytes it occupies.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.slots.len() * core::mem::size_of::<Option<Entry>>() + self.next_way.len()
+        self.sets.len() * core::mem::size_of::<Set>()
+            + self.entries.len() * core::mem::size_of::<Entry>()
     }
 
     /// Drops every entry (the counters stay).
     pub(crate) fn clear(&mut self) {
-        self.slots.fill(None);
-        self.next_way.fill(0);
-    }
-
-    /// The ways of the set `tag` maps to.
-    fn set(&self, tag: &[u8]) -> &[Option<Entry>] {
-        let start = (tag_bits(tag) & self.set_mask) * WAYS;
-        self.slots.get(start..start + WAYS).unwrap_or_default()
+        self.sets.fill(Set::default());
     }
 
     /// Whether `bytes` (a whole encoded continuation, tag included) on `tuple` is an entry
@@ -146,17 +172,30 @@ impl ContinuationCache {
     /// Counts a hit or a miss when the cache is enabled.
     ///
     /// The tag is compared in constant time; the other bytes are the client's to know.
+    /// (Which set is read and whether a 32-bit check word matches depend on the tag, but
+    /// only as whole words: a timing probe learns at most whether a guessed 32-bit word
+    /// is some cached tag's, and the remaining 96 bits are still compared in constant
+    /// time.)
     pub(crate) fn lookup(&mut self, tuple: &FourTuple, bytes: &[u8], key_id: Option<u64>) -> bool {
         if !self.is_enabled() {
             return false;
         }
         let hit = match (key_id, bytes.split_at_checked(MAC_FIELDS_LEN)) {
-            (Some(id), Some((fields, tag))) => self.set(tag).iter().flatten().any(|e| {
-                e.key_id == id
-                    && e.tuple == *tuple
-                    && e.bytes.get(..MAC_FIELDS_LEN) == Some(fields)
-                    && ct_eq(e.bytes.get(MAC_FIELDS_LEN..).unwrap_or_default(), tag)
-            }),
+            (Some(id), Some((fields, tag))) => {
+                let (index, check) = tag_bits(tag);
+                let s = index & self.set_mask;
+                let set = self.sets.get(s).copied().unwrap_or_default();
+                (0..WAYS).any(|w| {
+                    set.occupied & (1 << w) != 0
+                        && set.check.get(w) == Some(&check)
+                        && self.entries.get(s * WAYS + w).is_some_and(|e| {
+                            e.key_id == id
+                                && e.tuple == *tuple
+                                && e.bytes.get(..MAC_FIELDS_LEN) == Some(fields)
+                                && ct_eq(e.bytes.get(MAC_FIELDS_LEN..).unwrap_or_default(), tag)
+                        })
+                })
+            }
             _ => false,
         };
         if hit {
@@ -177,25 +216,23 @@ impl ContinuationCache {
         tag: &Tag,
         key_id: u64,
     ) {
-        if !self.is_enabled() {
-            return;
-        }
-        let set = tag_bits(tag) & self.set_mask;
-        let Some(next) = self.next_way.get_mut(set) else {
+        let (index, check) = tag_bits(tag);
+        let s = index & self.set_mask;
+        let Some(set) = self.sets.get_mut(s) else {
             return;
         };
-        let way = usize::from(*next);
-        *next = ((way + 1) % WAYS) as u8;
-        let mut bytes = [0u8; CONTINUATION_LEN];
-        let (head, tail) = bytes.split_at_mut(MAC_FIELDS_LEN);
-        head.copy_from_slice(fields);
-        tail.copy_from_slice(tag);
-        if let Some(slot) = self.slots.get_mut(set * WAYS + way) {
-            *slot = Some(Entry {
-                tuple: *tuple,
-                bytes,
-                key_id,
-            });
+        let way = usize::from(set.next) % WAYS;
+        set.next = ((way + 1) % WAYS) as u8;
+        set.occupied |= 1 << way;
+        if let Some(c) = set.check.get_mut(way) {
+            *c = check;
+        }
+        if let Some(e) = self.entries.get_mut(s * WAYS + way) {
+            let (head, tail) = e.bytes.split_at_mut(MAC_FIELDS_LEN);
+            head.copy_from_slice(fields);
+            tail.copy_from_slice(tag);
+            e.tuple = *tuple;
+            e.key_id = key_id;
         }
     }
 }
@@ -203,7 +240,6 @@ impl ContinuationCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conn::Addr;
 
     fn tuple(port: u16) -> FourTuple {
         FourTuple {
