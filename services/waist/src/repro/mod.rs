@@ -11,6 +11,7 @@ pub mod ess_collisions;
 pub mod ess_fig11;
 pub mod snap_table2;
 pub mod trickles_bloom;
+pub mod trickles_fig17;
 pub mod trickles_fig9;
 pub mod trickles_loss;
 pub mod trickles_memory;
@@ -40,6 +41,10 @@ pub enum Name {
     /// Trickles paper Fig. 19: single-client throughput against RTT, Trickles beside
     /// smoltcp's TCP over the same 100 Mb/s link (`--runs`: object MB, default 100).
     TricklesRtt,
+    /// Trickles paper Fig. 17: one client's throughput against object size, Trickles with
+    /// the request in its SYN beside smoltcp's TCP (handshake, request, response), a fresh
+    /// connection per object (`--runs`: objects per size, default 5).
+    TricklesFig17,
     /// Trickles paper Figs. 20–21: single-client throughput against forward and reverse
     /// loss at RTT 10 ms, Trickles beside smoltcp's TCP (`--runs`: object MB, default 20).
     TricklesLoss,
@@ -83,6 +88,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesMemory => trickles_memory::run(opts, out).map(|_| ()),
         Name::TricklesRtt => trickles_rtt::run(opts, out).map(|_| ()),
         Name::TricklesLoss => trickles_loss::run(opts, out).map(|_| ()),
+        Name::TricklesFig17 => trickles_fig17::run(opts, out).map(|_| ()),
     }
 }
 
