@@ -50,7 +50,8 @@ pub struct ServerConfig {
     /// Most application bytes one response may carry.
     pub mss: u16,
     /// Entries of the socket cache (§5.1; rounded up to whole power-of-two sets of
-    /// [`cache::WAYS`]); 0, the default, turns it off. Each entry takes about 100 bytes.
+    /// [`cache::WAYS`]); 0, the default, turns it off. Each entry takes 128 bytes (two cache
+    /// lines).
     pub cache_entries: usize,
 }
 
