@@ -13,6 +13,11 @@
 //!   short slow start the window sits at its cap, so a request averages about one
 //!   response (the exact ratio is printed). When the pool runs out the server is
 //!   replaced by a fresh one outside the timed region.
+//! * `trickles_cached`: `trickles_valid` with the socket cache on
+//!   (`ServerConfig::cache_entries` = 32,768, four times the largest window): the same
+//!   requests, the same work, except that a request whose continuation is cached skips its
+//!   CMAC verify (each new continuation is inserted when it is MACed). The hit rate over
+//!   the pool is printed.
 //! * `trickles_bad_mac`: the same requests with one bit of the continuation's tag
 //!   flipped, re-framed with a valid TCP checksum, so each is parsed and costs one CMAC
 //!   before `Rejected::Mac` — the price of a forged packet.
@@ -48,16 +53,17 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use server_pool::{CLIENT, Recorded, SERVER, forged, serve, server_config};
+use server_pool::{CLIENT, Recorded, SERVER, cached_config, forged, serve, server_config};
 use smoltcp_peer::{MSS, SmolConn, last_sent};
+use trickles::server::ServerConfig;
 use trickles::server::{Rejected, Server};
 
 const POOL: usize = 200_000;
 
-/// Checks once, untimed, that a fresh server accepts the whole pool; returns the average
-/// number of responses per request.
-fn validate(pool: &[Recorded]) -> f64 {
-    let mut server = Server::new(server_config());
+/// Checks once, untimed, that a fresh server with `cfg` accepts the whole pool; returns
+/// the average number of responses per request and the server.
+fn validate(pool: &[Recorded], cfg: ServerConfig) -> (f64, Server) {
+    let mut server = Server::new(cfg);
     let mut responses = 0usize;
     for r in pool {
         let reply = server
@@ -65,36 +71,28 @@ fn validate(pool: &[Recorded]) -> f64 {
             .expect("a fresh server accepts every pool request");
         responses += reply.responses.len();
     }
-    responses as f64 / pool.len() as f64
+    (responses as f64 / pool.len() as f64, server)
 }
 
-fn trickles(c: &mut Criterion) {
-    let t0 = Instant::now();
-    let pool = server_pool::generate(POOL);
-    let per_request = validate(&pool);
-    eprintln!(
-        "trickles pool: {} requests in {:.1?}, {per_request:.4} responses per request, {}..{} bytes",
-        pool.len(),
-        t0.elapsed(),
-        pool.iter().map(|r| r.segment.len()).min().unwrap(),
-        pool.iter().map(|r| r.segment.len()).max().unwrap(),
-    );
-    let forged = forged(&pool);
+/// Times `serve` over the pool in order, the way `trickles_valid` and `trickles_cached`
+/// do: a fresh server from `cfg` whenever the pool runs out, outside the timed region.
+fn bench_pool(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    pool: &[Recorded],
+    cfg: ServerConfig,
+) {
     let payload = vec![0x5au8; MSS];
     let mut out = vec![0u8; 2048];
-
-    let mut g = c.benchmark_group("trickles_server_request");
-    g.throughput(Throughput::Elements(1));
-
-    let mut server = Server::new(server_config());
+    let mut server = Server::new(cfg);
     let mut next = 0usize;
-    g.bench_function("trickles_valid", |b| {
+    g.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let mut timed = Duration::ZERO;
             let mut left = iters as usize;
             while left > 0 {
                 if next == pool.len() {
-                    server = Server::new(server_config());
+                    server = Server::new(cfg);
                     next = 0;
                 }
                 let chunk = left.min(pool.len() - next);
@@ -110,6 +108,37 @@ fn trickles(c: &mut Criterion) {
             timed
         })
     });
+}
+
+fn trickles(c: &mut Criterion) {
+    let t0 = Instant::now();
+    let pool = server_pool::generate(POOL);
+    let (per_request, _) = validate(&pool, server_config());
+    let (_, cached) = validate(&pool, cached_config());
+    let stats = cached.cache_stats();
+    eprintln!(
+        "trickles pool: {} requests in {:.1?}, {per_request:.4} responses per request, {}..{} bytes",
+        pool.len(),
+        t0.elapsed(),
+        pool.iter().map(|r| r.segment.len()).min().unwrap(),
+        pool.iter().map(|r| r.segment.len()).max().unwrap(),
+    );
+    eprintln!(
+        "trickles_cached: {} of {} requests hit the cache ({:.2}%), {} entries",
+        stats.hits,
+        stats.hits + stats.misses,
+        100.0 * stats.hit_rate(),
+        cached.cache_capacity()
+    );
+    let forged = forged(&pool);
+    let payload = vec![0x5au8; MSS];
+    let mut out = vec![0u8; 2048];
+
+    let mut g = c.benchmark_group("trickles_server_request");
+    g.throughput(Throughput::Elements(1));
+
+    bench_pool(&mut g, "trickles_valid", &pool, server_config());
+    bench_pool(&mut g, "trickles_cached", &pool, cached_config());
 
     // Garbage leaves the server unchanged, so one server and a cycling index do.
     let mut server = Server::new(server_config());

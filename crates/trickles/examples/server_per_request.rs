@@ -12,15 +12,18 @@
 //!
 //! Ir per element = (Ir(2N) − Ir(N)) / N: everything else (building the fixed pool of
 //! `POOL` requests or ACKs, setup) is the same in both runs and cancels. Cases:
-//! `trickles` (valid request + emit of its responses), `bad_mac` (a forged request),
-//! `smoltcp` (one ACK in, one 1362-byte segment out). `N` is at most `POOL`; with the
+//! `trickles` (valid request + emit of its responses), `trickles_cached` (the same with
+//! the socket cache on, 32,768 entries: a cached continuation skips its MAC verify; the
+//! hit count is printed), `bad_mac` (a forged request), `smoltcp` (one ACK in, one
+//! 1362-byte segment out). `N` is at most `POOL`; with the
 //! default window cap the window stops growing after about 8,200 requests, so
 //! `N` ≥ 10,000 measures the steady state.
 //!
-//! `server_per_request interleave ROUNDS` instead times the three cases in turn, ROUNDS
-//! times over (each round: 100,000 valid requests to a fresh server, as many forged ones,
-//! as many smoltcp steps), and prints each round's ns per element and the medians: on a
-//! shared machine the ratio within a round is steadier than two separate runs.
+//! `server_per_request interleave ROUNDS` instead times the four cases in turn, ROUNDS
+//! times over (each round: 100,000 valid requests to a fresh server, the same 100,000 to a
+//! fresh server with the cache on, as many forged ones, as many smoltcp steps), and prints
+//! each round's ns per element and the medians: on a shared machine the ratio within a
+//! round is steadier than two separate runs.
 
 // Example harness: bad arguments or a failed setup should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -36,7 +39,7 @@ mod smoltcp_peer;
 use std::hint::black_box;
 use std::time::Instant;
 
-use server_pool::{CLIENT, SERVER, forged, generate, serve, server_config};
+use server_pool::{CLIENT, SERVER, cached_config, forged, generate, serve, server_config};
 use smoltcp_peer::{MSS, SmolConn};
 use trickles::server::Server;
 
@@ -45,7 +48,8 @@ const POOL: usize = 20_000;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: server_per_request <trickles|bad_mac|smoltcp> N | interleave ROUNDS";
+    let usage = "usage: server_per_request <trickles|trickles_cached|bad_mac|smoltcp> N \
+                 | interleave ROUNDS";
     let mode = args.next().expect(usage);
     let n: usize = args.next().expect(usage).parse().expect(usage);
     if mode == "interleave" {
@@ -56,14 +60,21 @@ fn main() {
     let payload = [0x5au8; MSS];
     let mut out = [0u8; 2048];
     match mode.as_str() {
-        "trickles" => {
+        "trickles" | "trickles_cached" => {
             let pool = generate(POOL);
-            let mut server = Server::new(server_config());
+            let cfg = if mode == "trickles" {
+                server_config()
+            } else {
+                cached_config()
+            };
+            let mut server = Server::new(cfg);
             let mut bytes = 0;
             for r in &pool[..n] {
                 bytes += serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
             }
             assert!(bytes >= n * MSS, "every request was served");
+            let s = server.cache_stats();
+            println!("cache hits {} misses {}", s.hits, s.misses);
         }
         "bad_mac" => {
             let pool = generate(POOL);
@@ -97,7 +108,11 @@ fn interleave(rounds: usize) {
     let pool = generate(2 * PER_ROUND);
     let forged = forged(&pool);
     let mut rows = Vec::new();
-    println!("round  trickles_valid  trickles_bad_mac  smoltcp_ack_segment  (ns per element)");
+    println!(
+        "round  trickles_valid  trickles_cached  trickles_bad_mac  smoltcp_ack_segment  \
+         (ns per element)"
+    );
+    let mut hit_rate = 0.0;
     for round in 0..rounds {
         let mut server = Server::new(server_config());
         for r in &pool[..PER_ROUND] {
@@ -108,6 +123,20 @@ fn interleave(rounds: usize) {
             black_box(serve(&mut server, r.now_us, &r.segment, &payload, &mut out));
         }
         let valid = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+
+        let mut cached = Server::new(cached_config());
+        for r in &pool[..PER_ROUND] {
+            serve(&mut cached, r.now_us, &r.segment, &payload, &mut out);
+        }
+        let before = cached.cache_stats();
+        let start = Instant::now();
+        for r in &pool[PER_ROUND..] {
+            black_box(serve(&mut cached, r.now_us, &r.segment, &payload, &mut out));
+        }
+        let with_cache = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+        let after = cached.cache_stats();
+        hit_rate = (after.hits - before.hits) as f64
+            / ((after.hits + after.misses) - (before.hits + before.misses)) as f64;
 
         let now = pool[0].now_us;
         let start = Instant::now();
@@ -126,8 +155,8 @@ fn interleave(rounds: usize) {
             conn.step(&payload);
         }
         let smol = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
-        println!("{round:5}  {valid:14.1}  {bad:16.1}  {smol:19.1}");
-        rows.push([valid, bad, smol]);
+        println!("{round:5}  {valid:14.1}  {with_cache:15.1}  {bad:16.1}  {smol:19.1}");
+        rows.push([valid, bad, smol, with_cache]);
     }
     let median = |i: usize| {
         let mut v: Vec<f64> = rows.iter().map(|r| r[i]).collect();
@@ -139,13 +168,26 @@ fn interleave(rounds: usize) {
         v.sort_by(f64::total_cmp);
         v
     };
+    let cached_ratios: Vec<f64> = {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[3] / r[0]).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
     println!(
-        "median {:14.1}  {:16.1}  {:19.1}   valid/smoltcp median ratio {:.2} (rounds {:.2}..{:.2})",
+        "median {:14.1}  {:15.1}  {:16.1}  {:19.1}   valid/smoltcp median ratio {:.2} (rounds {:.2}..{:.2})",
         median(0),
+        median(3),
         median(1),
         median(2),
         ratios[ratios.len() / 2],
         ratios[0],
         ratios[ratios.len() - 1]
+    );
+    println!(
+        "cached/valid median ratio {:.3} (rounds {:.3}..{:.3}); cache hit rate {:.2}%",
+        cached_ratios[cached_ratios.len() / 2],
+        cached_ratios[0],
+        cached_ratios[cached_ratios.len() - 1],
+        100.0 * hit_rate
     );
 }

@@ -247,6 +247,15 @@ impl MacKey {
         ct_eq(&self.tag_u128(parts).to_ne_bytes(), tag)
     }
 
+    /// A 64-bit identity of this key (from its CMAC subkey `K1`): two different keys
+    /// have different ids except with probability 2^-64. Never sent anywhere; the server's
+    /// continuation cache uses it to tell whether the key a cached continuation was
+    /// issued under is still the one in its epoch's slot.
+    pub(crate) fn id(&self) -> u64 {
+        // Truncation on purpose: 64 bits identify a key well enough.
+        self.k1 as u64
+    }
+
     /// The tag as a native-endian `u128`.
     #[inline]
     fn tag_u128(&self, parts: &[&[u8]]) -> u128 {
@@ -412,6 +421,13 @@ impl ServerKeys {
     fn slot_mut(&mut self, epoch: u8) -> &mut MacKey {
         let [even, odd] = &mut self.macs;
         if epoch.is_multiple_of(2) { even } else { odd }
+    }
+
+    /// The identity of the key of `epoch` (see `MacKey::id`), or `None` if `epoch` is not
+    /// live: a continuation cached under id `i` may skip verification only while its
+    /// epoch's key still has id `i`, so a rotation (or new keys) invalidates it.
+    pub(crate) fn key_id(&self, epoch: u8) -> Option<u64> {
+        self.is_live(epoch).then(|| self.slot(epoch).id())
     }
 
     /// AES-128-CMAC over `FourTuple::encode(tuple) || fields` under the key of `epoch`;

@@ -136,3 +136,24 @@ fn trickles_against_tcp() {
         }
     }
 }
+
+#[test]
+fn tcp_with_a_request_answers_after_reading_it() {
+    let t = Transfer::new(5_000, 1_000);
+    let direct = tcp::run_tcp(&t);
+    let asked = tcp::run_tcp_with(
+        &t,
+        &TcpConfig {
+            request_len: 8,
+            ..TcpConfig::default()
+        },
+    );
+    assert!(direct.complete && direct.byte_exact, "{direct:?}");
+    // The server writes nothing until it has read the request, so completing proves it
+    // crossed; it is one segment more from the client.
+    assert!(asked.complete && asked.byte_exact, "{asked:?}");
+    assert_eq!(asked.received, 5_000);
+    assert_eq!(asked.server.segments, direct.server.segments + 1);
+    // Handshake, then request and response: at least two round trips (2 ms each).
+    assert!(asked.elapsed_us >= 4_000, "{asked:?}");
+}

@@ -49,6 +49,19 @@ pub(crate) fn server_config() -> ServerConfig {
     ServerConfig::new(keys())
 }
 
+/// Socket-cache entries of the `trickles_cached` cases: four times the largest window
+/// (8191 continuations in flight), so a continuation almost always outlives the 8191
+/// insertions made while it is in flight.
+pub(crate) const CACHE_ENTRIES: usize = 32_768;
+
+/// [`server_config`] with the socket cache on ([`CACHE_ENTRIES`] entries).
+pub(crate) fn cached_config() -> ServerConfig {
+    ServerConfig {
+        cache_entries: CACHE_ENTRIES,
+        ..server_config()
+    }
+}
+
 /// The one connection the requests belong to.
 pub(crate) fn tuple() -> FourTuple {
     FourTuple {

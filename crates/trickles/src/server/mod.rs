@@ -15,15 +15,22 @@
 //!
 //! The calling order per request: `handle_request`, then for each
 //! [`Reply::responses`] entry `emit` with the application's bytes for its range.
+//!
+//! With [`ServerConfig::cache_entries`] set, the server also keeps the socket cache of §5.1
+//! (module [`cache`]): soft state that lets a request presenting a continuation the server
+//! itself issued skip the MAC. Replies are the same with or without it.
 
 use alloc::vec::Vec;
 
+pub mod cache;
 mod respond;
+pub use cache::CacheStats;
+use cache::ContinuationCache;
 use respond::{parse_blocks, respond, syn_hash};
 
 use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
 use crate::conn::{Addr, FourTuple};
-use crate::continuation::Continuation;
+use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
 use crate::delta::ContinuationDelta;
 use crate::replay::{self, ReplayConfig, ReplayFilter};
@@ -47,6 +54,10 @@ pub struct ServerConfig {
     /// delta-encoded continuations ([`crate::delta`]); otherwise every response carries the
     /// full continuation.
     pub delta: bool,
+    /// Entries of the socket cache (§5.1; rounded up to whole power-of-two sets of
+    /// [`cache::WAYS`]); 0, the default, turns it off. Each entry takes 128 bytes (two cache
+    /// lines).
+    pub cache_entries: usize,
 }
 
 impl ServerConfig {
@@ -59,6 +70,7 @@ impl ServerConfig {
             site: 0,
             mss: DEFAULT_MSS,
             delta: true,
+            cache_entries: 0,
         }
     }
 }
@@ -221,6 +233,8 @@ pub struct Server {
     inbound_macs: u64,
     /// Scratch for the planned slots, reused across requests (not connection state).
     scratch: Vec<Slot>,
+    /// Continuations this server issued, verified (soft state; empty when disabled).
+    cache: ContinuationCache,
 }
 
 impl Server {
@@ -231,6 +245,7 @@ impl Server {
             replay: ReplayFilter::new(cfg.replay),
             inbound_macs: 0,
             scratch: Vec::new(),
+            cache: ContinuationCache::new(cfg.cache_entries),
             cfg,
         }
     }
@@ -240,20 +255,39 @@ impl Server {
         &self.cfg
     }
 
-    /// The keys (for rotation).
+    /// The keys (for rotation). Cached continuations of an epoch that is no longer live,
+    /// or whose key was replaced, stop hitting: each entry remembers its key's identity.
     pub fn keys_mut(&mut self) -> &mut ServerKeys {
         &mut self.keys
     }
 
-    /// MACs computed so far to judge incoming segments (one per SYN or continuation; the
-    /// MACs of new continuations are not counted). Attack tests read it.
+    /// MACs computed so far to judge incoming segments (one per SYN or continuation that
+    /// missed the socket cache; the MACs of new continuations are not counted). Attack
+    /// tests read it.
     pub fn inbound_macs(&self) -> u64 {
         self.inbound_macs
     }
 
-    /// Bytes of server memory, all of it independent of the number of connections.
+    /// The socket cache's hits and misses so far (both 0 when it is disabled).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Entries the socket cache can hold (0: disabled).
+    pub fn cache_capacity(&self) -> usize {
+        self.cache.capacity()
+    }
+
+    /// Drops every cached continuation. Call it whenever memory is short: replies do not
+    /// change, the next requests only cost their MACs again.
+    pub fn clear_cache(&mut self) {
+        self.cache.clear();
+    }
+
+    /// Bytes of server memory, all of it independent of the number of connections (the
+    /// socket cache's is fixed by [`ServerConfig::cache_entries`]).
     pub fn memory_bytes(&self) -> usize {
-        core::mem::size_of::<Server>() + self.replay.memory_bytes()
+        core::mem::size_of::<Server>() + self.replay.memory_bytes() + self.cache.memory_bytes()
     }
 
     /// Handles one TCP segment (the bytes after the IP header) from `src` to `dst` at
@@ -309,7 +343,12 @@ impl Server {
                 }
                 (RequestKind::Syn, Some(_)) | (_, None) => return Err(Rejected::Malformed),
                 (kind, Some(c)) => {
-                    self.authenticate(now_ms, &tuple, &c, kind)?;
+                    // The continuation's bytes as sent: they follow the request header.
+                    let raw = seg
+                        .payload
+                        .get(wire::REQUEST_HEADER_LEN..wire::REQUEST_HEADER_LEN + CONTINUATION_LEN)
+                        .unwrap_or_default();
+                    self.authenticate(now_ms, &tuple, &c, raw, kind)?;
                     let nblocks = parse_blocks(&req, &mut blocks)?;
                     let proof = blocks.get(..nblocks).unwrap_or_default();
                     // Plan from the proof as sent; its nonces are checked below, before the
@@ -363,6 +402,7 @@ impl Server {
             keys,
             replay,
             scratch,
+            cache,
             ..
         } = self;
         let keys: &ServerKeys = keys;
@@ -391,6 +431,7 @@ impl Server {
                         let mut resp = respond(
                             cfg,
                             keys,
+                            cache,
                             slot,
                             nonce,
                             range,
@@ -424,19 +465,27 @@ impl Server {
 
     /// MAC first, then freshness and site (Fig. 4A). The replay filter comes after the
     /// SACK proof is checked, so nothing that fails a check is ever inserted.
+    ///
+    /// `raw` is `c` as it was on the wire: when the socket cache holds exactly those bytes
+    /// for `tuple`, issued under the key still live for their epoch, the MAC is known good
+    /// and not computed (Fig. 13); everything after it runs either way.
     fn authenticate(
         &mut self,
         now_ms: u32,
         tuple: &FourTuple,
         c: &Continuation,
+        raw: &[u8],
         kind: RequestKind,
     ) -> Result<(), Rejected> {
-        self.inbound_macs += 1;
-        if !self
-            .keys
-            .verify(c.key_epoch, tuple, &c.mac_fields(), &c.tag)
-        {
-            return Err(Rejected::Mac);
+        let cached = self.cache.lookup(tuple, raw, self.keys.key_id(c.key_epoch));
+        if !cached {
+            self.inbound_macs += 1;
+            if !self
+                .keys
+                .verify(c.key_epoch, tuple, &c.mac_fields(), &c.tag)
+            {
+                return Err(Rejected::Mac);
+            }
         }
         if kind == RequestKind::Timeout {
             // Exempt from freshness: a client may hold only stale continuations (§2.2).

@@ -1,6 +1,7 @@
 //! The pieces of a reply: SACK blocks parsed onto the stack, a SYN's replay key, and one
 //! planned response with its MACed continuation.
 
+use super::cache::ContinuationCache;
 use super::{PlannedResponse, Rejected, ServerConfig, payload_limit};
 use crate::cc::{Slot, SlotKind};
 use crate::conn::FourTuple;
@@ -39,13 +40,15 @@ pub(super) fn parse_blocks(
     Ok(n)
 }
 
-/// One planned response: its continuation (MACed over all its fields) and limits, and
-/// when `delta` is set the continuation's delta from what the client predicts for it from
-/// `request`, the continuation the request presented (`None` for a SYN).
+/// One planned response: its continuation (MACed over all its fields, and remembered in
+/// `cache`, Fig. 13) and limits, and when `delta` is set the continuation's delta from what
+/// the client predicts for it from `request`, the continuation the request presented
+/// (`None` for a SYN).
 #[allow(clippy::too_many_arguments)] // The pieces of one response, all needed; a struct would only rename them.
 pub(super) fn respond(
     cfg: &ServerConfig,
     keys: &ServerKeys,
+    cache: &mut ContinuationCache,
     slot: &Slot,
     nonce: u32,
     range: Option<ByteRange>,
@@ -77,9 +80,11 @@ pub(super) fn respond(
             conn_nonce,
             tag: [0; 16],
         };
-        c.tag = keys
-            .mac(c.key_epoch, tuple, &c.mac_fields())
-            .unwrap_or_default();
+        let fields = c.mac_fields();
+        c.tag = keys.mac(c.key_epoch, tuple, &fields).unwrap_or_default();
+        if let Some(id) = keys.key_id(c.key_epoch) {
+            cache.insert(tuple, &fields, &c.tag, id);
+        }
         c
     });
     let delta = slot

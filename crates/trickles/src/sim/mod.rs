@@ -78,6 +78,9 @@ pub enum Host {
         stats: ServerStats,
         /// Client data received with a stream offset: `(offset, bytes)`, repeats included.
         inbox: Vec<(u64, Vec<u8>)>,
+        /// Every frame addressed to the server, with its arrival time, when recording
+        /// (see [`run_recorded`]).
+        log: Option<Vec<(u64, Vec<u8>)>>,
     },
     /// A client fetching one object.
     Client {
@@ -114,6 +117,7 @@ impl Host {
             reply_iface,
             stats: ServerStats::default(),
             inbox: Vec::new(),
+            log: None,
         }
     }
 
@@ -213,8 +217,12 @@ impl Node for Host {
                 addr,
                 reply_iface,
                 inbox,
+                log,
             } => {
                 if unframe(&packet).is_some_and(|(_, dst, _)| dst == Addr::V4(*addr)) {
+                    if let Some(log) = log {
+                        log.push((now.ticks(), packet.clone()));
+                    }
                     Host::serve(
                         server,
                         stats,
@@ -344,8 +352,41 @@ pub const CLIENT_ADDR: [u8; 4] = [10, 0, 0, 1];
 
 /// Runs one client fetching one object from the server over a two-node network.
 pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> Outcome {
+    run_inner(t, server_cfg, client_cfg, false).0
+}
+
+/// [`run`], also returning every frame that reached the server, in order, with its
+/// arrival time in µs: frames are `[src IPv4] [dst IPv4] [TCP segment]` (see
+/// [`unframe_ipv4`]). Feeding them to a fresh [`Server`] with the same configuration at
+/// those times reproduces the server's part of the transfer request by request.
+pub fn run_recorded(
+    t: &Transfer,
+    server_cfg: ServerConfig,
+    client_cfg: ClientConfig,
+) -> (Outcome, Vec<(u64, Vec<u8>)>) {
+    run_inner(t, server_cfg, client_cfg, true)
+}
+
+/// Splits a simulated frame into its source and destination addresses and its TCP
+/// segment; `None` if it is shorter than the two addresses.
+pub fn unframe_ipv4(frame: &[u8]) -> Option<(Addr, Addr, &[u8])> {
+    unframe(frame)
+}
+
+fn run_inner(
+    t: &Transfer,
+    server_cfg: ServerConfig,
+    client_cfg: ClientConfig,
+    record: bool,
+) -> (Outcome, Vec<(u64, Vec<u8>)>) {
     let mut sim: Simulator<Host> = Simulator::new(t.seed);
-    let srv = sim.add_node(Host::server(server_cfg, Some(0)));
+    let mut server = Host::server(server_cfg, Some(0));
+    if let Host::Server { log, .. } = &mut server
+        && record
+    {
+        *log = Some(Vec::new());
+    }
+    let srv = sim.add_node(server);
     let tuple = FourTuple {
         client_addr: Addr::V4(CLIENT_ADDR),
         client_port: 40000,
@@ -419,18 +460,21 @@ pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> 
                 .enumerate()
                 .all(|(i, &b)| b == object_byte(i as u64));
     }
+    let mut frames = Vec::new();
     if let Host::Server {
         server,
         stats,
         inbox,
+        log,
         ..
-    } = sim.node(srv)
+    } = sim.node_mut(srv)
     {
         outcome.server = *stats;
         outcome.server_memory = server.memory_bytes();
         outcome.upload_exact = upload_matches(inbox, t.upload_len);
+        frames = log.take().unwrap_or_default();
     }
-    outcome
+    (outcome, frames)
 }
 
 /// Whether the pieces the application received rebuild the upload exactly (the SYN's

@@ -36,7 +36,12 @@
 //!   match; [`TcpConfig::mss`] can lower it for comparison.
 //!
 //! Unlike Trickles, which sends its request in the SYN, TCP's server writes after the
-//! three-way handshake, so its first data byte arrives half a round trip later.
+//! three-way handshake, so its first data byte arrives half a round trip later. With
+//! [`TcpConfig::request_len`] set, the client instead sends a request of that many bytes
+//! once the connection is established and the server writes only after reading it, as an
+//! HTTP exchange does. The request leaves with the handshake's last ACK, so the data
+//! comes no later than without it, but still a whole round trip after what Trickles' SYN
+//! with data achieves (§2.6, §6.1).
 
 use alloc::collections::VecDeque;
 use alloc::vec;
@@ -49,7 +54,7 @@ use smoltcp::socket::tcp::{self, CongestionControl};
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr, Ipv4Packet, TcpPacket};
 
-use super::{CLIENT_ADDR, Outcome, SERVER_ADDR, ServerStats, Transfer, object_byte};
+use super::{CLIENT_ADDR, Outcome, SERVER_ADDR, ServerStats, Transfer, UPLOAD_BASE, object_byte};
 use crate::client::ClientStats;
 
 /// The server's TCP port.
@@ -79,6 +84,9 @@ pub struct TcpConfig {
     pub ack_delay_us: Option<u64>,
     /// Nagle's algorithm (default on; see the module documentation).
     pub nagle: bool,
+    /// Bytes of request the client sends after the handshake and the server reads before
+    /// it writes the object (default 0: the server writes as soon as it accepts).
+    pub request_len: usize,
 }
 
 impl Default for TcpConfig {
@@ -89,6 +97,7 @@ impl Default for TcpConfig {
             tx_buffer: 8 << 20,
             ack_delay_us: None,
             nagle: true,
+            request_len: 0,
         }
     }
 }
@@ -163,6 +172,8 @@ enum Role {
     /// Writes `len` bytes of the object, then closes.
     Server {
         len: u64,
+        /// Request bytes still to read before writing.
+        awaiting: u64,
         written: u64,
         /// Sequence-space end of the data sent so far, relative to the first data byte,
         /// and the first data segment's sequence number.
@@ -173,6 +184,9 @@ enum Role {
     /// Reads and checks the object.
     Client {
         len: u64,
+        /// Request bytes still to send (byte `i` is `object_byte(UPLOAD_BASE + i)`).
+        request_left: u64,
+        request_len: u64,
         received: u64,
         byte_exact: bool,
         done_at: Option<u64>,
@@ -248,12 +262,28 @@ impl TcpHost {
         match &mut self.role {
             Role::Server {
                 len,
+                awaiting,
                 written,
                 sent_end,
                 ..
             } => {
                 let mut moved = false;
-                while *written < *len && socket.can_send() {
+                while *awaiting > 0 && socket.can_recv() {
+                    let n = socket
+                        .recv(|buf| {
+                            let n = buf
+                                .len()
+                                .min(usize::try_from(*awaiting).unwrap_or(usize::MAX));
+                            (n, n)
+                        })
+                        .unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    *awaiting -= n as u64;
+                    moved = true;
+                }
+                while *awaiting == 0 && *written < *len && socket.can_send() {
                     let start = *written;
                     let n = socket
                         .send(|buf| {
@@ -275,18 +305,43 @@ impl TcpHost {
                 // Close (a FIN lets Nagle release a short last segment) once no more than
                 // one segment of the object is left unsent; closing earlier would switch
                 // Nagle off for the rest of the transfer.
-                if *written == *len && socket.may_send() && *len - (*sent_end).min(*len) < mss {
+                if *awaiting == 0
+                    && *written == *len
+                    && socket.may_send()
+                    && *len - (*sent_end).min(*len) < mss
+                {
                     socket.close();
                 }
                 moved
             }
             Role::Client {
                 len,
+                request_left,
+                request_len,
                 received,
                 byte_exact,
                 done_at,
             } => {
                 let mut moved = false;
+                while *request_left > 0 && socket.can_send() {
+                    let start = *request_len - *request_left;
+                    let n = socket
+                        .send(|buf| {
+                            let n = buf
+                                .len()
+                                .min(usize::try_from(*request_left).unwrap_or(usize::MAX));
+                            for (i, b) in buf.iter_mut().take(n).enumerate() {
+                                *b = object_byte(UPLOAD_BASE + start + i as u64);
+                            }
+                            (n, n)
+                        })
+                        .unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    *request_left -= n as u64;
+                    moved = true;
+                }
                 loop {
                     let start = *received;
                     let (n, exact) = socket
@@ -403,6 +458,7 @@ pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
     let mut sim: Simulator<TcpHost> = Simulator::new(t.seed);
     let server_role = Role::Server {
         len: t.object_len,
+        awaiting: cfg.request_len as u64,
         written: 0,
         sent_end: 0,
         isn: None,
@@ -418,6 +474,8 @@ pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
     ));
     let client_role = Role::Client {
         len: t.object_len,
+        request_left: cfg.request_len as u64,
+        request_len: cfg.request_len as u64,
         received: 0,
         byte_exact: true,
         done_at: None,
@@ -479,6 +537,7 @@ pub fn run_tcp_with(t: &Transfer, cfg: &TcpConfig) -> Outcome {
         received,
         byte_exact,
         done_at,
+        ..
     } = c.role
     {
         outcome.complete = received >= len;

@@ -13,6 +13,7 @@ pub mod snap_table2;
 pub mod trickles_bloom;
 pub mod trickles_delta;
 pub mod trickles_failover;
+pub mod trickles_fig17;
 pub mod trickles_fig9;
 pub mod trickles_loss;
 pub mod trickles_memory;
@@ -42,6 +43,10 @@ pub enum Name {
     /// Trickles paper Fig. 19: single-client throughput against RTT, Trickles beside
     /// smoltcp's TCP over the same 100 Mb/s link (`--runs`: object MB, default 100).
     TricklesRtt,
+    /// Trickles paper Fig. 17: one client's throughput against object size, Trickles with
+    /// the request in its SYN beside smoltcp's TCP (handshake, request, response), a fresh
+    /// connection per object (`--runs`: objects per size, default 5).
+    TricklesFig17,
     /// Trickles paper Figs. 20–21: single-client throughput against forward and reverse
     /// loss at RTT 10 ms, Trickles beside smoltcp's TCP (`--runs`: object MB, default 20).
     TricklesLoss,
@@ -94,6 +99,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesLoss => trickles_loss::run(opts, out).map(|_| ()),
         Name::TricklesFailover => trickles_failover::run(opts, out).map(|_| ()),
         Name::TricklesDelta => trickles_delta::run(opts, out).map(|_| ()),
+        Name::TricklesFig17 => trickles_fig17::run(opts, out).map(|_| ()),
     }
 }
 
