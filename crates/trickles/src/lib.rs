@@ -71,6 +71,8 @@ extern crate alloc;
 pub mod app;
 pub mod cc;
 pub mod client;
+#[cfg(feature = "tcp-fallback")]
+pub mod compat;
 pub mod conn;
 pub mod continuation;
 pub mod crypto;
