@@ -129,7 +129,7 @@ fn tuple() -> FourTuple {
 }
 
 #[test]
-fn a_plain_client_never_gets_past_a_tcp_server() {
+fn the_syn_ack_a_plain_client_rejects_switches_the_wrapper_to_tcp() {
     // Without the fallback, the Trickles client rejects the SYN-ACK: this is what the
     // wrapper is for.
     let mut conn = Connection::new(CompatConfig::default(), tuple(), 9).unwrap();
@@ -185,15 +185,23 @@ fn synack_for(isn: u32) -> Vec<u8> {
 
 /// smoltcp listening on 10.0.0.2:80; returns the packets it answers `syn` with.
 fn listener_answers(syn: &[u8]) -> Vec<Vec<u8>> {
+    listener_at(
+        smoltcp::wire::IpCidr::new(smoltcp::wire::IpAddress::v4(10, 0, 0, 2), 24),
+        syn,
+    )
+}
+
+/// smoltcp listening on port 80 of `cidr`'s address; returns its answers to `syn`.
+fn listener_at(cidr: smoltcp::wire::IpCidr, syn: &[u8]) -> Vec<Vec<u8>> {
     use smoltcp::iface::{Config, Interface, SocketSet};
     use smoltcp::socket::tcp;
     use smoltcp::time::Instant;
-    use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
+    use smoltcp::wire::HardwareAddress;
     use trickles::sim::tcp::SimDevice;
     let mut device = SimDevice::new(1500);
     let mut iface = Interface::new(Config::new(HardwareAddress::Ip), &mut device, Instant::ZERO);
     iface.update_ip_addrs(|a| {
-        let _ = a.push(IpCidr::new(IpAddress::v4(10, 0, 0, 2), 24));
+        let _ = a.push(cidr);
     });
     let mut socket = tcp::Socket::new(
         tcp::SocketBuffer::new(vec![0; 4096]),
@@ -283,4 +291,35 @@ fn a_rst_for_the_syn_refuses_and_stray_tcp_is_ignored() {
     assert_eq!(conn.handle_packet(2, &rst), Ok(()));
     assert!(conn.is_reset());
     assert_eq!(conn.poll_timeout(), None);
+}
+
+#[test]
+fn ipv6_syn_gets_a_syn_ack_and_falls_back() {
+    let (c, s) = ([0xfd; 16], [0xfe; 16]);
+    let tuple = FourTuple {
+        client_addr: Addr::V6(c),
+        client_port: 40000,
+        server_addr: Addr::V6(s),
+        server_port: 80,
+    };
+    let mut conn = Connection::new(CompatConfig::default(), tuple, 5).unwrap();
+    conn.connect(0, b"hello");
+    let syn = conn.poll_transmit().unwrap();
+    assert_eq!(syn[0] >> 4, 6);
+    let server = smoltcp::wire::Ipv6Address::from(s);
+    let cidr = smoltcp::wire::IpCidr::new(smoltcp::wire::IpAddress::Ipv6(server), 64);
+    let answers = listener_at(cidr, &syn);
+    assert_eq!(answers.len(), 1);
+    let (_, _, seg) = ip::unwrap(&answers[0]).unwrap();
+    assert_eq!(seg[13], 0x12);
+    assert_eq!(conn.handle_packet(1, &answers[0]), Ok(()));
+    assert!(conn.is_tcp());
+    // The ACK of the SYN-ACK and the request, again, over TCP.
+    let mut sent = Vec::new();
+    while let Some(p) = conn.poll_transmit() {
+        let (src, dst, s) = ip::unwrap(&p).unwrap();
+        assert_eq!((src, dst), (tuple.client_addr, tuple.server_addr));
+        sent.extend_from_slice(&s[usize::from(s[12] >> 4) * 4..]);
+    }
+    assert_eq!(sent, b"hello");
 }

@@ -7,9 +7,9 @@
 //! * a Trickles response (the server speaks Trickles): the connection stays a Trickles
 //!   [`Client`], whose request was answered from the SYN;
 //! * a TCP SYN-ACK without the Trickles option (a TCP-only server, which ignored the SYN's
-//!   data): the connection continues as ordinary TCP on smoltcp's [`tcp::Socket`]
-//!   (smoltcp's `socket::tcp`), sends the queued bytes again over it, and from then on
-//!   [`Connection::read`] returns the TCP byte stream;
+//!   data): the connection continues as ordinary TCP on smoltcp's
+//!   [`tcp::Socket`](smoltcp::socket::tcp::Socket), sends the queued bytes again over
+//!   it, and from then on [`Connection::read`] returns the TCP byte stream;
 //! * a TCP RST acknowledging the SYN (nothing listens): the connection is reset.
 //!
 //! The application sees the same calls and the same bytes either way.
