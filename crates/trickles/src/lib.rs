@@ -27,6 +27,13 @@
 //!   replay filters, whatever the number of connections.
 //! * [`app`]: what a stateless server application needs on top: MACed user continuations
 //!   in the standard input/output formats, and the minisocket event queue (§3).
+//! * `compat` (feature `tcp-fallback`, on with `sim`): the client's transparent fallback
+//!   to TCP (§2.6). A `compat::Connection` opens with a Trickles SYN carrying the
+//!   queued data; a Trickles server's answer keeps it a Trickles client, a TCP-only
+//!   server's plain SYN-ACK turns it into a TCP connection on smoltcp's socket (opened
+//!   with the SYN's sequence number, window and options) that sends the queued bytes
+//!   again. The application reads the same bytes either way; packets in and out are
+//!   whole IP packets in both modes.
 //! * `sim` (feature `sim`): servers and clients on `netsim` links.
 //!
 //! `#![no_std]` with `alloc`, no I/O, no clock: time, keys and seeds come in as arguments.
@@ -74,6 +81,8 @@ extern crate alloc;
 pub mod app;
 pub mod cc;
 pub mod client;
+#[cfg(feature = "tcp-fallback")]
+pub mod compat;
 pub mod conn;
 pub mod continuation;
 pub mod crypto;

@@ -10,6 +10,7 @@
 //! the object is [`object_byte`]`(i)`, so any response can be regenerated at any time.
 
 pub mod app;
+pub mod compat;
 pub mod tcp;
 use alloc::vec::Vec;
 

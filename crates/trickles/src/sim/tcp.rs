@@ -120,6 +120,16 @@ impl SimDevice {
             mtu,
         }
     }
+
+    /// Queues `packet` for the interface, as if it had arrived.
+    pub fn push_received(&mut self, packet: Vec<u8>) {
+        self.rx.push_back(packet);
+    }
+
+    /// Takes the packets the interface emitted, oldest first.
+    pub fn take_transmitted(&mut self) -> Vec<Vec<u8>> {
+        core::mem::take(&mut self.tx)
+    }
 }
 
 /// Hands one received packet to the interface.
