@@ -298,3 +298,23 @@ fn trickles_failover_completes_and_migration_loses_nothing() {
     assert!(text.contains("migrated"), "{text}");
     assert!(is_png(&opts.dir.join("trickles-failover.png")));
 }
+
+#[test]
+fn trickles_fig23_parallel_requests_beat_skip_alone_on_small_objects() {
+    let opts = Options {
+        dir: out_dir("trickles-fig23"),
+        log2: 12,
+        seed: 1,
+        runs: None,
+    };
+    let mut out = Vec::new();
+    let rows = waist::repro::trickles_fig23::run(&opts, &mut out).unwrap();
+    assert!(rows.iter().all(|r| r.exact));
+    let small = rows.iter().find(|r| r.size == 20_000).unwrap();
+    assert!(small.parallel > 1.5 * small.skip, "{small:?}");
+    assert!(small.parallel > 0.9 * small.tcp, "{small:?}");
+    // Large objects: the link, not the continuations, is the limit for both.
+    let large = rows.last().unwrap();
+    assert!((large.parallel / large.skip - 1.0).abs() < 0.1, "{large:?}");
+    assert!(is_png(&opts.dir.join("trickles-fig23.png")));
+}

@@ -14,6 +14,7 @@ pub mod trickles_bloom;
 pub mod trickles_delta;
 pub mod trickles_failover;
 pub mod trickles_fig17;
+pub mod trickles_fig23;
 pub mod trickles_fig9;
 pub mod trickles_loss;
 pub mod trickles_memory;
@@ -53,6 +54,9 @@ pub enum Name {
     /// Trickles §3.3/§5.1: a server replaced halfway through a transfer, its queued
     /// minisockets dropped or migrated; completion and stall (`--runs`: object MB, default 10).
     TricklesFailover,
+    /// Trickles paper Fig. 23: 10 pipelined objects on one connection, SKIP alone vs SKIP +
+    /// parallel requests vs TCP, 5–250 KB objects.
+    TricklesFig23,
     /// Trickles paper §5.3/§6.1: continuation bytes per response and goodput with full and
     /// delta-encoded continuations over the same 100 Mb/s link (`--runs`: object MB,
     /// default 20).
@@ -98,6 +102,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesRtt => trickles_rtt::run(opts, out).map(|_| ()),
         Name::TricklesLoss => trickles_loss::run(opts, out).map(|_| ()),
         Name::TricklesFailover => trickles_failover::run(opts, out).map(|_| ()),
+        Name::TricklesFig23 => trickles_fig23::run(opts, out).map(|_| ()),
         Name::TricklesDelta => trickles_delta::run(opts, out).map(|_| ()),
         Name::TricklesFig17 => trickles_fig17::run(opts, out).map(|_| ()),
     }
