@@ -39,7 +39,10 @@ mod smoltcp_peer;
 use std::hint::black_box;
 use std::time::Instant;
 
-use server_pool::{CLIENT, SERVER, cached_config, forged, generate, serve, server_config};
+use server_pool::{
+    CLIENT, SERVER, cached_config, forged, generate, generate_with, serve, server_config,
+    small_window_config,
+};
 use smoltcp_peer::{MSS, SmolConn};
 use trickles::server::Server;
 
@@ -48,7 +51,9 @@ const POOL: usize = 20_000;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: server_per_request <trickles|trickles_cached|bad_mac|smoltcp> N \
+    let usage = "usage: server_per_request \
+                 <trickles|trickles_cached|small_plain|small_cached|bad_mac|smoltcp> N \
+                 | small ROUNDS \
                  | interleave ROUNDS";
     let mode = args.next().expect(usage);
     let n: usize = args.next().expect(usage).parse().expect(usage);
@@ -56,16 +61,26 @@ fn main() {
         interleave(n);
         return;
     }
+    if mode == "small" {
+        small_window(n);
+        return;
+    }
     assert!(n <= POOL, "N is at most {POOL}");
     let payload = [0x5au8; MSS];
     let mut out = [0u8; 2048];
     match mode.as_str() {
-        "trickles" | "trickles_cached" => {
-            let pool = generate(POOL);
-            let cfg = if mode == "trickles" {
-                server_config()
-            } else {
-                cached_config()
+        "trickles" | "trickles_cached" | "small_plain" | "small_cached" => {
+            let (pool, cfg) = match mode.as_str() {
+                "trickles" => (generate(POOL), server_config()),
+                "trickles_cached" => (generate(POOL), cached_config()),
+                "small_plain" => (
+                    generate_with(POOL, small_window_config(false)),
+                    small_window_config(false),
+                ),
+                _ => (
+                    generate_with(POOL, small_window_config(false)),
+                    small_window_config(true),
+                ),
             };
             let mut server = Server::new(cfg);
             let mut bytes = 0;
@@ -188,6 +203,57 @@ fn interleave(rounds: usize) {
         cached_ratios[cached_ratios.len() / 2],
         cached_ratios[0],
         cached_ratios[cached_ratios.len() - 1],
+        100.0 * hit_rate
+    );
+}
+
+/// `small ROUNDS`: the socket cache's hit path where its live entries fit in cache: a pool
+/// recorded with the window capped at 64 packets, timed on a server without and with a
+/// 256-entry cache, in turn, ROUNDS times.
+fn small_window(rounds: usize) {
+    const PER_ROUND: usize = 100_000;
+    let payload = [0x5au8; MSS];
+    let mut out = [0u8; 2048];
+    let pool = generate_with(2 * PER_ROUND, small_window_config(false));
+    println!("round  no_cache  cache  (ns per request, window 64)");
+    let mut rows = Vec::new();
+    let mut hit_rate = 0.0;
+    for round in 0..rounds {
+        let mut times = [0.0; 2];
+        for (i, cache) in [false, true].into_iter().enumerate() {
+            let mut server = Server::new(small_window_config(cache));
+            for r in &pool[..PER_ROUND] {
+                serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
+            }
+            let before = server.cache_stats();
+            let start = Instant::now();
+            for r in &pool[PER_ROUND..] {
+                black_box(serve(&mut server, r.now_us, &r.segment, &payload, &mut out));
+            }
+            times[i] = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+            let after = server.cache_stats();
+            if cache {
+                hit_rate = (after.hits - before.hits) as f64
+                    / ((after.hits + after.misses) - (before.hits + before.misses)).max(1) as f64;
+            }
+        }
+        println!("{round:5}  {:8.1}  {:5.1}", times[0], times[1]);
+        rows.push(times);
+    }
+    let mut ratios: Vec<f64> = rows.iter().map(|r| r[1] / r[0]).collect();
+    ratios.sort_by(f64::total_cmp);
+    let median = |i: usize| {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[i]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "median {:8.1}  {:5.1}   cache/no-cache median ratio {:.3} (rounds {:.3}..{:.3}); hit rate {:.2}%",
+        median(0),
+        median(1),
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
         100.0 * hit_rate
     );
 }

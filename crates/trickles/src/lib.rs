@@ -26,7 +26,11 @@
 //! * [`server`] and [`client`]: the engines. The server's only state is its keys and
 //!   replay filters, whatever the number of connections.
 //! * [`app`]: what a stateless server application needs on top: MACed user continuations
-//!   in the standard input/output formats, and the minisocket event queue (§3).
+//!   bound to the connection in the standard input/output formats (with SKIP notices,
+//!   §4, §5.2), and the minisocket event queue (§3) whose minisockets send within the
+//!   window, refuse, or migrate to another replica under a MAC. The client files the
+//!   standard continuations, picks one per request, frames requests
+//!   ([`Client::request`](client::Client::request)) and skips unused output regions.
 //! * `compat` (feature `tcp-fallback`, on with `sim`): the client's transparent fallback
 //!   to TCP (§2.6). A `compat::Connection` opens with a Trickles SYN carrying the
 //!   queued data; a Trickles server's answer keeps it a Trickles client, a TCP-only

@@ -62,6 +62,19 @@ pub(crate) fn cached_config() -> ServerConfig {
     }
 }
 
+/// Window cap of the small-window cases: 64 packets in flight, so the socket cache's live
+/// entries (one per continuation in flight) fit in a few KB.
+pub(crate) const SMALL_WINDOW: u16 = 64;
+
+/// [`server_config`] with the window capped at [`SMALL_WINDOW`]; with `cache`, the socket
+/// cache on with 256 entries (four times the window).
+pub(crate) fn small_window_config(cache: bool) -> ServerConfig {
+    let mut cfg = server_config();
+    cfg.cc.max_cwnd = SMALL_WINDOW;
+    cfg.cache_entries = if cache { 256 } else { 0 };
+    cfg
+}
+
 /// The one connection the requests belong to.
 pub(crate) fn tuple() -> FourTuple {
     FourTuple {
@@ -82,8 +95,18 @@ pub(crate) struct Recorded {
 
 /// `n` distinct valid normal requests, in the order a server must see them.
 pub(crate) fn generate(n: usize) -> Vec<Recorded> {
-    let mut recorder = Server::new(server_config());
-    let mut client = Client::new(ClientConfig::default(), tuple(), 0x5eed);
+    generate_with(n, server_config())
+}
+
+/// [`generate`] against a server configured as `cfg` (the client simulates the same
+/// congestion control).
+pub(crate) fn generate_with(n: usize, cfg: ServerConfig) -> Vec<Recorded> {
+    let mut recorder = Server::new(cfg);
+    let client_cfg = ClientConfig {
+        cc: cfg.cc,
+        ..ClientConfig::default()
+    };
+    let mut client = Client::new(client_cfg, tuple(), 0x5eed);
     let payload = [0x5a; DEFAULT_MSS as usize];
     let mut out = vec![0u8; 2048];
     let mut sink = vec![0u8; 1 << 16];
