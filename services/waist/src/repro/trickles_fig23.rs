@@ -90,7 +90,10 @@ fn tcp_pipelined(size: u64, seed: u64) -> (f64, bool) {
         ..tcp::TcpConfig::default()
     };
     let o = tcp::run_tcp_with(&t, &cfg);
-    (mbps(OBJECTS * size, o.elapsed_us), o.complete && o.byte_exact)
+    (
+        mbps(OBJECTS * size, o.elapsed_us),
+        o.complete && o.byte_exact,
+    )
 }
 
 fn mbps(bytes: u64, us: u64) -> f64 {
