@@ -44,6 +44,8 @@
 // Bench harness: a failed setup should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// Shared with the example, which uses the small-window items this bench does not.
+#[allow(dead_code)]
 #[path = "support/server_pool.rs"]
 mod server_pool;
 #[path = "support/smoltcp_peer.rs"]
