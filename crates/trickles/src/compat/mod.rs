@@ -52,8 +52,11 @@
 //! and the first `request` before `connect`, then `connect`'s data, then the later
 //! `request`s made before `connect`, then everything written after.
 
+mod device;
 pub mod ip;
 mod tcp;
+
+pub use device::MemDevice;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;

@@ -13,12 +13,12 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
-use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
 use smoltcp::socket::tcp::{self, CongestionControl, State};
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr, TcpOption, TcpPacket};
 
 use super::CompatConfig;
+use super::device::MemDevice;
 use super::ip::{self, smol_addr};
 use crate::conn::{Addr, FourTuple};
 use crate::wire::{TRICKLES_EXID, TRICKLES_OPTION_KIND};
@@ -33,56 +33,6 @@ const MAX_ROUNDS: usize = 16;
 /// Microseconds as smoltcp's instant.
 fn smol_now(now_us: u64) -> SmolInstant {
     SmolInstant::from_micros(i64::try_from(now_us).unwrap_or(i64::MAX))
-}
-
-/// Packets between the interface and the connection.
-#[derive(Debug, Default)]
-struct Queues {
-    rx: VecDeque<Vec<u8>>,
-    tx: VecDeque<Vec<u8>>,
-    mtu: usize,
-}
-
-/// Hands one received packet to the interface.
-struct RxToken(Vec<u8>);
-
-/// Lets the interface write one packet into the transmit queue.
-struct TxToken<'a>(&'a mut VecDeque<Vec<u8>>);
-
-impl phy::RxToken for RxToken {
-    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        f(&self.0)
-    }
-}
-
-impl phy::TxToken for TxToken<'_> {
-    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
-        let mut packet = vec![0; len];
-        let r = f(&mut packet);
-        self.0.push_back(packet);
-        r
-    }
-}
-
-impl Device for Queues {
-    type RxToken<'a> = RxToken;
-    type TxToken<'a> = TxToken<'a>;
-
-    fn receive(&mut self, _: SmolInstant) -> Option<(RxToken, TxToken<'_>)> {
-        let packet = self.rx.pop_front()?;
-        Some((RxToken(packet), TxToken(&mut self.tx)))
-    }
-
-    fn transmit(&mut self, _: SmolInstant) -> Option<TxToken<'_>> {
-        Some(TxToken(&mut self.tx))
-    }
-
-    fn capabilities(&self) -> DeviceCapabilities {
-        let mut caps = DeviceCapabilities::default();
-        caps.medium = Medium::Ip;
-        caps.max_transmission_unit = self.mtu;
-        caps
-    }
 }
 
 /// What the socket's own SYN looked like: its sequence number, window and options
@@ -165,7 +115,7 @@ impl SynShape {
 /// The user-space TCP connection a [`Connection`](super::Connection) falls back to.
 pub(crate) struct TcpLeg {
     iface: Interface,
-    device: Queues,
+    device: MemDevice,
     sockets: SocketSet<'static>,
     handle: SocketHandle,
     /// Server output taken from the socket, waiting for `read`.
@@ -206,10 +156,7 @@ impl TcpLeg {
         seed: u64,
     ) -> Option<(TcpLeg, SynShape)> {
         let ts = smol_now(now_us);
-        let mut device = Queues {
-            mtu: cfg.mtu,
-            ..Queues::default()
-        };
+        let mut device = MemDevice::new(cfg.mtu);
         let mut config = Config::new(HardwareAddress::Ip);
         config.random_seed = seed;
         let mut iface = Interface::new(config, &mut device, ts);
@@ -244,8 +191,8 @@ impl TcpLeg {
         let mut sockets = SocketSet::new(Vec::new());
         let handle = sockets.add(socket);
         iface.poll(ts, &mut device, &mut sockets);
-        let shape = device.tx.iter().find_map(|p| SynShape::capture(p))?;
-        device.tx.clear();
+        let shape = device.transmitted().find_map(|p| SynShape::capture(p))?;
+        let _ = device.take_transmitted();
         let leg = TcpLeg {
             iface,
             device,
@@ -282,7 +229,7 @@ impl TcpLeg {
 
     /// Handles one IP packet from the server.
     pub(crate) fn handle_packet(&mut self, now_us: u64, packet: &[u8]) {
-        self.device.rx.push_back(packet.to_vec());
+        self.device.push_received(packet.to_vec());
         self.drive(now_us);
     }
 
@@ -300,7 +247,7 @@ impl TcpLeg {
 
     /// The next IP packet to send.
     pub(crate) fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        self.device.tx.pop_front()
+        self.device.pop_transmitted()
     }
 
     /// Reads received bytes into `buf`; returns how many.

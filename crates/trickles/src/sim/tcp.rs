@@ -43,13 +43,11 @@
 //! comes no later than without it, but still a whole round trip after what Trickles' SYN
 //! with data achieves (§2.6, §6.1).
 
-use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
 use netsim::{Instant, Node, Outbox, Simulator};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
-use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
 use smoltcp::socket::tcp::{self, CongestionControl};
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr, Ipv4Packet, TcpPacket};
@@ -102,79 +100,9 @@ impl Default for TcpConfig {
     }
 }
 
-/// A [`Device`] over two in-memory queues: packets delivered by the simulator wait in
-/// `rx` for the interface; packets the interface emits collect in `tx` for the simulator.
-#[derive(Debug)]
-pub struct SimDevice {
-    rx: VecDeque<Vec<u8>>,
-    tx: Vec<Vec<u8>>,
-    mtu: usize,
-}
-
-impl SimDevice {
-    /// An empty device carrying IP packets of at most `mtu` bytes.
-    pub fn new(mtu: usize) -> Self {
-        SimDevice {
-            rx: VecDeque::new(),
-            tx: Vec::new(),
-            mtu,
-        }
-    }
-
-    /// Queues `packet` for the interface, as if it had arrived.
-    pub fn push_received(&mut self, packet: Vec<u8>) {
-        self.rx.push_back(packet);
-    }
-
-    /// Takes the packets the interface emitted, oldest first.
-    pub fn take_transmitted(&mut self) -> Vec<Vec<u8>> {
-        core::mem::take(&mut self.tx)
-    }
-}
-
-/// Hands one received packet to the interface.
-#[derive(Debug)]
-pub struct RxToken(Vec<u8>);
-
-/// Lets the interface write one packet into the device's transmit queue.
-#[derive(Debug)]
-pub struct TxToken<'a>(&'a mut Vec<Vec<u8>>);
-
-impl phy::RxToken for RxToken {
-    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        f(&self.0)
-    }
-}
-
-impl phy::TxToken for TxToken<'_> {
-    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
-        let mut packet = vec![0; len];
-        let r = f(&mut packet);
-        self.0.push(packet);
-        r
-    }
-}
-
-impl Device for SimDevice {
-    type RxToken<'a> = RxToken;
-    type TxToken<'a> = TxToken<'a>;
-
-    fn receive(&mut self, _: SmolInstant) -> Option<(RxToken, TxToken<'_>)> {
-        let packet = self.rx.pop_front()?;
-        Some((RxToken(packet), TxToken(&mut self.tx)))
-    }
-
-    fn transmit(&mut self, _: SmolInstant) -> Option<TxToken<'_>> {
-        Some(TxToken(&mut self.tx))
-    }
-
-    fn capabilities(&self) -> DeviceCapabilities {
-        let mut caps = DeviceCapabilities::default();
-        caps.medium = Medium::Ip;
-        caps.max_transmission_unit = self.mtu;
-        caps
-    }
-}
+/// The simulations' smoltcp device: two in-memory queues of whole IP packets (the TCP
+/// fallback's [`MemDevice`](crate::compat::MemDevice)).
+pub use crate::compat::MemDevice as SimDevice;
 
 /// What a TCP host does above its socket.
 #[derive(Debug)]
@@ -418,7 +346,7 @@ impl TcpHost {
                 break;
             }
         }
-        for packet in self.device.tx.drain(..) {
+        for packet in self.device.take_transmitted() {
             TcpHost::inspect(&mut self.role, &packet);
             self.segments_out += 1;
             out.send(self.send_iface, packet);
@@ -435,7 +363,7 @@ impl TcpHost {
 impl Node for TcpHost {
     fn handle_packet(&mut self, now: Instant, _iface: usize, packet: Vec<u8>, out: &mut Outbox) {
         self.segments_in += 1;
-        self.device.rx.push_back(packet);
+        self.device.push_received(packet);
         self.drive(now, out);
     }
 
