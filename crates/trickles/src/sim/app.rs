@@ -483,7 +483,9 @@ impl Application for ObjectApp {
 /// Request `k` is the line `GET <k> <len>\n` (`LAST` before the newline on the final one):
 /// object `k` has `len` bytes, byte `i` being [`object_byte`]`(k · region + i)`, and lives
 /// at `k · region .. k · region + len` of the output; the rest of its region is never
-/// filled and the client skips it (SKIP). Each response carries the output continuation
+/// filled and the client skips it (SKIP). An object longer than its region is cut at the
+/// region's end: §5.2's continuation of such an object into a fresh region is not built
+/// yet, so choose `region` at least the largest object. Each response carries the output continuation
 /// of the object it serves (MACed, app data = `k`, `len`, last).
 ///
 /// With `parallel`, every request packet is a whole request, answered on its own: the
