@@ -2,7 +2,7 @@
 //! simulated links as [`run`](super::run), so Trickles can be compared with TCP.
 //!
 //! Two hosts, each an [`Interface`] (`Medium::Ip`) with a [`SocketSet`] holding one
-//! [`tcp::Socket`], driven through [`SimDevice`], a [`Device`] over in-memory queues.
+//! [`tcp::Socket`], driven through [`SimDevice`], a [`Device`](smoltcp::phy::Device) over in-memory queues.
 //! Frames on the links are whole IPv4 packets as smoltcp emits them (20-byte IP header,
 //! TCP header, data), not the Trickles hosts' 8-byte address prefix: the two TCP hosts only
 //! talk to each other.
