@@ -8,6 +8,10 @@ use std::path::PathBuf;
 use clap::Parser;
 use waist::repro::{Options, esp_aggregation, esp_fig8, ess_collisions, ess_fig11, snap_table2};
 
+/// The SNAP table times real round trips: it takes this lock exclusively, every other test
+/// here shares it, so nothing else in this binary runs while it measures.
+static TIMING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 fn out_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("waist-test-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -27,6 +31,7 @@ fn is_png(path: &PathBuf) -> bool {
 
 #[test]
 fn demo_shows_expiry_on_schedule_refusal_and_rate_sizing() {
+    let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
     let text = run(&["waist", "demo"]);
     // Each binding vanishes exactly τ = 10 s after creation; writes did not move 0xb0b's.
     assert!(text.contains("t =  10.0 s  expired: 0xa11ce "), "{text}");
@@ -80,6 +85,7 @@ fn demo_shows_expiry_on_schedule_refusal_and_rate_sizing() {
 
 #[test]
 fn aggregation_reports_ours_beside_the_papers() {
+    let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
     let opts = Options {
         dir: out_dir("aggregation"),
         log2: 12,
@@ -113,6 +119,7 @@ fn aggregation_reports_ours_beside_the_papers() {
 
 #[test]
 fn fig11_matches_chaining_theory_and_the_papers_claims() {
+    let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
     let opts = Options {
         dir: out_dir("fig11"),
         log2: 12,
@@ -137,6 +144,7 @@ fn fig11_matches_chaining_theory_and_the_papers_claims() {
 
 #[test]
 fn collisions_reproduce_fig2_and_the_billion_tag_claim() {
+    let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
     let opts = Options {
         dir: out_dir("collisions"),
         log2: 12,
@@ -158,11 +166,13 @@ fn collisions_reproduce_fig2_and_the_billion_tag_claim() {
 
 #[test]
 fn unknown_repro_is_rejected() {
+    let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
     assert!(waist::Cli::try_parse_from(["waist", "repro", "no-such-figure"]).is_err());
 }
 
 #[test]
 fn fig8_writes_every_curve_and_the_papers_point() {
+    let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
     let opts = Options {
         dir: out_dir("fig8"),
         log2: 12,
@@ -199,6 +209,7 @@ fn fig8_writes_every_curve_and_the_papers_point() {
 
 #[test]
 fn fig8_is_a_repro_name() {
+    let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
     let cli = waist::Cli::try_parse_from(["waist", "repro", "esp-fig8", "--seed", "5"]).unwrap();
     assert!(matches!(
         cli.command,
@@ -212,6 +223,7 @@ fn fig8_is_a_repro_name() {
 
 #[test]
 fn snap_table2_prints_per_packet_and_per_byte_costs_beside_the_papers() {
+    let _alone = TIMING.write().unwrap_or_else(|e| e.into_inner());
     let opts = Options {
         dir: out_dir("snap-table2"),
         log2: 12,
@@ -266,6 +278,7 @@ fn snap_table2_prints_per_packet_and_per_byte_costs_beside_the_papers() {
 
 #[test]
 fn snap_table2_is_a_repro_name() {
+    let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
     let cli =
         waist::Cli::try_parse_from(["waist", "repro", "snap-table2", "--runs", "10"]).unwrap();
     assert!(matches!(
