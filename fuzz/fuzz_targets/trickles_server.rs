@@ -223,7 +223,16 @@ fn check_reply(server: &mut Server, now: u64, seg: &[u8]) {
         assert_eq!(resp.kind, r.kind);
         assert_eq!(resp.packet_number, r.packet_number);
         assert_eq!(resp.nonce, r.nonce);
-        assert_eq!(resp.continuation, r.continuation);
+        // A request that asked for delta encoding gets the delta in place of the full
+        // continuation (whose tag it carries).
+        match &r.delta {
+            Some(d) => {
+                assert_eq!(resp.delta.as_ref(), Some(d));
+                assert_eq!(resp.continuation, None);
+                assert_eq!(Some(d.tag), r.continuation.map(|c| c.tag));
+            }
+            None => assert_eq!(resp.continuation, r.continuation),
+        }
         assert_eq!(resp.user_continuation, ucont);
         assert_eq!(resp.data.len(), r.allowed());
         assert_eq!(resp.offset, r.range.map_or(0, |r| r.start));
