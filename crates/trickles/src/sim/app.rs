@@ -651,40 +651,30 @@ impl Application for PipelineApp {
                 }
             }
         }
-        // Per response: the input continuation on the first one that carries a transport
-        // continuation (a new packet the client resolves the request's data with; not a
-        // retransmission), then the new object's output continuation, else the one the
-        // request came with.
-        let n = msk.responses().len();
-        let input_at = msk
-            .responses()
-            .iter()
-            .position(|r| r.continuation.is_some() || r.delta.is_some())
-            .unwrap_or(0);
-        for i in 0..n {
-            let _ = match (i == input_at, next_input, outputs.first()) {
-                (true, Some((consumed, lines)), out) => {
-                    let state = lines.to_be_bytes();
-                    let uc = UserContinuation::Input {
+        // Every response that carries a transport continuation also carries the input
+        // continuation (so the stream goes on whichever of them arrives) bundled with the
+        // new object's output continuation; else the new output continuation; else the
+        // one the request came with.
+        let input = next_input.and_then(|(consumed, lines)| {
+            let state = lines.to_be_bytes();
+            self.key
+                .seal(
+                    &conn,
+                    &UserContinuation::Input {
                         consumed,
                         state: &state,
-                    };
-                    // With the new object's output continuation in a bundle: this may be
-                    // the only response, and the client needs both.
-                    let sealed = self.key.seal(&conn, &uc).ok();
-                    let both = sealed.as_deref().and_then(|input| match out {
-                        Some(out) => bundle(&[input, out]),
-                        None => Some(input.to_vec()),
-                    });
-                    match both {
-                        Some(b) => msk.set_ucont(i, &b),
-                        None => Ok(()),
-                    }
-                }
-                (_, _, Some(out)) => msk.set_ucont(i, out),
-                _ if !ucont.is_empty() => msk.set_ucont(i, &ucont),
-                _ => Ok(()),
-            };
+                    },
+                )
+                .ok()
+        });
+        let reply = match (input, outputs.first()) {
+            (Some(input), Some(out)) => bundle(&[&input, out]),
+            (Some(input), None) => Some(input),
+            (None, Some(out)) => Some(out.clone()),
+            (None, None) => (!ucont.is_empty()).then_some(ucont),
+        };
+        if let Some(reply) = reply {
+            msk.set_ucont_all(&reply);
         }
         self.serve(msk, server, &known, sink);
     }
