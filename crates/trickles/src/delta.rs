@@ -66,7 +66,7 @@
 
 use crate::cc::Params;
 use crate::continuation::{Continuation, EpochStart};
-use crate::wire::WireError;
+use crate::wire::{Reader, WireError, Writer};
 
 /// Length of a delta that carries only the unpredictable fields: bitmap, RTT, timestamp,
 /// tag.
@@ -236,7 +236,7 @@ impl ContinuationDelta {
     /// [`ContinuationDelta::buffer_len`], or [`WireError::BadLength`] if `out` is too
     /// small.
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
-        let mut w = Put { out, pos: 0 };
+        let mut w = Writer::new(out);
         w.put(&self.present().to_be_bytes())?;
         w.put(&self.rtt_us.to_be_bytes())?;
         w.put(&self.timestamp_ms.to_be_bytes())?;
@@ -271,7 +271,7 @@ impl ContinuationDelta {
             w.put(&v.to_be_bytes())?;
         }
         w.put(&self.tag)?;
-        Ok(w.pos)
+        Ok(w.written())
     }
 
     /// Parses a delta from the front of `bytes`; returns it and how many bytes it took
@@ -281,7 +281,7 @@ impl ContinuationDelta {
     /// [`WireError::Continuation`] for a reserved presence bit or an unknown
     /// `epoch_start` byte.
     pub fn parse(bytes: &[u8]) -> Result<(ContinuationDelta, usize), WireError> {
-        let mut r = Take { rest: bytes };
+        let mut r = Reader::new(bytes);
         let present = u16::from_be_bytes(r.array()?);
         if present & !bit::ALL != 0 {
             return Err(WireError::Continuation);
@@ -289,19 +289,19 @@ impl ContinuationDelta {
         let on = |b: u16| present & b != 0;
         let rtt_us = u32::from_be_bytes(r.array()?);
         let timestamp_ms = u32::from_be_bytes(r.array()?);
-        let number = r.opt(on(bit::NUMBER), u32::from_be_bytes)?;
-        let tcp_base = r.opt(on(bit::TCP_BASE), u32::from_be_bytes)?;
-        let start_cwnd = r.opt(on(bit::START_CWND), u16::from_be_bytes)?;
-        let ssthresh = r.opt(on(bit::SSTHRESH), u16::from_be_bytes)?;
-        let proof_start = r.opt(on(bit::PROOF_START), u32::from_be_bytes)?;
-        let epoch_start = match r.opt(on(bit::EPOCH_START), u8::from_be_bytes)? {
+        let number = opt(&mut r, on(bit::NUMBER), u32::from_be_bytes)?;
+        let tcp_base = opt(&mut r, on(bit::TCP_BASE), u32::from_be_bytes)?;
+        let start_cwnd = opt(&mut r, on(bit::START_CWND), u16::from_be_bytes)?;
+        let ssthresh = opt(&mut r, on(bit::SSTHRESH), u16::from_be_bytes)?;
+        let proof_start = opt(&mut r, on(bit::PROOF_START), u32::from_be_bytes)?;
+        let epoch_start = match opt(&mut r, on(bit::EPOCH_START), u8::from_be_bytes)? {
             Some(b) => Some(EpochStart::try_from(b)?),
             None => None,
         };
-        let rtx = r.opt(on(bit::RTX), u8::from_be_bytes)?;
-        let site = r.opt(on(bit::SITE), u16::from_be_bytes)?;
-        let key_epoch = r.opt(on(bit::KEY_EPOCH), u8::from_be_bytes)?;
-        let conn_nonce = r.opt(on(bit::CONN_NONCE), u64::from_be_bytes)?;
+        let rtx = opt(&mut r, on(bit::RTX), u8::from_be_bytes)?;
+        let site = opt(&mut r, on(bit::SITE), u16::from_be_bytes)?;
+        let key_epoch = opt(&mut r, on(bit::KEY_EPOCH), u8::from_be_bytes)?;
+        let conn_nonce = opt(&mut r, on(bit::CONN_NONCE), u64::from_be_bytes)?;
         let tag = r.array()?;
         let delta = ContinuationDelta {
             rtt_us,
@@ -318,54 +318,20 @@ impl ContinuationDelta {
             key_epoch,
             conn_nonce,
         };
-        Ok((delta, bytes.len() - r.rest.len()))
+        Ok((delta, bytes.len() - r.remaining()))
     }
 }
 
-/// Bounds-checked reads off the front of a delta.
-struct Take<'a> {
-    rest: &'a [u8],
-}
-
-impl Take<'_> {
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
-        let (head, rest) = self
-            .rest
-            .split_first_chunk::<N>()
-            .ok_or(WireError::Truncated)?;
-        self.rest = rest;
-        Ok(*head)
-    }
-
-    /// The next field, decoded with `from`, if `on`.
-    fn opt<const N: usize, T>(
-        &mut self,
-        on: bool,
-        from: fn([u8; N]) -> T,
-    ) -> Result<Option<T>, WireError> {
-        if on {
-            Ok(Some(from(self.array()?)))
-        } else {
-            Ok(None)
-        }
-    }
-}
-
-/// Bounds-checked writes to the front of a buffer.
-struct Put<'a> {
-    out: &'a mut [u8],
-    pos: usize,
-}
-
-impl Put<'_> {
-    fn put(&mut self, bytes: &[u8]) -> Result<(), WireError> {
-        let end = self.pos.saturating_add(bytes.len());
-        self.out
-            .get_mut(self.pos..end)
-            .ok_or(WireError::BadLength)?
-            .copy_from_slice(bytes);
-        self.pos = end;
-        Ok(())
+/// The next field, decoded with `from`, if `on`.
+fn opt<const N: usize, T>(
+    r: &mut Reader<'_>,
+    on: bool,
+    from: fn([u8; N]) -> T,
+) -> Result<Option<T>, WireError> {
+    if on {
+        Ok(Some(from(r.array()?)))
+    } else {
+        Ok(None)
     }
 }
 

@@ -70,7 +70,7 @@ use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{MacKey, TAG_LEN};
 use crate::delta::{ContinuationDelta, DELTA_MAX_LEN};
 use crate::server::{EventKind, PlannedResponse, Rejected, Server, ucont_room};
-use crate::wire::{ByteRange, ResponseKind, WireError};
+use crate::wire::{ByteRange, Reader, ResponseKind, WireError};
 
 /// Largest segment a minisocket writes: a response header, continuation, user
 /// continuation and a full payload fit with room to spare.
@@ -345,11 +345,7 @@ impl Minisocket {
         // At most a few dozen responses per request (burst limit and window growth).
         out.extend_from_slice(&(self.responses.len() as u16).to_be_bytes());
         for (resp, ucont) in self.responses.iter().zip(&self.uconts) {
-            out.push(match resp.kind {
-                ResponseKind::Data => 0,
-                ResponseKind::Retransmit => 1,
-                ResponseKind::Reset => 2,
-            });
+            out.push(resp.kind as u8);
             out.extend_from_slice(&resp.packet_number.to_be_bytes());
             out.extend_from_slice(&resp.nonce.to_be_bytes());
             match &resp.continuation {
@@ -404,107 +400,11 @@ impl Minisocket {
         if !key.mac.verify(&[MIGRATION_DOMAIN, body], &tag_array(tag)) {
             return Err(MskError::Mac);
         }
-        let mut r = Cursor { rest: body };
-        if r.u8()? != MIGRATION_VERSION {
-            return Err(MskError::Malformed);
-        }
-        let kind = match r.u8()? {
-            0 => EventKind::Open,
-            1 => EventKind::Request,
-            2 => EventKind::Close,
-            _ => return Err(MskError::Malformed),
-        };
-        let client_addr = r.addr()?;
-        let client_port = r.u16()?;
-        let server_addr = r.addr()?;
-        let server_port = r.u16()?;
-        let conn_nonce = r.u64()?;
-        let stamped = r.u64()?;
+        let (m, stamped) = decode(body).map_err(|_| MskError::Malformed)?;
         if stamped > now_us || now_us - stamped > key.horizon_us {
             return Err(MskError::Stale);
         }
-        let received_us = r.u64()?;
-        let data_offset = match r.u8()? {
-            0 => None,
-            1 => Some(r.u64()?),
-            _ => return Err(MskError::Malformed),
-        };
-        let user_continuation = r.bytes()?.to_vec();
-        let data = r.bytes()?.to_vec();
-        let n = usize::from(r.u16()?);
-        let mut responses = Vec::new();
-        let mut uconts = Vec::new();
-        for _ in 0..n {
-            let kind = match r.u8()? {
-                0 => ResponseKind::Data,
-                1 => ResponseKind::Retransmit,
-                2 => ResponseKind::Reset,
-                _ => return Err(MskError::Malformed),
-            };
-            let packet_number = r.u32()?;
-            let nonce = r.u32()?;
-            let continuation = match r.u8()? {
-                0 => None,
-                1 => Some(
-                    Continuation::parse(r.take(CONTINUATION_LEN)?)
-                        .map_err(|_| MskError::Malformed)?,
-                ),
-                _ => return Err(MskError::Malformed),
-            };
-            let delta = match r.u8()? {
-                0 => None,
-                1 => {
-                    let (d, n) =
-                        ContinuationDelta::parse(r.rest).map_err(|_| MskError::Malformed)?;
-                    r.take(n)?;
-                    Some(d)
-                }
-                _ => return Err(MskError::Malformed),
-            };
-            let range = match r.u8()? {
-                0 => None,
-                1 => Some(ByteRange {
-                    start: r.u64()?,
-                    len: r.u16()?,
-                }),
-                _ => return Err(MskError::Malformed),
-            };
-            let limit = r.u16()?;
-            let ucont = match r.u8()? {
-                0 => None,
-                1 => Some(r.bytes()?.to_vec()),
-                _ => return Err(MskError::Malformed),
-            };
-            responses.push(PlannedResponse {
-                kind,
-                packet_number,
-                nonce,
-                continuation,
-                delta,
-                range,
-                limit,
-            });
-            uconts.push(ucont);
-        }
-        if !r.rest.is_empty() {
-            return Err(MskError::Malformed);
-        }
-        Ok(Minisocket {
-            kind,
-            tuple: FourTuple {
-                client_addr,
-                client_port,
-                server_addr,
-                server_port,
-            },
-            conn_nonce,
-            received_us,
-            user_continuation,
-            data_offset,
-            data,
-            responses,
-            uconts,
-        })
+        Ok(m)
     }
 
     /// Heap bytes this minisocket holds (for the queue's memory accounting).
@@ -579,55 +479,113 @@ fn tag_array(tag: &[u8]) -> [u8; TAG_LEN] {
     t
 }
 
-/// Checked reads over an (authenticated, but still length-checked) buffer.
-struct Cursor<'a> {
-    rest: &'a [u8],
+/// Decodes [`Minisocket::extract`]'s body (MAC already checked): the minisocket and its
+/// stamp. Lengths are still checked: every read goes through the crate's [`Reader`].
+fn decode(body: &[u8]) -> Result<(Minisocket, u64), WireError> {
+    let mut r = Reader::new(body);
+    if r.u8()? != MIGRATION_VERSION {
+        return Err(WireError::BadVersion(0));
+    }
+    let kind = match r.u8()? {
+        0 => EventKind::Open,
+        1 => EventKind::Request,
+        2 => EventKind::Close,
+        k => return Err(WireError::BadKind(k)),
+    };
+    let client_addr = addr(&mut r)?;
+    let client_port = r.u16()?;
+    let server_addr = addr(&mut r)?;
+    let server_port = r.u16()?;
+    let conn_nonce = r.u64()?;
+    let stamped = r.u64()?;
+    let received_us = r.u64()?;
+    let data_offset = present(&mut r)?.then(|| r.u64()).transpose()?;
+    let user_continuation = bytes(&mut r)?.to_vec();
+    let data = bytes(&mut r)?.to_vec();
+    let n = usize::from(r.u16()?);
+    let mut responses = Vec::new();
+    let mut uconts = Vec::new();
+    for _ in 0..n {
+        let kind = ResponseKind::try_from(r.u8()?)?;
+        let packet_number = r.u32()?;
+        let nonce = r.u32()?;
+        let continuation = present(&mut r)?
+            .then(|| Continuation::parse(r.take(CONTINUATION_LEN)?))
+            .transpose()?;
+        let delta = if present(&mut r)? {
+            let rest = r.peek();
+            let (d, used) = ContinuationDelta::parse(rest)?;
+            r.take(used)?;
+            Some(d)
+        } else {
+            None
+        };
+        let range = present(&mut r)?
+            .then(|| -> Result<ByteRange, WireError> {
+                Ok(ByteRange {
+                    start: r.u64()?,
+                    len: r.u16()?,
+                })
+            })
+            .transpose()?;
+        let limit = r.u16()?;
+        let ucont = present(&mut r)?
+            .then(|| bytes(&mut r).map(<[u8]>::to_vec))
+            .transpose()?;
+        responses.push(PlannedResponse {
+            kind,
+            packet_number,
+            nonce,
+            continuation,
+            delta,
+            range,
+            limit,
+        });
+        uconts.push(ucont);
+    }
+    if r.remaining() != 0 {
+        return Err(WireError::BadLength);
+    }
+    let m = Minisocket {
+        kind,
+        tuple: FourTuple {
+            client_addr,
+            client_port,
+            server_addr,
+            server_port,
+        },
+        conn_nonce,
+        received_us,
+        user_continuation,
+        data_offset,
+        data,
+        responses,
+        uconts,
+    };
+    Ok((m, stamped))
 }
 
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], MskError> {
-        if self.rest.len() < n {
-            return Err(MskError::Malformed);
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
+/// A presence byte: 0 or 1.
+fn present(r: &mut Reader<'_>) -> Result<bool, WireError> {
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        b => Err(WireError::BadFlags(b)),
     }
+}
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], MskError> {
-        let mut a = [0u8; N];
-        a.copy_from_slice(self.take(N)?);
-        Ok(a)
+fn addr(r: &mut Reader<'_>) -> Result<Addr, WireError> {
+    match r.u8()? {
+        4 => Ok(Addr::V4(r.array()?)),
+        6 => Ok(Addr::V6(r.array()?)),
+        b => Err(WireError::BadKind(b)),
     }
+}
 
-    fn u8(&mut self) -> Result<u8, MskError> {
-        Ok(self.array::<1>()?[0])
-    }
-
-    fn u16(&mut self) -> Result<u16, MskError> {
-        Ok(u16::from_be_bytes(self.array()?))
-    }
-
-    fn u32(&mut self) -> Result<u32, MskError> {
-        Ok(u32::from_be_bytes(self.array()?))
-    }
-
-    fn u64(&mut self) -> Result<u64, MskError> {
-        Ok(u64::from_be_bytes(self.array()?))
-    }
-
-    fn addr(&mut self) -> Result<Addr, MskError> {
-        match self.u8()? {
-            4 => Ok(Addr::V4(self.array()?)),
-            6 => Ok(Addr::V6(self.array()?)),
-            _ => Err(MskError::Malformed),
-        }
-    }
-
-    fn bytes(&mut self) -> Result<&'a [u8], MskError> {
-        let n = self.u32()? as usize;
-        self.take(n)
-    }
+/// A `u32`-length-prefixed byte string.
+fn bytes<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], WireError> {
+    let n = usize::try_from(r.u32()?).map_err(|_| WireError::BadLength)?;
+    r.take(n)
 }
 
 /// The key replicas share to move minisockets between them, with the longest time an

@@ -57,6 +57,7 @@ use core::fmt;
 
 use crate::conn::{FOUR_TUPLE_MAX_LEN, FourTuple};
 use crate::crypto::{MacKey, TAG_LEN, Tag};
+use crate::wire::Reader;
 
 /// Domain separation: user-continuation tags can never be confused with other MACs made
 /// under the same key.
@@ -137,39 +138,27 @@ impl fmt::Display for UcontError {
     }
 }
 
-/// A little cursor over untrusted bytes: every read is checked.
-struct Reader<'a> {
-    rest: &'a [u8],
-}
+/// The crate's bounds-checked [`Reader`], with truncation reported as a [`UcontError`].
+struct Fields<'a>(Reader<'a>);
 
-impl<'a> Reader<'a> {
+impl<'a> Fields<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], UcontError> {
-        if self.rest.len() < n {
-            return Err(UcontError::Truncated);
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
+        self.0.take(n).map_err(|_| UcontError::Truncated)
     }
 
     fn u8(&mut self) -> Result<u8, UcontError> {
-        Ok(self.take(1)?.first().copied().unwrap_or_default())
+        self.0.u8().map_err(|_| UcontError::Truncated)
     }
 
     fn u16(&mut self) -> Result<u16, UcontError> {
-        let b = self.take(2)?;
-        Ok(u16::from_be_bytes([
-            b.first().copied().unwrap_or_default(),
-            b.get(1).copied().unwrap_or_default(),
-        ]))
+        self.0.u16().map_err(|_| UcontError::Truncated)
     }
 
     fn u64(&mut self) -> Result<u64, UcontError> {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(self.take(8)?);
-        Ok(u64::from_be_bytes(w))
+        self.0.u64().map_err(|_| UcontError::Truncated)
     }
 
+    /// A `u16`-length-prefixed body of at most [`MAX_UCONT_BODY`] bytes.
     fn body(&mut self) -> Result<&'a [u8], UcontError> {
         let n = usize::from(self.u16()?);
         if n > MAX_UCONT_BODY {
@@ -177,13 +166,17 @@ impl<'a> Reader<'a> {
         }
         self.take(n)
     }
+
+    fn is_empty(&self) -> bool {
+        self.0.remaining() == 0
+    }
 }
 
 impl<'a> UserContinuation<'a> {
     /// Reads the standard fields of a sealed user continuation **without verifying it**:
     /// what a client does (it has no key). Returns the continuation and its tag.
     pub fn parse(bytes: &'a [u8]) -> Result<(UserContinuation<'a>, &'a [u8]), UcontError> {
-        let mut r = Reader { rest: bytes };
+        let mut r = Fields(Reader::new(bytes));
         let uc = match r.u8()? {
             KIND_INPUT => {
                 let consumed = r.u64()?;
@@ -210,7 +203,7 @@ impl<'a> UserContinuation<'a> {
             k => return Err(UcontError::BadKind(k)),
         };
         let tag = r.take(TAG_LEN)?;
-        if !r.rest.is_empty() {
+        if !r.is_empty() {
             return Err(UcontError::TrailingBytes);
         }
         Ok((uc, tag))
@@ -394,7 +387,7 @@ pub fn bundle(members: &[&[u8]]) -> Option<Vec<u8>> {
 
 /// The members of a [`bundle`], or `None` if `bytes` is not a well-formed bundle.
 pub fn unbundle(bytes: &[u8]) -> Option<Vec<&[u8]>> {
-    let mut r = Reader { rest: bytes };
+    let mut r = Reader::new(bytes);
     if r.u8().ok()? != KIND_BUNDLE {
         return None;
     }
@@ -404,5 +397,5 @@ pub fn unbundle(bytes: &[u8]) -> Option<Vec<&[u8]>> {
         let n = usize::from(r.u16().ok()?);
         out.push(r.take(n).ok()?);
     }
-    r.rest.is_empty().then_some(out)
+    (r.remaining() == 0).then_some(out)
 }

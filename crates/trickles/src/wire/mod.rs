@@ -178,62 +178,74 @@ pub struct ByteRange {
     pub len: u16,
 }
 
-/// Takes fields off the front of a message; every read is bounds-checked.
-struct Reader<'a> {
+/// Takes fields off the front of a message; every read is bounds-checked. Shared by every
+/// parser in the crate (requests, responses, deltas, user continuations, minisockets).
+pub(crate) struct Reader<'a> {
     rest: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8]) -> Reader<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Reader<'a> {
         Reader { rest: bytes }
     }
 
     /// The next `n` bytes, or [`WireError::Truncated`].
-    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         let (head, rest) = self.rest.split_at_checked(n).ok_or(WireError::Truncated)?;
         self.rest = rest;
         Ok(head)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
         self.take(N)?.try_into().map_err(|_| WireError::Truncated)
     }
 
-    fn u8(&mut self) -> Result<u8, WireError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, WireError> {
         Ok(u8::from_be_bytes(self.array()?))
     }
 
-    fn u16(&mut self) -> Result<u16, WireError> {
+    pub(crate) fn u16(&mut self) -> Result<u16, WireError> {
         Ok(u16::from_be_bytes(self.array()?))
     }
 
-    fn u32(&mut self) -> Result<u32, WireError> {
+    pub(crate) fn u32(&mut self) -> Result<u32, WireError> {
         Ok(u32::from_be_bytes(self.array()?))
     }
 
-    fn u64(&mut self) -> Result<u64, WireError> {
+    pub(crate) fn u64(&mut self) -> Result<u64, WireError> {
         Ok(u64::from_be_bytes(self.array()?))
     }
 
     /// Everything not read yet.
-    fn rest(self) -> &'a [u8] {
+    pub(crate) fn rest(self) -> &'a [u8] {
         self.rest
+    }
+
+    /// Everything not read yet, without consuming it.
+    pub(crate) fn peek(&self) -> &'a [u8] {
+        self.rest
+    }
+
+    /// How many bytes are left to read.
+    pub(crate) fn remaining(&self) -> usize {
+        self.rest.len()
     }
 }
 
-/// Appends fields to an output buffer; every write is bounds-checked.
-struct Writer<'a> {
+/// Appends fields to an output buffer; every write is bounds-checked. Shared by every
+/// emitter in the crate.
+pub(crate) struct Writer<'a> {
     out: &'a mut [u8],
     pos: usize,
 }
 
 impl<'a> Writer<'a> {
-    fn new(out: &'a mut [u8]) -> Writer<'a> {
+    pub(crate) fn new(out: &'a mut [u8]) -> Writer<'a> {
         Writer { out, pos: 0 }
     }
 
     /// Appends `bytes`, or returns [`WireError::BadLength`] if they do not fit.
-    fn put(&mut self, bytes: &[u8]) -> Result<(), WireError> {
+    pub(crate) fn put(&mut self, bytes: &[u8]) -> Result<(), WireError> {
         let end = self
             .pos
             .checked_add(bytes.len())
@@ -253,7 +265,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Bytes written so far.
-    fn written(&self) -> usize {
+    pub(crate) fn written(&self) -> usize {
         self.pos
     }
 }
