@@ -66,20 +66,8 @@ impl Cart {
         items: &[u8],
         sink: &mut dyn FnMut(&[u8]),
     ) {
-        let body = receipt(items);
         msk.set_ucont_all(sealed);
-        let _ = msk.send_with(
-            server,
-            &mut |range, allowed, out| {
-                let start = usize::try_from(range.start).unwrap_or(usize::MAX);
-                let end = start.saturating_add(allowed).min(body.len());
-                if let Some(part) = body.get(start.min(end)..end) {
-                    out.extend_from_slice(part);
-                }
-                end >= body.len()
-            },
-            sink,
-        );
+        let _ = msk.send_object(server, 0, &receipt(items), true, sink);
     }
 
     /// The input state this request leads to: `(consumed, items, partial, checked_out)`.

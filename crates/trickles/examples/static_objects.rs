@@ -162,20 +162,8 @@ impl StaticObjects {
         digest: &[u8],
         sink: &mut dyn FnMut(&[u8]),
     ) {
-        let body = self.body(digest);
         msk.set_ucont_all(ucont);
-        let _ = msk.send_with(
-            server,
-            &mut |range, allowed, out| {
-                let start = usize::try_from(range.start).unwrap_or(usize::MAX);
-                let end = start.saturating_add(allowed).min(body.len());
-                if let Some(part) = body.get(start.min(end)..end) {
-                    out.extend_from_slice(part);
-                }
-                end >= body.len()
-            },
-            sink,
-        );
+        let _ = msk.send_object(server, 0, self.body(digest), true, sink);
     }
 }
 

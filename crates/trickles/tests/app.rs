@@ -511,3 +511,46 @@ proptest! {
         prop_assert!(out.received == PipelineApp::expected(region, n, len));
     }
 }
+
+#[test]
+fn send_object_serves_each_range_from_its_place_in_the_object() {
+    let mut srv = server();
+    let mut q = EventQueue::new(8);
+    let (mut client, s) = syn(12, b"GET");
+    q.push_segment(
+        &mut srv,
+        1_000,
+        tuple(12).client_addr,
+        tuple(12).server_addr,
+        &s,
+    )
+    .unwrap();
+    let msk = q.pop().unwrap();
+    // The SYN asked for 0..1362, 1362..2724, 2724..4086; the object sits at 1362..3362.
+    let object: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
+    let mut segs = Vec::new();
+    let report = msk
+        .send_object(&srv, 1362, &object, true, &mut |x: &[u8]| {
+            segs.push(x.to_vec())
+        })
+        .unwrap();
+    assert_eq!(report.bytes, 2000);
+    let mut by_offset = Vec::new();
+    for x in &segs {
+        let p = trickles::wire::parse_segment(&tuple(12).server_addr, &tuple(12).client_addr, x)
+            .unwrap();
+        let r = trickles::wire::Response::parse(p.payload).unwrap();
+        by_offset.push((r.offset, r.data.to_vec(), r.end_of_stream));
+        let _ = client.handle_segment(2_000, x);
+    }
+    by_offset.sort();
+    assert!(
+        by_offset[0].1.is_empty(),
+        "the range before the object carries none of it"
+    );
+    assert_eq!(by_offset[1].1, object[..1362]);
+    assert_eq!(
+        (by_offset[2].1.as_slice(), by_offset[2].2),
+        (&object[1362..], true)
+    );
+}

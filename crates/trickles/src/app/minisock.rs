@@ -12,6 +12,7 @@
 //! | `msk_send`              | [`Minisocket::send`]                                        |
 //! | `msk_sendv`             | [`Minisocket::sendv`]                                       |
 //! | `msk_sendbulk`          | [`Minisocket::send_with`] (any data source, per response)   |
+//! | (serve an object)       | [`Minisocket::send_object`]: each range out of one buffer   |
 //! | `msk_setucont`          | [`Minisocket::set_ucont`], [`Minisocket::set_ucont_all`]    |
 //! | `msk_drop`              | [`EventQueue::drop_front`] (or dropping a `Minisocket`)      |
 //! | (refuse the connection) | [`Minisocket::refuse`]: a reset instead of the responses    |
@@ -262,6 +263,41 @@ impl Minisocket {
                 let to = range.start.saturating_add(allowed as u64).min(end);
                 gather(iov, from.saturating_sub(base), to.saturating_sub(base), out);
                 end_of_stream && to >= end
+            },
+            sink,
+        )
+    }
+
+    /// Sends the ranges the client asked for out of `object`, whose byte `i` is byte
+    /// `start + i` of the server's output (a static object, a rendered page): each
+    /// response whose range starts inside the object carries what the range holds of it
+    /// (others carry none), and when `last` the response that reaches the object's end
+    /// marks the end of the stream. Consumes the minisocket.
+    pub fn send_object(
+        self,
+        server: &Server,
+        start: u64,
+        object: &[u8],
+        last: bool,
+        sink: &mut dyn FnMut(&[u8]),
+    ) -> Result<SendReport, MskError> {
+        let end = start.saturating_add(object.len() as u64);
+        self.send_with(
+            server,
+            &mut |range, allowed, out| {
+                // A response's data starts at its range's start: a range that begins
+                // before the object gets none of it.
+                let to = range.start.saturating_add(allowed as u64).min(end);
+                if range.start >= start
+                    && let (Ok(a), Ok(b)) = (
+                        usize::try_from(range.start - start),
+                        usize::try_from(to.saturating_sub(start)),
+                    )
+                    && let Some(part) = object.get(a..b)
+                {
+                    out.extend_from_slice(part);
+                }
+                last && to >= end
             },
             sink,
         )

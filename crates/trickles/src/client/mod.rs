@@ -120,11 +120,6 @@ impl From<WireError> for ClientError {
     }
 }
 
-/// The length of the outstanding range at `start` (0 if none).
-fn o_len(outstanding: &BTreeMap<u64, Outstanding>, start: u64) -> u16 {
-    outstanding.get(&start).map_or(0, |o| o.len)
-}
-
 /// A request's plan and the proof it was made from, as sent.
 #[derive(Clone, Copy)]
 struct Planned<'a> {
@@ -411,8 +406,8 @@ impl Client {
             self.recv.set_end(end);
             progress = true;
         }
-        let got = u64::from(o_len(&self.outstanding, resp.offset)).min(resp.data.len() as u64);
         if let Some(o) = self.outstanding.get(&resp.offset).copied()
+            && let got = u64::from(o.len).min(resp.data.len() as u64)
             && (got == 0 || self.recv.has(resp.offset, got))
         {
             if resp.data.len() >= usize::from(o.len) || resp.end_of_stream {

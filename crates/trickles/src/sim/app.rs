@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use netsim::{Instant, LinkConfig, Node, Outbox, Simulator};
 
 use super::object_byte;
-use super::{CLIENT_ADDR, SERVER_ADDR, frame, unframe};
+use super::{CLIENT_ADDR, SERVER_ADDR, flush_client, frame, unframe};
 use crate::app::{EventQueue, MigrationKey, Minisocket, UcontKey, UserContinuation, bundle};
 use crate::client::{Client, ClientConfig, ClientStats};
 use crate::conn::{Addr, FourTuple};
@@ -99,13 +99,6 @@ impl AppHost {
             }
         }
     }
-
-    fn flush_client(client: &mut Client, iface: usize, out: &mut Outbox) {
-        while let Some(seg) = client.poll_transmit() {
-            let t = *client.tuple();
-            out.send(iface, frame(&t.client_addr, &t.server_addr, &seg));
-        }
-    }
 }
 
 impl Node for AppHost {
@@ -147,7 +140,7 @@ impl Node for AppHost {
                     let _ = client.handle_segment(now.ticks(), tcp);
                 }
                 read_all(client, received, progress, now.ticks());
-                AppHost::flush_client(client, *send_iface, out);
+                flush_client(client, *send_iface, out);
                 false
             }
         };
@@ -160,7 +153,7 @@ impl Node for AppHost {
         match self {
             AppHost::Client { client, iface, .. } => {
                 client.handle_timeout(now.ticks());
-                AppHost::flush_client(client, *iface, out);
+                flush_client(client, *iface, out);
             }
             AppHost::Server { deadline, .. } => {
                 if deadline.is_some_and(|d| now.ticks() >= d) {
@@ -309,7 +302,7 @@ pub fn run_app(
                     client.send_data(r);
                 }
             }
-            AppHost::flush_client(client, *iface, out);
+            flush_client(client, *iface, out);
         }
     });
     let limit = Instant::from_ticks(run.time_limit_us);

@@ -132,30 +132,18 @@ impl TricklesHost {
         if let Some(offset) = reply.event.data_offset {
             self.inbox.push((offset, reply.event.data.to_vec()));
         }
-        let len = match reply.event.kind {
-            EventKind::Open => {
-                if self.syn_data.is_empty() {
-                    self.syn_data = reply.event.data.to_vec();
-                }
-                reply.event.data.first_chunk::<8>()
-            }
-            EventKind::Request => reply.event.user_continuation.first_chunk::<8>(),
-            EventKind::Close => None,
-        };
-        let Some(len) = len.map(|b| u64::from_be_bytes(*b)) else {
+        if reply.event.kind == EventKind::Open && self.syn_data.is_empty() {
+            self.syn_data = reply.event.data.to_vec();
+        }
+        let Some(len) = super::object_len(&reply.event) else {
             return;
         };
         let tuple = reply.event.tuple;
         let mut buf = vec![0u8; 2048];
+        let ucont = len.to_be_bytes();
+        let mut data = Vec::new();
         for resp in &reply.responses {
-            let mut data = Vec::new();
-            let mut eos = false;
-            if let Some(r) = resp.range {
-                let end = r.start.saturating_add(resp.allowed() as u64).min(len);
-                data.extend((r.start.min(end)..end).map(object_byte));
-                eos = end >= len;
-            }
-            let ucont = len.to_be_bytes();
+            let eos = super::object_data(resp, len, &mut data);
             if let Ok(n) = self.server.emit(&tuple, resp, &ucont, &data, eos, &mut buf)
                 && let Some(p) = ip::wrap(
                     &tuple.server_addr,

@@ -21,7 +21,7 @@ use crate::client::{Client, ClientConfig, ClientStats};
 use crate::conn::{Addr, FourTuple};
 use crate::continuation::CONTINUATION_LEN;
 use crate::crypto::KeyConfig;
-use crate::server::{EventKind, Rejected, Server, ServerConfig};
+use crate::server::{Event, EventKind, PlannedResponse, Rejected, Server, ServerConfig};
 
 /// Byte `i` of every simulated object: position-dependent, so misplaced data shows.
 pub fn object_byte(i: u64) -> u8 {
@@ -102,6 +102,38 @@ fn frame(src: &Addr, dst: &Addr, tcp: &[u8]) -> Vec<u8> {
     f
 }
 
+/// The length of the object a request of the simulations' application names: the SYN's
+/// data, then the user continuation that echoes it (8 bytes, big-endian each); `None` for
+/// a CLOSE or anything else.
+fn object_len(event: &Event<'_>) -> Option<u64> {
+    let bytes = match event.kind {
+        EventKind::Open => event.data,
+        EventKind::Request => event.user_continuation,
+        EventKind::Close => return None,
+    };
+    bytes.first_chunk::<8>().map(|b| u64::from_be_bytes(*b))
+}
+
+/// Fills `data` (cleared first) with the bytes of an object of `len` bytes that `resp`
+/// may carry; returns whether they end the object.
+fn object_data(resp: &PlannedResponse, len: u64, data: &mut Vec<u8>) -> bool {
+    data.clear();
+    let Some(r) = resp.range else {
+        return false;
+    };
+    let end = r.start.saturating_add(resp.allowed() as u64).min(len);
+    data.extend((r.start.min(end)..end).map(object_byte));
+    end >= len
+}
+
+/// Sends everything `client` has queued on `iface`, framed.
+fn flush_client(client: &mut Client, iface: usize, out: &mut Outbox) {
+    while let Some(seg) = client.poll_transmit() {
+        let t = *client.tuple();
+        out.send(iface, frame(&t.client_addr, &t.server_addr, &seg));
+    }
+}
+
 fn unframe(f: &[u8]) -> Option<(Addr, Addr, &[u8])> {
     let (src, rest) = f.split_first_chunk::<4>()?;
     let (dst, tcp) = rest.split_first_chunk::<4>()?;
@@ -119,13 +151,6 @@ impl Host {
             stats: ServerStats::default(),
             inbox: Vec::new(),
             log: None,
-        }
-    }
-
-    fn flush_client(client: &mut Client, iface: usize, out: &mut Outbox) {
-        while let Some(seg) = client.poll_transmit() {
-            let t = *client.tuple();
-            out.send(iface, frame(&t.client_addr, &t.server_addr, &seg));
         }
     }
 
@@ -159,34 +184,15 @@ impl Host {
         if let Some(offset) = reply.event.data_offset {
             inbox.push((offset, reply.event.data.to_vec()));
         }
-        let len = match reply.event.kind {
-            EventKind::Open => reply
-                .event
-                .data
-                .first_chunk::<8>()
-                .map(|b| u64::from_be_bytes(*b)),
-            EventKind::Request => reply
-                .event
-                .user_continuation
-                .first_chunk::<8>()
-                .map(|b| u64::from_be_bytes(*b)),
-            EventKind::Close => {
-                stats.closes += 1;
-                None
-            }
+        stats.closes += u64::from(reply.event.kind == EventKind::Close);
+        let Some(len) = object_len(&reply.event) else {
+            return;
         };
-        let Some(len) = len else { return };
         let ucont = len.to_be_bytes();
         let mut data = Vec::new();
         let mut buf = alloc::vec![0u8; 2048];
         for resp in &reply.responses {
-            data.clear();
-            let mut eos = false;
-            if let Some(r) = resp.range {
-                let end = r.start.saturating_add(resp.allowed() as u64).min(len);
-                data.extend((r.start.min(end)..end).map(object_byte));
-                eos = end >= len;
-            }
+            let eos = object_data(resp, len, &mut data);
             if let Ok(n) = server.emit(&reply.event.tuple, resp, &ucont, &data, eos, &mut buf) {
                 stats.responses += 1;
                 stats.response_bytes += n as u64;
@@ -251,7 +257,7 @@ impl Node for Host {
                     }
                     received.extend_from_slice(buf.get(..n).unwrap_or_default());
                 }
-                Host::flush_client(client, *send_iface, out);
+                flush_client(client, *send_iface, out);
             }
         }
     }
@@ -259,7 +265,7 @@ impl Node for Host {
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         if let Host::Client { client, iface, .. } = self {
             client.handle_timeout(now.ticks());
-            Host::flush_client(client, *iface, out);
+            flush_client(client, *iface, out);
         }
     }
 
@@ -410,7 +416,7 @@ fn run_inner(
                 .map(|i| object_byte(UPLOAD_BASE + i))
                 .collect();
             client.send_data(&upload);
-            Host::flush_client(client, *iface, out);
+            flush_client(client, *iface, out);
         }
     });
     let limit = Instant::from_ticks(t.time_limit_us);
@@ -551,7 +557,7 @@ pub fn run_clients(
         sim.act(id, |h, now, out| {
             if let Host::Client { client, iface, .. } = h {
                 client.connect(now.ticks(), &object_len.to_be_bytes());
-                Host::flush_client(client, *iface, out);
+                flush_client(client, *iface, out);
             }
         });
     }
