@@ -1,0 +1,12 @@
+//! # fastpath — trading packet headers for packet processing
+//!
+//! Chandranmenon and Varghese, *Trading Packet Headers for Packet Processing*: source
+//! hashing, threaded indices and the Data Manipulation Layer. (Tour to be written as the
+//! modules land.)
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
