@@ -127,6 +127,7 @@ impl Application for Cart {
                 valid_start: 0,
                 valid_end: len,
                 skip_to: len,
+                follows: None,
                 app: &items,
             };
             let sealed = self.key.seal(&conn, &output).unwrap();

@@ -208,6 +208,7 @@ impl Application for StaticObjects {
                 valid_start: 0,
                 valid_end: len,
                 skip_to: len,
+                follows: None,
                 app: &digest,
             };
             let sealed = self.key.seal(&conn, &output).unwrap();

@@ -76,6 +76,7 @@ impl Application for Watermark {
                     valid_start: 0,
                     valid_end: self.image.len() as u64,
                     skip_to: self.image.len() as u64,
+                    follows: None,
                     app: &param.to_be_bytes(),
                 };
                 (param, self.key.seal(&conn, &output).unwrap())

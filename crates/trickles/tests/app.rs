@@ -36,7 +36,7 @@ fn tuple(port: u16) -> FourTuple {
 
 fn uc_strategy() -> impl Strategy<Value = (u8, u64, u64, Vec<u8>)> {
     (
-        0u8..3,
+        0u8..5,
         any::<u64>(),
         any::<u64>(),
         proptest::collection::vec(any::<u8>(), 0..64),
@@ -53,8 +53,17 @@ fn build(kind: u8, a: u64, b: u64, body: &[u8]) -> UserContinuation<'_> {
             valid_start: a.min(b),
             valid_end: a.max(b),
             skip_to: a.max(b).saturating_add(a % 1000),
+            follows: None,
             app: body,
         },
+        2 => UserContinuation::Output {
+            valid_start: a.min(b),
+            valid_end: a.max(b),
+            skip_to: a.max(b),
+            follows: Some(b ^ a),
+            app: body,
+        },
+        3 => UserContinuation::Overflow { at: a, state: body },
         _ => UserContinuation::Opaque(body),
     }
 }
@@ -125,6 +134,7 @@ fn every_bit_flip_of_a_sealed_ucont_is_rejected() {
                 valid_start: 10,
                 valid_end: 5000,
                 skip_to: 8000,
+                follows: None,
                 app: b"/obj",
             },
         )
@@ -486,19 +496,21 @@ proptest! {
 
     /// Parallel objects in sparse regions (§5.2), requested in parallel or through one
     /// input stream, under loss both ways and reordering: the client reads exactly each
-    /// object in order, the unused part of every region skipped.
+    /// object in order, the unused part of every region skipped. Through an input
+    /// stream, an object longer than its region goes on through a fresh input
+    /// continuation into fresh regions, and still arrives whole and in order (in parallel
+    /// mode it is cut at its region's end).
     #[test]
     fn any_interleaving_of_parallel_objects_reassembles_each_object(
         n in 1u64..8,
         len in 1u64..30_000,
-        spare in 0u64..20_000,
+        region in 2_000u64..40_000,
         parallel in any::<bool>(),
         loss in 0u32..50_000,
         jitter in 0u64..3_000,
         seed in any::<u64>(),
     ) {
         use trickles::sim::app::PipelineApp;
-        let region = len + spare;
         let (s, c) = cfgs();
         let mut run = AppRun::new(5_000, PipelineApp::requests(n, len));
         run.framed = parallel;
@@ -508,7 +520,8 @@ proptest! {
         run.seed = seed;
         let out = run_app(&run, &|| Box::new(PipelineApp::new(&[3; 16], region, parallel)), s, c);
         prop_assert!(out.complete, "{:?} {:?}", out.client, out.server);
-        prop_assert!(out.received == PipelineApp::expected(region, n, len));
+        let want = PipelineApp::new(&[3; 16], region, parallel).expected(n, len);
+        prop_assert!(out.received == want, "{} bytes, want {}", out.received.len(), want.len());
     }
 }
 
@@ -553,4 +566,49 @@ fn send_object_serves_each_range_from_its_place_in_the_object() {
         (by_offset[2].1.as_slice(), by_offset[2].2),
         (&object[1362..], true)
     );
+}
+
+/// §5.2: objects longer than their regions, requested through one input stream, go on
+/// through fresh input continuations into fresh regions: each arrives whole and in
+/// order, with and without loss.
+#[test]
+fn objects_longer_than_their_regions_continue_in_fresh_regions() {
+    use trickles::sim::app::PipelineApp;
+    for (n, len, region, loss) in [
+        (1, 10_000, 3_000, 0),
+        (4, 20_000, 8_192, 0),
+        (5, 9_000, 4_000, 20_000),
+        (3, 50_000, 7_000, 10_000),
+    ] {
+        let (s, c) = cfgs();
+        let mut run = AppRun::new(5_000, PipelineApp::requests(n, len));
+        run.loss_fwd_ppm = loss;
+        run.loss_rev_ppm = loss;
+        let app = || Box::new(PipelineApp::new(&[3; 16], region, false)) as Box<_>;
+        let out = run_app(&run, &app, s, c);
+        assert!(
+            out.complete,
+            "n {n} len {len} region {region}: {:?}",
+            out.client
+        );
+        let want = PipelineApp::new(&[3; 16], region, false).expected(n, len);
+        assert_eq!(
+            out.received.len(),
+            want.len(),
+            "n {n} len {len} region {region}"
+        );
+        let first = out.received.iter().zip(&want).position(|(a, b)| a != b);
+        if let Some(f) = first {
+            let got = &out.received[f..f + 16];
+            let whence: Vec<(u64, u64)> = (0..n)
+                .flat_map(|k| (0..len).map(move |i| (k, i)))
+                .filter(|&(k, i)| (0..16).all(|j| PipelineApp::byte(k, i + j) == got[j as usize]))
+                .collect();
+            eprintln!("at {f}: bytes of {whence:?}; client {:?}", out.client);
+        }
+        assert!(
+            out.received == want,
+            "n {n} len {len} region {region}: first difference at {first:?}"
+        );
+    }
 }

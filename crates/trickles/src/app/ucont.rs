@@ -18,11 +18,19 @@
 //!   requests sized by its simulation of the server's congestion control. `skip_to` is the
 //!   SKIP notice of §5.2: the object's region of the output space reaches there, and the
 //!   client elides `valid_end..skip_to` (never requests, buffers or delivers it).
+//! * [`UserContinuation::Overflow`] (§5.2): an object longer than its region goes on
+//!   through a fresh input continuation. The notice comes with the region's last bytes;
+//!   the client holds delivery there and sends the notice back in its input stream; the
+//!   server consumes it in stream order, allocates a fresh region, and answers with a new
+//!   input continuation and an output continuation for the next part whose `follows`
+//!   field tells the client to splice it in after the first.
 //! * [`UserContinuation::Opaque`]: anything else the application defines.
 //!
 //! ```text
 //!  kind (1) │ Input:  consumed (8) │ state_len (2) │ state          │ tag (16)
 //!           │ Output: valid_start (8) │ valid_end (8) │ skip_to (8) │ app_len (2) │ app │ tag
+//!           │ Output (kind 6): … │ skip_to (8) │ follows (8) │ app_len (2) │ app │ tag
+//!           │ Overflow: at (8) │ state_len (2) │ state         │ tag (16)
 //!           │ Opaque: body_len (2) │ body                            │ tag (16)
 //!  tag = AES-128-CMAC_K("trickles ucont" ‖ four-tuple ‖ conn_nonce ‖ everything before it)
 //! ```
@@ -43,6 +51,7 @@
 //!     valid_start: 0,
 //!     valid_end: 5000,
 //!     skip_to: 5000,
+//!     follows: None,
 //!     app: b"/index.html",
 //! };
 //! let sealed = key.seal(&conn, &uc).unwrap();
@@ -70,6 +79,9 @@ const KIND_INPUT: u8 = 1;
 const KIND_OUTPUT: u8 = 2;
 const KIND_OPAQUE: u8 = 3;
 const KIND_BUNDLE: u8 = 4;
+const KIND_OVERFLOW: u8 = 5;
+/// An output continuation with `follows` set.
+const KIND_OUTPUT_FOLLOWS: u8 = 6;
 
 /// What a user continuation is bound to: one connection's four-tuple and nonce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,8 +113,31 @@ pub enum UserContinuation<'a> {
         /// SKIP (§5.2): the output from `valid_end` up to here will never be filled (the
         /// rest of the object's region); equal to `valid_end` when there is none.
         skip_to: u64,
+        /// For the continuation of an object that overflowed its region (§5.2, answering
+        /// an [`Overflow`](UserContinuation::Overflow) notice): the offset where the
+        /// previous part's region ended. The client delivers this range right after the
+        /// byte before `follows`, ahead of whatever lies at `follows` in sequence order.
+        follows: Option<u64>,
         /// The application's data (for example an object id).
         app: &'a [u8],
+    },
+    /// §5.2's overflow notice: the object whose region ends at `at` goes on past it. The
+    /// client holds delivery at `at` and sends this notice back to the server **as a
+    /// request of its own in its input stream** (a framed request whose data is the
+    /// sealed notice). An application reading input through input continuations meets it
+    /// there, at its place in the stream, recognises it by opening the request's data
+    /// with its key, and answers with a fresh input continuation and the output
+    /// continuation of the object's next part in a fresh region (`follows: Some(at)`).
+    /// Input is consumed in stream order, so the fresh region is allocated exactly once,
+    /// however often the notice is sent. Send the notice with **every** response serving
+    /// the part ([`Minisocket::set_ucont`](crate::app::Minisocket::set_ucont) on each,
+    /// not only those carrying transport continuations), so the client holds delivery
+    /// before whichever response brings the region's last byte.
+    Overflow {
+        /// Where the full region of the object's current part ends.
+        at: u64,
+        /// The application's data (for example the object id and how far it got).
+        state: &'a [u8],
     },
     /// Application-defined.
     Opaque(&'a [u8]),
@@ -185,10 +220,15 @@ impl<'a> UserContinuation<'a> {
                     state: r.body()?,
                 }
             }
-            KIND_OUTPUT => {
+            kind @ (KIND_OUTPUT | KIND_OUTPUT_FOLLOWS) => {
                 let valid_start = r.u64()?;
                 let valid_end = r.u64()?;
                 let skip_to = r.u64()?;
+                let follows = if kind == KIND_OUTPUT_FOLLOWS {
+                    Some(r.u64()?)
+                } else {
+                    None
+                };
                 if valid_end < valid_start || skip_to < valid_end {
                     return Err(UcontError::BadRange);
                 }
@@ -196,7 +236,15 @@ impl<'a> UserContinuation<'a> {
                     valid_start,
                     valid_end,
                     skip_to,
+                    follows,
                     app: r.body()?,
+                }
+            }
+            KIND_OVERFLOW => {
+                let at = r.u64()?;
+                UserContinuation::Overflow {
+                    at,
+                    state: r.body()?,
                 }
             }
             KIND_OPAQUE => UserContinuation::Opaque(r.body()?),
@@ -213,7 +261,10 @@ impl<'a> UserContinuation<'a> {
     pub fn sealed_len(&self) -> usize {
         let fixed = match self {
             UserContinuation::Input { .. } => 1 + 8 + 2,
-            UserContinuation::Output { .. } => 1 + 24 + 2,
+            UserContinuation::Output { follows, .. } => {
+                1 + 24 + if follows.is_some() { 8 } else { 0 } + 2
+            }
+            UserContinuation::Overflow { .. } => 1 + 8 + 2,
             UserContinuation::Opaque(_) => 1 + 2,
         };
         fixed + self.body().len() + TAG_LEN
@@ -223,6 +274,7 @@ impl<'a> UserContinuation<'a> {
         match *self {
             UserContinuation::Input { state, .. } => state,
             UserContinuation::Output { app, .. } => app,
+            UserContinuation::Overflow { state, .. } => state,
             UserContinuation::Opaque(body) => body,
         }
     }
@@ -242,15 +294,27 @@ impl<'a> UserContinuation<'a> {
                 valid_start,
                 valid_end,
                 skip_to,
+                follows,
                 ..
             } => {
                 if valid_end < valid_start || skip_to < valid_end {
                     return Err(UcontError::BadRange);
                 }
-                out.push(KIND_OUTPUT);
+                out.push(if follows.is_some() {
+                    KIND_OUTPUT_FOLLOWS
+                } else {
+                    KIND_OUTPUT
+                });
                 out.extend_from_slice(&valid_start.to_be_bytes());
                 out.extend_from_slice(&valid_end.to_be_bytes());
                 out.extend_from_slice(&skip_to.to_be_bytes());
+                if let Some(at) = follows {
+                    out.extend_from_slice(&at.to_be_bytes());
+                }
+            }
+            UserContinuation::Overflow { at, .. } => {
+                out.push(KIND_OVERFLOW);
+                out.extend_from_slice(&at.to_be_bytes());
             }
             UserContinuation::Opaque(_) => out.push(KIND_OPAQUE),
         }

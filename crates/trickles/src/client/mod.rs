@@ -389,8 +389,18 @@ impl Client {
             let members = crate::app::unbundle(resp.user_continuation)
                 .unwrap_or_else(|| alloc::vec![resp.user_continuation]);
             for ucont in members {
-                if let Some((from, to)) = self.uconts.learn(ucont) {
+                let learned = self.uconts.learn(ucont);
+                if let Some((from, to)) = learned.skip {
                     self.recv.skip(from, to);
+                }
+                if let Some(at) = learned.overflow {
+                    // §5.2: the object goes on past its region; the server learns so
+                    // from its input stream, at the notice's place in it.
+                    self.recv.hold(at);
+                    self.out.push_framed(ucont);
+                }
+                if let Some((at, to, part_end)) = learned.splice {
+                    self.recv.splice(at, to, part_end);
                 }
                 if let Some(consumed) = input_consumed(ucont) {
                     self.out.input_consumed(consumed);
@@ -401,11 +411,12 @@ impl Client {
         if !resp.data.is_empty() && !self.recv.has(resp.offset, resp.data.len() as u64) {
             progress = true;
         }
-        self.recv.insert(resp.offset, resp.data);
         if resp.end_of_stream {
+            // Before the data: delivery stops there, whatever follows in sequence order.
             self.recv.set_end(end);
             progress = true;
         }
+        self.recv.insert(resp.offset, resp.data);
         if let Some(o) = self.outstanding.get(&resp.offset).copied()
             && let got = u64::from(o.len).min(resp.data.len() as u64)
             && (got == 0 || self.recv.has(resp.offset, got))

@@ -122,7 +122,9 @@ impl Client {
         if let Some(r) = self.lost_ranges.front() {
             return Some(r.start);
         }
-        let end = self.recv.end();
+        // With output continuations known, they alone say what is left: the parts of an
+        // object that overflowed its region lie past the stream's end in sequence order.
+        let end = self.recv.end().filter(|_| !self.uconts.has_outputs());
         if end.is_some_and(|e| self.next_offset >= e) {
             return None;
         }
@@ -163,7 +165,7 @@ impl Client {
             }
             return Some(r);
         }
-        let end = self.recv.end();
+        let end = self.recv.end().filter(|_| !self.uconts.has_outputs());
         if end.is_some_and(|e| self.next_offset >= e) {
             return None;
         }

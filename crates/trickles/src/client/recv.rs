@@ -1,118 +1,223 @@
-//! Receive reassembly: server output bytes, possibly out of order and duplicated, into an
-//! ordered byte stream.
+//! Receive reassembly: server output bytes, possibly out of order and duplicated, into the
+//! byte stream the application reads.
+//!
+//! Delivery normally follows sequence order. Two things bend it (§5.2):
+//!
+//! * **SKIP**: a stretch the server will never fill (the unused rest of an object's
+//!   region) is elided: marked done, never buffered, never waited for;
+//! * **splices**: an object longer than its region goes on in a fresh region further up
+//!   the sequence space. At the end of the full region delivery **holds** until the
+//!   client learns where the next part lies, then **jumps** there, delivers the chain of
+//!   parts, and **returns** to where it left off. When sequence order later reaches a part
+//!   already delivered, it passes over it.
+//!
+//! The state for that is a set of done ranges (delivered or elided, merged) and a few
+//! one-shot links keyed by the offset where they apply.
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
+
+/// What delivery does on reaching an offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    /// An object goes on elsewhere, not known yet: stop here.
+    Wait,
+    /// An object goes on at this offset.
+    To(u64),
+    /// The last part of a spliced object ended here: go back to where the chain began.
+    Return,
+}
 
 /// An ordered byte stream rebuilt from `(offset, bytes)` pieces.
 #[derive(Debug, Default)]
 pub(crate) struct Reassembly {
-    /// The in-order frontier: bytes before this offset are in `ready`, already read, or
-    /// in a skipped region.
-    delivered: u64,
-    /// Offsets below the frontier that were skipped (SKIP), not delivered.
-    skipped: u64,
-    /// Regions the server will never fill (§5.2 SKIP), by start: elided, not delivered.
-    skips: BTreeMap<u64, u64>,
-    /// Pieces beyond `delivered`, keyed by offset.
+    /// The next offset to deliver.
+    cursor: u64,
+    /// Inside a chain of spliced parts: the offset to return to when it ends.
+    ret: Option<u64>,
+    /// `cursor` was reached by a jump, not by delivery: links there do not apply.
+    landed: bool,
+    /// Offsets delivered or elided: disjoint, merged ranges `start → end`.
+    done: BTreeMap<u64, u64>,
+    /// One-shot links by the offset where they apply.
+    links: BTreeMap<u64, Link>,
+    /// Offsets whose splice target is known (a repeated notice must not hold there again).
+    spliced: BTreeSet<u64>,
+    /// Pieces not yet delivered, keyed by offset.
     pending: BTreeMap<u64, Vec<u8>>,
+    /// The longest piece ever inserted (bounds the search for the one covering `cursor`).
+    longest: u64,
     /// In-order bytes not yet read by the application.
     ready: VecDeque<u8>,
     /// Where the stream ends, once the server said so.
     end: Option<u64>,
+    /// Bytes delivered (elided ones not counted).
+    delivered: u64,
 }
 
 impl Reassembly {
     /// Adds the piece `data` at `offset`; duplicates and overlaps are harmless.
     pub(crate) fn insert(&mut self, offset: u64, data: &[u8]) {
         let end = offset.saturating_add(data.len() as u64);
-        if end <= self.delivered || data.is_empty() {
+        if data.is_empty() || self.done_until(offset) >= end {
             return;
         }
-        let skip = self.delivered.saturating_sub(offset) as usize;
-        let (offset, data) = (
-            offset.max(self.delivered),
-            data.get(skip..).unwrap_or_default(),
-        );
-        if offset == self.delivered {
-            self.ready.extend(data);
-            self.delivered = end;
+        self.longest = self.longest.max(data.len() as u64);
+        let keep = self
+            .pending
+            .get(&offset)
+            .is_none_or(|old| old.len() < data.len());
+        if keep {
+            self.pending.insert(offset, data.to_vec());
+        }
+        self.advance();
+    }
+
+    /// Marks `from..to` as a stretch the server will never fill: delivery passes over it
+    /// without delivering, buffering or waiting for anything.
+    pub(crate) fn skip(&mut self, from: u64, to: u64) {
+        if to > from {
+            self.mark_done(from, to);
             self.advance();
-        } else {
-            let keep = self
-                .pending
-                .get(&offset)
-                .is_none_or(|old| old.len() < data.len());
-            if keep {
-                self.pending.insert(offset, data.to_vec());
-            }
         }
     }
 
-    fn drain_pending(&mut self) {
-        while let Some((&off, _)) = self.pending.first_key_value() {
-            if off > self.delivered {
+    /// The object whose region ends at `at` goes on elsewhere: hold delivery at `at` until
+    /// [`Reassembly::splice`] says where.
+    pub(crate) fn hold(&mut self, at: u64) {
+        if !self.spliced.contains(&at) {
+            self.links.insert(at, Link::Wait);
+        }
+    }
+
+    /// The object whose region ends at `at` goes on at `to`, in a part whose region ends
+    /// at `part_end` (where the chain returns, unless that part goes on too).
+    pub(crate) fn splice(&mut self, at: u64, to: u64, part_end: u64) {
+        if self.spliced.insert(at) {
+            self.links.insert(at, Link::To(to));
+        }
+        if !self.spliced.contains(&part_end) {
+            self.links.entry(part_end).or_insert(Link::Return);
+        }
+        self.advance();
+    }
+
+    /// The end of the done range holding `offset`, or `offset` if none does.
+    fn done_until(&self, offset: u64) -> u64 {
+        match self.done.range(..=offset).next_back() {
+            Some((_, &end)) if end > offset => end,
+            _ => offset,
+        }
+    }
+
+    /// Adds `from..to` to the done ranges, merging neighbours.
+    fn mark_done(&mut self, from: u64, to: u64) {
+        let (mut from, mut to) = (from, to);
+        if let Some((&s, &e)) = self.done.range(..=from).next_back()
+            && e >= from
+        {
+            from = s;
+            to = to.max(e);
+        }
+        while let Some((&s, &e)) = self.done.range(from..=to).next() {
+            self.done.remove(&s);
+            to = to.max(e);
+        }
+        self.done.insert(from, to);
+    }
+
+    /// How far delivery may run from `cursor` without crossing a link, a done range or
+    /// the end of the stream.
+    fn stop_after(&self, limit: u64) -> u64 {
+        let after = self.cursor.saturating_add(1);
+        let mut stop = limit;
+        if let Some((&k, _)) = self.links.range(after..).next() {
+            stop = stop.min(k);
+        }
+        if let Some((&s, _)) = self.done.range(after..).next() {
+            stop = stop.min(s);
+        }
+        if let Some(e) = self.end.filter(|&e| e > self.cursor) {
+            stop = stop.min(e);
+        }
+        stop
+    }
+
+    /// The pending piece covering `cursor`, by its offset.
+    fn covering(&self) -> Option<u64> {
+        let floor = self.cursor.saturating_sub(self.longest);
+        self.pending
+            .range(floor..=self.cursor)
+            .rev()
+            .find(|(off, p)| off.saturating_add(p.len() as u64) > self.cursor)
+            .map(|(&off, _)| off)
+    }
+
+    /// Moves delivery as far as the pieces, done ranges and links allow.
+    fn advance(&mut self) {
+        loop {
+            // The end and links apply where delivery *reaches* their offset, the end of
+            // the region before it; a jump that lands on the same offset starts a region.
+            if !self.landed && self.end == Some(self.cursor) {
                 break;
             }
-            let Some((off, piece)) = self.pending.pop_first() else {
+            if !self.landed
+                && let Some(&link) = self.links.get(&self.cursor)
+            {
+                match link {
+                    Link::Wait => break,
+                    Link::To(to) => {
+                        self.links.remove(&self.cursor);
+                        self.ret.get_or_insert(self.cursor);
+                        self.cursor = to;
+                        self.landed = true;
+                    }
+                    Link::Return => {
+                        self.links.remove(&self.cursor);
+                        if let Some(back) = self.ret.take() {
+                            self.cursor = back;
+                            self.landed = true;
+                        }
+                    }
+                }
+                continue;
+            }
+            let until = self.done_until(self.cursor);
+            if until > self.cursor {
+                self.cursor = self.stop_after(until);
+                self.landed = false;
+                continue;
+            }
+            let Some(off) = self.covering() else { break };
+            let Some(piece) = self.pending.get(&off) else {
                 break;
             };
-            let end = off.saturating_add(piece.len() as u64);
-            if end > self.delivered {
-                let skip = (self.delivered - off) as usize;
-                self.ready.extend(piece.get(skip..).unwrap_or_default());
-                self.delivered = end;
+            let piece_end = off.saturating_add(piece.len() as u64);
+            let stop = self.stop_after(piece_end);
+            let from = (self.cursor - off) as usize;
+            let to = (stop - off) as usize;
+            self.ready.extend(piece.get(from..to).unwrap_or_default());
+            if stop == piece_end {
+                self.pending.remove(&off);
             }
+            self.delivered += stop - self.cursor;
+            self.mark_done(self.cursor, stop);
+            self.cursor = stop;
+            self.landed = false;
+        }
+        // Pieces wholly delivered or elided are dropped.
+        while let Some((&off, p)) = self.pending.first_key_value() {
+            if self.done_until(off) < off.saturating_add(p.len() as u64) {
+                break;
+            }
+            self.pending.pop_first();
         }
     }
 
     /// Records that the stream ends at `end`.
-    /// Marks `from..to` as a region the server will never fill: the frontier passes over
-    /// it without delivering anything, buffering nothing, and waiting for nothing.
-    pub(crate) fn skip(&mut self, from: u64, to: u64) {
-        if to <= from || to <= self.delivered {
-            return;
-        }
-        let from = from.max(self.delivered);
-        let entry = self.skips.entry(from).or_insert(to);
-        *entry = (*entry).max(to);
-        self.advance();
-    }
-
-    /// Moves the frontier over pending pieces and skipped regions, as far as they reach.
-    fn advance(&mut self) {
-        loop {
-            self.drain_pending();
-            let Some((&from, &to)) = self.skips.first_key_value() else {
-                break;
-            };
-            if from > self.delivered {
-                break;
-            }
-            self.skips.pop_first();
-            if to > self.delivered {
-                self.skipped += to - self.delivered;
-                self.delivered = to;
-                // Pieces inside the skipped region are dropped.
-                while let Some((&off, _)) = self.pending.first_key_value() {
-                    if off >= to {
-                        break;
-                    }
-                    if let Some((off, piece)) = self.pending.pop_first() {
-                        let end = off.saturating_add(piece.len() as u64);
-                        if end > to {
-                            let keep = (to - off) as usize;
-                            self.pending
-                                .insert(to, piece.get(keep..).unwrap_or_default().to_vec());
-                        }
-                    }
-                }
-            }
-        }
-    }
-
     pub(crate) fn set_end(&mut self, end: u64) {
         self.end = Some(self.end.map_or(end, |e| e.min(end)));
+        self.advance();
     }
 
     /// Where the stream ends, if known.
@@ -120,35 +225,35 @@ impl Reassembly {
         self.end
     }
 
-    /// Bytes received in order so far.
-    /// Bytes delivered in order (skipped regions not counted).
+    /// Bytes delivered (elided stretches not counted).
     pub(crate) fn delivered(&self) -> u64 {
-        self.delivered - self.skipped
-    }
-
-    /// The in-order frontier (offsets, skipped regions included).
-    #[cfg(test)]
-    pub(crate) fn frontier(&self) -> u64 {
         self.delivered
     }
 
-    /// Whether `[start, start + len)` has fully arrived (in order or pending).
-    pub(crate) fn has(&self, start: u64, len: u64) -> bool {
-        let end = start.saturating_add(len);
-        if end <= self.delivered {
-            return true;
-        }
-        // A pending piece covering the range's unread part.
-        let from = start.max(self.delivered);
-        self.pending
-            .range(..=from)
-            .next_back()
-            .is_some_and(|(&off, p)| off.saturating_add(p.len() as u64) >= end)
+    /// The next offset to deliver.
+    #[cfg(test)]
+    pub(crate) fn frontier(&self) -> u64 {
+        self.cursor
     }
 
-    /// Whether every byte up to the known end has arrived.
+    /// Whether `[start, start + len)` has fully arrived (delivered, elided or pending).
+    pub(crate) fn has(&self, start: u64, len: u64) -> bool {
+        let end = start.saturating_add(len);
+        let from = self.done_until(start);
+        if from >= end {
+            return true;
+        }
+        let floor = from.saturating_sub(self.longest);
+        self.pending
+            .range(floor..=from)
+            .any(|(&off, p)| off.saturating_add(p.len() as u64) >= end)
+    }
+
+    /// Whether every byte up to the end has been delivered.
     pub(crate) fn complete(&self) -> bool {
-        self.end.is_some_and(|e| self.delivered >= e)
+        self.end.is_some_and(|e| {
+            (!self.landed && self.cursor == e) || (self.ret.is_none() && self.cursor > e)
+        })
     }
 
     /// Moves up to `buf.len()` in-order bytes into `buf`; returns how many.
@@ -165,7 +270,6 @@ impl Reassembly {
         self.ready.len()
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +311,151 @@ mod tests {
         let mut out = [0u8; 128];
         assert_eq!(r.read(&mut out), 100);
         assert_eq!(&out[..100], &data[..]);
+    }
+
+    #[test]
+    fn spliced_parts_are_delivered_in_object_order() {
+        // Regions of 10: object A = 0..10 then 30..40 then 50..55; object B = 10..20
+        // then 40..45; object C = 20..30 (its region end, 30, is also where A's second
+        // part starts: a link applies where delivery reaches an offset, not where a jump
+        // lands on it).
+        let a: Vec<u8> = (0..25).collect();
+        let b: Vec<u8> = (100..115).collect();
+        let c: Vec<u8> = (200..210).collect();
+        let mut r = Reassembly::default();
+        r.hold(10);
+        r.insert(10, &b[..10]);
+        r.insert(20, &c);
+        r.insert(0, &a[..10]);
+        assert_eq!(r.frontier(), 10, "held at A's region end");
+        r.hold(20);
+        r.splice(10, 30, 40);
+        // The notice that A's second part goes on too comes with its pieces.
+        r.hold(40);
+        r.insert(30, &a[10..20]);
+        assert_eq!(
+            r.frontier(),
+            40,
+            "the chain waits for the return link or more parts"
+        );
+        r.hold(40);
+        r.splice(40, 50, 60);
+        r.skip(55, 60);
+        r.splice(20, 40, 50);
+        r.skip(45, 50);
+        r.insert(50, &a[20..]);
+        assert_eq!(
+            r.frontier(),
+            40,
+            "returned to B, then on to its second part"
+        );
+        r.insert(40, &b[10..]);
+        r.set_end(30);
+        assert!(r.complete());
+        let mut out = [0u8; 64];
+        let n = r.read(&mut out);
+        let want: Vec<u8> = [&a[..], &b[..], &c[..]].concat();
+        assert_eq!(&out[..n], &want[..]);
+        // Late duplicates change nothing.
+        r.insert(30, &a[10..20]);
+        r.hold(10);
+        assert_eq!((r.readable(), r.delivered()), (0, 50));
+    }
+
+    /// One part of an object in the proptest's layout.
+    #[derive(Clone, Copy, Debug)]
+    struct Part {
+        k: usize,
+        base: u64,
+        start: u64,
+        follows: Option<u64>,
+    }
+
+    proptest::proptest! {
+        /// §5.2: objects in regions of `region` bytes, each longer one going on in fresh
+        /// regions handed out in any order, their pieces arriving in any order with
+        /// duplicates, continuations learned as a client learns them (a part's
+        /// description before its data; a notice with every piece of an overflowing
+        /// part): the stream read is each object whole, in object order.
+        #[test]
+        fn any_splice_layout_and_arrival_order_reads_objects_in_order(
+            lens in proptest::collection::vec(1u64..400, 1..6),
+            region in 16u64..200,
+            alloc_order in proptest::collection::vec(proptest::prelude::any::<u32>(), 64),
+            chunk in 1usize..64,
+            order in proptest::collection::vec(proptest::prelude::any::<u32>(), 256),
+        ) {
+            // First parts in regions 0..n, continuations after, in a shuffled order.
+            let mut parts: Vec<Part> = (0..lens.len())
+                .map(|k| Part { k, base: 0, start: k as u64 * region, follows: None })
+                .collect();
+            let mut open: Vec<usize> = (0..parts.len()).filter(|&i| lens[i] > region).collect();
+            let mut next_region = lens.len() as u64;
+            let mut draws = alloc_order.iter().cycle();
+            while !open.is_empty() {
+                let pick = *draws.next().unwrap_or(&0) as usize % open.len();
+                let i = open.swap_remove(pick);
+                let p = parts[i];
+                let part = Part {
+                    k: p.k,
+                    base: p.base + region,
+                    start: next_region * region,
+                    follows: Some(p.start + region),
+                };
+                next_region += 1;
+                parts.push(part);
+                if lens[p.k] - part.base > region {
+                    open.push(parts.len() - 1);
+                }
+            }
+            let object = |k: usize, i: u64| (k as u64 * 7919 + i) as u8;
+            let extent = |p: &Part| p.start + (lens[p.k] - p.base).min(region);
+            // Pieces of every part, shuffled, some twice.
+            let mut pieces: Vec<(usize, u64, u64)> = Vec::new();
+            for (i, p) in parts.iter().enumerate() {
+                let mut at = p.start;
+                while at < extent(p) {
+                    let to = (at + chunk as u64).min(extent(p));
+                    pieces.push((i, at, to));
+                    at = to;
+                }
+            }
+            let mut keys = order.iter().cycle();
+            let mut ordered: Vec<(u32, (usize, u64, u64))> =
+                pieces.iter().map(|&p| (*keys.next().unwrap_or(&0), p)).collect();
+            ordered.extend(pieces.iter().take(3).map(|&p| (u32::MAX, p)));
+            ordered.sort_by_key(|(key, _)| *key);
+            let last = lens.len() - 1;
+            let mut r = Reassembly::default();
+            let mut described = alloc::vec![false; parts.len()];
+            for (_, (i, from, to)) in ordered {
+                let p = parts[i];
+                if !described[i] {
+                    described[i] = true;
+                    let region_end = p.start + region;
+                    if let Some(at) = p.follows {
+                        r.splice(at, p.start, region_end);
+                    }
+                    r.skip(extent(&p), region_end);
+                }
+                let rest = lens[p.k] - p.base;
+                if rest > region {
+                    r.hold(p.start + region);
+                } else if p.k == last && to == extent(&p) {
+                    r.set_end(to);
+                }
+                let data: Vec<u8> = (from..to).map(|o| object(p.k, p.base + o - p.start)).collect();
+                r.insert(from, &data);
+            }
+            proptest::prop_assert!(r.complete());
+            let want: Vec<u8> = lens
+                .iter()
+                .enumerate()
+                .flat_map(|(k, &len)| (0..len).map(move |i| object(k, i)))
+                .collect();
+            let mut out = alloc::vec![0u8; want.len() + 1];
+            let n = r.read(&mut out);
+            proptest::prop_assert_eq!(&out[..n], &want[..]);
+        }
     }
 }

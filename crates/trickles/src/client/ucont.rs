@@ -11,13 +11,20 @@
 //!   stay inside that; an output continuation's SKIP stretch (`valid_end..skip_to`, the
 //!   unused rest of the object's region, §5.2) is never requested, and the reassembly
 //!   passes over it;
+//! * an [`Overflow`](UserContinuation::Overflow) notice (§5.2) holds delivery where the
+//!   object's region ends and goes back to the server once, as a request of its own in
+//!   the client's input stream; the output continuation that answers it (`follows` set)
+//!   splices the object's next part in there;
 //! * otherwise a request carries the user continuation that arrived with the transport
 //!   continuation it spends (opaque application state, or none).
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
 use crate::app::UserContinuation;
+
+/// Most overflow notices a connection answers (objects × parts beyond the first).
+const MAX_NOTICES: usize = 4096;
 
 /// Output continuations by `valid_start`, and the best input continuation.
 #[derive(Debug, Default)]
@@ -26,6 +33,19 @@ pub(super) struct UcontStore {
     outputs: BTreeMap<u64, (u64, u64, Vec<u8>)>,
     /// (`consumed`, sealed bytes) of the input continuation that consumed the most.
     input: Option<(u64, Vec<u8>)>,
+    /// The `at` of every overflow notice already sent back.
+    notices: BTreeSet<u64>,
+}
+
+/// What a user continuation tells the client's delivery.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Learned {
+    /// A SKIP stretch: `valid_end..skip_to`.
+    pub(super) skip: Option<(u64, u64)>,
+    /// A spliced part: (`follows`, `valid_start`, the end of its region `skip_to`).
+    pub(super) splice: Option<(u64, u64, u64)>,
+    /// A new overflow notice at this offset: hold there, and send the notice back.
+    pub(super) overflow: Option<u64>,
 }
 
 /// The `consumed` field of an input continuation.
@@ -49,30 +69,37 @@ pub(super) enum Place {
 
 impl UcontStore {
     /// Files `ucont` (from any response) by its standard fields; others are ignored.
-    /// Returns the SKIP stretch an output continuation announces (`valid_end..skip_to`).
-    pub(super) fn learn(&mut self, ucont: &[u8]) -> Option<(u64, u64)> {
+    pub(super) fn learn(&mut self, ucont: &[u8]) -> Learned {
+        let mut learned = Learned::default();
         match UserContinuation::parse(ucont) {
-            Ok((UserContinuation::Input { consumed, .. }, _)) => {
-                if self.input.as_ref().is_none_or(|(c, _)| consumed > *c) {
-                    self.input = Some((consumed, ucont.to_vec()));
-                }
-                None
+            Ok((UserContinuation::Input { consumed, .. }, _))
+                if self.input.as_ref().is_none_or(|(c, _)| consumed > *c) =>
+            {
+                self.input = Some((consumed, ucont.to_vec()));
             }
             Ok((
                 UserContinuation::Output {
                     valid_start,
                     valid_end,
                     skip_to,
+                    follows,
                     ..
                 },
                 _,
             )) => {
                 self.outputs
                     .insert(valid_start, (valid_end, skip_to, ucont.to_vec()));
-                (skip_to > valid_end).then_some((valid_end, skip_to))
+                learned.skip = (skip_to > valid_end).then_some((valid_end, skip_to));
+                learned.splice = follows.map(|at| (at, valid_start, skip_to));
             }
-            _ => None,
+            // At most MAX_NOTICES: each one queues a request (responses carry no MAC the
+            // client can check, so a forger must not grow the send queue without bound).
+            Ok((UserContinuation::Overflow { at, .. }, _)) if self.notices.len() < MAX_NOTICES => {
+                learned.overflow = self.notices.insert(at).then_some(at);
+            }
+            _ => {}
         }
+        learned
     }
 
     /// The input continuation to send data with.

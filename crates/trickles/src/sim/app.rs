@@ -17,8 +17,9 @@ use alloc::vec::Vec;
 use netsim::{Instant, LinkConfig, Node, Outbox, Simulator};
 
 use super::object_byte;
+pub use super::pipeline::PipelineApp;
 use super::{CLIENT_ADDR, SERVER_ADDR, flush_client, frame, unframe};
-use crate::app::{EventQueue, MigrationKey, Minisocket, UcontKey, UserContinuation, bundle};
+use crate::app::{EventQueue, MigrationKey, Minisocket, UcontKey, UserContinuation};
 use crate::client::{Client, ClientConfig, ClientStats};
 use crate::conn::{Addr, FourTuple};
 use crate::server::EventKind;
@@ -449,6 +450,7 @@ impl Application for ObjectApp {
                     valid_start: 0,
                     valid_end: len,
                     skip_to: len,
+                    follows: None,
                     app: &[],
                 };
                 let Ok(sealed) = self.key.seal(&conn, &output) else {
@@ -468,207 +470,5 @@ impl Application for ObjectApp {
             },
             sink,
         );
-    }
-}
-
-/// Pipelined objects in sparse regions of the output (§5.2, Fig. 14 and Fig. 23).
-///
-/// Request `k` is the line `GET <k> <len>\n` (`LAST` before the newline on the final one):
-/// object `k` has `len` bytes, byte `i` being [`object_byte`]`(k · region + i)`, and lives
-/// at `k · region .. k · region + len` of the output; the rest of its region is never
-/// filled and the client skips it (SKIP). An object longer than its region is cut at the
-/// region's end: §5.2's continuation of such an object into a fresh region is not built
-/// yet, so choose `region` at least the largest object. Each response carries the output continuation
-/// of the object it serves (MACed, app data = `k`, `len`, last).
-///
-/// With `parallel`, every request packet is a whole request, answered on its own: the
-/// client learns a new object's continuation from every request it sends
-/// ([`Client::request`], the paper's `msk_request`). Without, the requests arrive as one
-/// byte stream read through an input continuation one line per request (a server that
-/// parses a sockets-style stream): the client learns one object per round trip.
-pub struct PipelineApp {
-    key: UcontKey,
-    region: u64,
-    parallel: bool,
-}
-
-impl PipelineApp {
-    /// The server application: `region` bytes of output space per object.
-    pub fn new(key: &[u8; 16], region: u64, parallel: bool) -> PipelineApp {
-        PipelineApp {
-            key: UcontKey::new(key),
-            region,
-            parallel,
-        }
-    }
-
-    /// The requests for `n` objects of `len` bytes.
-    pub fn requests(n: u64, len: u64) -> Vec<Vec<u8>> {
-        (0..n)
-            .map(|k| {
-                let last = if k + 1 == n { " LAST" } else { "" };
-                alloc::format!("GET {k} {len}{last}\n").into_bytes()
-            })
-            .collect()
-    }
-
-    /// The output a client must read for [`PipelineApp::requests`]`(n, len)`.
-    pub fn expected(region: u64, n: u64, len: u64) -> Vec<u8> {
-        (0..n)
-            .flat_map(|k| (0..len).map(move |i| object_byte(k * region + i)))
-            .collect()
-    }
-
-    /// Parses one request line (without its newline): `(k, len, last)`.
-    fn parse(line: &[u8]) -> Option<(u64, u64, bool)> {
-        let text = core::str::from_utf8(line).ok()?;
-        let mut words = text.split(' ');
-        if words.next()? != "GET" {
-            return None;
-        }
-        let k = words.next()?.parse().ok()?;
-        let len = words.next()?.parse().ok()?;
-        let last = match words.next() {
-            None => false,
-            Some("LAST") => true,
-            Some(_) => return None,
-        };
-        words.next().is_none().then_some((k, len, last))
-    }
-
-    /// The sealed output continuation of object `k`.
-    fn output(&self, conn: &crate::app::Binding, k: u64, len: u64, last: bool) -> Option<Vec<u8>> {
-        let start = k.checked_mul(self.region)?;
-        let mut app = [0u8; 17];
-        app[..8].copy_from_slice(&k.to_be_bytes());
-        app[8..16].copy_from_slice(&len.to_be_bytes());
-        app[16] = u8::from(last);
-        let uc = UserContinuation::Output {
-            valid_start: start,
-            valid_end: start.checked_add(len.min(self.region))?,
-            skip_to: start.checked_add(self.region)?,
-            app: &app,
-        };
-        self.key.seal(conn, &uc).ok()
-    }
-
-    /// Serves the minisocket's ranges: each from the object whose region holds it.
-    fn serve(
-        &self,
-        msk: Minisocket,
-        server: &Server,
-        ends: &[(u64, u64, bool)],
-        sink: &mut dyn FnMut(&[u8]),
-    ) {
-        let _ = msk.send_with(
-            server,
-            &mut |range, allowed, out| {
-                let Some(&(_, end, last)) = ends
-                    .iter()
-                    .find(|(s, e, _)| *s <= range.start && range.start < *e)
-                else {
-                    return false;
-                };
-                let stop = range.start.saturating_add(allowed as u64).min(end);
-                out.extend((range.start..stop).map(object_byte));
-                last && stop >= end
-            },
-            sink,
-        );
-    }
-}
-
-impl Application for PipelineApp {
-    fn handle(&mut self, mut msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
-        if msk.kind() == EventKind::Close {
-            return;
-        }
-        let conn = msk.binding();
-        // Objects whose ranges this request may ask for: the one its output continuation
-        // names, and any it opens now.
-        let mut known: Vec<(u64, u64, bool)> = Vec::new();
-        let mut outputs: Vec<Vec<u8>> = Vec::new();
-        let ucont = msk.user_continuation().to_vec();
-        let mut input = (0u64, 0u64); // (consumed, lines) of the stream reader
-        match self.key.open(&conn, &ucont) {
-            Ok(UserContinuation::Output {
-                valid_start,
-                valid_end,
-                app,
-                ..
-            }) => known.push((valid_start, valid_end, app.get(16) == Some(&1))),
-            Ok(UserContinuation::Input { consumed, state }) => {
-                let Some(lines) = state.first_chunk::<8>().map(|b| u64::from_be_bytes(*b)) else {
-                    return;
-                };
-                input = (consumed, lines);
-            }
-            Ok(UserContinuation::Opaque(_)) => return,
-            Err(_) if !ucont.is_empty() => return,
-            Err(_) => {}
-        }
-        let mut next_input = None;
-        if !msk.data().is_empty() {
-            if self.parallel {
-                // A whole request per packet: answer it on its own.
-                let data = msk.data();
-                let line = data.strip_suffix(b"\n").unwrap_or(data);
-                if let Some((k, len, last)) = Self::parse(line)
-                    && let Some(out) = self.output(&conn, k, len, last)
-                {
-                    known.push((
-                        k * self.region,
-                        k * self.region + len.min(self.region),
-                        last,
-                    ));
-                    outputs.push(out);
-                }
-            } else if let crate::app::Absorbed::New { from } =
-                crate::app::absorb(input.0, msk.data_offset(), msk.data())
-            {
-                // A stream: take its next line only (the rest comes again).
-                let new = msk.data().get(from..).unwrap_or_default();
-                if let Some(nl) = new.iter().position(|&b| b == b'\n') {
-                    let k = input.1;
-                    if let Some((_, len, last)) = new.get(..nl).and_then(Self::parse)
-                        && let Some(out) = self.output(&conn, k, len, last)
-                    {
-                        known.push((
-                            k * self.region,
-                            k * self.region + len.min(self.region),
-                            last,
-                        ));
-                        outputs.push(out);
-                    }
-                    next_input = Some((input.0 + nl as u64 + 1, k + 1));
-                }
-            }
-        }
-        // Every response that carries a transport continuation also carries the input
-        // continuation (so the stream goes on whichever of them arrives) bundled with the
-        // new object's output continuation; else the new output continuation; else the
-        // one the request came with.
-        let input = next_input.and_then(|(consumed, lines)| {
-            let state = lines.to_be_bytes();
-            self.key
-                .seal(
-                    &conn,
-                    &UserContinuation::Input {
-                        consumed,
-                        state: &state,
-                    },
-                )
-                .ok()
-        });
-        let reply = match (input, outputs.first()) {
-            (Some(input), Some(out)) => bundle(&[&input, out]),
-            (Some(input), None) => Some(input),
-            (None, Some(out)) => Some(out.clone()),
-            (None, None) => (!ucont.is_empty()).then_some(ucont),
-        };
-        if let Some(reply) = reply {
-            msk.set_ucont_all(&reply);
-        }
-        self.serve(msk, server, &known, sink);
     }
 }

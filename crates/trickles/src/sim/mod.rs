@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod compat;
+mod pipeline;
 pub mod tcp;
 use alloc::vec::Vec;
 
