@@ -612,3 +612,65 @@ fn objects_longer_than_their_regions_continue_in_fresh_regions() {
         );
     }
 }
+
+/// Application-limited: while the client waits for the next object's continuation (SKIP
+/// alone, one request line per round trip), it parks the continuations it cannot use
+/// instead of bouncing empty requests at the window's pace; with parking off, the same
+/// run sends over ten times the requests, growing the window on nothing.
+#[test]
+fn an_application_limited_client_parks_its_continuations() {
+    use trickles::sim::app::PipelineApp;
+    let run = |park_max_us| {
+        let (s, mut c) = cfgs();
+        c.park_max_us = park_max_us;
+        let mut run = AppRun::new(5_000, PipelineApp::requests(10, 5_000));
+        run.framed = false;
+        let app = || Box::new(PipelineApp::new(&[3; 16], 10_000, false)) as Box<_>;
+        let out = run_app(&run, &app, s, c);
+        assert!(out.complete);
+        assert!(out.received == PipelineApp::new(&[3; 16], 10_000, false).expected(10, 5_000));
+        out
+    };
+    let parked = run(500_000);
+    let eager = run(0);
+    // 10 objects of 4 responses each, one request line per round trip.
+    assert!(parked.client.requests < 200, "{:?}", parked.client);
+    assert_eq!(parked.client.losses, 0, "{:?}", parked.client);
+    assert!(
+        eager.client.requests > 10 * parked.client.requests,
+        "{:?}",
+        eager.client
+    );
+    // The eager client's window grew on empty exchanges; the parked one's did not (as
+    // TCP's does not while application-limited): at most a round trip more here.
+    assert!(
+        parked.elapsed_us <= eager.elapsed_us + 10_000,
+        "{} {}",
+        parked.elapsed_us,
+        eager.elapsed_us
+    );
+}
+
+/// A client idle for longer than its parked continuations stay fresh (and its
+/// retransmit timeout) speaks again: the new request goes out at once through a timeout
+/// request, and the object arrives.
+#[test]
+fn a_client_idle_past_its_horizon_speaks_again() {
+    use trickles::sim::app::PipelineApp;
+    for framed in [false, true] {
+        let (s, c) = cfgs();
+        let mut all = PipelineApp::requests(3, 5_000);
+        let last = all.pop().unwrap_or_default();
+        let mut run = AppRun::new(5_000, all);
+        run.framed = framed;
+        run.late = Some((3_000_000, vec![last]));
+        let app = || Box::new(PipelineApp::new(&[3; 16], 10_000, framed)) as Box<_>;
+        let out = run_app(&run, &app, s, c);
+        assert!(out.complete, "{framed}: {:?}", out.client);
+        let want = PipelineApp::new(&[3; 16], 10_000, framed).expected(3, 5_000);
+        assert!(out.received == want, "{framed}");
+        // Done a few round trips after speaking again, not after a backed-off timeout.
+        assert!(out.elapsed_us < 3_200_000, "{framed}: {}", out.elapsed_us);
+        assert!(out.client.requests < 200, "{framed}: {:?}", out.client);
+    }
+}

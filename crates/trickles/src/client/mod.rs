@@ -73,6 +73,14 @@ pub struct ClientConfig {
     /// own prediction for that packet number. A server that does not support them sends
     /// full continuations, which the client takes as usual.
     pub delta: bool,
+    /// How long a continuation may wait unspent while the client has nothing to ask for
+    /// (application-limited: no data to send, no range it can request yet). Spending
+    /// such continuations at once would bounce empty requests and responses at the
+    /// window's pace, growing the window on nothing; parked, they are spent in order as
+    /// soon as there is something to ask. Keep it below the server's freshness horizon
+    /// (its replay `horizon_us`); older ones are dropped, and the client restarts with a
+    /// timeout request if it has nothing else. 0: never park.
+    pub park_max_us: u64,
 }
 
 impl Default for ClientConfig {
@@ -86,6 +94,7 @@ impl Default for ClientConfig {
             max_rto_us: 60_000_000,
             max_request_data: 1024,
             delta: false,
+            park_max_us: 500_000,
         }
     }
 }
@@ -170,6 +179,12 @@ pub struct Client {
     proof: ProofBuilder,
     /// The highest-numbered continuation received, with its user continuation.
     latest: Option<(Continuation, Vec<u8>)>,
+    /// Continuations that arrived when there was nothing to ask for, oldest first, with
+    /// their arrival times (see [`ClientConfig::park_max_us`]).
+    parked: VecDeque<(u64, Continuation, Vec<u8>)>,
+    /// Something to ask for appeared while continuations were parked: spend them at the
+    /// next `handle_timeout`.
+    wake: bool,
     recv: Reassembly,
     next_offset: u64,
     /// The end of the furthest range ever requested.
@@ -214,6 +229,8 @@ impl Client {
             floor: 0,
             proof: ProofBuilder::new(),
             latest: None,
+            parked: VecDeque::new(),
+            wake: false,
             recv: Reassembly::default(),
             next_offset: 0,
             requested_end: 0,
@@ -269,6 +286,7 @@ impl Client {
     /// arrives.
     pub fn send_data(&mut self, data: &[u8]) {
         self.out.push(data);
+        self.wake = !self.parked.is_empty() || self.idle();
     }
 
     /// Queues one application request (`msk_request`) and returns at once: like
@@ -279,6 +297,7 @@ impl Client {
     pub fn request(&mut self, data: &[u8]) {
         if self.connected() {
             self.out.push_framed(data);
+            self.wake = !self.parked.is_empty() || self.idle();
         } else if self.out.is_empty() {
             self.out.push(data);
         } else {
@@ -350,7 +369,7 @@ impl Client {
 
     /// When [`Client::handle_timeout`] wants to be called.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.deadline
+        if self.wake { Some(0) } else { self.deadline }
     }
 
     /// Handles one segment from the server (the bytes after the IP header).
@@ -464,6 +483,7 @@ impl Client {
             self.rto_us = self.computed_rto();
         }
         self.resolve(now_us);
+        self.unpark(now_us);
         self.arm(now_us, progress);
         Ok(())
     }
@@ -576,8 +596,51 @@ impl Client {
         out
     }
 
-    /// Sends the request that uses continuation `c`.
+    /// Sends the request that uses continuation `c`, or parks it (in order behind any
+    /// parked already) while there is nothing to ask for.
     fn spend(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
+        if self.cfg.park_max_us > 0
+            && !self.done()
+            && (!self.parked.is_empty() || !self.requestable())
+        {
+            self.parked.push_back((now_us, c, ucont.to_vec()));
+            return;
+        }
+        self.spend_now(now_us, c, ucont);
+    }
+
+    /// Whether a request would carry something: client data, or a range to ask for.
+    fn requestable(&mut self) -> bool {
+        if self.out.has_unsent() {
+            return true;
+        }
+        self.settle();
+        self.range_ready()
+    }
+
+    /// Nothing asked and nothing waiting to be spent: no response is coming.
+    fn idle(&self) -> bool {
+        self.connected() && self.expected.is_empty() && self.parked.is_empty()
+    }
+
+    /// Spends parked continuations, oldest first, while there is something to ask for
+    /// (and the first unused one on the FIN once done); drops those too old to spend.
+    fn unpark(&mut self, now_us: u64) {
+        while let Some(&(at, _, _)) = self.parked.front() {
+            let fresh = now_us.saturating_sub(at) <= self.cfg.park_max_us;
+            if fresh && !self.done() && !self.requestable() {
+                break;
+            }
+            if let Some((_, c, ucont)) = self.parked.pop_front()
+                && fresh
+            {
+                self.spend_now(now_us, c, &ucont);
+            }
+        }
+    }
+
+    /// Sends the request that uses continuation `c` (the FIN once done).
+    fn spend_now(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
         self.proof.trim_below(c.proof_start);
         if self.done() {
             // Done: the first unused continuation carries the FIN (a hint: the server

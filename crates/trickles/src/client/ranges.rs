@@ -136,6 +136,18 @@ impl Client {
         Some(self.next_offset)
     }
 
+    /// Whether [`Client::next_range`] would give a range now (lost ranges first; with
+    /// output continuations known, only inside known objects).
+    pub(super) fn range_ready(&self) -> bool {
+        match self.lost_ranges.front() {
+            Some(r) => {
+                !self.uconts.has_outputs()
+                    || matches!(self.uconts.locate(r.start), Place::Inside(..))
+            }
+            None => self.peek_range_start().is_some(),
+        }
+    }
+
     /// The next byte range to ask for, at most `size` bytes and ending at most at `limit`
     /// (the end of the output continuation the request carries): lost ranges first (split
     /// if larger), then new data. `None` when the next range starts at or past `limit`.

@@ -12,6 +12,17 @@ impl Client {
     /// Handles the retransmit timer: asks the server for a retransmit timeout (§2.5), which
     /// resets the connection to slow start with fresh continuations.
     pub fn handle_timeout(&mut self, now_us: u64) {
+        if core::mem::take(&mut self.wake) && !self.reset {
+            // New data to send: spend what is parked; with nothing parked and nothing in
+            // flight, restart through the timeout request (exempt from freshness) now.
+            let sent = self.stats.requests;
+            self.unpark(now_us);
+            if self.stats.requests > sent || !self.expected.is_empty() || !self.requestable() {
+                self.arm(now_us, false);
+                return;
+            }
+            self.deadline = Some(now_us);
+        }
         if self.deadline.is_none_or(|d| now_us < d) {
             return;
         }
@@ -19,6 +30,19 @@ impl Client {
         if self.done() || self.reset {
             return;
         }
+        if self.expected.is_empty()
+            && self.outstanding.is_empty()
+            && self.out.is_idle()
+            && !self.requestable()
+        {
+            // Application-limited and idle: nothing asked, nothing awaited (no range, no
+            // unacknowledged client data), nothing to ask. No probing (a
+            // probe would spend this interval's one timeout request); the application's
+            // next `send_data` or `request` wakes the client.
+            return;
+        }
+        // Parked continuations are given up here: a stall, or an idle spell longer than
+        // the timeout, restarts in slow start (as TCP restarts after idle, RFC 5681 §4.1).
         let Some((c, ucont)) = self.latest.clone() else {
             // No continuation yet: the SYN or all its answers were lost; send it again.
             self.abandon();
@@ -62,6 +86,7 @@ impl Client {
     /// Drops every expectation of the current epoch: outstanding ranges go back to be
     /// requested again, the proof starts over.
     pub(super) fn abandon(&mut self) {
+        self.parked.clear();
         self.expected.clear();
         self.arrived.clear();
         self.sent_at.clear();

@@ -219,6 +219,9 @@ pub struct AppRun {
     /// Send the requests after the first with [`Client::request`] (framed, each starting a
     /// packet; `true`) or as one byte stream with [`Client::send_data`] (`false`).
     pub framed: bool,
+    /// More requests, queued at this simulated time (µs): a client that falls idle and
+    /// speaks again.
+    pub late: Option<(u64, Vec<Vec<u8>>)>,
 }
 
 impl AppRun {
@@ -234,6 +237,7 @@ impl AppRun {
             service_interval_us: 0,
             failover: None,
             framed: true,
+            late: None,
         }
     }
 }
@@ -311,9 +315,36 @@ pub fn run_app(
     let mut failed_over = None;
     let mut earlier = AppServerStats::default();
     let mut finished_at = None;
-    while let Some(now) = sim.step() {
+    let mut late = run.late.as_ref();
+    loop {
+        let now = match (sim.step(), late) {
+            (Some(now), _) => now,
+            // Nothing scheduled (an idle client sets no timer): on to the late requests.
+            (None, Some((at, _))) => {
+                sim.run_until(Instant::from_ticks(*at));
+                sim.now()
+            }
+            (None, None) => break,
+        };
         if now > limit {
             break;
+        }
+        if let Some((at, requests)) = late
+            && now.ticks() >= *at
+        {
+            late = None;
+            sim.act(cli, |h, _, out| {
+                if let AppHost::Client { client, iface, .. } = h {
+                    for r in requests {
+                        if run.framed {
+                            client.request(r);
+                        } else {
+                            client.send_data(r);
+                        }
+                    }
+                    flush_client(client, *iface, out);
+                }
+            });
         }
         if let Some(f) = run.failover
             && failed_over.is_none()
