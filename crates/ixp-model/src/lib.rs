@@ -9,3 +9,9 @@
 extern crate alloc;
 #[cfg(test)]
 extern crate std;
+
+pub mod deploy;
+pub mod handler;
+pub mod handlers;
+pub mod host;
+pub mod rudp;
