@@ -9,3 +9,7 @@
 extern crate alloc;
 #[cfg(test)]
 extern crate std;
+
+pub mod params;
+
+pub use params::{Memory, Params, ParamsError};
