@@ -15,3 +15,6 @@ pub mod handler;
 pub mod handlers;
 pub mod host;
 pub mod rudp;
+pub mod params;
+
+pub use params::{Memory, Params, ParamsError};
