@@ -16,6 +16,8 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use crate::params::{Memory, Params};
+
 /// Where a message goes: an overlay destination (a port/peer index).
 pub type Destination = u16;
 
@@ -141,76 +143,101 @@ impl Work {
     /// of every memory reference. A single context runs a message's handler, so its
     /// references are not hidden behind its own work (other threads' work may fill the
     /// engine meanwhile, which the throughput model counts separately).
-    pub const fn np_cycles(&self, c: &HandlerCosts) -> u64 {
-        self.instructions * c.instruction_cycles
-            + self.sram_words * c.sram_access_cycles
-            + self.sdram_words * c.sdram_access_cycles
+    pub fn np_cycles(&self, c: &HandlerCosts) -> u64 {
+        self.instructions * c.instruction_cycles()
+            + self.sram_words * c.sram_cycles()
+            + self.sdram_words * c.sdram_cycles()
     }
 }
 
-/// Microengine costs the handlers need, in core cycles. The machine model's `Params` (the
-/// `ixp-m` part of this crate) owns the memory timings; these are the same physical
-/// quantities, kept here so the handlers build on their own.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Microengine costs of the data path and handlers, in core cycles: the machine's
+/// [`Params`] (memory latencies, bus widths, mpacket size, ports, engines, clock) plus the
+/// instruction counts of the receive, transmit and RUDP code, which `Params` does not hold
+/// (they belong to the stream-handler runtime, not the chip).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HandlerCosts {
-    /// Microengine clock, Hz (232 MHz on the Radisys ENP-2505).
-    pub clock_hz: f64,
-    /// Cycles per microengine instruction (single-issue, one per cycle).
-    pub instruction_cycles: u64,
-    /// Latency of one 32-bit SRAM reference seen by a context, cycles (IXP1200: ~20).
-    pub sram_access_cycles: u64,
-    /// Latency of one SDRAM reference seen by a context, cycles (IXP1200: ~40, half-clock
-    /// bus).
-    pub sdram_access_cycles: u64,
-    /// Bytes per mpacket moved through the receive/transmit FIFOs (64).
-    pub mpacket_bytes: u64,
-    /// Cycles a receive thread spends per mpacket: RFIFO to SDRAM transfer, buffer
-    /// bookkeeping (one SDRAM write burst, one SRAM descriptor update, ~20 instructions).
-    pub rx_mpacket_cycles: u64,
-    /// Cycles a transmit thread spends per mpacket: SDRAM to TFIFO and the port handshake.
-    pub tx_mpacket_cycles: u64,
-    /// Cycles per RUDP packet on either side: header parse or build, sequence check,
-    /// acknowledgement bookkeeping (one SRAM flow-state read and write, ~40 instructions).
-    pub rudp_packet_cycles: u64,
-    /// Microengines (6).
-    pub engines: u64,
-    /// Hardware threads per microengine (4).
-    pub threads: u64,
-    /// Port line rate, bits per second (100 Mb/s).
-    pub port_bps: f64,
-    /// Ports on the IX bus (4).
-    pub ports: u64,
+    /// The machine.
+    pub params: Params,
+    /// Instructions a receive thread runs per mpacket besides its memory references:
+    /// RFIFO element check, buffer pointer arithmetic, end-of-packet test (~20).
+    pub rx_mpacket_instructions: u64,
+    /// Instructions a transmit thread runs per mpacket: TFIFO slot, port handshake (~20).
+    pub tx_mpacket_instructions: u64,
+    /// Instructions per RUDP packet on either side: header parse or build, sequence check,
+    /// acknowledgement bookkeeping (~40).
+    pub rudp_packet_instructions: u64,
 }
 
 impl HandlerCosts {
-    /// The IXP1200 of the paper (§2): 232 MHz, 6 × 4 threads, 64-byte mpackets, four
-    /// 100 Mb/s ports.
+    /// The IXP1200 of the paper (§2) with the runtime's instruction counts.
     pub const IXP1200: HandlerCosts = HandlerCosts {
-        clock_hz: 232e6,
-        instruction_cycles: 1,
-        sram_access_cycles: 20,
-        sdram_access_cycles: 40,
-        mpacket_bytes: 64,
-        rx_mpacket_cycles: 20 + 40 + 20,
-        tx_mpacket_cycles: 20 + 40 + 20,
-        rudp_packet_cycles: 40 + 2 * 20,
-        engines: 6,
-        threads: 4,
-        port_bps: 100e6,
-        ports: 4,
+        params: Params::IXP1200,
+        rx_mpacket_instructions: 20,
+        tx_mpacket_instructions: 20,
+        rudp_packet_instructions: 40,
     };
+
+    /// Core clock, Hz.
+    pub fn clock_hz(&self) -> f64 {
+        self.params.core_hz() as f64
+    }
+
+    /// Cycles per instruction.
+    pub fn instruction_cycles(&self) -> u64 {
+        u64::from(self.params.instruction_cycles)
+    }
+
+    /// Latency of one 32-bit SRAM reference seen by a context.
+    pub fn sram_cycles(&self) -> u64 {
+        u64::from(self.params.latency_cycles(Memory::Sram, false))
+    }
+
+    /// Latency of one 32-bit SDRAM reference seen by a context.
+    pub fn sdram_cycles(&self) -> u64 {
+        u64::from(self.params.latency_cycles(Memory::Sdram, false))
+    }
+
+    /// Receive-thread cycles per mpacket: the RFIFO → SDRAM burst, one SRAM descriptor
+    /// update, the instructions.
+    pub fn rx_mpacket_cycles(&self) -> u64 {
+        self.rx_mpacket_instructions * self.instruction_cycles()
+            + u64::from(self.params.fifo_transfer_cycles())
+            + u64::from(self.params.latency_cycles(Memory::Sram, true))
+    }
+
+    /// Transmit-thread cycles per mpacket: the SDRAM → TFIFO burst, one SRAM descriptor
+    /// read, the instructions.
+    pub fn tx_mpacket_cycles(&self) -> u64 {
+        self.tx_mpacket_instructions * self.instruction_cycles()
+            + u64::from(self.params.fifo_transfer_cycles())
+            + self.sram_cycles()
+    }
+
+    /// Cycles per RUDP packet: the instructions, a flow-state read and write in SRAM.
+    pub fn rudp_packet_cycles(&self) -> u64 {
+        self.rudp_packet_instructions * self.instruction_cycles()
+            + self.sram_cycles()
+            + u64::from(self.params.latency_cycles(Memory::Sram, true))
+    }
+
+    /// Mpacket size, bytes.
+    pub fn mpacket_bytes(&self) -> u64 {
+        u64::from(self.params.mpacket_bytes)
+    }
+
+    /// Port line rate, bits per second.
+    pub fn port_bps(&self) -> f64 {
+        f64::from(self.params.port_mbps) * 1e6
+    }
 
     /// Nanoseconds for `cycles` core cycles.
     pub fn ns(&self, cycles: u64) -> f64 {
-        cycles as f64 * 1e9 / self.clock_hz
+        cycles as f64 * 1e9 / self.clock_hz()
     }
 
-    /// Mpackets a frame of `bytes` occupies.
-    pub const fn mpackets(&self, bytes: u64) -> u64 {
-        if self.mpacket_bytes == 0 {
-            return 0;
-        }
-        bytes.div_ceil(self.mpacket_bytes)
+    /// Mpackets a frame of `bytes` occupies (at least one).
+    pub fn mpackets(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.mpacket_bytes().max(1)).max(1)
     }
 }
 
@@ -320,6 +347,8 @@ mod tests {
         assert_eq!(both.np_cycles(&c), 2 * w.np_cycles(&c));
         assert_eq!(both.outputs, 3);
         assert!((c.ns(232) - 1000.0).abs() < 1e-9);
+        assert!(c.rx_mpacket_cycles() > c.sdram_cycles());
+        assert!(c.rudp_packet_cycles() > 2 * c.sram_cycles());
         assert_eq!(c.mpackets(65), 2);
         assert_eq!(words(5), 2);
     }

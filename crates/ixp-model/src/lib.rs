@@ -14,7 +14,8 @@ pub mod deploy;
 pub mod handler;
 pub mod handlers;
 pub mod host;
-pub mod rudp;
 pub mod params;
+pub mod rudp;
 
 pub use params::{Memory, Params, ParamsError};
+pub mod path;
