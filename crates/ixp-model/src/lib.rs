@@ -18,4 +18,6 @@ pub mod params;
 pub mod rudp;
 
 pub use params::{Memory, Params, ParamsError};
+pub mod admission;
+pub mod control;
 pub mod path;
