@@ -13,3 +13,10 @@ extern crate std;
 pub mod params;
 
 pub use params::{Memory, Params, ParamsError};
+pub mod engine;
+pub mod fifo;
+pub mod mem;
+pub mod sim;
+
+pub use engine::{LoadError, Program, Step};
+pub use sim::{ConfigError, Machine, MachineConfig, RunReport, Stop};
