@@ -14,6 +14,8 @@ pub mod params;
 
 pub use params::{Memory, Params, ParamsError};
 pub mod engine;
+pub mod esp;
+pub mod ess_model;
 pub mod fifo;
 pub mod mem;
 pub mod sim;
