@@ -3,11 +3,11 @@
 //! The ESS of Fig. 10 is three tables — hash, tag and value — each placeable in SRAM or
 //! SDRAM ([`EssPlacement`]; the paper measured all-SRAM, all-SDRAM, and the split with the
 //! hash table in SRAM and the rest in SDRAM). Its four calls ([`EssCall`]) become sequences
-//! of 32-bit memory accesses ([`EssCall::accesses`]) with the counts of Table 1:
+//! of field accesses ([`EssCall::accesses`]) whose 32-bit words are the counts of Table 1:
 //!
 //! | call | accesses | what they touch |
 //! |---|---|---|
-//! | `find` | 5·cl | per entry examined: the link naming it (hash slot, then the previous entry's chain field), its tag (2 words), expiry and chain |
+//! | `find` | 5·cl | per entry examined: the link naming it (hash slot, then the previous entry's chain field), its tag (64 bits), expiry and chain |
 //! | `find_create` | 5 + 5·cl | the walk, then the new entry's four words and the hash slot |
 //! | `read` | 2 | the 64-bit value |
 //! | `write` | 2 | the 64-bit value |
@@ -19,9 +19,12 @@
 //! the cleaner and other threads; §5.2: "must coordinate with the cleaner") — two scratch
 //! references that Table 1 does not count as table accesses.
 //!
-//! Each access becomes one microengine reference preceded by
-//! [`Params::ess_step_cycles`] of address arithmetic and comparison
-//! ([`EssCall::program`]): the thread swaps out on every one. Chain lengths are not
+//! Each field access becomes one microengine reference of the field's width (a 64-bit tag
+//! or value is one 2-word reference, as `sram[read, $x, addr, 2]` would move it) preceded
+//! by [`Params::ess_step_cycles`] of address arithmetic and comparison
+//! ([`EssCall::program`]): the thread swaps out on every one. One reference per field is
+//! our rule for turning the paper's access counts into references; it is applied to every
+//! call alike. Chain lengths are not
 //! assumed: [`ChainSample::measure`] fills the real [`ess::Ess`] to a given fraction with
 //! a given *h* and records how many entries each `find` examined.
 
@@ -95,24 +98,31 @@ impl EssPlacement {
     }
 }
 
-/// One 32-bit access of an ESS call.
+/// One field access of an ESS call: one memory reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Access {
     /// The table touched.
     pub table: EssTable,
+    /// 32-bit words of the field: 2 for a tag or value, 1 for a link, expiry or chain.
+    pub words: u32,
     /// Whether it writes.
     pub write: bool,
 }
 
 impl Access {
-    const fn read(table: EssTable) -> Access {
+    const fn read(table: EssTable, words: u32) -> Access {
         Access {
             table,
+            words,
             write: false,
         }
     }
-    const fn write(table: EssTable) -> Access {
-        Access { table, write: true }
+    const fn write(table: EssTable, words: u32) -> Access {
+        Access {
+            table,
+            words,
+            write: true,
+        }
     }
 }
 
@@ -138,22 +148,27 @@ pub enum EssCall {
 }
 
 impl EssCall {
-    /// The 32-bit table accesses of the call, in order.
+    /// The field accesses of the call, in order.
     pub fn accesses(&self) -> Vec<Access> {
         let mut v = Vec::new();
         let walk = |v: &mut Vec<Access>, examined: u32| {
             if examined == 0 {
-                v.push(Access::read(EssTable::Hash));
+                v.push(Access::read(EssTable::Hash, 1));
             }
             for i in 0..examined {
                 // The link naming this entry: the hash slot, then the previous entry's chain.
-                v.push(Access::read(if i == 0 {
+                let link = if i == 0 {
                     EssTable::Hash
                 } else {
                     EssTable::Tag
-                }));
-                // Tag (two words), expiry, chain.
-                v.extend([Access::read(EssTable::Tag); 4]);
+                };
+                v.push(Access::read(link, 1));
+                // Tag (64 bits), expiry, chain.
+                v.extend([
+                    Access::read(EssTable::Tag, 2),
+                    Access::read(EssTable::Tag, 1),
+                    Access::read(EssTable::Tag, 1),
+                ]);
             }
         };
         match *self {
@@ -161,19 +176,24 @@ impl EssCall {
             EssCall::FindCreate { examined, created } => {
                 walk(&mut v, examined);
                 if created {
-                    v.extend([Access::write(EssTable::Tag); 4]);
-                    v.push(Access::write(EssTable::Hash));
+                    // The new entry's tag, expiry and chain, then its hash slot.
+                    v.extend([
+                        Access::write(EssTable::Tag, 2),
+                        Access::write(EssTable::Tag, 1),
+                        Access::write(EssTable::Tag, 1),
+                        Access::write(EssTable::Hash, 1),
+                    ]);
                 }
             }
-            EssCall::Read => v.extend([Access::read(EssTable::Value); 2]),
-            EssCall::Write => v.extend([Access::write(EssTable::Value); 2]),
+            EssCall::Read => v.push(Access::read(EssTable::Value, 2)),
+            EssCall::Write => v.push(Access::write(EssTable::Value, 2)),
         }
         v
     }
 
     /// How many 32-bit table accesses the call makes (Table 1's third column).
     pub fn access_count(&self) -> u32 {
-        self.accesses().len() as u32
+        self.accesses().iter().map(|a| a.words).sum()
     }
 
     /// Table 1's formula for this call: 5·cl, 5 + 5·cl, 2, 2 (cl ≥ 1).
@@ -186,7 +206,7 @@ impl EssCall {
     }
 
     /// The call as microengine steps with the tables placed by `placement`: each access
-    /// one single-word reference after [`Params::ess_step_cycles`] of arithmetic, plus
+    /// one reference of its width after [`Params::ess_step_cycles`] of arithmetic, plus
     /// the scratch references of an allocation.
     pub fn steps(&self, params: &Params, placement: &EssPlacement) -> Vec<Step> {
         let mut steps = Vec::new();
@@ -203,9 +223,9 @@ impl EssCall {
             let memory = placement.memory(a.table);
             steps.push(Step::Compute(params.ess_step_cycles));
             steps.push(if a.write {
-                Step::write(memory, 1)
+                Step::write(memory, a.words)
             } else {
-                Step::read(memory, 1)
+                Step::read(memory, a.words)
             });
         }
         steps
@@ -413,20 +433,22 @@ mod tests {
         assert_eq!(split.words_in(Memory::Scratch), 2);
         let sram = call.program(&P, &EssPlacement::SRAM);
         assert_eq!(sram.words_in(Memory::Sram), 10);
-        assert_eq!(sram.references(), 12);
+        // Four field reads, four field writes, two scratch references.
+        assert_eq!(sram.references(), 10);
         // Every access and scratch reference is preceded by its arithmetic.
-        assert_eq!(sram.steps().len(), 24);
+        assert_eq!(sram.steps().len(), 20);
     }
 
     #[test]
     fn unloaded_times_are_sums_of_parameters() {
-        // One SRAM access = step + issue + latency = 4 + 1 + 20.
+        // One SRAM field = step + issue + latency = 4 + 1 + 20, plus a cycle per extra word.
         let per =
             u64::from(P.ess_step_cycles + P.reference_issue_cycles + P.sram_read_latency_cycles);
         let find = EssCall::Find { examined: 1 }.program(&P, &EssPlacement::SRAM);
-        assert_eq!(find.unloaded_cycles(&P), 5 * per + 1);
+        assert_eq!(find.unloaded_cycles(&P), 4 * per + 1 + 1);
+        // A 64-bit value in SDRAM is one transfer of the 64-bit bus: no extra cycle.
         let read_sdram = EssCall::Read.program(&P, &EssPlacement::SDRAM);
-        assert_eq!(read_sdram.unloaded_cycles(&P), 2 * (4 + 1 + 40) + 1);
+        assert_eq!(read_sdram.unloaded_cycles(&P), 4 + 1 + 40 + 1);
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub mod esp_aggregation;
 pub mod esp_fig8;
 pub mod ess_collisions;
 pub mod ess_fig11;
+pub mod ixp_esp_table1;
+pub mod ixp_esp_table2;
 pub mod snap_table2;
 pub mod trickles_bloom;
 pub mod trickles_delta;
@@ -61,6 +63,10 @@ pub enum Name {
     /// delta-encoded continuations over the same 100 Mb/s link (`--runs`: object MB,
     /// default 20).
     TricklesDelta,
+    /// ESP paper Table 1: ESS call times and access counts on the modelled IXP1200.
+    IxpEspTable1,
+    /// ESP paper Table 2: COMPARE and COUNT latency, ESS in SRAM, SDRAM or split.
+    IxpEspTable2,
 }
 
 /// Knobs shared by the reproductions.
@@ -105,6 +111,8 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesFig23 => trickles_fig23::run(opts, out).map(|_| ()),
         Name::TricklesDelta => trickles_delta::run(opts, out).map(|_| ()),
         Name::TricklesFig17 => trickles_fig17::run(opts, out).map(|_| ()),
+        Name::IxpEspTable1 => ixp_esp_table1::run(opts, out).map(|_| ()),
+        Name::IxpEspTable2 => ixp_esp_table2::run(opts, out).map(|_| ()),
     }
 }
 
