@@ -9,6 +9,8 @@ pub mod esp_aggregation;
 pub mod esp_fig8;
 pub mod ess_collisions;
 pub mod ess_fig11;
+pub mod ixp_esp_table1;
+pub mod ixp_esp_table2;
 pub mod ixp_fig4;
 pub mod ixp_fig5;
 pub mod snap_table2;
@@ -63,6 +65,10 @@ pub enum Name {
     /// delta-encoded continuations over the same 100 Mb/s link (`--runs`: object MB,
     /// default 20).
     TricklesDelta,
+    /// ESP paper Table 1: ESS call times and access counts on the modelled IXP1200.
+    IxpEspTable1,
+    /// ESP paper Table 2: COMPARE and COUNT latency, ESS in SRAM, SDRAM or split.
+    IxpEspTable2,
     /// Stream-handlers paper Fig. 4: source-to-destination latency, content-based routing
     /// at an intermediate host vs at the IXP, 100 B to 100 kB (IXP1200 model).
     IxpFig4,
@@ -113,6 +119,8 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesFig23 => trickles_fig23::run(opts, out).map(|_| ()),
         Name::TricklesDelta => trickles_delta::run(opts, out).map(|_| ()),
         Name::TricklesFig17 => trickles_fig17::run(opts, out).map(|_| ()),
+        Name::IxpEspTable1 => ixp_esp_table1::run(opts, out).map(|_| ()),
+        Name::IxpEspTable2 => ixp_esp_table2::run(opts, out).map(|_| ()),
         Name::IxpFig4 => ixp_fig4::run(opts, out).map(|_| ()),
         Name::IxpFig5 => ixp_fig5::run(opts, out).map(|_| ()),
     }
