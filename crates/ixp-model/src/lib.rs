@@ -49,6 +49,50 @@
 //! assert!(full.throughput_pps(&p) > 10.0 * serial.throughput_pps(&p));
 //! # Ok::<(), ixp_model::esp::EspError>(())
 //! ```
+//!
+//! ## Stream handlers (stream-handlers paper §3–§4)
+//!
+//! ```text
+//!  rudp (fragment ⇄ Reassembler) ──► handler (StreamHandler: handle natively, work → cycles)
+//!      handlers: route, mirror, filter, dest-filter, multicast, delta, format
+//!  deploy (Point: Rx, Tx, in transit, host kernel, host user; Deployment = pipeline)
+//!      └─► path (latency of a message; per-message load of wires, NP contexts, host CPU)
+//!  host (HostParams)      control (ControlMessage) ──► admission (headroom, host fallback)
+//! ```
+//!
+//! * [`handler`]: the [`handler::StreamHandler`] trait, [`handler::Message`], fields and
+//!   predicates over message bodies, [`handler::Work`] priced by [`handler::HandlerCosts`]
+//!   (built on [`Params`]).
+//! * [`handlers`]: the paper's handlers; customised multicast is an Rx-side mirror composed
+//!   with Tx-side per-destination filters.
+//! * [`deploy`]: deployment points and compositions; native runs; work per point.
+//! * [`path`]: Fig. 4's latency and Fig. 5's throughput from the same parameters.
+//! * [`host`]: the host's costs (stack, crossings, copies, per-destination sends).
+//! * [`rudp`]: the RUDP-like protocol: 24-byte header, fragmentation, bounded reassembly.
+//! * [`control`], [`admission`]: run-time parameters and headroom-based placement.
+//!
+//! ```
+//! use ixp_model::admission::Admission;
+//! use ixp_model::deploy::Point;
+//! use ixp_model::handler::{Field, Message, Predicate};
+//! use ixp_model::handlers::CustomMulticast;
+//! use ixp_model::path::{deployment_load, Machines};
+//!
+//! // Two clients, each customised by its own predicate on a 1-byte field.
+//! let f = Field::new(0, 1);
+//! let mc = CustomMulticast::new(vec![1, 2], vec![(1, Predicate::Lt(f, 10)), (2, Predicate::Ge(f, 10))]);
+//! let mut dep = mc.deployment(); // mirror on the Rx side, filters on the Tx side
+//! let out = dep.run(Message::new(0, vec![12, 0, 0, 0]));
+//! assert_eq!(out.len(), 1);
+//! assert_eq!(out[0].dest, 2);
+//!
+//! // The IXP sustains the 100 Mb/s input with it on 50 kB messages …
+//! let load = deployment_load(&Machines::default(), &dep, 50_000);
+//! assert!(load.throughput_mbps(50_000) > 90.0);
+//! // … and admission keeps it on the NP at that rate (about 9,000 packets/s).
+//! let (placed, decision) = Admission::new(9_000).place(dep, 50_000);
+//! assert!(decision.on_np && placed.stages[0].point == Point::RxSide);
+//! ```
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

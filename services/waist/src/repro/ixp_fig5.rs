@@ -79,6 +79,10 @@ pub struct Row {
     pub host_limit: &'static str,
     /// The IXP's bottleneck resource.
     pub ixp_limit: &'static str,
+    /// The host CPU's busy share at the host's throughput, percent.
+    pub host_cpu: f64,
+    /// The busiest NP context's share at the IXP's throughput, percent.
+    pub np_busiest: f64,
 }
 
 impl Row {
@@ -122,6 +126,8 @@ pub fn measure(m: &Machines, name: &'static str, size: u64) -> Option<Row> {
         ixp: ixp.throughput_mbps(size),
         host_limit: limit(&host),
         ixp_limit: limit(&ixp),
+        host_cpu: 100.0 * host.host / host.bottleneck_ns(),
+        np_busiest: 100.0 * ixp.np_rx.max(ixp.np_transit).max(ixp.np_tx) / ixp.bottleneck_ns(),
     })
 }
 
@@ -139,8 +145,22 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
     )?;
     writeln!(
         out,
-        "{:>10} {:>7} {:>8} {:>8} {:>9} {:>7} {:>12} {:>12}",
-        "handler", "size", "host", "IXP", "IXP/host", "winner", "host limit", "IXP limit"
+        "CPU % = host CPU busy share at the host's rate; ctx % = busiest NP context's share at \
+         the IXP's rate (100: the bottleneck)"
+    )?;
+    writeln!(
+        out,
+        "{:>10} {:>7} {:>8} {:>8} {:>9} {:>7} {:>12} {:>12} {:>7} {:>7}",
+        "handler",
+        "size",
+        "host",
+        "IXP",
+        "IXP/host",
+        "winner",
+        "host limit",
+        "IXP limit",
+        "CPU %",
+        "ctx %"
     )?;
     let mut rows = Vec::new();
     for name in HANDLERS {
@@ -150,7 +170,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
             };
             writeln!(
                 out,
-                "{:>10} {:>7} {:>8.1} {:>8.1} {:>9.2} {:>7} {:>12} {:>12}",
+                "{:>10} {:>7} {:>8.1} {:>8.1} {:>9.2} {:>7} {:>12} {:>12} {:>7.0} {:>7.0}",
                 r.handler,
                 r.size,
                 r.host,
@@ -158,7 +178,9 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
                 r.ratio(),
                 if r.ratio() >= 1.0 { "IXP" } else { "host" },
                 r.host_limit,
-                r.ixp_limit
+                r.ixp_limit,
+                r.host_cpu,
+                r.np_busiest
             )?;
             rows.push(r);
         }
