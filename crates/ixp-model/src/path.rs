@@ -249,7 +249,7 @@ pub fn node_load(m: &Machines, node: Node, work: &PointWork, len: u64) -> NodeLo
             + outputs as f64 * (send + ack_in + m.host.message_ns)
     };
     match node {
-        Node::Host => load.host = host_path(true),
+        Node::Host => load.host = host_path(user || host_work == crate::handler::Work::default()),
         Node::Np => {
             let rx: u64 = pkts.iter().map(|&p| m.np_rx_packet_cycles(p)).sum::<u64>()
                 + work.at(Point::RxSide).np_cycles(&m.np)
@@ -356,6 +356,10 @@ mod tests {
         assert_eq!(n2.host, 0.0);
         assert!((n2.wire_out - n2.wire_in).abs() < 1e-9);
         assert!(n2.throughput_mbps(50_000) <= 100.0);
+        // In the kernel the host skips crossings and copies.
+        let k2 = Deployment::single(Point::HostKernel, Box::new(Mirror::new(vec![1, 2])));
+        let k = deployment_load(&m, &k2, 50_000);
+        assert!(k.host < h2.host, "{k:?} {h2:?}");
     }
 
     #[test]
