@@ -98,12 +98,17 @@ impl StreamHandler for Mirror {
     }
 
     fn handle(&mut self, msg: Message, out: &mut Vec<Message>) {
-        for &dest in &self.dests {
+        let Some((&last, rest)) = self.dests.split_last() else {
+            return;
+        };
+        for &dest in rest {
             out.push(Message {
                 dest,
                 payload: msg.payload.clone(),
             });
         }
+        // The last copy takes the original buffer.
+        out.push(Message { dest: last, ..msg });
     }
 
     fn work(&self, _len: u64) -> Work {
