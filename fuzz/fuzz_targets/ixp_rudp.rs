@@ -44,7 +44,17 @@ fuzz_target!(|input: Input| {
     for p in input.packets {
         let bytes = match p {
             Packet::Raw(b) => b,
-            Packet::Built { ack, stream, message, seq, index, count, len, size, body } => {
+            Packet::Built {
+                ack,
+                stream,
+                message,
+                seq,
+                index,
+                count,
+                len,
+                size,
+                body,
+            } => {
                 let mut b = Vec::new();
                 Header {
                     kind: if ack { Kind::Ack } else { Kind::Data },
