@@ -17,7 +17,7 @@ use core::fmt;
 
 use crate::control::{ControlError, ControlMessage};
 use crate::deploy::{Deployment, Point};
-use crate::handler::{HandlerCosts, HandlerError, StreamHandler};
+use crate::handler::{HandlerCosts, HandlerError, Param, StreamHandler};
 use crate::path::PathParams;
 
 /// Where admission put a deployment, and why.
@@ -220,20 +220,20 @@ impl Controller {
     ///
     /// [`ApplyError`]; nothing changes then.
     pub fn apply(&mut self, bytes: &[u8]) -> Result<Applied, ApplyError> {
-        let msg = ControlMessage::parse(bytes).map_err(ApplyError::Parse)?;
-        if let Some((h, param)) = msg.param() {
-            let handler = self
-                .handlers
-                .get_mut(usize::from(h))
-                .ok_or(ApplyError::NoSuchHandler(h))?;
-            handler.configure(param).map_err(ApplyError::Handler)?;
-            return Ok(Applied::Configured(h));
-        }
-        match msg {
+        match ControlMessage::parse(bytes).map_err(ApplyError::Parse)? {
             ControlMessage::SetRate { rate } => {
                 self.admission.offered_pps = u64::from(rate);
                 Ok(Applied::Rate(rate))
             }
+            ControlMessage::SetPredicate { handler, predicate } => {
+                self.configure(handler, Param::Predicate(predicate))
+            }
+            ControlMessage::SetFanOut { handler, n } => self.configure(handler, Param::FanOut(n)),
+            ControlMessage::SetRoute {
+                handler,
+                value,
+                dest,
+            } => self.configure(handler, Param::Route(value, dest)),
             ControlMessage::Select { stream, handler } => {
                 if usize::from(handler) >= self.handlers.len() {
                     return Err(ApplyError::NoSuchHandler(handler));
@@ -246,9 +246,16 @@ impl Controller {
                 self.streams.retain(|s| s.0 != stream);
                 Ok(Applied::Terminated(stream))
             }
-            // Parameter messages were handled above.
-            _ => Err(ApplyError::Parse(ControlError::Truncated)),
         }
+    }
+
+    fn configure(&mut self, h: u16, param: Param) -> Result<Applied, ApplyError> {
+        let handler = self
+            .handlers
+            .get_mut(usize::from(h))
+            .ok_or(ApplyError::NoSuchHandler(h))?;
+        handler.configure(param).map_err(ApplyError::Handler)?;
+        Ok(Applied::Configured(h))
     }
 
     /// Whether handler `h` fits the NP at the current rate on `len`-byte messages, deployed
@@ -274,7 +281,7 @@ impl StreamHandler for Fixed {
     fn work(&self, _len: u64) -> crate::handler::Work {
         self.0
     }
-    fn configure(&mut self, _p: crate::handler::Param) -> Result<(), HandlerError> {
+    fn configure(&mut self, _p: Param) -> Result<(), HandlerError> {
         Err(HandlerError::UnsupportedParam)
     }
 }

@@ -67,3 +67,41 @@ fn mirror_then_delta_gives_each_destination_its_own_updated_copy() {
         assert_eq!(m.payload[20..], rec[20..]);
     }
 }
+
+#[test]
+fn rudp_assembles_from_mpackets_handlers_run_and_fragments_leave_again() {
+    use ixp_model::handlers::CustomMulticast;
+    use ixp_model::rudp::{HEADER_LEN, Reassembler, ReassemblyConfig, fragment};
+    // 40 bytes of data + the 24-byte header: every packet is one 64-byte mpacket.
+    let size = (64 - HEADER_LEN) as u16;
+    let rec = record(7, 150, 42, 300);
+    let mut packets = fragment(1, 9, 100, &rec, size).unwrap();
+    assert!(packets.iter().all(|p| p.len() <= 64));
+    packets.reverse();
+    let mut rx = Reassembler::new(ReassemblyConfig::default());
+    let assembled = packets
+        .iter()
+        .filter_map(|p| rx.handle_fragment(p).unwrap())
+        .next()
+        .unwrap();
+    assert_eq!(assembled.payload, rec);
+    let band = Field::new(2, 2);
+    let mc = CustomMulticast::new(
+        vec![1, 2, 3],
+        vec![(2, Predicate::Ge(band, 200)), (3, Predicate::Lt(band, 200))],
+    );
+    let mut dep = mc.deployment();
+    let out = dep.run(Message::new(0, assembled.payload));
+    assert_eq!(out.iter().map(|m| m.dest).collect::<Vec<_>>(), vec![1, 3]);
+    // Each destination's copy is fragmented again and reassembles at the destination.
+    for (k, m) in out.iter().enumerate() {
+        let frags = fragment(m.dest, k as u32, 0, &m.payload, size).unwrap();
+        let mut dst = Reassembler::new(ReassemblyConfig::default());
+        let got: Vec<_> = frags
+            .iter()
+            .filter_map(|p| dst.handle_fragment(p).unwrap())
+            .collect();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].payload, rec);
+    }
+}
