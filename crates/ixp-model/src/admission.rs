@@ -83,9 +83,8 @@ impl Admission {
 
     /// Packets of a `len`-byte message and their mean payload.
     fn packets(&self, len: u64) -> (u64, u64) {
-        let pkts = self.path.packets(len);
-        let n = pkts.len() as u64;
-        (n.max(1), len / n.max(1))
+        let n = self.path.packet_count(len);
+        (n, len / n)
     }
 
     /// The fixed context cycles per packet: receive it, transmit each of `outputs` copies.

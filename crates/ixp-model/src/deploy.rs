@@ -142,12 +142,18 @@ impl Deployment {
             let w = s.handler.work(len);
             let n = pw.outputs;
             if let Some(slot) = pw.work.get_mut(s.point.index()) {
-                slot.instructions += n * w.instructions;
-                slot.sram_words += n * w.sram_words;
-                slot.sdram_words += n * w.sdram_words;
-                slot.outputs = slot.outputs.max(n * w.outputs);
+                slot.instructions = slot
+                    .instructions
+                    .saturating_add(n.saturating_mul(w.instructions));
+                slot.sram_words = slot
+                    .sram_words
+                    .saturating_add(n.saturating_mul(w.sram_words));
+                slot.sdram_words = slot
+                    .sdram_words
+                    .saturating_add(n.saturating_mul(w.sdram_words));
+                slot.outputs = slot.outputs.max(n.saturating_mul(w.outputs));
             }
-            pw.outputs = n * w.outputs;
+            pw.outputs = n.saturating_mul(w.outputs);
         }
         pw
     }
@@ -210,5 +216,18 @@ mod tests {
         let out = d.run(Message::new(0, vec![1, 2, 3, 4]));
         assert_eq!(out, vec![Message::new(0, vec![4, 3, 2, 1])]);
         assert_eq!(Deployment::new().run(Message::new(7, vec![1])).len(), 1);
+    }
+
+    #[test]
+    fn absurd_sizes_saturate_instead_of_overflowing() {
+        let mut d = Deployment::single(Point::RxSide, Box::new(Mirror::new(vec![1, 2, 3])));
+        d.push(Point::TxSide, Box::new(Format));
+        let pw = d.work_by_point(u64::MAX);
+        assert_eq!(pw.at(Point::TxSide).instructions, u64::MAX);
+        assert_eq!(
+            pw.at(Point::TxSide)
+                .np_cycles(&crate::handler::HandlerCosts::IXP1200),
+            u64::MAX
+        );
     }
 }

@@ -128,9 +128,9 @@ impl Work {
     #[must_use]
     pub const fn plus(self, o: Work) -> Work {
         Work {
-            instructions: self.instructions + o.instructions,
-            sram_words: self.sram_words + o.sram_words,
-            sdram_words: self.sdram_words + o.sdram_words,
+            instructions: self.instructions.saturating_add(o.instructions),
+            sram_words: self.sram_words.saturating_add(o.sram_words),
+            sdram_words: self.sdram_words.saturating_add(o.sdram_words),
             outputs: if o.outputs > self.outputs {
                 o.outputs
             } else {
@@ -144,9 +144,10 @@ impl Work {
     /// references are not hidden behind its own work (other threads' work may fill the
     /// engine meanwhile, which the throughput model counts separately).
     pub fn np_cycles(&self, c: &HandlerCosts) -> u64 {
-        self.instructions * c.instruction_cycles()
-            + self.sram_words * c.sram_cycles()
-            + self.sdram_words * c.sdram_cycles()
+        self.instructions
+            .saturating_mul(c.instruction_cycles())
+            .saturating_add(self.sram_words.saturating_mul(c.sram_cycles()))
+            .saturating_add(self.sdram_words.saturating_mul(c.sdram_cycles()))
     }
 }
 

@@ -47,7 +47,13 @@ impl PathParams {
         output_ports: 3,
     };
 
-    /// Payload bytes of each RUDP packet of a `len`-byte message.
+    /// RUDP packets a `len`-byte message takes (at least one).
+    pub fn packet_count(&self, len: u64) -> u64 {
+        len.div_ceil(self.rudp_payload.max(1)).max(1)
+    }
+
+    /// Payload bytes of each RUDP packet of a `len`-byte message (one entry per packet:
+    /// the path models' time and memory are linear in the packet count).
     pub fn packets(&self, len: u64) -> Vec<u64> {
         let p = self.rudp_payload.max(1);
         let n = len.div_ceil(p).max(1);
@@ -318,6 +324,8 @@ mod tests {
         let p = PathParams::PAPER;
         assert_eq!(p.packets(0), vec![0]);
         assert_eq!(p.packets(2900), vec![1400, 1400, 100]);
+        assert_eq!(p.packet_count(2900), 3);
+        assert_eq!(p.packet_count(0), 1);
         assert_eq!(p.frame(1400), 1400 + 24 + 20 + 18);
     }
 

@@ -35,7 +35,7 @@ impl Delta {
         } else {
             self.percent as u64
         };
-        len * pct / 100
+        len.saturating_mul(pct) / 100
     }
 }
 
@@ -61,9 +61,9 @@ impl StreamHandler for Delta {
         let w = words(self.region_len(len));
         Work {
             // Per word: load, four byte adds packed as two ALU ops, store, loop.
-            instructions: 10 + 4 * w,
+            instructions: w.saturating_mul(4).saturating_add(10),
             sram_words: 0,
-            sdram_words: 2 * w,
+            sdram_words: w.saturating_mul(2),
             outputs: 1,
         }
     }
@@ -96,9 +96,9 @@ impl StreamHandler for Format {
         Work {
             // Per word: load, two shifts and two field inserts (the microengine has no
             // byte-swap instruction), store, loop: 7.
-            instructions: 8 + 7 * w,
+            instructions: w.saturating_mul(7).saturating_add(8),
             sram_words: 0,
-            sdram_words: 2 * w,
+            sdram_words: w.saturating_mul(2),
             outputs: 1,
         }
     }
