@@ -16,6 +16,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use crate::engine::{Program, Step};
 use crate::params::{Memory, Params};
 
 /// Where a message goes: an overlay destination (a port/peer index).
@@ -188,37 +189,68 @@ impl HandlerCosts {
         u64::from(self.params.instruction_cycles)
     }
 
-    /// Latency of one 32-bit SRAM reference seen by a context.
+    /// One 32-bit SRAM reference seen by a context: its issue plus its unloaded access
+    /// time, as the machine model charges it ([`Program::unloaded_cycles`]).
     pub fn sram_cycles(&self) -> u64 {
-        u64::from(self.params.latency_cycles(Memory::Sram, false))
+        Program::new(alloc::vec![Step::read(Memory::Sram, 1)])
+            .unloaded_cycles(&self.params)
+            .saturating_sub(self.loop_cycles())
     }
 
-    /// Latency of one 32-bit SDRAM reference seen by a context.
+    /// One 32-bit SDRAM reference seen by a context (issue plus unloaded access).
     pub fn sdram_cycles(&self) -> u64 {
-        u64::from(self.params.latency_cycles(Memory::Sdram, false))
+        Program::new(alloc::vec![Step::read(Memory::Sdram, 1)])
+            .unloaded_cycles(&self.params)
+            .saturating_sub(self.loop_cycles())
     }
 
-    /// Receive-thread cycles per mpacket: the RFIFO → SDRAM burst, one SRAM descriptor
-    /// update, the instructions.
+    /// The loop-back instruction `unloaded_cycles` adds to every program.
+    fn loop_cycles(&self) -> u64 {
+        Program::new(alloc::vec![]).unloaded_cycles(&self.params)
+    }
+
+    /// A receive thread's program per mpacket: the instructions, the RFIFO → SDRAM move
+    /// (IX bus, SDRAM burst), one SRAM descriptor write.
+    pub fn rx_mpacket_program(&self) -> Program {
+        Program::new(alloc::vec![
+            Step::Compute(u32::try_from(self.rx_mpacket_instructions).unwrap_or(u32::MAX)),
+            Step::ReceiveMpacket,
+            Step::write(Memory::Sram, 1),
+        ])
+    }
+
+    /// A transmit thread's program per mpacket: the instructions, one SRAM descriptor
+    /// read, the SDRAM → TFIFO move.
+    pub fn tx_mpacket_program(&self) -> Program {
+        Program::new(alloc::vec![
+            Step::Compute(u32::try_from(self.tx_mpacket_instructions).unwrap_or(u32::MAX)),
+            Step::read(Memory::Sram, 1),
+            Step::TransmitMpacket,
+        ])
+    }
+
+    /// The RUDP program per packet: the instructions, a flow-state read and write in SRAM.
+    pub fn rudp_packet_program(&self) -> Program {
+        Program::new(alloc::vec![
+            Step::Compute(u32::try_from(self.rudp_packet_instructions).unwrap_or(u32::MAX)),
+            Step::read(Memory::Sram, 1),
+            Step::write(Memory::Sram, 1),
+        ])
+    }
+
+    /// Receive-thread cycles per mpacket ([`Self::rx_mpacket_program`], one thread alone).
     pub fn rx_mpacket_cycles(&self) -> u64 {
-        self.rx_mpacket_instructions * self.instruction_cycles()
-            + u64::from(self.params.fifo_transfer_cycles())
-            + u64::from(self.params.latency_cycles(Memory::Sram, true))
+        self.rx_mpacket_program().unloaded_cycles(&self.params)
     }
 
-    /// Transmit-thread cycles per mpacket: the SDRAM → TFIFO burst, one SRAM descriptor
-    /// read, the instructions.
+    /// Transmit-thread cycles per mpacket ([`Self::tx_mpacket_program`], one thread alone).
     pub fn tx_mpacket_cycles(&self) -> u64 {
-        self.tx_mpacket_instructions * self.instruction_cycles()
-            + u64::from(self.params.fifo_transfer_cycles())
-            + self.sram_cycles()
+        self.tx_mpacket_program().unloaded_cycles(&self.params)
     }
 
-    /// Cycles per RUDP packet: the instructions, a flow-state read and write in SRAM.
+    /// Cycles per RUDP packet ([`Self::rudp_packet_program`], one thread alone).
     pub fn rudp_packet_cycles(&self) -> u64 {
-        self.rudp_packet_instructions * self.instruction_cycles()
-            + self.sram_cycles()
-            + u64::from(self.params.latency_cycles(Memory::Sram, true))
+        self.rudp_packet_program().unloaded_cycles(&self.params)
     }
 
     /// Mpacket size, bytes.
@@ -343,7 +375,9 @@ mod tests {
             sdram_words: 3,
             outputs: 1,
         };
-        assert_eq!(w.np_cycles(&c), 10 + 2 * 20 + 3 * 40);
+        assert_eq!(c.sram_cycles(), 21);
+        assert_eq!(c.sdram_cycles(), 41);
+        assert_eq!(w.np_cycles(&c), 10 + 2 * 21 + 3 * 41);
         let both = w.plus(Work { outputs: 3, ..w });
         assert_eq!(both.np_cycles(&c), 2 * w.np_cycles(&c));
         assert_eq!(both.outputs, 3);
