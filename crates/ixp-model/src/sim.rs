@@ -14,7 +14,7 @@
 //! reference keeps its engine. A thread may instead be *periodic* (the ESS cleaner): it runs
 //! its program every `period` cycles.
 //!
-//! The event queue is ordered by cycle (then engine index; arrivals after engines), so a run is a
+//! The event queue is ordered by cycle (then engines, FIFO-move legs, arrivals), so a run is a
 //! pure function of the parameters, the programs and the stop condition: no wall clock.
 //!
 //! ```text
@@ -195,6 +195,8 @@ struct Thread {
     work: Option<InFlight>,
     pc: usize,
     ready_at: u64,
+    /// A FIFO move whose first leg is under way (its second leg is booked when it ends).
+    pending: Option<Step>,
     /// Periodic thread: (program, period, next due cycle).
     periodic: Option<(Program, u64, u64)>,
 }
@@ -270,8 +272,20 @@ impl Source {
     }
 }
 
-/// The event-queue key of the arrival process (engines use their index).
-const ARRIVALS: usize = usize::MAX;
+/// What an event in the queue is for. Ordered (after the cycle) engines first, then the
+/// second legs of FIFO moves, then arrivals: a deterministic total order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// Engine `e` may run a thread.
+    Engine(usize),
+    /// The first leg of thread `k` of engine `e`'s FIFO move has ended: start the second.
+    Leg(usize, usize),
+    /// The next packet arrives.
+    Arrival,
+}
+
+/// A thread blocked on the first leg of a FIFO move: ready when its second leg is booked.
+const BLOCKED: u64 = u64::MAX;
 
 /// The simulated IXP1200 microengine complex. See the [module docs](self).
 ///
@@ -423,9 +437,11 @@ struct Run<'m> {
     source: Source,
     horizon: u64,
     report: RunReport,
-    queue: BinaryHeap<Reverse<(u64, usize)>>,
-    /// Whether each engine has an event in the queue.
-    scheduled: Vec<bool>,
+    queue: BinaryHeap<Reverse<(u64, Event)>>,
+    /// Each engine's live event: an `Engine` event at another cycle is stale and skipped.
+    scheduled: Vec<Option<u64>>,
+    /// Each engine is busy (running a thread) until this cycle.
+    free_at: Vec<u64>,
 }
 
 impl<'m> Run<'m> {
@@ -442,17 +458,17 @@ impl<'m> Run<'m> {
         } else {
             0
         };
-        let mut scheduled = vec![false; machine.engines.len()];
+        let mut scheduled = vec![None; machine.engines.len()];
         for (i, e) in machine.engines.iter().enumerate() {
             if !e.programs.is_empty() || e.threads.iter().any(|t| t.periodic.is_some()) {
-                queue.push(Reverse((0, i)));
+                queue.push(Reverse((0, Event::Engine(i))));
                 if let Some(s) = scheduled.get_mut(i) {
-                    *s = true;
+                    *s = Some(0);
                 }
             }
         }
         if machine.interval > 0 && limit > 0 {
-            queue.push(Reverse((0, ARRIVALS)));
+            queue.push(Reverse((0, Event::Arrival)));
         }
         let params = &machine.params;
         let per_packet = params.mpackets(machine.packet_bytes) as usize;
@@ -476,36 +492,63 @@ impl<'m> Run<'m> {
             },
             queue,
             scheduled,
+            free_at: vec![0; machine.engines.len()],
+        }
+    }
+
+    /// Makes sure engine `e` runs no later than `t` (and not before it is free).
+    fn schedule(&mut self, e: usize, t: u64) {
+        let t = t.max(self.free_at.get(e).copied().unwrap_or(0));
+        if let Some(s) = self.scheduled.get_mut(e) {
+            if s.is_some_and(|s| s <= t) {
+                return;
+            }
+            *s = Some(t);
+            self.queue.push(Reverse((t, Event::Engine(e))));
         }
     }
 
     fn drive(mut self) -> RunReport {
-        while let Some(Reverse((t, e))) = self.queue.pop() {
+        while let Some(Reverse((t, event))) = self.queue.pop() {
             if t >= self.horizon {
                 continue;
             }
-            if e == ARRIVALS {
-                self.source.arrive();
-                if self.source.next < self.source.limit {
-                    let next = self.source.arrival(self.source.next);
-                    self.queue.push(Reverse((next, ARRIVALS)));
-                }
-                // Wake the engines that were idle for want of packets.
-                for (i, s) in self.scheduled.iter_mut().enumerate() {
-                    if !*s && self.engines.get(i).is_some_and(|e| !e.programs.is_empty()) {
-                        *s = true;
-                        self.queue.push(Reverse((t, i)));
+            // No request can come before the present: forget past bus bookings.
+            self.memories.forget_before(t);
+            self.ix.forget_before(t);
+            match event {
+                Event::Arrival => {
+                    self.source.arrive();
+                    if self.source.next < self.source.limit {
+                        let next = self.source.arrival(self.source.next);
+                        self.queue.push(Reverse((next, Event::Arrival)));
+                    }
+                    // Wake the engines with packet programs: an idle thread may take it.
+                    for e in 0..self.engines.len() {
+                        if self
+                            .engines
+                            .get(e)
+                            .is_some_and(|eng| !eng.programs.is_empty())
+                        {
+                            self.schedule(e, t);
+                        }
                     }
                 }
-                continue;
-            }
-            if let Some(s) = self.scheduled.get_mut(e) {
-                *s = false;
-            }
-            if let Some(next) = self.step(e, t) {
-                self.queue.push(Reverse((next, e)));
-                if let Some(s) = self.scheduled.get_mut(e) {
-                    *s = true;
+                Event::Leg(e, k) => {
+                    if let Some(done) = self.second_leg(e, k, t) {
+                        self.schedule(e, done);
+                    }
+                }
+                Event::Engine(e) => {
+                    if self.scheduled.get(e).copied().flatten() != Some(t) {
+                        continue; // stale: the engine was rescheduled
+                    }
+                    if let Some(s) = self.scheduled.get_mut(e) {
+                        *s = None;
+                    }
+                    if let Some(next) = self.step(e, t) {
+                        self.schedule(e, next);
+                    }
                 }
             }
         }
@@ -532,6 +575,32 @@ impl<'m> Run<'m> {
         self.report
     }
 
+    fn set_free_at(&mut self, e: usize, t: u64) {
+        if let Some(f) = self.free_at.get_mut(e) {
+            *f = t;
+        }
+    }
+
+    /// Books the second leg of thread `k`'s FIFO move at `t`; returns when it completes.
+    fn second_leg(&mut self, e: usize, k: usize, t: u64) -> Option<u64> {
+        let words = self.params.mpacket_bytes / 4;
+        let step = self
+            .engines
+            .get_mut(e)?
+            .threads
+            .get_mut(k)?
+            .pending
+            .take()?;
+        let done = match step {
+            Step::ReceiveMpacket => self.memories.access(Memory::Sdram, t, words, true),
+            Step::TransmitMpacket => self.ix.transfer(t),
+            _ => t,
+        };
+        let th = self.engines.get_mut(e)?.threads.get_mut(k)?;
+        th.ready_at = done;
+        Some(done)
+    }
+
     /// Picks a thread of engine `e` that can run at `t`.
     fn choose(&self, e: usize, t: u64) -> Option<usize> {
         let eng = self.engines.get(e)?;
@@ -553,7 +622,8 @@ impl<'m> Run<'m> {
         eng.threads
             .iter()
             .filter_map(|th| match (&th.work, &th.periodic) {
-                (Some(_), _) => Some(th.ready_at),
+                // A blocked thread is woken by its second leg's event.
+                (Some(_), _) => (th.ready_at != BLOCKED).then_some(th.ready_at),
                 (None, Some((_, _, due))) => {
                     // A periodic thread keeps an engine alive only while packets remain.
                     (self.source.more() || self.horizon != u64::MAX).then_some(*due)
@@ -619,6 +689,7 @@ impl<'m> Run<'m> {
                         });
                     }
                     eng.next_rr = k;
+                    self.set_free_at(e, t);
                     return Some(t);
                 }
                 Some(Step::Compute(n)) => {
@@ -631,6 +702,7 @@ impl<'m> Run<'m> {
                     if t > now {
                         // Issue at the reference's own cycle, in event order.
                         eng.running = Some(k);
+                        self.set_free_at(e, t);
                         return Some(t);
                     }
                     let issue = u64::from(params.reference_issue_cycles);
@@ -643,32 +715,33 @@ impl<'m> Run<'m> {
                         Step::Write { memory, words } => {
                             self.memories.access(memory, t, words, true)
                         }
+                        // A FIFO move has two legs; the second is booked when the first
+                        // ends (an event), so no resource is ever booked ahead of time.
                         Step::ReceiveMpacket => {
-                            let on_bus = self.ix.transfer(t);
-                            self.memories.access(
-                                Memory::Sdram,
-                                on_bus,
-                                params.mpacket_bytes / 4,
-                                true,
-                            )
+                            let leg = self.ix.transfer(t);
+                            self.queue.push(Reverse((leg, Event::Leg(e, k))));
+                            BLOCKED
                         }
                         Step::TransmitMpacket => {
-                            let read = self.memories.access(
+                            let leg = self.memories.access(
                                 Memory::Sdram,
                                 t,
                                 params.mpacket_bytes / 4,
                                 false,
                             );
-                            self.ix.transfer(read)
+                            self.queue.push(Reverse((leg, Event::Leg(e, k))));
+                            BLOCKED
                         }
                         Step::Compute(_) => t,
                     };
                     let eng = self.engines.get_mut(e)?;
                     let th = eng.threads.get_mut(k)?;
                     th.ready_at = done;
+                    th.pending = (done == BLOCKED).then_some(step);
                     th.pc += 1;
                     eng.busy += issue + swap;
                     eng.next_rr = (k + 1) % eng.threads.len().max(1);
+                    self.set_free_at(e, t + swap);
                     return Some(t + swap);
                 }
             }
