@@ -10,6 +10,7 @@
 use alloc::collections::VecDeque;
 use core::fmt;
 
+use crate::mem::Timeline;
 use crate::params::Params;
 
 /// One mpacket in a FIFO: which packet it belongs to and its place in it.
@@ -133,12 +134,12 @@ impl Fifo {
     }
 }
 
-/// The IX bus as a timing resource: FCFS, one mpacket per
-/// [`Params::ix_bus_mpacket_cycles`].
+/// The IX bus as a timing resource: one mpacket per [`Params::ix_bus_mpacket_cycles`], in
+/// the earliest free slot (a [`Timeline`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IxBus {
     cycles_per_mpacket: u64,
-    free_at: u64,
+    bus: Timeline,
     busy_cycles: u64,
     mpackets: u64,
 }
@@ -148,7 +149,7 @@ impl IxBus {
     pub fn new(params: &Params) -> Self {
         IxBus {
             cycles_per_mpacket: u64::from(params.ix_bus_mpacket_cycles()),
-            free_at: 0,
+            bus: Timeline::default(),
             busy_cycles: 0,
             mpackets: 0,
         }
@@ -156,11 +157,15 @@ impl IxBus {
 
     /// Moves one mpacket requested at cycle `at`; returns the cycle the transfer ends.
     pub fn transfer(&mut self, at: u64) -> u64 {
-        let start = at.max(self.free_at);
-        self.free_at = start + self.cycles_per_mpacket;
+        let start = self.bus.book(at, self.cycles_per_mpacket);
         self.busy_cycles += self.cycles_per_mpacket;
         self.mpackets += 1;
-        self.free_at
+        start + self.cycles_per_mpacket
+    }
+
+    /// Forgets bookings that ended by `now`; the simulator calls it as time advances.
+    pub fn forget_before(&mut self, now: u64) {
+        self.bus.forget_before(now);
     }
 
     /// Core cycles the bus has been occupied.

@@ -5,14 +5,59 @@
 //! the memory's clock), and completes one latency after its first transfer began. So a lone
 //! reference costs exactly [`Params::access_cycles`], and references from several threads
 //! or engines pipeline behind each other on the bus: latency overlaps, bus occupancy
-//! serialises. Requests are served first come, first served in the order they are issued;
-//! the simulator issues them in cycle order.
+//! serialises. The bus is a [`Timeline`] of booked intervals: a request takes the earliest
+//! free slot at or after its cycle, so a transfer booked ahead (the SDRAM leg of a FIFO
+//! move, say) does not hold up an earlier request that fits before it.
 //!
 //! Not modelled: bank conflicts, SDRAM row misses and refresh, command-queue depth limits,
 //! read/write turnaround. They would add latency under load; our contended figures are a
 //! lower bound in that respect.
 
+use alloc::vec::Vec;
+
 use crate::params::{Memory, Params};
+
+/// A resource booked in intervals of cycles: the earliest gap of the asked length at or
+/// after the asked cycle is taken. Intervals ending before the simulation's present are
+/// forgotten ([`Timeline::forget_before`]).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Timeline {
+    /// Booked `[start, end)` intervals, sorted and disjoint.
+    booked: Vec<(u64, u64)>,
+}
+
+impl Timeline {
+    /// Books `len` cycles at or after `at`; returns the start.
+    pub fn book(&mut self, at: u64, len: u64) -> u64 {
+        let mut start = at;
+        for &(a, b) in &self.booked {
+            if b <= start {
+                continue;
+            }
+            if a >= start.saturating_add(len) {
+                break;
+            }
+            start = b;
+        }
+        if len > 0 {
+            // Everything before `start` ends by it; the interval goes before the first
+            // booking that starts at or after it (which it does not overlap).
+            let slot = self.booked.partition_point(|&(a, _)| a < start);
+            self.booked.insert(slot, (start, start + len));
+        }
+        start
+    }
+
+    /// Forgets intervals that end at or before `now` (no request can come earlier).
+    pub fn forget_before(&mut self, now: u64) {
+        self.booked.retain(|&(_, b)| b > now);
+    }
+
+    /// The end of the last booked interval (0 if none).
+    pub fn free_after(&self) -> u64 {
+        self.booked.last().map_or(0, |&(_, b)| b)
+    }
+}
 
 /// Running totals of one memory unit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,7 +81,7 @@ pub struct MemoryUnit {
     first_transfer: u64,
     /// Occupancy per 32-bit word count is computed from the params on each access.
     params: Params,
-    bus_free_at: u64,
+    bus: Timeline,
     stats: MemoryStats,
 }
 
@@ -49,7 +94,7 @@ impl MemoryUnit {
             write_latency: u64::from(params.latency_cycles(memory, true)),
             first_transfer: u64::from(params.occupancy_cycles(memory, 1)),
             params: *params,
-            bus_free_at: 0,
+            bus: Timeline::default(),
             stats: MemoryStats::default(),
         }
     }
@@ -64,20 +109,23 @@ impl MemoryUnit {
         self.stats
     }
 
-    /// The first cycle at which the bus is free.
+    /// The cycle after the last booked bus transfer.
     pub fn bus_free_at(&self) -> u64 {
-        self.bus_free_at
+        self.bus.free_after()
+    }
+
+    /// Forgets bus bookings that ended by `now`; the simulator calls it as time advances.
+    pub fn forget_before(&mut self, now: u64) {
+        self.bus.forget_before(now);
     }
 
     /// Serves a reference of `words` 32-bit words issued at cycle `at`; returns the cycle at
     /// which its data is back (read) or its completion is signalled (write).
     ///
-    /// Call in non-decreasing `at` order (the simulator does); an earlier `at` is served
-    /// after the requests already queued, as a FCFS controller would.
+    /// The reference takes the earliest free bus slot at or after `at`.
     pub fn access(&mut self, at: u64, words: u32, write: bool) -> u64 {
         let occupancy = u64::from(self.params.occupancy_cycles(self.memory, words));
-        let start = at.max(self.bus_free_at);
-        self.bus_free_at = start + occupancy;
+        let start = self.bus.book(at, occupancy);
         let latency = if write {
             self.write_latency
         } else {
@@ -123,6 +171,13 @@ impl Memories {
         }
     }
 
+    /// [`MemoryUnit::forget_before`] on every unit.
+    pub fn forget_before(&mut self, now: u64) {
+        for u in &mut self.units {
+            u.forget_before(now);
+        }
+    }
+
     /// [`MemoryUnit::access`] on `memory`.
     pub fn access(&mut self, memory: Memory, at: u64, words: u32, write: bool) -> u64 {
         self.unit_mut(memory).access(at, words, write)
@@ -132,6 +187,7 @@ impl Memories {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
 
     const P: Params = Params::IXP1200;
 
@@ -161,6 +217,32 @@ mod tests {
         assert_eq!(d.access(0, 2, false), 40);
         assert_eq!(d.access(0, 2, false), 42);
         assert_eq!(d.bus_free_at(), 4);
+    }
+
+    #[test]
+    fn a_booking_ahead_does_not_block_an_earlier_request() {
+        let mut u = MemoryUnit::new(&P, Memory::Sdram);
+        // A 16-word transfer booked for cycle 100 holds the bus 100..116.
+        assert_eq!(u.access(100, 16, true), 100 + 40 + 14);
+        // A quadword at cycle 10 fits before it; one at 99 waits until 116.
+        assert_eq!(u.access(10, 2, false), 50);
+        assert_eq!(u.access(99, 2, false), 116 + 40);
+        assert_eq!(u.stats().queued_cycles, 17);
+        u.forget_before(200);
+        assert_eq!(u.bus_free_at(), 0);
+    }
+
+    #[test]
+    fn timeline_finds_gaps() {
+        let mut t = Timeline::default();
+        assert_eq!(t.book(10, 5), 10);
+        assert_eq!(t.book(0, 5), 0);
+        assert_eq!(t.book(0, 6), 15);
+        assert_eq!(t.book(3, 2), 5);
+        assert_eq!(t.book(0, 0), 0);
+        assert_eq!(t.booked, vec![(0, 5), (5, 7), (10, 15), (15, 21)]);
+        t.forget_before(15);
+        assert_eq!(t.booked, vec![(15, 21)]);
     }
 
     #[test]

@@ -5,13 +5,16 @@
 //! time; a thread runs its per-packet [`Program`] until it makes a memory or FIFO
 //! reference, which swaps it out ([`Params::context_switch_cycles`]) until the reference
 //! completes. The engine then runs another ready thread, round robin, and idles only when
-//! all of its threads wait. Packets come from one source shared by every thread: packet
-//! `i` arrives at `i × interval` cycles and runs program `i mod k` of the `k` programs
-//! loaded on the engine that takes it. Threads are not preempted: one that makes no
+//! all of its threads wait. Packets come from one source shared by every thread and packet
+//! `i` runs program `i mod k` of the `k` programs loaded on the engine that takes it. By
+//! default all packets wait from cycle 0 (a backlog: the saturated machine); with an
+//! arrival interval, packet `i` arrives at `i × interval` into the receive FIFO, occupies
+//! its mpacket elements until a thread takes it, and is dropped if it finds the FIFO full
+//! ([`RunReport::dropped`]). Threads are not preempted: one that makes no
 //! reference keeps its engine. A thread may instead be *periodic* (the ESS cleaner): it runs
 //! its program every `period` cycles.
 //!
-//! The event queue is ordered by cycle (engine, then insertion, break ties), so a run is a
+//! The event queue is ordered by cycle (then engines, FIFO-move legs, arrivals), so a run is a
 //! pure function of the parameters, the programs and the stop condition: no wall clock.
 //!
 //! ```text
@@ -21,7 +24,7 @@
 //!             engine 5 [t0 t1 t2 t3] ─┘         └─► IX bus ⇄ RFIFO/TFIFO
 //! ```
 
-use alloc::collections::BinaryHeap;
+use alloc::collections::{BinaryHeap, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
@@ -142,6 +145,8 @@ pub struct RunReport {
     pub memory: [MemoryStats; 3],
     /// Mpackets moved over the IX bus.
     pub ix_mpackets: u64,
+    /// Packets dropped because the receive FIFO was full on arrival (paced arrivals only).
+    pub dropped: u64,
 }
 
 impl RunReport {
@@ -190,6 +195,8 @@ struct Thread {
     work: Option<InFlight>,
     pc: usize,
     ready_at: u64,
+    /// A FIFO move whose first leg is under way (its second leg is booked when it ends).
+    pending: Option<Step>,
     /// Periodic thread: (program, period, next due cycle).
     periodic: Option<(Program, u64, u64)>,
 }
@@ -203,24 +210,82 @@ struct Engine {
     busy: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+/// Where packets come from. With no arrival interval, all `limit` packets wait from cycle
+/// 0 (a backlog in SDRAM: the saturated machine). With an interval, packet `i` arrives at
+/// `i × interval` into the receive FIFO, which holds `rfifo_elements` mpackets: a packet
+/// occupies it from arrival until a thread takes it, and one that finds it full is dropped.
+#[derive(Clone, Debug)]
 struct Source {
+    /// Next packet to arrive (paced) or to be taken (backlog).
     next: u64,
     limit: u64,
     interval: u64,
+    /// Paced mode: packets admitted to the FIFO, not yet taken: (packet, arrival).
+    fifo: VecDeque<(u64, u64)>,
+    /// Packets the FIFO holds (its mpackets / the packet's mpackets).
+    fifo_packets: usize,
+    dropped: u64,
 }
 
 impl Source {
+    fn paced(&self) -> bool {
+        self.interval > 0
+    }
     fn arrival(&self, i: u64) -> u64 {
         i.saturating_mul(self.interval)
     }
     fn available(&self, t: u64) -> bool {
-        self.next < self.limit && self.arrival(self.next) <= t
+        if self.paced() {
+            self.fifo.front().is_some_and(|&(_, a)| a <= t)
+        } else {
+            self.next < self.limit
+        }
     }
+    /// Backlog mode only: when the next packet is there. Paced arrivals wake engines
+    /// through their own events.
     fn next_arrival(&self) -> Option<u64> {
-        (self.next < self.limit).then(|| self.arrival(self.next))
+        (!self.paced() && self.next < self.limit).then_some(0)
+    }
+    /// Paced mode: the next packet arrives now; admit or drop it.
+    fn arrive(&mut self) {
+        let (packet, arrival) = (self.next, self.arrival(self.next));
+        self.next += 1;
+        if self.fifo.len() < self.fifo_packets {
+            self.fifo.push_back((packet, arrival));
+        } else {
+            self.dropped += 1;
+        }
+    }
+    fn take(&mut self) -> Option<(u64, u64)> {
+        if self.paced() {
+            self.fifo.pop_front()
+        } else if self.next < self.limit {
+            self.next += 1;
+            Some((self.next - 1, 0))
+        } else {
+            None
+        }
+    }
+    /// Whether more packets will come (or are waiting).
+    fn more(&self) -> bool {
+        self.next < self.limit || !self.fifo.is_empty()
     }
 }
+
+/// What an event in the queue is for. Ordered (after the cycle) engines first, then the
+/// second legs of FIFO moves, then arrivals: a deterministic total order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// Engine `e` may run a thread.
+    Engine(usize),
+    /// The first leg of thread `k` of engine `e`'s FIFO move has ended: start the second.
+    Leg(usize, usize),
+    /// The next packet arrives.
+    Arrival,
+}
+
+/// A thread blocked on the first leg of a FIFO move: ready when its second leg is booked.
+const BLOCKED: u64 = u64::MAX;
 
 /// The simulated IXP1200 microengine complex. See the [module docs](self).
 ///
@@ -233,6 +298,7 @@ pub struct Machine {
     config: MachineConfig,
     engines: Vec<Engine>,
     interval: u64,
+    packet_bytes: u32,
 }
 
 impl Machine {
@@ -265,6 +331,7 @@ impl Machine {
             config,
             engines: vec![engine; config.engines as usize],
             interval: 0,
+            packet_bytes: params.min_frame_bytes,
         })
     }
 
@@ -278,9 +345,16 @@ impl Machine {
         self.config
     }
 
-    /// Packets arrive every `cycles` cycles (0, the default: all are waiting at cycle 0).
+    /// Packets arrive every `cycles` cycles into the receive FIFO, which drops those that
+    /// find it full (0, the default: all packets wait in SDRAM from cycle 0, none drop).
     pub fn set_arrival_interval(&mut self, cycles: u64) {
         self.interval = cycles;
+    }
+
+    /// Packets are `bytes` long: each takes `ceil(bytes / mpacket_bytes)` receive-FIFO
+    /// elements (default: a minimum frame, one mpacket).
+    pub fn set_packet_bytes(&mut self, bytes: u32) {
+        self.packet_bytes = bytes;
     }
 
     /// Loads `programs` on `engine`, replacing what it had; packet `i` taken by this engine
@@ -363,7 +437,11 @@ struct Run<'m> {
     source: Source,
     horizon: u64,
     report: RunReport,
-    queue: BinaryHeap<Reverse<(u64, usize)>>,
+    queue: BinaryHeap<Reverse<(u64, Event)>>,
+    /// Each engine's live event: an `Engine` event at another cycle is stale and skipped.
+    scheduled: Vec<Option<u64>>,
+    /// Each engine is busy (running a thread) until this cycle.
+    free_at: Vec<u64>,
 }
 
 impl<'m> Run<'m> {
@@ -380,11 +458,20 @@ impl<'m> Run<'m> {
         } else {
             0
         };
+        let mut scheduled = vec![None; machine.engines.len()];
         for (i, e) in machine.engines.iter().enumerate() {
             if !e.programs.is_empty() || e.threads.iter().any(|t| t.periodic.is_some()) {
-                queue.push(Reverse((0, i)));
+                queue.push(Reverse((0, Event::Engine(i))));
+                if let Some(s) = scheduled.get_mut(i) {
+                    *s = Some(0);
+                }
             }
         }
+        if machine.interval > 0 && limit > 0 {
+            queue.push(Reverse((0, Event::Arrival)));
+        }
+        let params = &machine.params;
+        let per_packet = params.mpackets(machine.packet_bytes) as usize;
         Run {
             params: &machine.params,
             engines: machine.engines.clone(),
@@ -394,6 +481,9 @@ impl<'m> Run<'m> {
                 next: 0,
                 limit,
                 interval: machine.interval,
+                fifo: VecDeque::new(),
+                fifo_packets: (params.rfifo_elements as usize / per_packet.max(1)).max(1),
+                dropped: 0,
             },
             horizon,
             report: RunReport {
@@ -401,18 +491,68 @@ impl<'m> Run<'m> {
                 ..RunReport::default()
             },
             queue,
+            scheduled,
+            free_at: vec![0; machine.engines.len()],
+        }
+    }
+
+    /// Makes sure engine `e` runs no later than `t` (and not before it is free).
+    fn schedule(&mut self, e: usize, t: u64) {
+        let t = t.max(self.free_at.get(e).copied().unwrap_or(0));
+        if let Some(s) = self.scheduled.get_mut(e) {
+            if s.is_some_and(|s| s <= t) {
+                return;
+            }
+            *s = Some(t);
+            self.queue.push(Reverse((t, Event::Engine(e))));
         }
     }
 
     fn drive(mut self) -> RunReport {
-        while let Some(Reverse((t, e))) = self.queue.pop() {
+        while let Some(Reverse((t, event))) = self.queue.pop() {
             if t >= self.horizon {
                 continue;
             }
-            if let Some(next) = self.step(e, t) {
-                self.queue.push(Reverse((next, e)));
+            // No request can come before the present: forget past bus bookings.
+            self.memories.forget_before(t);
+            self.ix.forget_before(t);
+            match event {
+                Event::Arrival => {
+                    self.source.arrive();
+                    if self.source.next < self.source.limit {
+                        let next = self.source.arrival(self.source.next);
+                        self.queue.push(Reverse((next, Event::Arrival)));
+                    }
+                    // Wake the engines with packet programs: an idle thread may take it.
+                    for e in 0..self.engines.len() {
+                        if self
+                            .engines
+                            .get(e)
+                            .is_some_and(|eng| !eng.programs.is_empty())
+                        {
+                            self.schedule(e, t);
+                        }
+                    }
+                }
+                Event::Leg(e, k) => {
+                    if let Some(done) = self.second_leg(e, k, t) {
+                        self.schedule(e, done);
+                    }
+                }
+                Event::Engine(e) => {
+                    if self.scheduled.get(e).copied().flatten() != Some(t) {
+                        continue; // stale: the engine was rescheduled
+                    }
+                    if let Some(s) = self.scheduled.get_mut(e) {
+                        *s = None;
+                    }
+                    if let Some(next) = self.step(e, t) {
+                        self.schedule(e, next);
+                    }
+                }
             }
         }
+        self.report.dropped = self.source.dropped;
         self.report.cycles = match self.horizon {
             u64::MAX => self
                 .report
@@ -433,6 +573,32 @@ impl<'m> Run<'m> {
         }
         self.report.ix_mpackets = self.ix.mpackets();
         self.report
+    }
+
+    fn set_free_at(&mut self, e: usize, t: u64) {
+        if let Some(f) = self.free_at.get_mut(e) {
+            *f = t;
+        }
+    }
+
+    /// Books the second leg of thread `k`'s FIFO move at `t`; returns when it completes.
+    fn second_leg(&mut self, e: usize, k: usize, t: u64) -> Option<u64> {
+        let words = self.params.mpacket_bytes / 4;
+        let step = self
+            .engines
+            .get_mut(e)?
+            .threads
+            .get_mut(k)?
+            .pending
+            .take()?;
+        let done = match step {
+            Step::ReceiveMpacket => self.memories.access(Memory::Sdram, t, words, true),
+            Step::TransmitMpacket => self.ix.transfer(t),
+            _ => t,
+        };
+        let th = self.engines.get_mut(e)?.threads.get_mut(k)?;
+        th.ready_at = done;
+        Some(done)
     }
 
     /// Picks a thread of engine `e` that can run at `t`.
@@ -456,11 +622,11 @@ impl<'m> Run<'m> {
         eng.threads
             .iter()
             .filter_map(|th| match (&th.work, &th.periodic) {
-                (Some(_), _) => Some(th.ready_at),
+                // A blocked thread is woken by its second leg's event.
+                (Some(_), _) => (th.ready_at != BLOCKED).then_some(th.ready_at),
                 (None, Some((_, _, due))) => {
                     // A periodic thread keeps an engine alive only while packets remain.
-                    (self.source.next < self.source.limit || self.horizon != u64::MAX)
-                        .then_some(*due)
+                    (self.source.more() || self.horizon != u64::MAX).then_some(*due)
                 }
                 (None, None) => {
                     if eng.programs.is_empty() {
@@ -523,6 +689,7 @@ impl<'m> Run<'m> {
                         });
                     }
                     eng.next_rr = k;
+                    self.set_free_at(e, t);
                     return Some(t);
                 }
                 Some(Step::Compute(n)) => {
@@ -535,6 +702,7 @@ impl<'m> Run<'m> {
                     if t > now {
                         // Issue at the reference's own cycle, in event order.
                         eng.running = Some(k);
+                        self.set_free_at(e, t);
                         return Some(t);
                     }
                     let issue = u64::from(params.reference_issue_cycles);
@@ -547,32 +715,33 @@ impl<'m> Run<'m> {
                         Step::Write { memory, words } => {
                             self.memories.access(memory, t, words, true)
                         }
+                        // A FIFO move has two legs; the second is booked when the first
+                        // ends (an event), so no resource is ever booked ahead of time.
                         Step::ReceiveMpacket => {
-                            let on_bus = self.ix.transfer(t);
-                            self.memories.access(
-                                Memory::Sdram,
-                                on_bus,
-                                params.mpacket_bytes / 4,
-                                true,
-                            )
+                            let leg = self.ix.transfer(t);
+                            self.queue.push(Reverse((leg, Event::Leg(e, k))));
+                            BLOCKED
                         }
                         Step::TransmitMpacket => {
-                            let read = self.memories.access(
+                            let leg = self.memories.access(
                                 Memory::Sdram,
                                 t,
                                 params.mpacket_bytes / 4,
                                 false,
                             );
-                            self.ix.transfer(read)
+                            self.queue.push(Reverse((leg, Event::Leg(e, k))));
+                            BLOCKED
                         }
                         Step::Compute(_) => t,
                     };
                     let eng = self.engines.get_mut(e)?;
                     let th = eng.threads.get_mut(k)?;
                     th.ready_at = done;
+                    th.pending = (done == BLOCKED).then_some(step);
                     th.pc += 1;
                     eng.busy += issue + swap;
                     eng.next_rr = (k + 1) % eng.threads.len().max(1);
+                    self.set_free_at(e, t + swap);
                     return Some(t + swap);
                 }
             }
@@ -607,11 +776,12 @@ impl<'m> Run<'m> {
         if n_programs == 0 || !self.source.available(t) {
             return false;
         }
-        let packet = self.source.next;
-        self.source.next += 1;
+        let Some((packet, arrival)) = self.source.take() else {
+            return false;
+        };
         th.work = Some(InFlight {
             packet,
-            arrival: self.source.arrival(packet),
+            arrival,
             start: t,
             program: (packet % n_programs as u64) as usize,
         });
@@ -719,6 +889,32 @@ mod tests {
             assert_eq!(c.start, c.arrival);
             assert_eq!(c.service_cycles(), p.unloaded_cycles(&P));
         }
+    }
+
+    #[test]
+    fn a_full_receive_fifo_drops_arrivals() {
+        let p = Program::new(vec![Step::Compute(199)]);
+        // Offered every 100 cycles, served every 200: half must drop once the FIFO is full.
+        let mut m = machine(1, 1, core::slice::from_ref(&p));
+        m.set_arrival_interval(100);
+        let r = m.run(Stop::Packets(1000));
+        assert_eq!(r.packets() + r.dropped, 1000);
+        assert!((480..=520).contains(&r.dropped), "{}", r.dropped);
+        // Every admitted packet waited at most a full FIFO's worth of service.
+        assert!(
+            r.completions
+                .iter()
+                .all(|c| c.start - c.arrival <= 17 * 200)
+        );
+        // 1000-byte packets take 16 mpackets each: the FIFO holds one, so more drop.
+        m.set_packet_bytes(1000);
+        let big = m.run(Stop::Packets(1000));
+        assert!(big.dropped > r.dropped, "{} vs {}", big.dropped, r.dropped);
+        // Offered below capacity: nothing drops and nothing waits.
+        m.set_arrival_interval(250);
+        let light = m.run(Stop::Packets(1000));
+        assert_eq!(light.dropped, 0);
+        assert!(light.completions.iter().all(|c| c.start == c.arrival));
     }
 
     #[test]

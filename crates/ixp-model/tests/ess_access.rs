@@ -71,3 +71,54 @@ fn sram_beats_split_beats_sdram_for_both_instructions() {
         }
     }
 }
+
+/// The cleaner runs as a thread beside the packet threads (ESP paper §6): at the line rate
+/// of four ports of minimum frames, with a COUNT creating a binding per packet, it keeps up
+/// (reclaims every period what the period created) and no packet is dropped.
+#[test]
+fn cleaner_thread_keeps_up_beside_count_packets_at_line_rate() {
+    use ixp_model::esp::packet_program;
+    use ixp_model::ess_model::cleaner_program;
+    use ixp_model::{Machine, MachineConfig, Stop};
+
+    let case = EspCase {
+        style: LookupStyle::Once,
+        bound: false,
+        cl: 1,
+    };
+    let pl = EssPlacement::SDRAM;
+    let prog = packet_program(&P, EspInstruction::Count, &pl, &case);
+    let line_pps = P.line_rate_pps(64) * u64::from(P.ports);
+    let interval = P.cycles_per_packet_at(line_pps);
+    let period = 10_000u64;
+    let per_period = period.div_ceil(interval);
+    let mut m = Machine::new(P, MachineConfig::full(&P)).unwrap();
+    m.load_all(std::slice::from_ref(&prog)).unwrap();
+    m.set_arrival_interval(interval);
+    m.set_periodic(
+        0,
+        0,
+        cleaner_program(&P, &pl, u32::try_from(per_period).unwrap()),
+        period,
+    )
+    .unwrap();
+    let r = m.run(Stop::Packets(5_000));
+    assert_eq!(r.dropped, 0);
+    assert_eq!(r.packets(), 5_000);
+    // One run per period over the whole run (plus the one at cycle 0 and possibly one
+    // after the last packet): it never fell behind.
+    let expected = r.cycles / period;
+    assert!(
+        r.periodic_runs >= expected && r.periodic_runs <= expected + 2,
+        "{} runs in {} cycles",
+        r.periodic_runs,
+        r.cycles
+    );
+    // At line rate each packet is served on arrival: latency = its unloaded cost.
+    let floor = prog.unloaded_cycles(&P);
+    let mean = r.mean_service_cycles();
+    assert!(
+        mean >= floor as f64 && mean < 1.2 * floor as f64,
+        "{mean} vs {floor}"
+    );
+}
