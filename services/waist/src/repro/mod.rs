@@ -9,6 +9,12 @@ pub mod esp_aggregation;
 pub mod esp_fig8;
 pub mod ess_collisions;
 pub mod ess_fig11;
+pub mod ixp_esp_fig11;
+pub mod ixp_esp_table1;
+pub mod ixp_esp_table2;
+pub mod ixp_esp_table3;
+pub mod ixp_fig4;
+pub mod ixp_fig5;
 pub mod snap_table2;
 pub mod trickles_bloom;
 pub mod trickles_delta;
@@ -61,6 +67,22 @@ pub enum Name {
     /// delta-encoded continuations over the same 100 Mb/s link (`--runs`: object MB,
     /// default 20).
     TricklesDelta,
+    /// ESP paper Table 1: ESS call times and access counts on the modelled IXP1200.
+    IxpEspTable1,
+    /// ESP paper Table 2: COMPARE and COUNT latency, ESS in SRAM, SDRAM or split.
+    IxpEspTable2,
+    /// ESP paper Table 3: COMPARE and COUNT throughput, serial as the paper estimated it and
+    /// with the model's threads and engines (`--runs`: packets per full-machine run).
+    IxpEspTable3,
+    /// ESP paper Fig. 11: find() latency on the modelled IXP1200 against fill, h = 0.5, 1, 2,
+    /// with chain lengths measured in the real store (`--log2`: store size).
+    IxpEspFig11,
+    /// Stream-handlers paper Fig. 4: source-to-destination latency, content-based routing
+    /// at an intermediate host vs at the IXP, 100 B to 100 kB (IXP1200 model).
+    IxpFig4,
+    /// Stream-handlers paper Fig. 5: throughput at the intermediate node for each handler,
+    /// host vs IXP (IXP1200 model).
+    IxpFig5,
 }
 
 /// Knobs shared by the reproductions.
@@ -105,6 +127,12 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesFig23 => trickles_fig23::run(opts, out).map(|_| ()),
         Name::TricklesDelta => trickles_delta::run(opts, out).map(|_| ()),
         Name::TricklesFig17 => trickles_fig17::run(opts, out).map(|_| ()),
+        Name::IxpEspTable1 => ixp_esp_table1::run(opts, out).map(|_| ()),
+        Name::IxpEspTable2 => ixp_esp_table2::run(opts, out).map(|_| ()),
+        Name::IxpEspTable3 => ixp_esp_table3::run(opts, out).map(|_| ()),
+        Name::IxpEspFig11 => ixp_esp_fig11::run(opts, out).map(|_| ()),
+        Name::IxpFig4 => ixp_fig4::run(opts, out).map(|_| ()),
+        Name::IxpFig5 => ixp_fig5::run(opts, out).map(|_| ()),
     }
 }
 

@@ -1,0 +1,95 @@
+//! `waist repro ixp-esp-*`: the ESP paper's IXP1200 tables and Fig. 11 on the ixp-model
+//! machine — what must hold of our numbers whatever their distance from the paper's.
+
+// Test harness: panics are the failure reports.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use ess::HashRatio;
+use ixp_model::Params;
+use ixp_model::esp::EspInstruction;
+use waist::repro::{Options, ixp_esp_fig11, ixp_esp_table1, ixp_esp_table2, ixp_esp_table3};
+
+fn opts(name: &str) -> Options {
+    Options {
+        dir: std::env::temp_dir().join(format!("waist-test-{name}-{}", std::process::id())),
+        log2: 10,
+        seed: 0x5eed,
+        runs: Some(2_400),
+    }
+}
+
+#[test]
+fn table1_counts_match_and_times_are_within_a_third() {
+    let mut out = Vec::new();
+    let rows = ixp_esp_table1::run(&opts("t1"), &mut out).unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        assert_eq!(r.ours_accesses, r.paper_accesses, "{r:?}");
+        assert!(r.deviation_pct().abs() < 35.0, "{r:?}");
+    }
+    // find_create costs more than find, which costs more than read.
+    assert!(rows[1].ours_us > rows[0].ours_us && rows[0].ours_us > rows[2].ours_us);
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("deviations above 10%"), "{text}");
+}
+
+#[test]
+fn table2_orders_placements_like_the_paper() {
+    let mut out = Vec::new();
+    let cells = ixp_esp_table2::run(&opts("t2"), &mut out).unwrap();
+    assert_eq!(cells.len(), 6);
+    for instr in EspInstruction::ALL {
+        let row: Vec<_> = cells.iter().filter(|c| c.instruction == instr).collect();
+        // SRAM < split < SDRAM, as in the paper, in both lookup styles.
+        assert!(row[0].paper_us < row[2].paper_us && row[2].paper_us < row[1].paper_us);
+        assert!(row[0].once_us < row[2].once_us && row[2].once_us < row[1].once_us);
+        assert!(row[0].get_put_us < row[2].get_put_us && row[2].get_put_us < row[1].get_put_us);
+        for c in &row {
+            assert!(c.get_put_us > c.once_us, "{c:?}");
+        }
+    }
+}
+
+#[test]
+fn table3_formula_reproduces_the_paper_and_threads_multiply_throughput() {
+    let mut out = Vec::new();
+    let cells = ixp_esp_table3::run(&opts("t3"), &mut out).unwrap();
+    let p = Params::IXP1200;
+    let line_kpps = (p.line_rate_pps(64) * 4) as f64 / 1000.0;
+    for c in &cells {
+        // Table 3 = 1 / (Table 2 + 75 cycles).
+        assert!(
+            (c.paper_formula_kpps / c.paper_kpps - 1.0).abs() < 0.01,
+            "{c:?}"
+        );
+        assert!(c.engine_kpps > 1.5 * c.serial_kpps, "{c:?}");
+        assert!(c.machine_kpps > 4.0 * c.engine_kpps, "{c:?}");
+        assert!(c.machine_kpps > line_kpps, "{c:?}");
+        assert!(c.bottleneck.1 <= 1.0, "{c:?}");
+    }
+}
+
+#[test]
+fn fig11_chains_grow_with_fill_and_shrink_with_h() {
+    let mut out = Vec::new();
+    let o = opts("f11");
+    let pts = ixp_esp_fig11::run(&o, &mut out).unwrap();
+    assert_eq!(pts.len(), 30);
+    let at = |h, fill: f64| {
+        pts.iter()
+            .find(|p| p.h == h && (p.fill - fill).abs() < 1e-9)
+            .unwrap()
+    };
+    for h in [HashRatio::HALF, HashRatio::ONE, HashRatio::TWO] {
+        assert!(at(h, 1.0).hit_us > at(h, 0.1).hit_us);
+        assert!(at(h, 0.1).hit_cl >= 1.0);
+    }
+    // Larger hash tables, shorter chains; h = 0.5 full stays below the paper's 3 µs.
+    assert!(at(HashRatio::TWO, 1.0).hit_us < at(HashRatio::ONE, 1.0).hit_us);
+    assert!(at(HashRatio::ONE, 1.0).hit_us < at(HashRatio::HALF, 1.0).hit_us);
+    assert!(at(HashRatio::HALF, 1.0).hit_us < 3.0);
+    // Separate chaining: a hit examines about 1 + load / 2 entries.
+    assert!((at(HashRatio::HALF, 1.0).hit_cl - 2.0).abs() < 0.2);
+    assert!(o.dir.join("ixp-esp-fig11.png").exists());
+    assert!(o.dir.join("ixp-esp-fig11.csv").exists());
+}
