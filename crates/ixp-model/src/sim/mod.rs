@@ -103,7 +103,8 @@ impl core::error::Error for ConfigError {}
 /// When a run stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// After this many packets have completed (the source offers exactly this many).
+    /// When the source has offered exactly this many packets and every one taken has
+    /// completed (with paced arrivals, those the receive FIFO dropped are not run).
     Packets(u64),
     /// At this cycle: packets completing later are not counted.
     Cycle(u64),
