@@ -67,6 +67,10 @@ fn table3_formula_reproduces_the_paper_and_threads_multiply_throughput() {
         assert!(c.machine_kpps > line_kpps, "{c:?}");
         assert!(c.bottleneck.1 <= 1.0, "{c:?}");
     }
+    // At four ports' line rate the full machine drops nothing, SRAM fastest.
+    let line = ixp_esp_table3::line_rate(&p, 4_000).unwrap();
+    assert!(line.iter().all(|l| l.dropped == 0), "{line:?}");
+    assert!(line[0].mean_us < line[1].mean_us && line[0].mean_us < line[2].mean_us);
 }
 
 #[test]
