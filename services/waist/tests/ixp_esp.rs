@@ -97,3 +97,20 @@ fn fig11_chains_grow_with_fill_and_shrink_with_h() {
     assert!(o.dir.join("ixp-esp-fig11.png").exists());
     assert!(o.dir.join("ixp-esp-fig11.csv").exists());
 }
+
+#[test]
+fn ixp_esp_repros_are_repro_names() {
+    use clap::Parser;
+    for (name, want) in [
+        ("ixp-esp-table1", waist::repro::Name::IxpEspTable1),
+        ("ixp-esp-table2", waist::repro::Name::IxpEspTable2),
+        ("ixp-esp-table3", waist::repro::Name::IxpEspTable3),
+        ("ixp-esp-fig11", waist::repro::Name::IxpEspFig11),
+    ] {
+        let cli = waist::Cli::try_parse_from(["waist", "repro", name]).unwrap();
+        assert!(
+            matches!(cli.command, waist::Command::Repro { name, .. } if name == want),
+            "{name}"
+        );
+    }
+}
