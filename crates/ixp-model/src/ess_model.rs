@@ -8,7 +8,7 @@
 //! | call | accesses | what they touch |
 //! |---|---|---|
 //! | `find` | 5·cl | per entry examined: the link naming it (hash slot, then the previous entry's chain field), its tag (64 bits), expiry and chain |
-//! | `find_create` | 5 + 5·cl | the walk, then the new entry's four words and the hash slot |
+//! | `find_create` | 5 + 5·cl | the walk, then the new entry's tag, expiry and chain, and the hash slot |
 //! | `read` | 2 | the 64-bit value |
 //! | `write` | 2 | the 64-bit value |
 //!
@@ -24,9 +24,9 @@
 //! by [`Params::ess_step_cycles`] of address arithmetic and comparison
 //! ([`EssCall::program`]): the thread swaps out on every one. One reference per field is
 //! our rule for turning the paper's access counts into references; it is applied to every
-//! call alike. Chain lengths are not
-//! assumed: [`ChainSample::measure`] fills the real [`ess::Ess`] to a given fraction with
-//! a given *h* and records how many entries each `find` examined.
+//! call alike. Chain lengths are not assumed: [`ChainSample::measure`] fills the real
+//! [`ess::Ess`] to a given fraction with a given *h* and records how many entries each
+//! `find` examined.
 
 use alloc::vec::Vec;
 use core::fmt;

@@ -67,6 +67,10 @@ fn table3_formula_reproduces_the_paper_and_threads_multiply_throughput() {
         assert!(c.machine_kpps > line_kpps, "{c:?}");
         assert!(c.bottleneck.1 <= 1.0, "{c:?}");
     }
+    // At four ports' line rate the full machine drops nothing, SRAM fastest.
+    let line = ixp_esp_table3::line_rate(&p, 4_000).unwrap();
+    assert!(line.iter().all(|l| l.dropped == 0), "{line:?}");
+    assert!(line[0].mean_us < line[1].mean_us && line[0].mean_us < line[2].mean_us);
 }
 
 #[test]
@@ -92,4 +96,21 @@ fn fig11_chains_grow_with_fill_and_shrink_with_h() {
     assert!((at(HashRatio::HALF, 1.0).hit_cl - 2.0).abs() < 0.2);
     assert!(o.dir.join("ixp-esp-fig11.png").exists());
     assert!(o.dir.join("ixp-esp-fig11.csv").exists());
+}
+
+#[test]
+fn ixp_esp_repros_are_repro_names() {
+    use clap::Parser;
+    for (name, want) in [
+        ("ixp-esp-table1", waist::repro::Name::IxpEspTable1),
+        ("ixp-esp-table2", waist::repro::Name::IxpEspTable2),
+        ("ixp-esp-table3", waist::repro::Name::IxpEspTable3),
+        ("ixp-esp-fig11", waist::repro::Name::IxpEspFig11),
+    ] {
+        let cli = waist::Cli::try_parse_from(["waist", "repro", name]).unwrap();
+        assert!(
+            matches!(cli.command, waist::Command::Repro { name, .. } if name == want),
+            "{name}"
+        );
+    }
 }
