@@ -10,3 +10,5 @@
 extern crate alloc;
 #[cfg(test)]
 extern crate std;
+
+pub mod threaded;
