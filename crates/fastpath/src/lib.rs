@@ -11,4 +11,5 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod dv;
 pub mod threaded;
