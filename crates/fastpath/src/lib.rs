@@ -10,3 +10,9 @@
 extern crate alloc;
 #[cfg(test)]
 extern crate std;
+
+pub mod cache;
+pub mod flow;
+
+pub use cache::{CacheError, CacheStats, FlowCache, Lookup};
+pub use flow::{FlowId, FlowIdError, SourceHash};
