@@ -11,5 +11,13 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod assign;
+pub mod cache;
+pub mod flow;
+pub mod lpm;
+
+pub use cache::{CacheError, CacheStats, FlowCache, Lookup};
+pub use flow::{FlowId, FlowIdError, SourceHash};
+
 pub mod dv;
 pub mod threaded;
