@@ -19,7 +19,9 @@ pub mod lpm;
 pub use cache::{CacheError, CacheStats, FlowCache, Lookup};
 pub use flow::{FlowId, FlowIdError, SourceHash};
 
+pub mod dml;
 pub mod dv;
+pub mod ilp;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod threaded;
