@@ -253,10 +253,14 @@ pub fn separate(
         .map(checksum);
     let mut decrypted = false;
     if let (Some(e), Some(ks)) = (&p.encrypted, ks) {
-        let region = out.get_mut(e.start - p.copy.start..e.end - p.copy.start);
-        if let Some(region) = region {
+        decrypted = true;
+        // `plan` put a non-empty encrypted region inside the copied data.
+        let region = e
+            .start
+            .checked_sub(p.copy.start)
+            .and_then(|s| out.get_mut(s..s + e.len()));
+        if let Some(region) = region.filter(|_| !e.is_empty()) {
             xor_keystream(ks, 0, region);
-            decrypted = true;
         }
     }
     Ok(IlpOutput {

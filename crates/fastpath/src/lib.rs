@@ -21,6 +21,7 @@ pub use flow::{FlowId, FlowIdError, SourceHash};
 
 pub mod dml;
 pub mod dv;
+pub mod hier;
 pub mod ilp;
 #[cfg(feature = "sim")]
 pub mod sim;
