@@ -11,6 +11,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod apps;
 pub mod assign;
 pub mod cache;
 pub mod flow;
