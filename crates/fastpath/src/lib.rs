@@ -16,6 +16,7 @@ pub mod assign;
 pub mod cache;
 pub mod flow;
 pub mod lpm;
+pub mod wire;
 
 pub use cache::{CacheError, CacheStats, FlowCache, Lookup};
 pub use flow::{FlowId, FlowIdError, SourceHash};

@@ -12,6 +12,9 @@
 //!   packet — a performance cost on that one slot, still never a wrong answer. Honest flows
 //!   in other slots are untouched.
 
+// Tests report failure by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use fastpath::apps::filter::{FilterCache, Path, sixteen_filters};
 use fastpath::apps::route::RouteCache;
 use fastpath::assign::RandomAssigner;
