@@ -20,3 +20,8 @@ pub mod wire;
 
 pub use cache::{CacheError, CacheStats, FlowCache, Lookup};
 pub use flow::{FlowId, FlowIdError, SourceHash};
+
+pub mod dv;
+#[cfg(feature = "sim")]
+pub mod sim;
+pub mod threaded;
