@@ -15,6 +15,7 @@ pub mod apps;
 pub mod assign;
 pub mod cache;
 pub mod flow;
+pub mod hashes;
 pub mod lpm;
 pub mod wire;
 

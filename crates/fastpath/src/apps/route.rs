@@ -16,7 +16,8 @@ pub fn route_flow_id(dst: [u8; 4], src: [u8; 4], flow: u32) -> FlowId {
     let f = flow.to_be_bytes();
     let [a, b, c, d] = dst;
     let [e, g, h, i] = src;
-    FlowId::new(&[a, b, c, d, e, g, h, i, f[0], f[1], f[2], f[3]]).unwrap_or(FlowId::from_u32(0))
+    FlowId::from_array(&[a, b, c, d, e, g, h, i, f[0], f[1], f[2], f[3]])
+        .unwrap_or(FlowId::from_u32(0))
 }
 
 /// A source-hash route cache over an [`LpmTable`].
