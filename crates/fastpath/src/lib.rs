@@ -11,10 +11,13 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod apps;
 pub mod assign;
 pub mod cache;
 pub mod flow;
+pub mod hashes;
 pub mod lpm;
+pub mod wire;
 
 pub use cache::{CacheError, CacheStats, FlowCache, Lookup};
 pub use flow::{FlowId, FlowIdError, SourceHash};
