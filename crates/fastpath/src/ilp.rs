@@ -49,7 +49,21 @@ pub const BLOCK: usize = 16;
 pub trait Keystream {
     /// Keystream block number `counter` (from the start of the encrypted region).
     fn block(&self, counter: u64) -> [u8; BLOCK];
+
+    /// Blocks `first`, `first + 1`, … into `out` (override to pipeline them).
+    fn fill(&self, first: u64, out: &mut [[u8; BLOCK]]) {
+        for (i, b) in (0u64..).zip(out.iter_mut()) {
+            *b = self.block(first.wrapping_add(i));
+        }
+    }
 }
+
+/// Bytes handled per step of the passes: four keystream blocks.
+const BATCH: usize = 64;
+/// Bytes copied then summed per step where nothing is decrypted.
+const COPY_BATCH: usize = 1024;
+/// Keystream blocks covering a batch at any offset within a block.
+const BATCH_BLOCKS: usize = BATCH / BLOCK + 1;
 
 /// AES-128 in counter mode: block `i` = AES_k(nonce ‖ i) with `i` big-endian.
 #[derive(Clone)]
@@ -83,6 +97,23 @@ impl Keystream for AesCtr {
         let mut block = GenericArray::from(b);
         self.cipher.encrypt_block(&mut block);
         block.into()
+    }
+
+    fn fill(&self, first: u64, out: &mut [[u8; BLOCK]]) {
+        let mut blocks = [aes::Block::default(); BATCH_BLOCKS];
+        for (k, chunk) in (0u64..).zip(out.chunks_mut(BATCH_BLOCKS)) {
+            let start = first.wrapping_add(k * BATCH_BLOCKS as u64);
+            let blocks = blocks.get_mut(..chunk.len()).unwrap_or(&mut []);
+            for (i, b) in (0u64..).zip(blocks.iter_mut()) {
+                let (n, c) = b.split_at_mut(8);
+                n.copy_from_slice(&self.nonce);
+                c.copy_from_slice(&start.wrapping_add(i).to_be_bytes());
+            }
+            self.cipher.encrypt_blocks(blocks);
+            for (o, b) in chunk.iter_mut().zip(blocks.iter()) {
+                o.copy_from_slice(b);
+            }
+        }
     }
 }
 
@@ -176,6 +207,7 @@ struct Sum {
 }
 
 impl Sum {
+    #[inline]
     fn add(&mut self, mut bytes: &[u8]) {
         if self.odd
             && let Some((&b, rest)) = bytes.split_first()
@@ -184,11 +216,23 @@ impl Sum {
             bytes = rest;
             self.odd = false;
         }
-        let mut words = bytes.chunks_exact(2);
+        // Big-endian 32-bit words: 2^16 ≡ 1 (mod 2^16 − 1), so their sum folds to the same
+        // one's-complement sum as 16-bit words, with half the additions.
+        let mut words = bytes.chunks_exact(8);
         for w in &mut words {
-            self.acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
+            let x = u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            self.acc += (x >> 32) + (x & 0xffff_ffff);
         }
-        if let [b] = words.remainder() {
+        let mut rest = words.remainder();
+        if let [a, b, c, d, tail @ ..] = rest {
+            self.acc += u64::from(u32::from_be_bytes([*a, *b, *c, *d]));
+            rest = tail;
+        }
+        if let [a, b, tail @ ..] = rest {
+            self.acc += u64::from(u16::from_be_bytes([*a, *b]));
+            rest = tail;
+        }
+        if let [b] = rest {
             self.acc += u64::from(*b) << 8;
             self.odd = true;
         }
@@ -211,19 +255,62 @@ pub fn checksum(bytes: &[u8]) -> u16 {
     s.finish()
 }
 
-fn xor_keystream(ks: &dyn Keystream, from: usize, data: &mut [u8]) {
-    let mut pos = from;
-    let mut rest = data;
-    while !rest.is_empty() {
-        let block = ks.block((pos / BLOCK) as u64);
+/// The one-pass step of an encrypted segment: a batch at a time, sum the ciphertext (if
+/// `sum`), then `out = src ^ keystream[pos ..]` (`out` and `src` of equal length). Kept out
+/// of line so that its loops are optimised (vectorised) on their own.
+#[inline(never)]
+fn sum_decrypt(
+    ks: &dyn Keystream,
+    mut pos: usize,
+    src: &[u8],
+    out: &mut [u8],
+    mut sum: Option<&mut Sum>,
+) {
+    let mut buf = [[0u8; BLOCK]; BATCH_BLOCKS];
+    for (s, o) in src.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+        if let Some(sum) = sum.as_deref_mut() {
+            sum.add(s);
+        }
         let skip = pos % BLOCK;
-        let n = (BLOCK - skip).min(rest.len());
-        let (head, tail) = rest.split_at_mut(n);
-        for (d, k) in head.iter_mut().zip(block.iter().skip(skip)) {
+        let n = (skip + s.len()).div_ceil(BLOCK);
+        if let Some(blocks) = buf.get_mut(..n) {
+            ks.fill((pos / BLOCK) as u64, blocks);
+        }
+        let stream = buf.as_flattened().get(skip..).unwrap_or(&[]);
+        // Copy, then XOR in place: two-way loops vectorise, a three-way zip does not.
+        o.copy_from_slice(s);
+        for (o, k) in o.iter_mut().zip(stream) {
+            *o ^= k;
+        }
+        pos += s.len();
+    }
+}
+
+/// The one-pass step of a plain segment: copy a batch, sum it (if `sum`) from L1.
+#[inline(never)]
+fn copy_sum(src: &[u8], out: &mut [u8], mut sum: Option<&mut Sum>) {
+    for (s, o) in src.chunks(COPY_BATCH).zip(out.chunks_mut(COPY_BATCH)) {
+        o.copy_from_slice(s);
+        if let Some(sum) = sum.as_deref_mut() {
+            sum.add(o);
+        }
+    }
+}
+
+/// `data ^= keystream[pos ..]` in place, a batch at a time.
+fn xor_in_place(ks: &dyn Keystream, mut pos: usize, data: &mut [u8]) {
+    let mut buf = [[0u8; BLOCK]; BATCH_BLOCKS];
+    for d in data.chunks_mut(BATCH) {
+        let skip = pos % BLOCK;
+        let n = (skip + d.len()).div_ceil(BLOCK);
+        if let Some(blocks) = buf.get_mut(..n) {
+            ks.fill((pos / BLOCK) as u64, blocks);
+        }
+        let stream = buf.as_flattened().get(skip..).unwrap_or(&[]);
+        for (d, k) in d.iter_mut().zip(stream) {
             *d ^= k;
         }
-        pos += n;
-        rest = tail;
+        pos += d.len();
     }
 }
 
@@ -260,7 +347,7 @@ pub fn separate(
             .checked_sub(p.copy.start)
             .and_then(|s| out.get_mut(s..s + e.len()));
         if let Some(region) = region.filter(|_| !e.is_empty()) {
-            xor_keystream(ks, 0, region);
+            xor_in_place(ks, 0, region);
         }
     }
     Ok(IlpOutput {
@@ -326,34 +413,10 @@ pub fn integrated(
             .ok_or(IlpError::DestinationTooSmall)?;
         match (in_enc, ks) {
             (true, Some(ks)) => {
-                // Chunks aligned to keystream blocks: sum, decrypt and store each.
-                let mut pos = a - enc.start;
-                let (mut src, mut out) = (src, out);
-                while !src.is_empty() {
-                    let block = ks.block((pos / BLOCK) as u64);
-                    let skip = pos % BLOCK;
-                    let n = (BLOCK - skip).min(src.len());
-                    let (s, s_rest) = src.split_at(n);
-                    let (o, o_rest) = out.split_at_mut(n);
-                    if in_cs {
-                        sum.add(s);
-                    }
-                    for ((o, s), k) in o.iter_mut().zip(s).zip(block.iter().skip(skip)) {
-                        *o = s ^ k;
-                    }
-                    pos += n;
-                    (src, out) = (s_rest, o_rest);
-                }
+                let sum = in_cs.then_some(&mut sum);
+                sum_decrypt(ks, a - enc.start, src, out, sum);
             }
-            _ => {
-                // Copy and sum 64 bytes at a time, the sum reading what was just copied.
-                for (s, o) in src.chunks(64).zip(out.chunks_mut(64)) {
-                    o.copy_from_slice(s);
-                    if in_cs {
-                        sum.add(o);
-                    }
-                }
-            }
+            _ => copy_sum(src, out, in_cs.then_some(&mut sum)),
         }
     }
     Ok(IlpOutput {
@@ -395,12 +458,28 @@ mod tests {
     }
 
     #[test]
+    fn aes_fill_equals_block_by_block() {
+        struct Plain<'a>(&'a AesCtr);
+        impl Keystream for Plain<'_> {
+            fn block(&self, counter: u64) -> [u8; BLOCK] {
+                self.0.block(counter)
+            }
+        }
+        let ks = AesCtr::new([5; 16], [6; 8]);
+        let (mut fast, mut slow) = ([[0u8; BLOCK]; 13], [[0u8; BLOCK]; 13]);
+        ks.fill(u64::MAX - 3, &mut fast);
+        Plain(&ks).fill(u64::MAX - 3, &mut slow);
+        assert_eq!(fast, slow);
+        assert_ne!(fast[0], fast[1]);
+    }
+
+    #[test]
     fn decrypts_what_was_encrypted_and_verifies_checksum() {
         let ks = AesCtr::new([3; 16], [9; 8]);
         let plain: alloc::vec::Vec<u8> = (0..40).collect();
         let mut payload = alloc::vec![0u8; 8];
         let mut ct = plain.clone();
-        xor_keystream(&ks, 0, &mut ct);
+        xor_in_place(&ks, 0, &mut ct);
         payload.extend_from_slice(&ct);
         // A checksum field at bytes 0..2 set so the region sums to zero.
         let c = checksum(&payload);
