@@ -80,7 +80,10 @@ pub mod wire;
 pub use cache::{CacheError, CacheStats, FlowCache, Lookup};
 pub use flow::{FlowId, FlowIdError, SourceHash};
 
+pub mod dml;
 pub mod dv;
+pub mod hier;
+pub mod ilp;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod threaded;
