@@ -92,6 +92,17 @@ impl FlowId {
         })
     }
 
+    /// A flow id of the first `len` bytes of a 16-byte buffer whose bytes past `len` are
+    /// zero (the caller's promise; a bad `len` is clamped to 1 ..= 16).
+    #[inline]
+    pub(crate) fn from_padded(bytes: [u8; MAX_FLOW_ID_LEN], len: usize) -> FlowId {
+        FlowId {
+            bytes,
+            // Clamped to 1 ..= 16, so the cast is exact.
+            len: len.clamp(1, MAX_FLOW_ID_LEN) as u8,
+        }
+    }
+
     /// A 4-byte flow id from a `u32` (big-endian), e.g. an RPC caller id.
     pub const fn from_u32(v: u32) -> FlowId {
         let b = v.to_be_bytes();

@@ -3,6 +3,64 @@
 //! Chandranmenon and Varghese, *Trading Packet Headers for Packet Processing*: source
 //! hashing, threaded indices and the Data Manipulation Layer. (Tour to be written as the
 //! modules land.)
+//!
+//! ## Source hashing and flow caches (§3)
+//!
+//! The sender of a flow puts two things in every packet: a **flow id** ([`FlowId`], up to
+//! 16 bytes, what makes packets "the same flow") and a **source hash** ([`SourceHash`], at
+//! least 16 random bits it chose once for the flow). A receiver caches the result of its
+//! slow path per flow in a [`FlowCache`] of `2^k` slots indexed by the hash's low bits —
+//! no hash function runs at the receiver — and a slot answers only if its stored flow id
+//! equals the packet's, so the cache never answers one flow with another's result.
+//!
+//! ```text
+//!  packet ──► wire: IPv4 option 94 / IPv6 flow label ──► (SourceHash, FlowId)
+//!                                                            │
+//!             FlowCache[hash & (2^k − 1)] ── flow id equal? ─┤── hit:  cached answer
+//!                                                            └── miss: slow path, install
+//!  slow paths (apps): bridge table · LPM routing · RPC duplicate table · 16-filter list
+//! ```
+//!
+//! * [`flow`], [`cache`] — the flow id, the index, the cache.
+//! * [`assign`] — §3.1's ways to choose an index (random, precomputed `f(FID)`,
+//!   manufacturer assigned) and §3.5's boot nonce against stale entries after a crash.
+//! * [`wire`] — where they ride: an IPv4 option (RFC 4727 experimental value 94, hash
+//!   word-aligned) and the IPv6 flow label (RFC 6437).
+//! * [`apps`] — Table 3: a learning bridge, a route cache over [`lpm`], RPC duplicate
+//!   detection, a packet-filter cache.
+//! * [`hashes`] — the receiver-side hashes compared in Table 4 and Fig. 5 (XOR folding,
+//!   CRC).
+//!
+//! No I/O, no clock, no randomness of its own: seeds, nonces and `now` come in.
+//!
+//! ```
+//! use fastpath::apps::route::RouteCache;
+//! use fastpath::assign::FlowSource;
+//! use fastpath::lpm::Prefix;
+//! use fastpath::wire::{SourceHashOption, find_ipv4_option};
+//! use fastpath::Lookup;
+//!
+//! // A router: a longest-prefix-match table with a source-hash cache in front.
+//! let mut router = RouteCache::new(16)?;
+//! router.add_route(Prefix::new([10, 1, 0, 0], 16)?, 3u16);
+//!
+//! // A sender starts a flow: a flow number and a random index, chosen once.
+//! let mut sender = FlowSource::new([192, 168, 0, 7], 0x5eed_1234, 42);
+//! let (_, hash) = sender.start_flow();
+//!
+//! // The index rides in the IPv4 option (here parsed back from its bytes).
+//! let mut opt = [0u8; 8];
+//! SourceHashOption { hash, flow_id: None }.emit(&mut opt)?;
+//! let got = SourceHashOption::parse(&opt)?;
+//!
+//! // First packet: slow path; every later one: one slot read and a flow-id compare.
+//! let dst = [10, 1, 2, 3];
+//! let src = [192, 168, 0, 7];
+//! assert_eq!(router.route(got.hash, dst, src, 0), (Some(&3), Lookup::Miss));
+//! assert_eq!(router.route(got.hash, dst, src, 0), (Some(&3), Lookup::Hit));
+//! # let _ = find_ipv4_option;
+//! # Ok::<(), Box<dyn core::error::Error>>(())
+//! ```
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

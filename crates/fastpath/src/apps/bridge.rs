@@ -1,7 +1,7 @@
 //! A learning bridge keyed by link address (Table 3, data link layer; §3.3).
 //!
 //! Stations carry manufacturer-assigned addresses
-//! ([`ManufacturedAddress`](crate::assign::ManufacturedAddress)): 6 address bytes plus a
+//! ([`ManufacturedAddress`]): 6 address bytes plus a
 //! 2-byte random index. The bridge learns `source → port` and looks up the destination
 //! in one [`FlowCache`] indexed by those 16 bits, compared on the full 6-byte address.
 //! A station whose entry was evicted by a collision (or never learnt) is flooded, which

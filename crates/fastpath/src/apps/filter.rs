@@ -179,13 +179,18 @@ impl Footprint {
     /// footprint valid); `None` if the packet is too short to hold them all.
     #[inline]
     pub fn flow_id(&self, packet: &[u8]) -> Option<FlowId> {
-        let mut b = [0u8; MAX_FLOW_ID_LEN];
+        // One length check for all offsets (they ascend, the last is the largest).
         let n = self.n.min(MAX_FLOW_ID_LEN);
-        for (d, &o) in b.iter_mut().zip(self.offsets.get(..n)?) {
-            *d = *packet.get(o)?;
+        let offsets = self.offsets.get(..n)?;
+        let last = offsets.last().map_or(0, |&o| o + 1);
+        let bytes = packet.get(..last)?;
+        let mut b = [0u8; MAX_FLOW_ID_LEN];
+        for (d, &o) in b.iter_mut().zip(offsets) {
+            *d = bytes.get(o).copied().unwrap_or(0);
         }
-        // An empty footprint (no tests) makes every packet one flow.
-        FlowId::new(b.get(..n.max(1))?).ok()
+        // Bytes past `n` stay zero; an empty footprint (no tests) makes every packet one
+        // flow (a 1-byte zero id).
+        Some(FlowId::from_padded(b, n))
     }
 }
 

@@ -9,6 +9,10 @@ pub mod esp_aggregation;
 pub mod esp_fig8;
 pub mod ess_collisions;
 pub mod ess_fig11;
+pub mod fastpath_fig4;
+pub mod fastpath_fig5;
+pub mod fastpath_table4;
+pub mod fastpath_table5;
 pub mod snap_table2;
 pub mod trickles_bloom;
 pub mod trickles_delta;
@@ -61,6 +65,19 @@ pub enum Name {
     /// delta-encoded continuations over the same 100 Mb/s link (`--runs`: object MB,
     /// default 20).
     TricklesDelta,
+    /// Source hashing paper Table 4: instructions to compute an index (source hash, XOR
+    /// folding, CRC, keyed SipHash), counted with callgrind (`--runs`: packets, default
+    /// 10000).
+    FastpathTable4,
+    /// Source hashing paper Table 5: instructions to reach the forwarding information
+    /// (source hash, XOR, CRC, hashbrown with SipHash and FxHash, threaded index).
+    FastpathTable5,
+    /// Source hashing paper Fig. 5: collisions against table size for source hashing, XOR
+    /// folding and CRC on IPv4 address sets clustered in subnets.
+    FastpathFig5,
+    /// Source hashing paper Fig. 4: speedup of flow-id caching for the 16-filter
+    /// classifier and for IP forwarding with a 100-entry table (`--runs`: rounds).
+    FastpathFig4,
 }
 
 /// Knobs shared by the reproductions.
@@ -105,6 +122,10 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::TricklesFig23 => trickles_fig23::run(opts, out).map(|_| ()),
         Name::TricklesDelta => trickles_delta::run(opts, out).map(|_| ()),
         Name::TricklesFig17 => trickles_fig17::run(opts, out).map(|_| ()),
+        Name::FastpathTable4 => fastpath_table4::run(opts, out).map(|_| ()),
+        Name::FastpathTable5 => fastpath_table5::run(opts, out).map(|_| ()),
+        Name::FastpathFig5 => fastpath_fig5::run(opts, out).map(|_| ()),
+        Name::FastpathFig4 => fastpath_fig4::run(opts, out).map(|_| ()),
     }
 }
 
