@@ -11,6 +11,7 @@ pub mod ess_collisions;
 pub mod ess_fig11;
 pub mod fastpath_fig4;
 pub mod fastpath_fig5;
+pub mod fastpath_model;
 pub mod fastpath_table4;
 pub mod fastpath_table5;
 pub mod snap_table2;
@@ -78,6 +79,10 @@ pub enum Name {
     /// Source hashing paper Fig. 4: speedup of flow-id caching for the 16-filter
     /// classifier and for IP forwarding with a 100-entry table (`--runs`: rounds).
     FastpathFig4,
+    /// Source hashing paper §3.2 Fig. 2 and §4.1: datagram, VC, source-hashing and
+    /// threaded-index costs against n with measured L and s (R = 1 ms; `--runs`: timing
+    /// rounds, default 41).
+    FastpathModel,
 }
 
 /// Knobs shared by the reproductions.
@@ -126,6 +131,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::FastpathTable5 => fastpath_table5::run(opts, out).map(|_| ()),
         Name::FastpathFig5 => fastpath_fig5::run(opts, out).map(|_| ()),
         Name::FastpathFig4 => fastpath_fig4::run(opts, out).map(|_| ()),
+        Name::FastpathModel => fastpath_model::run(opts, out).map(|_| ()),
     }
 }
 
