@@ -61,6 +61,73 @@
 //! # let _ = find_ipv4_option;
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
+//!
+//! ## Threaded indices, distance-vector routing and the hierarchy (§4)
+//!
+//! Every router numbers its destinations; a packet carries, in a 32-bit label, the index
+//! of its destination *in the next router's table*. Forwarding reads the index, reads the
+//! entry, writes the entry's next index into the label and sends: no hash, no compare.
+//! Distance-vector routing computes the indices: each advertisement says "I reach D at
+//! cost c, and D sits at index i in my table" (Fig. 7), so the neighbour that picks this
+//! router as next hop stores `i`.
+//!
+//! ```text
+//!  label(R=0, i) ─► ThreadedTable[i] = {iface, j} ─► label(R=0, j) out of iface
+//!  label(R=1, h) ─► FlowCache[h] keyed by destination ─hit─► iface   (leaving the area)
+//!                                                   └miss─► LPM, install
+//!  dv::Router: handle_message / link_up / link_down / handle_timeout ─► poll_transmit
+//!              └─ keeps its ThreadedTable in step with its routes
+//! ```
+//!
+//! * [`threaded`] — the label word (R bit, hop limit, 24-bit index) and [`threaded::ThreadedTable`].
+//! * [`dv`] — the sans-IO distance-vector [`dv::Router`] and its advertisement wire format.
+//! * [`hier`] — §4.1: threaded labels inside the area, source hashing into a destination
+//!   cache for traffic leaving it.
+//! * `sim` (feature `sim`) — a deterministic multi-router simulation with a hop-by-hop trace.
+//!
+//! ## The Data Manipulation Layer (§5)
+//!
+//! * [`dml`] — a header of regions (offset, length, kind) after the link header, built by
+//!   layers that push regions down and add their header lengths (accumulated offsets).
+//! * [`ilp`] — copy, Internet checksum and AES-CTR decryption of those regions in one
+//!   pass, equal bit for bit to the separate passes.
+//!
+//! ```
+//! use fastpath::dml::{DmlHeader, RegionKind, RegionStack};
+//! use fastpath::dv::{Config, Router};
+//! use fastpath::ilp::integrated;
+//! use fastpath::threaded::{Forward, Label};
+//!
+//! // Two routers on one link learn each other's index for themselves.
+//! let (mut a, mut b) = (Router::new(Config::new(1), 0), Router::new(Config::new(2), 0));
+//! a.link_up(0, 0, 1)?;
+//! b.link_up(0, 0, 1)?;
+//! for now in [0, 1_000, 2_000] {
+//!     while let Some(t) = a.poll_transmit() { b.handle_message(now, 0, &t.bytes)?; }
+//!     while let Some(t) = b.poll_transmit() { a.handle_message(now, 0, &t.bytes)?; }
+//!     a.handle_timeout(now);
+//!     b.handle_timeout(now);
+//! }
+//! // A packet for router 2 enters a with a's index; a rewrites it to b's index.
+//! let label = Label::threaded(a.index_of(2).unwrap(), 16);
+//! let Forward::Send { iface, out_label } = a.table().forward(label)? else { panic!() };
+//! assert_eq!((iface, out_label.index), (0, b.index_of(2).unwrap()));
+//! assert_eq!(b.table().forward(out_label)?, Forward::Deliver);
+//!
+//! // A DML header: the transport marks its data, the network layer adds its 20 bytes.
+//! let mut regions = RegionStack::new();
+//! regions.push(RegionKind::Data, 8, 4)?;
+//! regions.add_header(20)?;
+//! let mut packet = vec![0u8; regions.finish(0).buffer_len()];
+//! regions.finish(0).emit(&mut packet)?;
+//! packet.extend_from_slice(&[0; 28]);
+//! packet.extend_from_slice(b"data");
+//! let (header, payload) = DmlHeader::parse(&packet)?;
+//! let mut app = [0u8; 4];
+//! integrated(&header, payload, &mut app, None)?;
+//! assert_eq!(&app, b"data");
+//! # Ok::<(), Box<dyn core::error::Error>>(())
+//! ```
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
