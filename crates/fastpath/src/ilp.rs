@@ -1,4 +1,4 @@
-//! Integrated layer processing over the DML regions (§5.1, [CT90]): copy, checksum and
+//! Integrated layer processing over the DML regions (§5.1, Clark and Tennenhouse): copy, checksum and
 //! decrypt in one pass over the packet.
 //!
 //! The three manipulations, as separate passes ([`separate`]):
