@@ -3,7 +3,8 @@
 //! Routers `0 … n-1` (router `i` has id `i`) joined by point-to-point links with a cost and
 //! a one-way delay. A link's interface number at both ends is its position in the link
 //! list. There is a virtual clock and an event loop: messages are delivered in time order
-//! (ties in send order), timers fire when due, nothing is random. Used by the tests, the
+//! (ties in send order), timers fire when due, and loss, if set, comes from a seeded
+//! generator. Used by the tests, the
 //! proptests and the fuzz target; [`Network::trace`] follows threaded labels hop by hop.
 //!
 //! ```
@@ -78,8 +79,12 @@ pub struct Network {
     seq: u64,
     now: u64,
     delay: u64,
+    /// Loss: (generator state, messages dropped per 1,000).
+    loss: (u64, u16),
     /// Messages delivered so far.
     pub delivered: u64,
+    /// Messages dropped by the simulated loss.
+    pub dropped: u64,
 }
 
 impl Network {
@@ -105,7 +110,9 @@ impl Network {
             seq: 0,
             now: 0,
             delay: 10,
+            loss: (0, 0),
             delivered: 0,
+            dropped: 0,
         };
         for &(a, b, cost) in links {
             let i = net.links.len();
@@ -118,6 +125,24 @@ impl Network {
             net.set_link(i, Some(cost));
         }
         net
+    }
+
+    /// Drops each message with probability `per_mille` / 1000, drawn from a generator
+    /// seeded with `seed` (deterministic: the same seed drops the same messages).
+    pub fn set_loss(&mut self, seed: u64, per_mille: u16) {
+        self.loss = (seed, per_mille.min(1000));
+    }
+
+    fn lose(&mut self) -> bool {
+        if self.loss.1 == 0 {
+            return false;
+        }
+        // SplitMix64.
+        self.loss.0 = self.loss.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.loss.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % 1000 < u64::from(self.loss.1)
     }
 
     /// Current virtual time (ms).
@@ -249,7 +274,9 @@ impl Network {
                     break;
                 };
                 let up = self.links.get(usize::from(iface)).is_some_and(|l| l.up);
-                if up {
+                if up && self.lose() {
+                    self.dropped += 1;
+                } else if up {
                     self.delivered += 1;
                     let now = self.now;
                     if let Some(r) = self.routers.get_mut(to) {
