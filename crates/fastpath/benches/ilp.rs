@@ -25,7 +25,7 @@ fn layout(data: u16) -> DmlHeader {
 
 fn ilp(c: &mut Criterion) {
     let ks = AesCtr::new([0x2b; 16], [1; 8]);
-    for data in [64u16, 1452] {
+    for data in [64u16, 1452, 65_000] {
         let header = layout(data);
         let payload: Vec<u8> = (0..usize::from(data) + 28).map(|i| i as u8).collect();
         let mut dst = vec![0u8; usize::from(data)];
