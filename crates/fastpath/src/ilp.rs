@@ -1,5 +1,5 @@
-//! Integrated layer processing over the DML regions (§5.1, Clark and Tennenhouse): copy, checksum and
-//! decrypt in one pass over the packet.
+//! Integrated layer processing over the DML regions (§5.1, Clark and Tennenhouse): copy,
+//! checksum and decrypt in one pass over the packet.
 //!
 //! The three manipulations, as separate passes ([`separate`]):
 //!
@@ -13,9 +13,12 @@
 //!
 //! [`integrated`] gives the same result bit for bit (a proptest and a fuzz target check it)
 //! while touching each byte once: it walks the packet in segments cut at every region
-//! boundary and, within a segment, in chunks of at most one keystream block, and each
-//! chunk is summed, decrypted and stored while it sits in L1. The one's-complement sum is
-//! kept exactly in a `u64` and folded once at the end, so any chunking gives the same sum.
+//! boundary and, within a segment, in batches (256 bytes where it decrypts, 1 KiB where it
+//! only copies), and each batch is summed, decrypted and stored while it sits in L1. The
+//! one's-complement sum is kept in a `u64` of 32-bit big-endian words and folded once at the
+//! end (2^16 ≡ 1 mod 2^16 − 1, so this is RFC 1071's sum), so any batching gives the same
+//! checksum. Whether one pass is faster than three depends on whether the packet fits in
+//! the cache; on today's machines a packet does (see `BENCHMARKS.md`).
 //!
 //! ```
 //! use fastpath::dml::{RegionKind, RegionStack};
