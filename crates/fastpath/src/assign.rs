@@ -214,6 +214,7 @@ impl FlowSource {
 mod tests {
     use super::*;
     use crate::cache::{FlowCache, Lookup};
+    use proptest::prelude::*;
     use std::collections::HashSet;
 
     #[test]
@@ -303,5 +304,27 @@ mod tests {
         );
         assert_eq!(&f1.as_bytes()[4..8], &[0, 0, 0, 1]);
         assert_eq!(s.flow_id(1), f1);
+    }
+
+    proptest! {
+        /// Flow ids of two boots with different nonces never coincide, and within a boot
+        /// every flow number gives a distinct id.
+        #[test]
+        fn boots_never_share_flow_ids(
+            addr in any::<[u8; 4]>(),
+            n1 in any::<u32>(),
+            n2 in any::<u32>(),
+            flows in proptest::collection::vec(any::<u32>(), 1..50),
+        ) {
+            prop_assume!(n1 != n2);
+            let a = FlowSource::new(addr, n1, 0);
+            let b = FlowSource::new(addr, n2, 0);
+            let ids_a: HashSet<FlowId> = flows.iter().map(|&f| a.flow_id(f)).collect();
+            let distinct: HashSet<u32> = flows.iter().copied().collect();
+            prop_assert_eq!(ids_a.len(), distinct.len());
+            for &f in &flows {
+                prop_assert!(!ids_a.contains(&b.flow_id(f)));
+            }
+        }
     }
 }

@@ -400,4 +400,36 @@ mod tests {
             }
         }
     }
+
+    proptest! {
+        /// With the paper's one rule kept — a flow uses the same index on every packet —
+        /// every answer is exactly the value last inserted for that flow id, for arbitrary
+        /// flow ids (any length, any bytes) and arbitrary, colliding indices.
+        #[test]
+        fn consistent_indices_answer_the_last_value(
+            log2 in 0u8..5,
+            flows in proptest::collection::vec(
+                (proptest::collection::vec(any::<u8>(), 1..=16), any::<u32>()), 1..12),
+            ops in proptest::collection::vec((any::<prop::sample::Index>(), any::<bool>(), any::<u16>()), 1..300),
+        ) {
+            // One index per flow id (a repeated id keeps its first index).
+            let mut seen = std::collections::HashSet::new();
+            let flows: Vec<(FlowId, SourceHash)> = flows
+                .iter()
+                .map(|(b, h)| (FlowId::new(b).unwrap(), SourceHash::new(*h)))
+                .filter(|(f, _)| seen.insert(*f))
+                .collect();
+            let mut c = FlowCache::new(log2).unwrap();
+            let mut last: HashMap<FlowId, u16> = HashMap::new();
+            for (which, write, v) in ops {
+                let (fid, h) = flows[which.index(flows.len())];
+                if write {
+                    c.insert(h, fid, v);
+                    last.insert(fid, v);
+                } else if let Some(got) = c.get(h, &fid) {
+                    prop_assert_eq!(Some(got), last.get(&fid));
+                }
+            }
+        }
+    }
 }

@@ -9,8 +9,11 @@
 //! * **What a targeted liar costs an honest flow.** A liar that copies an honest flow's
 //!   index (it is visible in that flow's packets) shares that one slot: interleaved
 //!   packet for packet, both miss every time, so the victim pays the slow path on every
-//!   packet — a performance cost on that one slot, still never a wrong answer. Honest flows
-//!   in other slots are untouched.
+//!   packet — a performance cost on that one slot, still never a wrong answer. In general
+//!   the victim pays one slow path per liar packet that lands between two of its own
+//!   (hit rate (k − 1)/k when the liar sends once every k victim packets). Honest flows in
+//!   other slots are untouched. So "liars only cost themselves" holds for correctness; for
+//!   performance, a liar that copies a victim's index can also cost that one victim.
 
 // Tests report failure by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -141,6 +144,37 @@ fn colliding_liar_costs_its_victim_performance_not_correctness() {
     assert_eq!(victim, 0.0);
     assert_eq!(liar.hit_rate(), 0.0);
     assert!(others > 0.99);
+}
+
+/// The victim's cost is exactly one slow path per liar packet that lands between two of
+/// its packets: a liar sending once every `k` victim packets leaves it a hit rate of
+/// (k − 1)/k (each burst of k starts with a miss).
+#[test]
+fn victim_cost_is_one_miss_per_interleaved_liar_packet() {
+    for k in [1u32, 2, 4, 10, 100] {
+        let mut r = router(16);
+        let mut victim = honest_flows(1).pop().unwrap();
+        let mut liar = Flow {
+            dst: [10, 7, 0, 1],
+            src: [172, 16, 0, 9],
+            id: 9,
+            hash: victim.hash,
+            hits: 0,
+            packets: 0,
+        };
+        for _ in 0..50 {
+            for _ in 0..k {
+                victim.send(&mut r);
+            }
+            liar.send(&mut r);
+        }
+        println!(
+            "liar every {k} victim packets: victim hit rate {:.3}",
+            victim.hit_rate()
+        );
+        assert_eq!(victim.hits, 50 * (k - 1));
+        assert_eq!(liar.hits, 0);
+    }
 }
 
 #[test]

@@ -78,6 +78,8 @@ impl LearningBridge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
 
     fn st(last: u8, index: u16) -> ManufacturedAddress {
         ManufacturedAddress {
@@ -109,5 +111,27 @@ mod tests {
         assert_eq!(b.forward(5, x), Forward::Flood);
         assert_eq!(b.forward(5, y), Forward::Port(2));
         assert_eq!(b.stations().stats().evictions, 1);
+    }
+
+    proptest! {
+        /// Whatever the indices (few, so stations collide), a frame is only ever sent
+        /// where its destination was last seen; "unknown" floods, never misdirects.
+        #[test]
+        fn never_misdirects(frames in proptest::collection::vec((0u16..4, 0u8..8, 0u8..8), 1..200)) {
+            let mut b = LearningBridge::new(2).unwrap();
+            let station = |i: u8| st(i, u16::from(i % 3));
+            let mut last: HashMap<u8, Port> = HashMap::new();
+            for (port, src, dst) in frames {
+                last.insert(src, port);
+                match b.handle_frame(port, station(src), station(dst)) {
+                    Forward::Port(p) => {
+                        prop_assert_eq!(Some(&p), last.get(&dst));
+                        prop_assert_ne!(p, port);
+                    }
+                    Forward::Filter => prop_assert_eq!(Some(&port), last.get(&dst)),
+                    Forward::Flood => {}
+                }
+            }
+        }
     }
 }

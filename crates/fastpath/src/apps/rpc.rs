@@ -4,8 +4,9 @@
 //! Each call carries a caller id (network-unique process id), a sequence number that
 //! grows per caller, and the caller's consistent random index `r`. The receiver keeps a
 //! state entry per caller — its last sequence number and when it was seen — reached
-//! through a lookup table of `2^k` buckets indexed by `r`, each a chain of pointers to
-//! state entries (hashing with chaining, the hash chosen by the source). A call whose
+//! through a lookup table of `2^k` buckets indexed by `r`, each a chain of pointer blocks
+//! (hashing with chaining, the hash chosen by the source). We store each pointer block
+//! with its state entry in one slab (freed entries are reused), so unlinking is O(1). A call whose
 //! sequence number is not above the recorded one is a duplicate.
 //!
 //! Unlike a route cache, this table must not forget a caller early (a forgotten caller's
@@ -29,28 +30,26 @@ pub enum Verdict {
     Refused,
 }
 
+/// A pointer block and the state entry it points to, stored together: the caller's id,
+/// its last sequence number, when it was last heard, and the next block of the chain.
 #[derive(Clone, Debug)]
-struct State {
+struct Entry {
     caller: FlowId,
     last_seq: u64,
     last_seen: u64,
+    next: u32,
 }
 
 const NIL: u32 = u32::MAX;
-
-/// A pointer block: a state entry's index and the next block of the chain.
-#[derive(Clone, Copy, Debug)]
-struct Block {
-    state: u32,
-    next: u32,
-}
 
 /// The receiver's duplicate-detection table.
 #[derive(Clone, Debug)]
 pub struct DuplicateTable {
     heads: Vec<u32>,
-    blocks: Vec<Block>,
-    states: Vec<State>,
+    entries: Vec<Entry>,
+    /// Indices of freed entries, reused before the vector grows.
+    free: Vec<u32>,
+    live: usize,
     mask: u32,
     lifetime: u64,
     max_entries: usize,
@@ -64,8 +63,9 @@ impl DuplicateTable {
         let log2 = log2.min(24);
         DuplicateTable {
             heads: alloc::vec![NIL; 1 << log2],
-            blocks: Vec::new(),
-            states: Vec::new(),
+            entries: Vec::new(),
+            free: Vec::new(),
+            live: 0,
             mask: (1u32 << log2) - 1,
             lifetime,
             max_entries,
@@ -74,37 +74,29 @@ impl DuplicateTable {
     }
 
     /// Handles a call from `caller` with sequence number `seq` and index `r` at `now`.
+    /// Expired entries met on the way along the chain are unlinked and freed.
     pub fn handle_call(&mut self, now: u64, caller: &FlowId, r: SourceHash, seq: u64) -> Verdict {
         let bucket = (r.get() & self.mask) as usize;
         let mut prev = NIL;
         let mut at = self.heads.get(bucket).copied().unwrap_or(NIL);
         while at != NIL {
             self.probes += 1;
-            let Some(&Block { state, next }) = self.blocks.get(at as usize) else {
+            let Some(e) = self.entries.get_mut(at as usize) else {
                 break;
             };
-            let Some(s) = self.states.get_mut(state as usize) else {
-                break;
-            };
-            if now.saturating_sub(s.last_seen) > self.lifetime {
-                // Expired: unlink and free it, then go on along the chain.
-                let last_block = (self.blocks.len() - 1) as u32;
-                self.unlink(bucket, prev, at, next);
-                // The last block moved into `at`'s place; `prev` may have been it.
-                if prev == last_block {
-                    prev = at;
-                }
-                at = if prev == NIL {
-                    self.heads.get(bucket).copied().unwrap_or(NIL)
-                } else {
-                    next_of(&self.blocks, prev)
-                };
+            let next = e.next;
+            if now.saturating_sub(e.last_seen) > self.lifetime {
+                // Expired: unlink from the chain and free it; `prev` stays.
+                self.set_next(bucket, prev, next);
+                self.free.push(at);
+                self.live -= 1;
+                at = next;
                 continue;
             }
-            if s.caller == *caller {
-                s.last_seen = now;
-                return if seq > s.last_seq {
-                    s.last_seq = seq;
+            if e.caller == *caller {
+                e.last_seen = now;
+                return if seq > e.last_seq {
+                    e.last_seq = seq;
                     Verdict::Accept
                 } else {
                     Verdict::Duplicate
@@ -113,83 +105,62 @@ impl DuplicateTable {
             prev = at;
             at = next;
         }
-        if self.states.len() >= self.max_entries {
+        if self.live >= self.max_entries {
             return Verdict::Refused;
         }
-        // New caller: a state entry and a pointer block at the head of the chain.
-        let state = self.states.len() as u32;
-        self.states.push(State {
+        // New caller: an entry at the head of the chain.
+        let head = self.heads.get(bucket).copied().unwrap_or(NIL);
+        let entry = Entry {
             caller: *caller,
             last_seq: seq,
             last_seen: now,
-        });
-        let block = self.blocks.len() as u32;
-        let head = self.heads.get(bucket).copied().unwrap_or(NIL);
-        self.blocks.push(Block { state, next: head });
+            next: head,
+        };
+        let index = match self.free.pop() {
+            Some(i) => {
+                if let Some(slot) = self.entries.get_mut(i as usize) {
+                    *slot = entry;
+                }
+                i
+            }
+            None => {
+                self.entries.push(entry);
+                (self.entries.len() - 1) as u32
+            }
+        };
+        self.live += 1;
         if let Some(h) = self.heads.get_mut(bucket) {
-            *h = block;
+            *h = index;
         }
         Verdict::Accept
     }
 
-    /// Removes block `at` (with state entry) from bucket `bucket`'s chain; moves the last
-    /// block and state into the freed places so both stay dense.
-    fn unlink(&mut self, bucket: usize, prev: u32, at: u32, next: u32) {
-        if prev == NIL {
-            if let Some(h) = self.heads.get_mut(bucket) {
-                *h = next;
-            }
-        } else if let Some(p) = self.blocks.get_mut(prev as usize) {
-            p.next = next;
-        }
-        let Some(&Block { state, .. }) = self.blocks.get(at as usize) else {
-            return;
+    /// Points `prev`'s link (or the bucket's head when `prev` is `NIL`) at `next`.
+    fn set_next(&mut self, bucket: usize, prev: u32, next: u32) {
+        let link = if prev == NIL {
+            self.heads.get_mut(bucket)
+        } else {
+            self.entries.get_mut(prev as usize).map(|e| &mut e.next)
         };
-        // Free the state: swap the last one in and repoint its block.
-        let last_state = (self.states.len() - 1) as u32;
-        self.states.swap_remove(state as usize);
-        if state != last_state {
-            for b in &mut self.blocks {
-                if b.state == last_state {
-                    b.state = state;
-                }
-            }
-        }
-        // Free the block: swap the last one in and repoint whoever linked to it.
-        let last_block = (self.blocks.len() - 1) as u32;
-        self.blocks.swap_remove(at as usize);
-        if at != last_block {
-            for h in &mut self.heads {
-                if *h == last_block {
-                    *h = at;
-                }
-            }
-            for b in &mut self.blocks {
-                if b.next == last_block {
-                    b.next = at;
-                }
-            }
+        if let Some(l) = link {
+            *l = next;
         }
     }
 
     /// Callers with state.
     pub fn len(&self) -> usize {
-        self.states.len()
+        self.live
     }
 
     /// Whether no caller has state.
     pub fn is_empty(&self) -> bool {
-        self.states.is_empty()
+        self.live == 0
     }
 
     /// Chain entries examined so far (a measure of collision cost).
     pub fn probes(&self) -> u64 {
         self.probes
     }
-}
-
-fn next_of(blocks: &[Block], at: u32) -> u32 {
-    blocks.get(at as usize).map_or(NIL, |b| b.next)
 }
 
 #[cfg(test)]
@@ -223,6 +194,20 @@ mod tests {
         // After the lifetime a caller's state is gone: any call is accepted afresh.
         assert_eq!(t.handle_call(50, &a, r, 1), Verdict::Accept);
         assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn expired_entries_are_reused() {
+        let mut t = DuplicateTable::new(0, 1, 10);
+        for i in 0..100u32 {
+            let now = u64::from(i) * 10;
+            assert_eq!(
+                t.handle_call(now, &FlowId::from_u32(i), SourceHash::new(0), 1),
+                Verdict::Accept
+            );
+            assert_eq!(t.len(), 1);
+        }
+        assert_eq!(t.entries.len(), 1, "the slab did not grow");
     }
 
     #[test]

@@ -196,8 +196,8 @@ pub fn run_with(opts: &Options, flows: usize, out: &mut dyn Write) -> anyhow::Re
         &Chart {
             title: format!("Collisions of {flows} flows (Fig. 5)"),
             x_label: "log2(table size)".into(),
-            y_label: "collisions".into(),
-            log_y: false,
+            y_label: "collisions (log scale)".into(),
+            log_y: true,
             series: vec![
                 series("source hash", |r| r.source_hash as f64, false),
                 series("XOR folding", |r| r.xor_fold as f64, false),

@@ -45,7 +45,7 @@ pub fn valgrind_available() -> bool {
 pub fn build_example() -> anyhow::Result<PathBuf> {
     let root = workspace_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
+    let built = Command::new(cargo)
         .current_dir(&root)
         .args([
             "build",
@@ -56,14 +56,29 @@ pub fn build_example() -> anyhow::Result<PathBuf> {
             "--example",
             "sh_lookup",
         ])
-        .status()
+        .arg("--message-format=json")
+        .output()
         .context("running cargo build for the sh_lookup example")?;
-    if !status.success() {
-        bail!("cargo build of fastpath's sh_lookup example failed");
+    if !built.status.success() {
+        bail!(
+            "cargo build of fastpath's sh_lookup example failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
     }
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    Ok(target.join("release/examples/sh_lookup"))
+    // The artifact message names the executable wherever the target directory is.
+    let stdout = String::from_utf8_lossy(&built.stdout);
+    let from_json = stdout
+        .lines()
+        .filter(|l| l.contains("\"compiler-artifact\"") && l.contains("\"name\":\"sh_lookup\""))
+        .find_map(|l| {
+            let rest = l.split("\"executable\":\"").nth(1)?;
+            Some(PathBuf::from(rest.split('"').next()?))
+        });
+    Ok(from_json.unwrap_or_else(|| {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| root.join("target"), PathBuf::from)
+            .join("release/examples/sh_lookup")
+    }))
 }
 
 /// Instructions collected by callgrind in `case_<case>` over `n` packets.
