@@ -110,7 +110,8 @@ proptest! {
         net.run_for(SETTLE_MS);
         // Losses kept on to the end: a lost periodic update changes nothing in a settled
         // network (a route needs six in a row lost to time out).
-        prop_assert!(net.dropped > 0);
+        // (A tiny graph may lose nothing: 0.95^400 ≈ 1e-9, so only bigger runs must.)
+        prop_assert!(net.dropped > 0 || net.delivered < 400);
         check_converged(&net)?;
     }
 }
