@@ -1,8 +1,7 @@
 //! # fastpath — trading packet headers for packet processing
 //!
 //! Chandranmenon and Varghese, *Trading Packet Headers for Packet Processing*: source
-//! hashing, threaded indices and the Data Manipulation Layer. (Tour to be written as the
-//! modules land.)
+//! hashing, threaded indices and the Data Manipulation Layer.
 //!
 //! ## Source hashing and flow caches (§3)
 //!
