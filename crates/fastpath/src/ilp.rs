@@ -386,9 +386,7 @@ pub fn integrated(
         .start
         .min(if cs.is_empty() { usize::MAX } else { cs.start });
     let hi = p.copy.end.max(cs.end);
-    let mut cuts = [
-        lo,
-        hi,
+    let cuts = [
         p.copy.start,
         p.copy.end,
         cs.start,
@@ -396,13 +394,13 @@ pub fn integrated(
         enc.start,
         enc.end,
     ];
-    cuts.sort_unstable();
     let mut sum = Sum::default();
-    for w in cuts.windows(2) {
-        let (a, b) = (w[0].max(lo), w[1].min(hi));
-        if a >= b {
-            continue;
-        }
+    let mut a = lo;
+    while a < hi {
+        // The segment runs to the next region boundary.
+        let b = cuts
+            .iter()
+            .fold(hi, |b, &c| if c > a && c < b { c } else { b });
         let in_cs = cs.start <= a && b <= cs.end;
         let in_copy = p.copy.start <= a && b <= p.copy.end;
         let in_enc = !enc.is_empty() && enc.start <= a && b <= enc.end;
@@ -411,6 +409,7 @@ pub fn integrated(
             if in_cs {
                 sum.add(src);
             }
+            a = b;
             continue;
         }
         let out = dst
@@ -423,6 +422,7 @@ pub fn integrated(
             }
             _ => copy_sum(src, out, in_cs.then_some(&mut sum)),
         }
+        a = b;
     }
     Ok(IlpOutput {
         copied: p.copy.len(),
