@@ -53,6 +53,7 @@ fn model_uses_measured_lookups_and_bears_out_the_papers_claims() {
     // The paper's own Fig. 2 numbers sit beside ours: n = 1000 datagram = 230000 µs.
     assert!(text.contains("230000"));
     assert!(is_png(&opts.dir.join("fastpath-model.png")));
+    assert!(is_png(&opts.dir.join("fastpath-model-paper.png")));
     let csv = std::fs::read_to_string(opts.dir.join("fastpath-model.csv")).unwrap();
     assert_eq!(csv.lines().count(), fastpath_model::NS.len() + 1);
 }

@@ -183,7 +183,8 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Model> {
 }
 
 /// Measures L and s, prints the four costs for each `n` in [`NS`] beside the paper's
-/// Fig. 2 model and its claims, writes `fastpath-model.csv` and `.png` under `opts.dir`.
+/// Fig. 2 model and its claims, writes `fastpath-model.csv`, `fastpath-model.png` and
+/// `fastpath-model-paper.png` (the formulas at the paper's parameters) under `opts.dir`.
 ///
 /// # Errors
 ///
@@ -274,9 +275,32 @@ pub fn run_with(opts: &Options, rtt_us: f64, out: &mut dyn Write) -> anyhow::Res
         ],
     };
     plot::draw(&chart, &opts.dir.join("fastpath-model.png"))?;
+    // The paper's Fig. 2 itself (R = 60 ms, L = 200 µs, s = 20 µs), dashed, for comparison.
+    let paper_rows: Vec<Row> = NS.iter().map(|&n| costs(n, pr, pl, ps, ps)).collect();
+    let paper_line = |label: &str, f: fn(&Row) -> f64| Series {
+        label: label.to_string(),
+        points: paper_rows
+            .iter()
+            .map(|r| ((r.n as f64).log10(), f(r)))
+            .collect(),
+        dashed: true,
+    };
+    let paper = Chart {
+        title: "Paper Fig. 2 model: R = 60 ms, L = 200 µs, s = 20 µs".into(),
+        x_label: "log10 n (packets)".into(),
+        y_label: "total cost (µs)".into(),
+        log_y: true,
+        series: vec![
+            paper_line("datagram", |r| r.datagram),
+            paper_line("VC", |r| r.vc),
+            paper_line("source hashing", |r| r.source_hash),
+            paper_line("threaded", |r| r.threaded),
+        ],
+    };
+    plot::draw(&paper, &opts.dir.join("fastpath-model-paper.png"))?;
     writeln!(
         out,
-        "wrote {} and .csv",
+        "wrote {} (ours), fastpath-model-paper.png (the paper's parameters) and .csv",
         opts.dir.join("fastpath-model.png").display()
     )?;
     Ok(Model {
