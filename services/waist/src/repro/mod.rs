@@ -15,6 +15,11 @@ pub mod ixp_esp_table2;
 pub mod ixp_esp_table3;
 pub mod ixp_fig4;
 pub mod ixp_fig5;
+pub mod fastpath_fig4;
+pub mod fastpath_fig5;
+pub mod fastpath_model;
+pub mod fastpath_table4;
+pub mod fastpath_table5;
 pub mod snap_table2;
 pub mod trickles_bloom;
 pub mod trickles_delta;
@@ -83,6 +88,23 @@ pub enum Name {
     /// Stream-handlers paper Fig. 5: throughput at the intermediate node for each handler,
     /// host vs IXP (IXP1200 model).
     IxpFig5,
+    /// Source hashing paper Table 4: instructions to compute an index (source hash, XOR
+    /// folding, CRC, keyed SipHash), counted with callgrind (`--runs`: packets, default
+    /// 10000).
+    FastpathTable4,
+    /// Source hashing paper Table 5: instructions to reach the forwarding information
+    /// (source hash, XOR, CRC, hashbrown with SipHash and FxHash, threaded index).
+    FastpathTable5,
+    /// Source hashing paper Fig. 5: collisions against table size for source hashing, XOR
+    /// folding and CRC on IPv4 address sets clustered in subnets.
+    FastpathFig5,
+    /// Source hashing paper Fig. 4: speedup of flow-id caching for the 16-filter
+    /// classifier and for IP forwarding with a 100-entry table (`--runs`: rounds).
+    FastpathFig4,
+    /// Source hashing paper §3.2 Fig. 2 and §4.1: datagram, VC, source-hashing and
+    /// threaded-index costs against n with measured L and s (R = 1 ms; `--runs`: timing
+    /// rounds, default 41).
+    FastpathModel,
 }
 
 /// Knobs shared by the reproductions.
@@ -133,6 +155,11 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
         Name::IxpEspFig11 => ixp_esp_fig11::run(opts, out).map(|_| ()),
         Name::IxpFig4 => ixp_fig4::run(opts, out).map(|_| ()),
         Name::IxpFig5 => ixp_fig5::run(opts, out).map(|_| ()),
+        Name::FastpathTable4 => fastpath_table4::run(opts, out).map(|_| ()),
+        Name::FastpathTable5 => fastpath_table5::run(opts, out).map(|_| ()),
+        Name::FastpathFig5 => fastpath_fig5::run(opts, out).map(|_| ()),
+        Name::FastpathFig4 => fastpath_fig4::run(opts, out).map(|_| ()),
+        Name::FastpathModel => fastpath_model::run(opts, out).map(|_| ()),
     }
 }
 

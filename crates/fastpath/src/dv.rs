@@ -1,0 +1,655 @@
+//! Distance-vector routing (Bellman-Ford) that computes threaded indices (§4, Fig. 7).
+//!
+//! Every router numbers the destinations it knows: the position of a destination in its
+//! own [`ThreadedTable`] is that destination's *index at this router*. An advertisement
+//! says "I reach D at cost c, and D sits at index i in MY table" ([`wire`]). A router keeps
+//! the last vector heard from each neighbour, takes for each destination the neighbour with
+//! the least `link cost + advertised cost`, and stores that neighbour's advertised index as
+//! the entry's next index. Packets then carry only indices (Fig. 6).
+//!
+//! The machinery is RIP's: periodic full updates, triggered updates of changed routes,
+//! split horizon with poisoned reverse, a finite infinity (default 16) that bounds
+//! count-to-infinity, route timeouts for neighbours that fall silent, and garbage
+//! collection of unreachable destinations (their index is reused later).
+//!
+//! # Calling order (sans-IO, quinn-proto style)
+//!
+//! ```text
+//!  link_up / link_down / handle_message(now, iface, bytes)   ─► state changes
+//!  handle_timeout(now) once now ≥ poll_timeout()              ─► periodic/triggered updates
+//!  poll_transmit() until None                                 ─► bytes for each neighbour
+//! ```
+//!
+//! Time is `now: u64` in milliseconds from any origin; the router reads no clock. Triggered
+//! updates are queued by `handle_timeout`: after a `handle_message` that changed routes,
+//! `poll_timeout()` returns `now + triggered_delay`.
+//!
+//! ```
+//! use fastpath::dv::{Config, Router};
+//!
+//! let mut a = Router::new(Config::new(1), 0);
+//! let mut b = Router::new(Config::new(2), 0);
+//! a.link_up(0, 0, 1).unwrap();
+//! b.link_up(0, 0, 1).unwrap();
+//! // Exchange until quiet (both routers call their one link interface 0).
+//! for _ in 0..4 {
+//!     while let Some(t) = a.poll_transmit() { b.handle_message(0, 0, &t.bytes).unwrap(); }
+//!     while let Some(t) = b.poll_transmit() { a.handle_message(0, 0, &t.bytes).unwrap(); }
+//!     a.handle_timeout(0);
+//!     b.handle_timeout(0);
+//! }
+//! let route = a.route(2).unwrap();
+//! assert_eq!(route.cost, 1);
+//! // a's next index for 2 is 2's own index of itself.
+//! assert_eq!(route.next_index, b.index_of(2).unwrap());
+//! ```
+
+pub mod wire;
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::threaded::{Entry, MAX_INDEX, NextHop, ThreadedTable};
+use wire::{AdvEntry, Advertisement, MessageKind, WireError};
+
+/// A router's identity (also the destination address that names it).
+pub type RouterId = u32;
+
+/// Knobs of one router.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// This router's id.
+    pub id: RouterId,
+    /// The unreachable metric (RIP's 16). Path costs must stay below it.
+    pub infinity: u16,
+    /// Milliseconds between periodic full updates.
+    pub update_interval: u64,
+    /// A route not re-advertised for this long is dropped.
+    pub route_timeout: u64,
+    /// An unreachable destination keeps its index for this long, then the index is freed.
+    pub gc_timeout: u64,
+    /// Delay between a route change and its triggered update (batches changes).
+    pub triggered_delay: u64,
+    /// Entries per advertisement message (a 1500-byte MTU fits 120).
+    pub max_entries: usize,
+    /// Destinations the table may hold (at most 2^24, the label's index space).
+    pub max_destinations: usize,
+}
+
+impl Config {
+    /// RIP-like defaults: infinity 16, updates every 30 s, timeout 180 s, GC 120 s,
+    /// triggered updates after 1 s, 100 entries per message, 65,536 destinations.
+    pub fn new(id: RouterId) -> Self {
+        Self {
+            id,
+            infinity: 16,
+            update_interval: 30_000,
+            route_timeout: 180_000,
+            gc_timeout: 120_000,
+            triggered_delay: 1_000,
+            max_entries: 100,
+            max_destinations: 65_536,
+        }
+    }
+}
+
+/// Bytes for one neighbour.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// The interface (link) to send on.
+    pub iface: u16,
+    /// One advertisement message.
+    pub bytes: Vec<u8>,
+}
+
+/// A route as the router holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// The destination.
+    pub dest: RouterId,
+    /// The destination's index in this router's table.
+    pub index: u32,
+    /// Cost to it (`infinity` = unreachable, kept until garbage collected).
+    pub cost: u16,
+    /// Next hop.
+    pub next_hop: NextHop,
+    /// The destination's index in the next hop's table.
+    pub next_index: u32,
+}
+
+/// Why a link command was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkError {
+    /// Link costs must be at least 1.
+    ZeroCost,
+    /// The cost is at or above infinity.
+    CostTooHigh,
+    /// No such link is up.
+    UnknownLink,
+}
+
+impl fmt::Display for LinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ZeroCost => write!(f, "link cost must be at least 1"),
+            Self::CostTooHigh => write!(f, "link cost at or above infinity"),
+            Self::UnknownLink => write!(f, "no such link is up"),
+        }
+    }
+}
+
+impl core::error::Error for LinkError {}
+
+/// Why a message was refused (the router's state is unchanged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandleError {
+    /// The message arrived on an interface that is not up.
+    UnknownLink,
+    /// The bytes are not an advertisement.
+    Wire(WireError),
+    /// The message claims to come from this router.
+    FromSelf,
+    /// An entry's cost is above this router's infinity.
+    CostAboveInfinity,
+}
+
+impl fmt::Display for HandleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownLink => write!(f, "advertisement on a link that is not up"),
+            Self::Wire(e) => write!(f, "bad advertisement: {e}"),
+            Self::FromSelf => write!(f, "advertisement claims to come from this router"),
+            Self::CostAboveInfinity => write!(f, "advertised cost above infinity"),
+        }
+    }
+}
+
+impl core::error::Error for HandleError {}
+
+impl From<WireError> for HandleError {
+    fn from(e: WireError) -> Self {
+        Self::Wire(e)
+    }
+}
+
+/// Counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages accepted.
+    pub messages: u64,
+    /// Messages refused.
+    pub bad_messages: u64,
+    /// Destinations not installed because the table was full.
+    pub table_full: u64,
+    /// Route changes (cost, next hop or next index).
+    pub route_changes: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Heard {
+    cost: u16,
+    index: u32,
+    at: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Link {
+    cost: u16,
+    peer: Option<RouterId>,
+    vector: BTreeMap<RouterId, Heard>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    route: Route,
+    changed: bool,
+    unreachable_since: Option<u64>,
+}
+
+/// One distance-vector router: the sans-IO state machine.
+#[derive(Clone, Debug)]
+pub struct Router {
+    config: Config,
+    links: BTreeMap<u16, Link>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+    index_of: BTreeMap<RouterId, u32>,
+    table: ThreadedTable,
+    next_periodic: u64,
+    triggered_at: Option<u64>,
+    out: VecDeque<Transmit>,
+    stats: Stats,
+}
+
+impl Router {
+    /// A router that knows only itself (at index 0). `max_destinations` is clamped to the
+    /// label's index space.
+    pub fn new(mut config: Config, now: u64) -> Self {
+        config.max_destinations = config.max_destinations.clamp(1, MAX_INDEX as usize + 1);
+        config.infinity = config.infinity.max(1);
+        config.max_entries = config.max_entries.clamp(1, usize::from(u16::MAX));
+        let me = Route {
+            dest: config.id,
+            index: 0,
+            cost: 0,
+            next_hop: NextHop::Local,
+            next_index: 0,
+        };
+        let mut table = ThreadedTable::new();
+        // Index 0 and next index 0 always fit.
+        let _ = table.set(
+            0,
+            Entry {
+                next_hop: NextHop::Local,
+                next_index: 0,
+            },
+        );
+        let mut index_of = BTreeMap::new();
+        index_of.insert(config.id, 0);
+        Self {
+            config,
+            links: BTreeMap::new(),
+            slots: alloc::vec![Some(Slot {
+                route: me,
+                changed: false,
+                unreachable_since: None,
+            })],
+            free: Vec::new(),
+            index_of,
+            table,
+            next_periodic: now.saturating_add(config.update_interval),
+            triggered_at: None,
+            out: VecDeque::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// This router's configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// This router's id.
+    pub fn id(&self) -> RouterId {
+        self.config.id
+    }
+
+    /// The forwarding table that threaded labels index.
+    pub fn table(&self) -> &ThreadedTable {
+        &self.table
+    }
+
+    /// The index of `dest` in this router's table (what a source puts in its first label).
+    pub fn index_of(&self, dest: RouterId) -> Option<u32> {
+        self.index_of.get(&dest).copied()
+    }
+
+    /// The route to `dest`, reachable or not (until garbage collected).
+    pub fn route(&self, dest: RouterId) -> Option<Route> {
+        let i = self.index_of(dest)?;
+        self.slots
+            .get(i as usize)
+            .copied()
+            .flatten()
+            .map(|s| s.route)
+    }
+
+    /// Every route, in index order.
+    pub fn routes(&self) -> impl Iterator<Item = Route> + '_ {
+        self.slots.iter().flatten().map(|s| s.route)
+    }
+
+    /// The up links and their costs.
+    pub fn links(&self) -> impl Iterator<Item = (u16, u16)> + '_ {
+        self.links.iter().map(|(&i, l)| (i, l.cost))
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Brings link `iface` up with `cost`, or changes the cost of a link that is up. A new
+    /// link gets our table and a request for the neighbour's.
+    ///
+    /// # Errors
+    ///
+    /// A cost of 0 or at/above infinity.
+    pub fn link_up(&mut self, now: u64, iface: u16, cost: u16) -> Result<(), LinkError> {
+        if cost == 0 {
+            return Err(LinkError::ZeroCost);
+        }
+        if cost >= self.config.infinity {
+            return Err(LinkError::CostTooHigh);
+        }
+        match self.links.get_mut(&iface) {
+            Some(link) => link.cost = cost,
+            None => {
+                self.links.insert(
+                    iface,
+                    Link {
+                        cost,
+                        peer: None,
+                        vector: BTreeMap::new(),
+                    },
+                );
+                self.queue(iface, MessageKind::Request, &[]);
+                self.queue_vector(iface, false);
+            }
+        }
+        self.recompute_all(now);
+        Ok(())
+    }
+
+    /// Takes link `iface` down: every route through it is recomputed at once.
+    ///
+    /// # Errors
+    ///
+    /// If the link is not up.
+    pub fn link_down(&mut self, now: u64, iface: u16) -> Result<(), LinkError> {
+        self.links.remove(&iface).ok_or(LinkError::UnknownLink)?;
+        self.out.retain(|t| t.iface != iface);
+        self.recompute_all(now);
+        Ok(())
+    }
+
+    /// Takes in one message that arrived on `iface`.
+    ///
+    /// # Errors
+    ///
+    /// If the link is not up or the message is malformed; nothing changes then.
+    pub fn handle_message(
+        &mut self,
+        now: u64,
+        iface: u16,
+        bytes: &[u8],
+    ) -> Result<(), HandleError> {
+        let result = self.apply(now, iface, bytes);
+        match result {
+            Ok(()) => self.stats.messages += 1,
+            Err(_) => self.stats.bad_messages += 1,
+        }
+        result
+    }
+
+    fn apply(&mut self, now: u64, iface: u16, bytes: &[u8]) -> Result<(), HandleError> {
+        let adv = Advertisement::parse(bytes)?;
+        if adv.sender() == self.config.id {
+            return Err(HandleError::FromSelf);
+        }
+        let infinity = self.config.infinity;
+        if adv.entries().any(|e| e.cost > infinity) {
+            return Err(HandleError::CostAboveInfinity);
+        }
+        let link = self.links.get_mut(&iface).ok_or(HandleError::UnknownLink)?;
+        if link.peer != Some(adv.sender()) {
+            // A different router on this link: forget what the old one said.
+            let stale: Vec<RouterId> = link.vector.keys().copied().collect();
+            link.vector.clear();
+            link.peer = Some(adv.sender());
+            for d in stale {
+                self.recompute(now, d);
+            }
+        }
+        match adv.kind() {
+            MessageKind::Request => {
+                self.queue_vector(iface, false);
+                Ok(())
+            }
+            MessageKind::Update => {
+                let mut touched = Vec::with_capacity(adv.len());
+                if let Some(link) = self.links.get_mut(&iface) {
+                    for e in adv.entries() {
+                        if e.dest == self.config.id {
+                            continue;
+                        }
+                        if e.cost >= infinity {
+                            link.vector.remove(&e.dest);
+                        } else {
+                            let heard = Heard {
+                                cost: e.cost,
+                                index: e.index,
+                                at: now,
+                            };
+                            link.vector.insert(e.dest, heard);
+                        }
+                        touched.push(e.dest);
+                    }
+                }
+                for d in touched {
+                    self.recompute(now, d);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The next instant `handle_timeout` has work to do.
+    pub fn poll_timeout(&self) -> u64 {
+        let mut t = self.next_periodic;
+        if let Some(tr) = self.triggered_at {
+            t = t.min(tr);
+        }
+        for link in self.links.values() {
+            for h in link.vector.values() {
+                t = t.min(h.at.saturating_add(self.config.route_timeout));
+            }
+        }
+        for s in self.slots.iter().flatten() {
+            if let Some(since) = s.unreachable_since {
+                t = t.min(since.saturating_add(self.config.gc_timeout));
+            }
+        }
+        t
+    }
+
+    /// Runs the timers due at `now`: route timeouts, garbage collection, triggered and
+    /// periodic updates.
+    pub fn handle_timeout(&mut self, now: u64) {
+        let timeout = self.config.route_timeout;
+        let mut expired = Vec::new();
+        for link in self.links.values_mut() {
+            link.vector.retain(|&d, h| {
+                let keep = h.at.saturating_add(timeout) > now;
+                if !keep {
+                    expired.push(d);
+                }
+                keep
+            });
+        }
+        for d in expired {
+            self.recompute(now, d);
+        }
+        self.collect_garbage(now);
+        if now >= self.next_periodic {
+            let ifaces: Vec<u16> = self.links.keys().copied().collect();
+            for iface in ifaces {
+                self.queue_vector(iface, false);
+            }
+            self.clear_changed();
+            self.next_periodic = now.saturating_add(self.config.update_interval);
+        } else if self.triggered_at.is_some_and(|t| t <= now) {
+            let ifaces: Vec<u16> = self.links.keys().copied().collect();
+            for iface in ifaces {
+                self.queue_vector(iface, true);
+            }
+            self.clear_changed();
+        }
+    }
+
+    /// The next message to send, if any.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    fn clear_changed(&mut self) {
+        for s in self.slots.iter_mut().flatten() {
+            s.changed = false;
+        }
+        self.triggered_at = None;
+    }
+
+    fn collect_garbage(&mut self, now: u64) {
+        let gc = self.config.gc_timeout;
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let due = slot
+                .as_ref()
+                .and_then(|s| s.unreachable_since)
+                .is_some_and(|since| since.saturating_add(gc) <= now);
+            if due {
+                if let Some(s) = slot.take() {
+                    self.index_of.remove(&s.route.dest);
+                }
+                // `i` < slots.len() ≤ max_destinations ≤ 2^24.
+                let i = u32::try_from(i).unwrap_or(MAX_INDEX);
+                self.table.clear(i);
+                self.free.push(i);
+            }
+        }
+    }
+
+    fn recompute_all(&mut self, now: u64) {
+        let mut dests: Vec<RouterId> = self.index_of.keys().copied().collect();
+        for link in self.links.values() {
+            dests.extend(link.vector.keys().copied());
+        }
+        dests.sort_unstable();
+        dests.dedup();
+        for d in dests {
+            self.recompute(now, d);
+        }
+    }
+
+    /// Bellman-Ford for one destination: the least `link cost + advertised cost` over the
+    /// up links; ties go to the lowest interface number.
+    fn recompute(&mut self, now: u64, dest: RouterId) {
+        if dest == self.config.id {
+            return;
+        }
+        let infinity = self.config.infinity;
+        let mut best: Option<(u16, u16, u32)> = None;
+        for (&iface, link) in &self.links {
+            if let Some(h) = link.vector.get(&dest) {
+                let cost = h.cost.saturating_add(link.cost).min(infinity);
+                if cost < infinity && best.is_none_or(|(c, _, _)| cost < c) {
+                    best = Some((cost, iface, h.index));
+                }
+            }
+        }
+        let index = match (self.index_of(dest), best) {
+            (Some(i), _) => i,
+            (None, None) => return,
+            (None, Some(_)) => match self.allocate(dest) {
+                Some(i) => i,
+                None => {
+                    self.stats.table_full += 1;
+                    return;
+                }
+            },
+        };
+        let Some(Some(slot)) = self.slots.get_mut(index as usize) else {
+            return;
+        };
+        let new = match best {
+            Some((cost, iface, next_index)) => Route {
+                dest,
+                index,
+                cost,
+                next_hop: NextHop::Neighbour(iface),
+                next_index,
+            },
+            None => Route {
+                cost: infinity,
+                ..slot.route
+            },
+        };
+        if new == slot.route && slot.unreachable_since.is_some() == best.is_none() {
+            return;
+        }
+        let was_reachable = slot.route.cost < infinity;
+        slot.route = new;
+        slot.changed = true;
+        self.stats.route_changes += 1;
+        match best {
+            Some(_) => {
+                slot.unreachable_since = None;
+                // Both indices fit in 24 bits (allocation and wire parsing check them).
+                let _ = self.table.set(
+                    index,
+                    Entry {
+                        next_hop: new.next_hop,
+                        next_index: new.next_index,
+                    },
+                );
+            }
+            None => {
+                if was_reachable || slot.unreachable_since.is_none() {
+                    slot.unreachable_since = Some(now);
+                }
+                self.table.clear(index);
+            }
+        }
+        if self.triggered_at.is_none() {
+            self.triggered_at = Some(now.saturating_add(self.config.triggered_delay));
+        }
+    }
+
+    fn allocate(&mut self, dest: RouterId) -> Option<u32> {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                if self.slots.len() >= self.config.max_destinations {
+                    return None;
+                }
+                let i = u32::try_from(self.slots.len()).ok()?;
+                self.slots.push(None);
+                i
+            }
+        };
+        let slot = self.slots.get_mut(index as usize)?;
+        *slot = Some(Slot {
+            route: Route {
+                dest,
+                index,
+                cost: self.config.infinity,
+                next_hop: NextHop::Local,
+                next_index: 0,
+            },
+            changed: false,
+            unreachable_since: Some(0),
+        });
+        self.index_of.insert(dest, index);
+        Some(index)
+    }
+
+    /// Queues our vector (all routes, or only the changed ones) for `iface`, with split
+    /// horizon and poisoned reverse: routes through `iface` are advertised at infinity.
+    fn queue_vector(&mut self, iface: u16, only_changed: bool) {
+        let infinity = self.config.infinity;
+        let entries: Vec<AdvEntry> = self
+            .slots
+            .iter()
+            .flatten()
+            .filter(|s| !only_changed || s.changed)
+            .map(|s| AdvEntry {
+                dest: s.route.dest,
+                cost: if s.route.next_hop == NextHop::Neighbour(iface) {
+                    infinity
+                } else {
+                    s.route.cost
+                },
+                index: s.route.index,
+            })
+            .collect();
+        for chunk in entries.chunks(self.config.max_entries) {
+            self.queue(iface, MessageKind::Update, chunk);
+        }
+    }
+
+    fn queue(&mut self, iface: u16, kind: MessageKind, entries: &[AdvEntry]) {
+        let mut bytes = Vec::new();
+        Advertisement::emit(kind, self.config.id, entries, &mut bytes);
+        self.out.push_back(Transmit { iface, bytes });
+    }
+}
