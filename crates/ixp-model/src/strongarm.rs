@@ -20,6 +20,22 @@
 //! [`pipeline_run`] is the whole ESP path with the core as the bottleneck: every microengine
 //! thread classifies packets (75 cycles each) and hands them to the core, which runs them
 //! one at a time.
+//!
+//! ```
+//! use ixp_model::esp::{EspCase, EspInstruction, LookupStyle};
+//! use ixp_model::ess_model::EssPlacement;
+//! use ixp_model::strongarm::{instruction_steps, Core, CoreCode};
+//! use ixp_model::Params;
+//!
+//! let p = Params::IXP1200;
+//! let case = EspCase::bound(LookupStyle::Once);
+//! let code = CoreCode::MEASURED;
+//! let run = |pl| Core::new(p).run(&instruction_steps(&code, EspInstruction::Count, &pl, &case));
+//! let (sram, sdram) = (run(EssPlacement::SRAM), run(EssPlacement::SDRAM));
+//! assert_eq!(sram.accesses, 9); // find_create 5 + read 2 + write 2
+//! assert!(sram.micros(&p) > 2.0 && sram.micros(&p) < 4.0); // the paper: 2.62 µs
+//! assert!(sdram.cycles() > sram.cycles()); // every access stalls longer
+//! ```
 
 use alloc::vec::Vec;
 
