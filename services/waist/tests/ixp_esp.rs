@@ -42,6 +42,36 @@ fn table1_counts_match_and_core_times_follow_the_paper() {
 }
 
 #[test]
+fn core_instruction_counts_live_or_recorded_agree() {
+    use ixp_esp_table1::{CodeSource, core_code};
+    use ixp_model::strongarm::CoreCode;
+    let (code, source) = core_code();
+    let r = CoreCode::MEASURED;
+    match source {
+        // Live callgrind counts may move by a few instructions with the compiler, not more.
+        CodeSource::Live => {
+            for (live, rec) in [
+                (code.find, r.find),
+                (code.find_create, r.find_create),
+                (code.read, r.read),
+                (code.write, r.write),
+                (code.count, r.count),
+                (code.compare, r.compare),
+                (code.dispatch, r.dispatch),
+            ] {
+                assert!(live.abs_diff(rec) <= rec / 4 + 2, "{code:?} vs {r:?}");
+            }
+        }
+        CodeSource::Recorded(why) => {
+            assert_eq!(code, r);
+            assert!(!why.is_empty());
+        }
+    }
+    // The code a packet runs includes its ESS calls, so it exceeds them.
+    assert!(code.count > code.find + code.read + code.write);
+}
+
+#[test]
 fn table2_core_orders_placements_and_matches_counts_sdram_penalty() {
     let mut out = Vec::new();
     let cells = ixp_esp_table2::run(&opts("t2"), &mut out).unwrap();

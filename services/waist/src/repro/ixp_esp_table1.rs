@@ -9,6 +9,9 @@
 //! Nothing is fitted per row: the costs are `Params::IXP1200`'s everywhere.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
 
 use anyhow::Context;
 use ixp_model::Params;
@@ -67,21 +70,121 @@ pub const PAPER: [(EssCall, f64, u32); 4] = [
     (EssCall::Write, 0.1, 2),
 ];
 
+/// Where the StrongARM instruction counts of a run came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeSource {
+    /// Measured now with callgrind on the example binaries.
+    Live,
+    /// `CoreCode::MEASURED`, the recorded counts; the reason live measurement was not used.
+    Recorded(String),
+}
+
+impl std::fmt::Display for CodeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CodeSource::Live => f.write_str("measured live with callgrind"),
+            CodeSource::Recorded(why) => write!(f, "recorded CoreCode::MEASURED ({why})"),
+        }
+    }
+}
+
+/// Calls per callgrind run; instructions per call = (Ir(2N) − Ir(N)) / N.
+const CALLGRIND_N: u64 = 20_000;
+
+/// The StrongARM instruction counts: measured live with callgrind when valgrind and the two
+/// example binaries (`ess_calls`, `per_packet`, release builds beside this executable) are
+/// present and `WAIST_RECORDED_COUNTS` is unset, else the recorded `CoreCode::MEASURED`.
+/// Measured once per process.
+pub fn core_code() -> (CoreCode, CodeSource) {
+    static CODE: OnceLock<(CoreCode, CodeSource)> = OnceLock::new();
+    CODE.get_or_init(|| {
+        if std::env::var_os("WAIST_RECORDED_COUNTS").is_some() {
+            return (
+                CoreCode::MEASURED,
+                CodeSource::Recorded("WAIST_RECORDED_COUNTS is set".into()),
+            );
+        }
+        match measure_live() {
+            Ok(code) => (code, CodeSource::Live),
+            Err(e) => (CoreCode::MEASURED, CodeSource::Recorded(format!("{e:#}"))),
+        }
+    })
+    .clone()
+}
+
+/// `target/release/examples`, from this executable (`target/release/waist` or a test in
+/// `target/release/deps`).
+fn examples_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let mut dir = exe.parent()?.to_path_buf();
+    if dir.ends_with("deps") {
+        dir = dir.parent()?.to_path_buf();
+    }
+    Some(dir.join("examples"))
+}
+
+/// Instructions callgrind counts for `bin case n`.
+fn callgrind_ir(bin: &Path, case: &str, n: u64) -> anyhow::Result<u64> {
+    let out = Command::new("valgrind")
+        .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(bin)
+        .args([case, &n.to_string()])
+        .output()
+        .context("running valgrind")?;
+    anyhow::ensure!(out.status.success(), "{} {case} failed", bin.display());
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find_map(|l| l.split("Collected : ").nth(1))
+        .and_then(|v| v.trim().parse().ok())
+        .context("no instruction count in callgrind's output")
+}
+
+/// (Ir(2N) − Ir(N)) / N for one case.
+fn per_call(bin: &Path, case: &str) -> anyhow::Result<u64> {
+    let one = callgrind_ir(bin, case, CALLGRIND_N)?;
+    let two = callgrind_ir(bin, case, 2 * CALLGRIND_N)?;
+    Ok(two.saturating_sub(one) / CALLGRIND_N)
+}
+
+fn measure_live() -> anyhow::Result<CoreCode> {
+    let dir = examples_dir().context("no executable path")?;
+    let (ess, pp) = (dir.join("ess_calls"), dir.join("per_packet"));
+    anyhow::ensure!(
+        ess.exists() && pp.exists(),
+        "no example binaries in {}; build them with `cargo build --release -p ixp-model \
+         --example ess_calls` and `cargo build --release -p esp-proto --features alloc \
+         --example per_packet`",
+        dir.display()
+    );
+    let n = |v: u64| u32::try_from(v).context("count out of range");
+    let none = per_call(&ess, "none")?;
+    let call = |case| -> anyhow::Result<u32> { n(per_call(&ess, case)?.saturating_sub(none)) };
+    let count = per_call(&pp, "count")?;
+    let dispatch = per_call(&pp, "full_count")?
+        .saturating_sub(per_call(&pp, "baseline")?)
+        .saturating_sub(count);
+    Ok(CoreCode {
+        find: call("find")?,
+        find_create: call("find_create")?,
+        read: call("read")?,
+        write: call("write")?,
+        count: n(count)?,
+        compare: n(per_call(&pp, "compare")?)?,
+        dispatch: n(dispatch)?,
+    })
+}
+
 /// Computes the rows.
 ///
 /// # Errors
 ///
 /// If a call's program does not load (it always does with `Params::IXP1200`).
-pub fn rows(params: &Params) -> anyhow::Result<Vec<Row>> {
+pub fn rows(params: &Params, code: &CoreCode) -> anyhow::Result<Vec<Row>> {
     PAPER
         .iter()
         .map(|&(call, paper_us, paper_accesses)| {
             let cycles = latency_cycles(params, &call.program(params, &EssPlacement::SRAM))?;
-            let core = Core::new(*params).run(&call_steps(
-                &CoreCode::MEASURED,
-                &call,
-                &EssPlacement::SRAM,
-            ));
+            let core = Core::new(*params).run(&call_steps(code, &call, &EssPlacement::SRAM));
             Ok(Row {
                 call,
                 paper_us,
@@ -101,15 +204,15 @@ pub fn rows(params: &Params) -> anyhow::Result<Vec<Row>> {
 /// If the output or the CSV cannot be written.
 pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
     let p = Params::IXP1200;
-    let rows = rows(&p)?;
+    let (code, source) = core_code();
+    let rows = rows(&p, &code)?;
     writeln!(
         out,
         "ixp-esp-table1: ESS call times on the IXP1200, store in SRAM, chain length 1 (ESP paper Table 1)"
     )?;
-    let code = CoreCode::MEASURED;
     writeln!(
         out,
-        "ours (core): StrongARM at {} MHz, CPI {:.2}, uncached SRAM read/write {}/{} cycles; instructions per call measured with callgrind on our ess store (x86-64 counts as ARM proxy): find {}, find_create {}, read {}, write {}",
+        "ours (core): StrongARM at {} MHz, CPI {:.2}, uncached SRAM read/write {}/{} cycles; instructions per call from callgrind on our ess store (x86-64 counts as ARM proxy; {source}): find {}, find_create {}, read {}, write {}",
         p.core_mhz,
         f64::from(p.core_cpi_milli) / 1000.0,
         p.core_sram_read_latency_cycles,

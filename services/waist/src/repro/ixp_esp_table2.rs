@@ -16,7 +16,7 @@ use ixp_model::ess_model::EssPlacement;
 use ixp_model::strongarm::{Core, CoreCode, instruction_steps};
 
 use super::Options;
-use super::ixp_esp_table1::deviation_pct;
+use super::ixp_esp_table1::{core_code, deviation_pct};
 
 /// Table 2's latencies in µs: `[instruction][placement]`, rows COMPARE, COUNT; columns
 /// SRAM, SDRAM, SRAM & SDRAM.
@@ -41,9 +41,14 @@ pub struct Cell {
 
 /// Our latency in µs on the StrongARM core for `instruction` with `placement` (one lookup,
 /// as `esp-proto` does it, tag bound, cl = 1).
-pub fn core_latency_us(p: &Params, instruction: EspInstruction, placement: &EssPlacement) -> f64 {
+pub fn core_latency_us(
+    p: &Params,
+    code: &CoreCode,
+    instruction: EspInstruction,
+    placement: &EssPlacement,
+) -> f64 {
     let steps = instruction_steps(
-        &CoreCode::MEASURED,
+        code,
         instruction,
         placement,
         &EspCase::bound(LookupStyle::Once),
@@ -72,7 +77,7 @@ pub fn latency_us(
 /// # Errors
 ///
 /// As [`latency_us`].
-pub fn cells(p: &Params) -> anyhow::Result<Vec<Cell>> {
+pub fn cells(p: &Params, code: &CoreCode) -> anyhow::Result<Vec<Cell>> {
     let mut v = Vec::new();
     for (instruction, paper_row) in EspInstruction::ALL.iter().zip(PAPER_US) {
         for ((name, placement), paper_us) in EssPlacement::TABLE2.iter().zip(paper_row) {
@@ -80,7 +85,7 @@ pub fn cells(p: &Params) -> anyhow::Result<Vec<Cell>> {
                 instruction: *instruction,
                 placement: name,
                 paper_us,
-                core_us: core_latency_us(p, *instruction, placement),
+                core_us: core_latency_us(p, code, *instruction, placement),
                 once_us: latency_us(p, *instruction, placement, LookupStyle::Once)?,
                 get_put_us: latency_us(p, *instruction, placement, LookupStyle::GetPut)?,
             });
@@ -96,15 +101,15 @@ pub fn cells(p: &Params) -> anyhow::Result<Vec<Cell>> {
 /// If the output or the CSV cannot be written.
 pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Cell>> {
     let p = Params::IXP1200;
-    let cells = cells(&p)?;
+    let (code, source) = core_code();
+    let cells = cells(&p, &code)?;
     writeln!(
         out,
         "ixp-esp-table2: ESP instruction latency with the ESS in SRAM, SDRAM or both (ESP paper Table 2)"
     )?;
-    let code = CoreCode::MEASURED;
     writeln!(
         out,
-        "ours (core): StrongARM {} MHz, CPI {:.2}, uncached reads/writes SRAM {}/{} cycles, SDRAM {}/{}; per packet {} instructions of dispatch + process COMPARE {} / COUNT {} (callgrind on esp-proto, x86-64 as ARM proxy); 9 ESS accesses (find_create 5, read 2, write 2)",
+        "ours (core): StrongARM {} MHz, CPI {:.2}, uncached reads/writes SRAM {}/{} cycles, SDRAM {}/{}; per packet {} instructions of dispatch + process COMPARE {} / COUNT {} (callgrind on esp-proto, x86-64 as ARM proxy; {source}); 9 ESS accesses (find_create 5, read 2, write 2)",
         p.core_mhz,
         f64::from(p.core_cpi_milli) / 1000.0,
         p.core_sram_read_latency_cycles,

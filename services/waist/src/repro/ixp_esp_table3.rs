@@ -21,7 +21,7 @@ use ixp_model::strongarm::{Core, CoreCode, instruction_steps, pipeline_run};
 use ixp_model::{MachineConfig, Memory, Params};
 
 use super::Options;
-use super::ixp_esp_table1::deviation_pct;
+use super::ixp_esp_table1::{core_code, deviation_pct};
 use super::ixp_esp_table2::PAPER_US;
 
 /// Table 3's throughputs in Kpps: `[instruction][placement]`, as [`PAPER_US`].
@@ -67,7 +67,7 @@ fn kpps(
 /// # Errors
 ///
 /// If a program does not load (it always does with `Params::IXP1200`).
-pub fn cells(p: &Params, packets: u64) -> anyhow::Result<Vec<Cell>> {
+pub fn cells(p: &Params, code: &CoreCode, packets: u64) -> anyhow::Result<Vec<Cell>> {
     let mut v = Vec::new();
     let case = EspCase::bound(LookupStyle::Once);
     let classification_us = p.cycles_to_us(f64::from(p.classification_cycles));
@@ -77,12 +77,7 @@ pub fn cells(p: &Params, packets: u64) -> anyhow::Result<Vec<Cell>> {
         for (((name, placement), paper_kpps), paper_us) in
             EssPlacement::TABLE2.iter().zip(paper_row).zip(latency_row)
         {
-            let core = Core::new(*p).run(&instruction_steps(
-                &CoreCode::MEASURED,
-                *instruction,
-                placement,
-                &case,
-            ));
+            let core = Core::new(*p).run(&instruction_steps(code, *instruction, placement, &case));
             let core_formula_kpps = 1000.0 / (core.micros(p) + classification_us);
             let threads = p.microengines * p.threads_per_engine;
             let core_sim_kpps =
@@ -188,7 +183,8 @@ pub fn line_rate(p: &Params, offered: u64) -> anyhow::Result<Vec<LineRate>> {
 pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Cell>> {
     let p = Params::IXP1200;
     let packets = opts.runs.unwrap_or(24_000).max(240);
-    let cells = cells(&p, packets)?;
+    let (code, source) = core_code();
+    let cells = cells(&p, &code, packets)?;
     let line_kpps = (p.line_rate_pps(p.min_frame_bytes) * u64::from(p.ports)) as f64 / 1000.0;
     writeln!(
         out,
@@ -201,7 +197,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Cell>> {
     )?;
     writeln!(
         out,
-        "core: the formula on our StrongARM Table 2 latency; core sim: {} µengine threads classify and hand to the core ({packets} packets)",
+        "core: the formula on our StrongARM Table 2 latency (instruction counts {source}); core sim: {} µengine threads classify and hand to the core ({packets} packets)",
         p.microengines * p.threads_per_engine
     )?;
     writeln!(
