@@ -1,6 +1,6 @@
 //! The StrongARM core as the ESS/ESP executor: what the ESP paper measured Tables 1–2 on.
 //!
-//! ESP paper §6: the microengines "detect ESP packets [and] dispatch them to the core
+//! ESP paper §6: the microengines "detect ESP packets \[and\] dispatch them to the core
 //! processor for further processing"; Table 2's latencies "are taken on the StrongARM
 //! processor and factor out the cost of transferring data to/from the core". So the paper's
 //! ESS calls ran as ordinary code on the 232 MHz StrongARM, not as microengine programs.
