@@ -11,6 +11,10 @@
 //! A packet's microengine program is the classification ([`Params::classification_cycles`],
 //! ESP paper §6: 75 cycles for recognising the ESP packet and hashing its tag) followed by
 //! the instruction ([`packet_program`]).
+//!
+//! These are the instructions *on the microengines*, the paper's future work ("pushing the
+//! code completely into the μengines"). The paper measured Tables 1–2 on the StrongARM
+//! core; [`crate::strongarm`] models that executor from the same [`EspInstruction::calls`].
 
 use alloc::vec;
 use alloc::vec::Vec;

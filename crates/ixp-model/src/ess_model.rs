@@ -27,6 +27,9 @@
 //! call alike. Chain lengths are not assumed: [`ChainSample::measure`] fills the real
 //! [`ess::Ess`] to a given fraction with a given *h* and records how many entries each
 //! `find` examined.
+//!
+//! The same accesses, one stalling 32-bit load or store each, are what the StrongARM core
+//! makes in [`crate::strongarm::call_steps`].
 
 use alloc::vec::Vec;
 use core::fmt;

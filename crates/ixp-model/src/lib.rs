@@ -28,6 +28,8 @@
 //!   (ESP paper Table 1) with the tables in SRAM, SDRAM or split; the cleaner; chain
 //!   lengths sampled from the real [`ess::Ess`].
 //! * [`esp`]: COUNT and COMPARE over those calls (ESP paper Tables 2–3).
+//! * [`strongarm`]: the StrongARM core as the executor the paper measured Tables 1–2 on:
+//!   in order, no threads, measured instruction counts at a CPI, stalling accesses.
 //!
 //! ```
 //! use ixp_model::ess_model::{EssCall, EssPlacement};
@@ -115,6 +117,7 @@ pub mod ess_model;
 pub mod fifo;
 pub mod mem;
 pub mod sim;
+pub mod strongarm;
 
 pub use engine::{LoadError, Program, Step};
 pub use sim::{ConfigError, Machine, MachineConfig, RunReport, Stop};

@@ -147,6 +147,31 @@ pub struct Params {
     /// call: forming the next address, comparing a fetched field, branching (a handful of
     /// microengine or StrongARM instructions; our count of the code of ESP paper §5.1).
     pub ess_step_cycles: u32,
+
+    /// StrongARM core: average cycles per instruction of its ALU, load/store-to-cache and
+    /// branch code, in thousandths (1300 = CPI 1.3). The SA-1100-derived core is a
+    /// single-issue five-stage pipeline: one cycle per instruction, plus a load-use
+    /// interlock and a 2-cycle refill on every taken branch (no branch prediction) — SA-110
+    /// / SA-1100 technical reference manuals, instruction timing chapter; 1.3 is our
+    /// rounded average for such code, flagged as a figure from memory of those manuals.
+    pub core_cpi_milli: u32,
+    /// StrongARM core: cycles an uncached load from SRAM stalls the core, from issue until
+    /// the word is in its register. The core reaches SRAM over its own bus through the
+    /// SRAM unit; IXP1200 hardware reference manual figure from memory, rounded: about the
+    /// microengines' 16–20 cycles, the low end as the core's request skips the
+    /// microengine command queues.
+    pub core_sram_read_latency_cycles: u32,
+    /// StrongARM core: cycles an uncached store to SRAM stalls the core. The ESS region is
+    /// taken as unbuffered (a store completes before the next instruction), so a store
+    /// costs what a load does.
+    pub core_sram_write_latency_cycles: u32,
+    /// StrongARM core: cycles an uncached load from SDRAM stalls the core (half-clock
+    /// 64-bit SDRAM behind the same core bus; IXP1200 hardware reference manual figure
+    /// from memory, rounded: the microengines' ≈ 33–40 cycles, we take 40). A 32-bit load
+    /// gets no benefit from the 64-bit bus.
+    pub core_sdram_read_latency_cycles: u32,
+    /// StrongARM core: cycles an uncached store to SDRAM stalls the core (as a load).
+    pub core_sdram_write_latency_cycles: u32,
 }
 
 impl Params {
@@ -183,6 +208,11 @@ impl Params {
         ix_bus_mhz: 104,
         classification_cycles: 75,
         ess_step_cycles: 4,
+        core_cpi_milli: 1300,
+        core_sram_read_latency_cycles: 16,
+        core_sram_write_latency_cycles: 16,
+        core_sdram_read_latency_cycles: 40,
+        core_sdram_write_latency_cycles: 40,
     };
 
     /// Checks that every divisor and count is non-zero and every program limit sensible.
@@ -208,6 +238,7 @@ impl Params {
             ("port_mbps", self.port_mbps),
             ("ix_bus_bytes", self.ix_bus_bytes),
             ("ix_bus_mhz", self.ix_bus_mhz),
+            ("core_cpi_milli", self.core_cpi_milli),
         ];
         match nonzero.iter().find(|(_, v)| *v == 0) {
             Some((name, _)) => Err(ParamsError::Zero(name)),
@@ -306,6 +337,18 @@ impl Params {
         let first = self.occupancy_cycles(memory, 1);
         self.latency_cycles(memory, write)
             .saturating_add(self.occupancy_cycles(memory, words).saturating_sub(first))
+    }
+
+    /// Cycles the StrongARM core stalls on one uncached 32-bit read (`write == false`) or
+    /// write of `memory` (the scratchpad: the microengines' scratch latency).
+    pub fn core_latency_cycles(&self, memory: Memory, write: bool) -> u32 {
+        match (memory, write) {
+            (Memory::Sram, false) => self.core_sram_read_latency_cycles,
+            (Memory::Sram, true) => self.core_sram_write_latency_cycles,
+            (Memory::Sdram, false) => self.core_sdram_read_latency_cycles,
+            (Memory::Sdram, true) => self.core_sdram_write_latency_cycles,
+            (Memory::Scratch, _) => self.scratch_latency_cycles,
+        }
     }
 
     /// Core cycles the IX bus needs to move one mpacket between a port and a FIFO.

@@ -19,34 +19,87 @@ fn opts(name: &str) -> Options {
 }
 
 #[test]
-fn table1_counts_match_and_times_are_within_a_third() {
+fn table1_counts_match_and_core_times_follow_the_paper() {
     let mut out = Vec::new();
     let rows = ixp_esp_table1::run(&opts("t1"), &mut out).unwrap();
     assert_eq!(rows.len(), 4);
     for r in &rows {
         assert_eq!(r.ours_accesses, r.paper_accesses, "{r:?}");
-        assert!(r.deviation_pct().abs() < 35.0, "{r:?}");
+        // Within a factor of two of the paper on the core it measured on.
+        assert!(
+            r.core_us > 0.5 * r.paper_us && r.core_us < 2.0 * r.paper_us,
+            "{r:?}"
+        );
     }
-    // find_create costs more than find, which costs more than read.
-    assert!(rows[1].ours_us > rows[0].ours_us && rows[0].ours_us > rows[2].ours_us);
+    // find_create, the row with the most accesses and code, is within 10%.
+    assert!(rows[1].deviation_pct().abs() < 10.0, "{:?}", rows[1]);
+    // find_create costs more than find, which costs more than read — on both executors.
+    assert!(rows[1].core_us > rows[0].core_us && rows[0].core_us > rows[2].core_us);
+    assert!(rows[1].engine_us > rows[0].engine_us && rows[0].engine_us > rows[2].engine_us);
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("deviations above 10%"), "{text}");
+    assert!(text.contains("µengine"), "{text}");
 }
 
 #[test]
-fn table2_orders_placements_like_the_paper() {
+fn core_instruction_counts_live_or_recorded_agree() {
+    use ixp_esp_table1::{CodeSource, core_code};
+    use ixp_model::strongarm::CoreCode;
+    let (code, source) = core_code();
+    let r = CoreCode::MEASURED;
+    match source {
+        // Live callgrind counts may move by a few instructions with the compiler, not more.
+        CodeSource::Live => {
+            for (live, rec) in [
+                (code.find, r.find),
+                (code.find_create, r.find_create),
+                (code.read, r.read),
+                (code.write, r.write),
+                (code.count, r.count),
+                (code.compare, r.compare),
+                (code.dispatch, r.dispatch),
+            ] {
+                assert!(live.abs_diff(rec) <= rec / 4 + 2, "{code:?} vs {r:?}");
+            }
+        }
+        CodeSource::Recorded(why) => {
+            assert_eq!(code, r);
+            assert!(!why.is_empty());
+        }
+    }
+    // The code a packet runs includes its ESS calls, so it exceeds them.
+    assert!(code.count > code.find + code.read + code.write);
+}
+
+#[test]
+fn table2_core_orders_placements_and_matches_counts_sdram_penalty() {
     let mut out = Vec::new();
     let cells = ixp_esp_table2::run(&opts("t2"), &mut out).unwrap();
     assert_eq!(cells.len(), 6);
     for instr in EspInstruction::ALL {
         let row: Vec<_> = cells.iter().filter(|c| c.instruction == instr).collect();
-        // SRAM < split < SDRAM, as in the paper, in both lookup styles.
+        // SRAM < split < SDRAM, as in the paper, on the core and on the microengine.
         assert!(row[0].paper_us < row[2].paper_us && row[2].paper_us < row[1].paper_us);
+        assert!(row[0].core_us < row[2].core_us && row[2].core_us < row[1].core_us);
         assert!(row[0].once_us < row[2].once_us && row[2].once_us < row[1].once_us);
         assert!(row[0].get_put_us < row[2].get_put_us && row[2].get_put_us < row[1].get_put_us);
         for c in &row {
             assert!(c.get_put_us > c.once_us, "{c:?}");
+            // The core, without threads and with its code, is slower than a µengine thread.
+            assert!(c.core_us > c.once_us, "{c:?}");
+            // Every cell within 40% of the paper.
+            assert!((c.core_us / c.paper_us - 1.0).abs() < 0.4, "{c:?}");
         }
+    }
+    // COUNT's SDRAM and split penalties over SRAM match the paper's within 10%.
+    let count: Vec<_> = cells
+        .iter()
+        .filter(|c| c.instruction == EspInstruction::Count)
+        .collect();
+    for i in [1, 2] {
+        let paper = count[i].paper_us - count[0].paper_us;
+        let ours = count[i].core_us - count[0].core_us;
+        assert!((ours / paper - 1.0).abs() < 0.1, "{paper} {ours}");
     }
 }
 
@@ -62,6 +115,16 @@ fn table3_formula_reproduces_the_paper_and_threads_multiply_throughput() {
             (c.paper_formula_kpps / c.paper_kpps - 1.0).abs() < 0.01,
             "{c:?}"
         );
+        // The core is the bottleneck: classification overlaps it, so the simulated rate is
+        // above the serial formula but the core cannot carry four ports' line rate.
+        assert!(c.core_sim_kpps > c.core_formula_kpps, "{c:?}");
+        assert!(c.core_sim_kpps < line_kpps, "{c:?}");
+        assert!(
+            (c.core_formula_kpps / c.paper_kpps - 1.0).abs() < 0.6,
+            "{c:?}"
+        );
+        // Microengines (future work) beat the core even with one thread.
+        assert!(c.serial_kpps > c.core_sim_kpps, "{c:?}");
         assert!(c.engine_kpps > 1.5 * c.serial_kpps, "{c:?}");
         assert!(c.machine_kpps > 4.0 * c.engine_kpps, "{c:?}");
         assert!(c.machine_kpps > line_kpps, "{c:?}");
