@@ -128,6 +128,7 @@ impl Label {
     }
 
     /// Decodes a label word (every 32-bit value is a valid label).
+    #[inline]
     pub fn from_word(word: u32) -> Self {
         Self {
             kind: if word & RANDOM_BIT != 0 {
@@ -146,6 +147,7 @@ impl Label {
     /// # Errors
     ///
     /// If a field is wider than its slot (only possible for hand-built values).
+    #[inline]
     pub fn to_word(self) -> Result<u32, LabelError> {
         if self.index > MAX_INDEX {
             return Err(LabelError::IndexTooLarge);
@@ -165,6 +167,7 @@ impl Label {
     /// # Errors
     ///
     /// [`LabelError::Truncated`] if there are fewer.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, LabelError> {
         let word: [u8; LABEL_LEN] = bytes
             .get(..LABEL_LEN)
@@ -178,6 +181,7 @@ impl Label {
     /// # Errors
     ///
     /// If `out` is too short or a field is too wide.
+    #[inline]
     pub fn emit(self, out: &mut [u8]) -> Result<(), LabelError> {
         let word = self.to_word()?;
         let slot = out.get_mut(..LABEL_LEN).ok_or(LabelError::Truncated)?;
@@ -338,6 +342,7 @@ impl ThreadedTable {
     ///
     /// A random label, an index past the end, an empty entry, or an exhausted hop limit.
     #[inline]
+    #[inline]
     pub fn forward(&self, label: Label) -> Result<Forward, ForwardError> {
         if label.kind != LabelKind::Threaded {
             return Err(ForwardError::NotThreaded);
@@ -374,15 +379,29 @@ impl ThreadedTable {
     /// As [`ThreadedTable::forward`], or [`ForwardError::Truncated`].
     #[inline]
     pub fn forward_packet(&self, packet: &mut [u8]) -> Result<Option<u16>, ForwardError> {
-        let label = Label::parse(packet).map_err(|_| ForwardError::Truncated)?;
-        match self.forward(label)? {
-            Forward::Deliver => Ok(None),
-            Forward::Send { iface, out_label } => {
-                // Fields come from a valid label and a checked entry: emit cannot fail, but
-                // map the error rather than assume it.
-                out_label
-                    .emit(packet)
-                    .map_err(|_| ForwardError::Truncated)?;
+        // The same steps as `forward`, on the word in place: no label value built, no
+        // re-check of fields `set` already bounded.
+        let slot = packet
+            .first_chunk_mut::<LABEL_LEN>()
+            .ok_or(ForwardError::Truncated)?;
+        let word = u32::from_be_bytes(*slot);
+        if word & RANDOM_BIT != 0 {
+            return Err(ForwardError::NotThreaded);
+        }
+        let entry = self
+            .entries
+            .get((word & MAX_INDEX) as usize)
+            .ok_or(ForwardError::IndexOutOfRange)?
+            .ok_or(ForwardError::NoRoute)?;
+        match entry.next_hop {
+            NextHop::Local => Ok(None),
+            NextHop::Neighbour(iface) => {
+                // The random bit is clear: the hop limit is the top byte.
+                let hop_limit = (word >> HOP_SHIFT)
+                    .checked_sub(1)
+                    .ok_or(ForwardError::HopLimitExceeded)?;
+                // `set` keeps every next index within MAX_INDEX.
+                *slot = ((hop_limit << HOP_SHIFT) | entry.next_index).to_be_bytes();
                 Ok(Some(iface))
             }
         }
