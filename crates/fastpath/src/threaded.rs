@@ -342,7 +342,6 @@ impl ThreadedTable {
     ///
     /// A random label, an index past the end, an empty entry, or an exhausted hop limit.
     #[inline]
-    #[inline]
     pub fn forward(&self, label: Label) -> Result<Forward, ForwardError> {
         if label.kind != LabelKind::Threaded {
             return Err(ForwardError::NotThreaded);
