@@ -3,8 +3,10 @@
 //!
 //! Chain lengths are not assumed: for each h and fill we fill the real `ess::Ess` and count
 //! the entries each lookup examines (`ixp_model::ess_model::ChainSample`). Each chain
-//! length's `find` is then timed on the `ixp-model` machine (one thread, store in SRAM) and
-//! the latencies averaged over the measured distribution.
+//! length's `find` is then timed on the `ixp-model` machine, store in SRAM, on the two
+//! executors: the StrongARM core, where the paper measured (its code's instructions, then
+//! 5·cl uncached accesses, each stalling the core), and one microengine thread (the
+//! paper's future work). The latencies are averaged over the measured distribution.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,6 +16,7 @@ use ess::HashRatio;
 use ixp_model::Params;
 use ixp_model::esp::latency_cycles;
 use ixp_model::ess_model::{ChainSample, EssCall, EssPlacement};
+use ixp_model::strongarm::{Core, CoreCode, call_steps};
 
 use super::Options;
 use crate::plot::{self, Chart, Series};
@@ -33,36 +36,47 @@ pub struct Point {
     pub miss_cl: f64,
     /// Mean `find` latency of a miss, µs.
     pub miss_us: f64,
+    /// Mean `find` latency of a hit on the StrongARM core, µs.
+    pub hit_core_us: f64,
+    /// Mean `find` latency of a miss on the StrongARM core, µs.
+    pub miss_core_us: f64,
 }
 
-/// Times `find` per chain length, memoised.
+/// Times `find` per chain length on both executors, memoised: (µengine µs, core µs).
 struct FindTimes {
     params: Params,
-    us: BTreeMap<u32, f64>,
+    us: BTreeMap<u32, (f64, f64)>,
 }
 
 impl FindTimes {
-    fn us(&mut self, cl: u32) -> anyhow::Result<f64> {
+    fn us(&mut self, cl: u32) -> anyhow::Result<(f64, f64)> {
         if let Some(&t) = self.us.get(&cl) {
             return Ok(t);
         }
-        let prog = EssCall::Find { examined: cl }.program(&self.params, &EssPlacement::SRAM);
-        let t = self
+        let call = EssCall::Find { examined: cl };
+        let prog = call.program(&self.params, &EssPlacement::SRAM);
+        let engine = self
             .params
             .cycles_to_us(latency_cycles(&self.params, &prog)? as f64);
-        self.us.insert(cl, t);
-        Ok(t)
+        let steps = call_steps(&CoreCode::MEASURED, &call, &EssPlacement::SRAM);
+        let core = Core::new(self.params).run(&steps).micros(&self.params);
+        self.us.insert(cl, (engine, core));
+        Ok((engine, core))
     }
 
-    fn mean(&mut self, hist: &[u64]) -> anyhow::Result<f64> {
+    /// Mean (µengine, core) latency over a chain-length histogram.
+    fn mean(&mut self, hist: &[u64]) -> anyhow::Result<(f64, f64)> {
         let n: u64 = hist.iter().sum();
-        let mut total = 0.0;
+        let (mut engine, mut core) = (0.0, 0.0);
         for (cl, &count) in hist.iter().enumerate() {
             if count > 0 {
-                total += count as f64 * self.us(u32::try_from(cl)?)?;
+                let (e, c) = self.us(u32::try_from(cl)?)?;
+                engine += count as f64 * e;
+                core += count as f64 * c;
             }
         }
-        Ok(if n == 0 { 0.0 } else { total / n as f64 })
+        let n = n.max(1) as f64;
+        Ok((engine / n, core / n))
     }
 }
 
@@ -86,13 +100,17 @@ pub fn points(log2: u8, seed: u64) -> anyhow::Result<Vec<Point>> {
                 fill,
                 seed ^ u64::from(h.quarters() * 16 + tenth as u8),
             )?;
+            let (hit_us, hit_core_us) = times.mean(&s.hits)?;
+            let (miss_us, miss_core_us) = times.mean(&s.misses)?;
             v.push(Point {
                 h,
                 fill,
                 hit_cl: s.mean_hit(),
-                hit_us: times.mean(&s.hits)?,
+                hit_us,
                 miss_cl: s.mean_miss(),
-                miss_us: times.mean(&s.misses)?,
+                miss_us,
+                hit_core_us,
+                miss_core_us,
             });
         }
     }
@@ -116,16 +134,21 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Point>> {
         opts.log2, opts.seed
     )?;
     writeln!(out)?;
-    writeln!(out, "   h  fill | hit: cl    µs | miss: cl    µs")?;
+    writeln!(
+        out,
+        "   h  fill | hit: cl  core µs  µe µs | miss: cl  core µs  µe µs"
+    )?;
     for p in &pts {
         writeln!(
             out,
-            "{:>4} {:>4.0}% | {:>7.3} {:>5.2} | {:>8.3} {:>5.2}",
+            "{:>4} {:>4.0}% | {:>7.3} {:>8.2} {:>6.2} | {:>8.3} {:>8.2} {:>6.2}",
             p.h.to_string(),
             p.fill * 100.0,
             p.hit_cl,
+            p.hit_core_us,
             p.hit_us,
             p.miss_cl,
+            p.miss_core_us,
             p.miss_us
         )?;
     }
@@ -141,17 +164,19 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Point>> {
     if let (Some(lo), Some(hi)) = (at(HashRatio::TWO, 0.1), at(HashRatio::TWO, 1.0)) {
         writeln!(
             out,
-            "  h = 2: \"the average access time remains constant\" even when full — ours {:.2} µs at 10% → {:.2} µs at 100% ({:+.0}%)",
+            "  h = 2: \"the average access time remains constant\" even when full — ours (core) {:.2} µs at 10% → {:.2} µs at 100% ({:+.0}%); µengine {:.2} → {:.2} µs",
+            lo.hit_core_us,
+            hi.hit_core_us,
+            (hi.hit_core_us / lo.hit_core_us - 1.0) * 100.0,
             lo.hit_us,
-            hi.hit_us,
-            (hi.hit_us / lo.hit_us - 1.0) * 100.0
+            hi.hit_us
         )?;
     }
     if let Some(full) = at(HashRatio::HALF, 1.0) {
         writeln!(
             out,
-            "  h = 0.5: \"still remains below 3 µs\" when full — ours {:.2} µs (misses {:.2} µs)",
-            full.hit_us, full.miss_us
+            "  h = 0.5: \"still remains below 3 µs\" when full — ours (core) {:.2} µs (misses {:.2} µs); µengine {:.2} µs",
+            full.hit_core_us, full.miss_core_us, full.hit_us
         )?;
     }
     writeln!(
@@ -166,32 +191,38 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Point>> {
     let csv = opts.dir.join("ixp-esp-fig11.csv");
     let mut f =
         std::fs::File::create(&csv).with_context(|| format!("creating {}", csv.display()))?;
-    writeln!(f, "h,fill,hit_cl,hit_us,miss_cl,miss_us")?;
+    writeln!(
+        f,
+        "h,fill,hit_cl,hit_core_us,hit_engine_us,miss_cl,miss_core_us,miss_engine_us"
+    )?;
     for p in &pts {
         writeln!(
             f,
-            "{},{},{:.4},{:.4},{:.4},{:.4}",
-            p.h, p.fill, p.hit_cl, p.hit_us, p.miss_cl, p.miss_us
+            "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4}",
+            p.h, p.fill, p.hit_cl, p.hit_core_us, p.hit_us, p.miss_cl, p.miss_core_us, p.miss_us
         )?;
     }
     let mut series = Vec::new();
     for h in [HashRatio::HALF, HashRatio::ONE, HashRatio::TWO] {
         let mine = pts.iter().filter(|p| p.h == h);
         series.push(Series {
-            label: format!("h = {h}, hit"),
-            points: mine.clone().map(|p| (p.fill * 100.0, p.hit_us)).collect(),
+            label: format!("h = {h}, hit (StrongARM)"),
+            points: mine
+                .clone()
+                .map(|p| (p.fill * 100.0, p.hit_core_us))
+                .collect(),
             dashed: false,
         });
         series.push(Series {
-            label: format!("h = {h}, miss"),
-            points: mine.map(|p| (p.fill * 100.0, p.miss_us)).collect(),
+            label: format!("h = {h}, miss (StrongARM)"),
+            points: mine.map(|p| (p.fill * 100.0, p.miss_core_us)).collect(),
             dashed: true,
         });
     }
     let png = opts.dir.join("ixp-esp-fig11.png");
     plot::draw(
         &Chart {
-            title: "IXP1200 model: find() latency vs fill (ESS in SRAM)".into(),
+            title: "IXP1200 model: find() latency vs fill (ESS in SRAM, StrongARM)".into(),
             x_label: "store filled (%)".into(),
             y_label: "mean find() latency (µs)".into(),
             log_y: false,
