@@ -1,7 +1,9 @@
 //! # ixp-model — the IXP1200 network processor, ESS on it, and stream handlers
 //!
-//! A discrete-event, cycle-level model of an IXP1200 and its host. (Tour to be written as
-//! the modules land.)
+//! A discrete-event, cycle-level model of an IXP1200 and its host, after Gavrilovska et al.
+//! (stream handlers on attached network processors) and the ESP paper's §5–§6 (ESS on the
+//! IXP1200): the machine, ESS and ESP on it, and composable stream handlers that also run
+//! natively on real bytes. The paper reproductions are in the crate's REPRODUCTION.md.
 //!
 //! ## The machine and ESS on it
 //!
