@@ -3,7 +3,11 @@
 //! It demonstrates the ephemeral state store (bindings created and expiring on schedule,
 //! writes that do not extend a lifetime, a full store refusing without evicting, a store
 //! sized for a creation rate keeping up with it indefinitely), then ESP on simulated
-//! networks: a path-intersection query and plain against robust aggregation under loss.
+//! networks: a path-intersection query and plain against robust aggregation under loss;
+//! then Trickles (a stateless server on a lossy link), the fast path (a source-hash route
+//! cache, threaded indices computed by distance-vector routing, rerouted around a failed
+//! link) and the IXP1200 model (customised multicast on real bytes, admission by headroom,
+//! ESS `find` on the StrongARM core and a microengine).
 
 use std::io::Write;
 
@@ -27,7 +31,7 @@ fn secs(t: Instant) -> f64 {
 pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
     writeln!(
         out,
-        "waist demo: ephemeral state (ESP, SIGCOMM'02): the store, then ESP on simulated networks; then Trickles"
+        "waist demo: ephemeral state (ESP, SIGCOMM'02): the store, then ESP on simulated networks; then Trickles, the fast path and the IXP1200 model"
     )?;
     writeln!(out, "virtual clock, ticks are milliseconds\n")?;
     lifetimes(out)?;
@@ -35,6 +39,8 @@ pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
     sized_for_rate(out)?;
     crate::demo_esp::run(out)?;
     crate::demo_trickles::run(out)?;
+    crate::demo_fastpath::run(out)?;
+    crate::demo_ixp::run(out)?;
     Ok(())
 }
 

@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 
 pub mod demo;
 pub mod demo_esp;
+pub mod demo_fastpath;
+pub mod demo_ixp;
 pub mod demo_trickles;
 pub mod plot;
 pub mod repro;

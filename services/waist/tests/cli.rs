@@ -81,6 +81,64 @@ fn demo_shows_expiry_on_schedule_refusal_and_rate_sizing() {
     );
     assert!(text.contains("no common ESP-capable router"), "{text}");
     assert!(text.contains("robust 10/10"), "{text}");
+    // Fast path: cached answers equal the LPM's; a liar costs only itself and its victim.
+    assert!(
+        text.contains("every next hop equals the uncached LPM answer"),
+        "{text}"
+    );
+    let liar = text
+        .lines()
+        .find(|l| l.contains("a liar flow reuses flow 0's index: liar 0 hits"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        liar.contains("→ 0 hits; flows 1–7 unchanged") && liar.ends_with("answers still exact"),
+        "{liar}"
+    );
+    // Threaded indices: the shortest path before and after link R1–R2 fails.
+    let traces: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("R0 → R5, the label"))
+        .collect();
+    assert_eq!(traces.len(), 2, "{text}");
+    assert!(
+        traces[0].contains("R0[#")
+            && traces[0].contains("→ R2[#")
+            && traces[0].ends_with("cost 3 = shortest"),
+        "{}",
+        traces[0]
+    );
+    assert!(
+        traces[1].contains("→ R4[#")
+            && !traces[1].contains("R2[")
+            && traces[1].ends_with("cost 5 = shortest"),
+        "{}",
+        traces[1]
+    );
+    assert!(text.contains("link R1–R2 down: reconverged in"), "{text}");
+    // IXP: each destination gets its filtered copies; admission; find on both executors.
+    assert!(
+        text.contains(
+            "received: 1 got 2, 2 got 1, 3 got 4, 4 got 2: each exactly its filtered copies"
+        ),
+        "{text}"
+    );
+    let six = text
+        .lines()
+        .find(|l| l.contains("6 microengines, 64-byte messages"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        six.contains("format ") && six.ends_with("to the host: none"),
+        "{six}"
+    );
+    let one = text
+        .lines()
+        .find(|l| l.contains("1 microengine, 256-byte messages"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(one.contains("to the host: format "), "{one}");
+    assert!(
+        text.contains("µs on the StrongARM core (the paper measured there)"),
+        "{text}"
+    );
 }
 
 #[test]
