@@ -18,6 +18,7 @@
 //! [`Client::poll_transmit`], re-read [`Client::poll_timeout`], and [`Client::read`] the
 //! stream.
 
+mod park;
 mod ranges;
 mod recv;
 mod send;
@@ -596,51 +597,8 @@ impl Client {
         out
     }
 
-    /// Sends the request that uses continuation `c`, or parks it (in order behind any
-    /// parked already) while there is nothing to ask for.
-    fn spend(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
-        if self.cfg.park_max_us > 0
-            && !self.done()
-            && (!self.parked.is_empty() || !self.requestable())
-        {
-            self.parked.push_back((now_us, c, ucont.to_vec()));
-            return;
-        }
-        self.spend_now(now_us, c, ucont);
-    }
-
-    /// Whether a request would carry something: client data, or a range to ask for.
-    fn requestable(&mut self) -> bool {
-        if self.out.has_unsent() {
-            return true;
-        }
-        self.settle();
-        self.range_ready()
-    }
-
-    /// Nothing asked and nothing waiting to be spent: no response is coming.
-    fn idle(&self) -> bool {
-        self.connected() && self.expected.is_empty() && self.parked.is_empty()
-    }
-
-    /// Spends parked continuations, oldest first, while there is something to ask for
-    /// (and the first unused one on the FIN once done); drops those too old to spend.
-    fn unpark(&mut self, now_us: u64) {
-        while let Some(&(at, _, _)) = self.parked.front() {
-            let fresh = now_us.saturating_sub(at) <= self.cfg.park_max_us;
-            if fresh && !self.done() && !self.requestable() {
-                break;
-            }
-            if let Some((_, c, ucont)) = self.parked.pop_front()
-                && fresh
-            {
-                self.spend_now(now_us, c, &ucont);
-            }
-        }
-    }
-
     /// Sends the request that uses continuation `c` (the FIN once done).
-    fn spend_now(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
+    pub(super) fn spend_now(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
         self.proof.trim_below(c.proof_start);
         if self.done() {
             // Done: the first unused continuation carries the FIN (a hint: the server

@@ -1,0 +1,53 @@
+//! Parking continuations while the client is application-limited.
+//!
+//! A continuation the client cannot use yet (no data to send, no range it may ask for)
+//! waits here instead of being spent on an empty request; parked ones are spent in order
+//! as soon as there is something to ask ([`ClientConfig::park_max_us`](super::ClientConfig::park_max_us)).
+
+use super::Client;
+use crate::continuation::Continuation;
+
+impl Client {
+    /// Sends the request that uses continuation `c`, or parks it (in order behind any
+    /// parked already) while there is nothing to ask for.
+    pub(super) fn spend(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
+        if self.cfg.park_max_us > 0
+            && !self.done()
+            && (!self.parked.is_empty() || !self.requestable())
+        {
+            self.parked.push_back((now_us, c, ucont.to_vec()));
+            return;
+        }
+        self.spend_now(now_us, c, ucont);
+    }
+
+    /// Whether a request would carry something: client data, or a range to ask for.
+    pub(super) fn requestable(&mut self) -> bool {
+        if self.out.has_unsent() {
+            return true;
+        }
+        self.settle();
+        self.range_ready()
+    }
+
+    /// Nothing asked and nothing waiting to be spent: no response is coming.
+    pub(super) fn idle(&self) -> bool {
+        self.connected() && self.expected.is_empty() && self.parked.is_empty()
+    }
+
+    /// Spends parked continuations, oldest first, while there is something to ask for
+    /// (and the first unused one on the FIN once done); drops those too old to spend.
+    pub(super) fn unpark(&mut self, now_us: u64) {
+        while let Some(&(at, _, _)) = self.parked.front() {
+            let fresh = now_us.saturating_sub(at) <= self.cfg.park_max_us;
+            if fresh && !self.done() && !self.requestable() {
+                break;
+            }
+            if let Some((_, c, ucont)) = self.parked.pop_front()
+                && fresh
+            {
+                self.spend_now(now_us, c, &ucont);
+            }
+        }
+    }
+}
