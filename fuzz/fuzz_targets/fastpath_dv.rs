@@ -5,11 +5,15 @@
 //! reaches itself at cost 0 at index 0; every index is in range and names its destination;
 //! a reachable route goes out of a link that is up and the threaded table holds exactly
 //! that entry; an unreachable one has an empty table entry; every message it sends parses,
-//! goes out of an up link and advertises no cost above infinity.
+//! goes out of an up link and advertises no cost above infinity. Host index queries (and
+//! arbitrary bytes sent to the query entry point) are answered without changing a route:
+//! one answer entry per asked destination, each the router's own index and cost, or
+//! `UNREACHABLE` with index 0, and a host cache takes the answer.
 #![no_main]
 
 use arbitrary::Arbitrary;
-use fastpath::dv::wire::{AdvEntry, Advertisement, MessageKind};
+use fastpath::dv::host::FirstHop;
+use fastpath::dv::wire::{AdvEntry, Advertisement, MessageKind, UNREACHABLE};
 use fastpath::dv::{Config, Router};
 use fastpath::threaded::{MAX_INDEX, NextHop};
 use libfuzzer_sys::fuzz_target;
@@ -38,6 +42,12 @@ enum Event {
     },
     Advance {
         ms: u32,
+    },
+    Query {
+        dests: Vec<u8>,
+    },
+    RawQuery {
+        bytes: Vec<u8>,
     },
 }
 
@@ -135,6 +145,46 @@ fuzz_target!(|events: Vec<Event>| {
                 let _ = r.handle_message(now, u16::from(iface % 8), &bytes);
             }
             Event::Advance { ms } => now += u64::from(ms % 10_000),
+            Event::Query { dests } => {
+                let dests: Vec<u32> = dests.iter().take(64).map(|&d| u32::from(d % 80)).collect();
+                let mut host = FirstHop::new(900, 1_000, 64);
+                let mut query = Vec::new();
+                let asked = host.query(now, &dests, &mut query);
+                if asked > 0 {
+                    let routes: Vec<_> = r.routes().collect();
+                    let mut answer = Vec::new();
+                    assert_eq!(r.answer_query(&query, &mut answer), Ok(asked));
+                    assert_eq!(
+                        r.routes().collect::<Vec<_>>(),
+                        routes,
+                        "a query changed a route"
+                    );
+                    let adv = Advertisement::parse(&answer).expect("our answers parse");
+                    assert_eq!(adv.kind(), MessageKind::IndexAnswer);
+                    assert_eq!(adv.len(), asked);
+                    let inf = r.config().infinity;
+                    for e in adv.entries() {
+                        match r.route(e.dest).filter(|route| route.cost < inf) {
+                            Some(route) => assert_eq!((e.index, e.cost), (route.index, route.cost)),
+                            None => assert_eq!((e.index, e.cost), (0, UNREACHABLE)),
+                        }
+                    }
+                    let learned = host.handle_answer(now, &answer).expect("answer parses");
+                    assert!(learned <= asked);
+                }
+            }
+            Event::RawQuery { bytes } => {
+                let routes: Vec<_> = r.routes().collect();
+                let mut out = Vec::new();
+                if r.answer_query(&bytes, &mut out).is_err() {
+                    assert!(out.is_empty(), "a refused query wrote an answer");
+                }
+                assert_eq!(
+                    r.routes().collect::<Vec<_>>(),
+                    routes,
+                    "a query changed a route"
+                );
+            }
         }
         check(&mut r, now);
     }

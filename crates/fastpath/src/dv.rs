@@ -44,6 +44,7 @@
 //! assert_eq!(route.next_index, b.index_of(2).unwrap());
 //! ```
 
+pub mod host;
 pub mod wire;
 
 use alloc::collections::{BTreeMap, VecDeque};
@@ -152,6 +153,11 @@ pub enum HandleError {
     FromSelf,
     /// An entry's cost is above this router's infinity.
     CostAboveInfinity,
+    /// A host's index query or answer arrived as a routing message (hosts talk to
+    /// [`Router::answer_query`]).
+    HostMessage,
+    /// [`Router::answer_query`] was given something other than an index query.
+    NotAQuery,
 }
 
 impl fmt::Display for HandleError {
@@ -161,6 +167,8 @@ impl fmt::Display for HandleError {
             Self::Wire(e) => write!(f, "bad advertisement: {e}"),
             Self::FromSelf => write!(f, "advertisement claims to come from this router"),
             Self::CostAboveInfinity => write!(f, "advertised cost above infinity"),
+            Self::HostMessage => write!(f, "a host's index query or answer on a router link"),
+            Self::NotAQuery => write!(f, "not an index query"),
         }
     }
 }
@@ -184,6 +192,8 @@ pub struct Stats {
     pub table_full: u64,
     /// Route changes (cost, next hop or next index).
     pub route_changes: u64,
+    /// Index queries from hosts answered.
+    pub queries: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -285,6 +295,46 @@ impl Router {
         self.index_of.get(&dest).copied()
     }
 
+    /// Answers a host's index query (§4, Fig. 6: "before the source S can send a packet to
+    /// the destination D it first sends a query to the next router A asking for D's
+    /// index"): appends to `out` an [`MessageKind::IndexAnswer`] giving, for each listed
+    /// destination, this router's index and cost, or cost [`wire::UNREACHABLE`] and index
+    /// 0 when it has no route. Changes no route. Returns how many destinations it answered.
+    ///
+    /// An index stays bound to its destination until the destination is garbage
+    /// collected ([`Config::gc_timeout`] after it became unreachable); then it may be
+    /// reused, so hosts refresh what they learned ([`host::FirstHop`]).
+    ///
+    /// # Errors
+    ///
+    /// Bytes that are not a well-formed index query.
+    pub fn answer_query(&mut self, query: &[u8], out: &mut Vec<u8>) -> Result<usize, HandleError> {
+        let adv = Advertisement::parse(query).inspect_err(|_| self.stats.bad_messages += 1)?;
+        if adv.kind() != MessageKind::IndexQuery {
+            self.stats.bad_messages += 1;
+            return Err(HandleError::NotAQuery);
+        }
+        let infinity = self.config.infinity;
+        let answers: Vec<AdvEntry> = adv
+            .entries()
+            .map(|e| match self.route(e.dest) {
+                Some(r) if r.cost < infinity => AdvEntry {
+                    dest: e.dest,
+                    cost: r.cost,
+                    index: r.index,
+                },
+                _ => AdvEntry {
+                    dest: e.dest,
+                    cost: wire::UNREACHABLE,
+                    index: 0,
+                },
+            })
+            .collect();
+        Advertisement::emit(MessageKind::IndexAnswer, self.config.id, &answers, out);
+        self.stats.queries += 1;
+        Ok(answers.len())
+    }
+
     /// The route to `dest`, reachable or not (until garbage collected).
     pub fn route(&self, dest: RouterId) -> Option<Route> {
         let i = self.index_of(dest)?;
@@ -375,6 +425,12 @@ impl Router {
 
     fn apply(&mut self, now: u64, iface: u16, bytes: &[u8]) -> Result<(), HandleError> {
         let adv = Advertisement::parse(bytes)?;
+        if matches!(
+            adv.kind(),
+            MessageKind::IndexQuery | MessageKind::IndexAnswer
+        ) {
+            return Err(HandleError::HostMessage);
+        }
         if adv.sender() == self.config.id {
             return Err(HandleError::FromSelf);
         }
@@ -397,6 +453,8 @@ impl Router {
                 self.queue_vector(iface, false);
                 Ok(())
             }
+            // Refused before the link's peer was looked at (above).
+            MessageKind::IndexQuery | MessageKind::IndexAnswer => Err(HandleError::HostMessage),
             MessageKind::Update => {
                 let mut touched = Vec::with_capacity(adv.len());
                 if let Some(link) = self.links.get_mut(&iface) {

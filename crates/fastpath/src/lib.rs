@@ -79,7 +79,9 @@
 //! ```
 //!
 //! * [`threaded`] — the label word (R bit, hop limit, 24-bit index) and [`threaded::ThreadedTable`].
-//! * [`dv`] — the sans-IO distance-vector [`dv::Router`] and its advertisement wire format.
+//! * [`dv`] — the sans-IO distance-vector [`dv::Router`] and its advertisement wire format;
+//!   [`dv::host::FirstHop`], the source's side of Fig. 6 (ask the first router for a
+//!   destination's index, cache it, refresh it).
 //! * [`hier`] — §4.1: threaded labels inside the area, source hashing into a destination
 //!   cache for traffic leaving it.
 //! * `sim` (feature `sim`) — a deterministic multi-router simulation with a hop-by-hop trace.

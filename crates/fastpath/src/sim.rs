@@ -305,13 +305,30 @@ impl Network {
     pub fn trace(&self, src: usize, dst: usize) -> Result<Vec<usize>, TraceError> {
         let dst_id = u32::try_from(dst).map_err(|_| TraceError::NoSuchRouter)?;
         let first = self.routers.get(src).ok_or(TraceError::NoSuchRouter)?;
-        if dst >= self.routers.len() {
-            return Err(TraceError::NoSuchRouter);
-        }
-        let mut label = Label::threaded(
+        let label = Label::threaded(
             first.index_of(dst_id).ok_or(TraceError::NoIndex)?,
             MAX_HOP_LIMIT,
         );
+        self.trace_label(src, dst, label)
+    }
+
+    /// Follows `label` (for example one a host built from its first router's answer,
+    /// [`crate::dv::host::FirstHop`]) from router `src`, hop by hop, expecting delivery at
+    /// `dst`. Returns the routers visited, `src` first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Network::trace`].
+    pub fn trace_label(
+        &self,
+        src: usize,
+        dst: usize,
+        label: Label,
+    ) -> Result<Vec<usize>, TraceError> {
+        if dst >= self.routers.len() || src >= self.routers.len() {
+            return Err(TraceError::NoSuchRouter);
+        }
+        let mut label = label;
         let mut at = src;
         let mut path = alloc::vec![src];
         loop {

@@ -150,3 +150,102 @@ fn partition_counts_to_infinity_and_garbage_collects() {
     assert_eq!(net.router(0).route(2).unwrap().cost, 3);
     assert_eq!(net.trace(0, 2).unwrap(), vec![0, 1, 2]);
 }
+
+/// Fig. 6: a host beside router `s` asks `s` for every destination's index, then sends
+/// with the labels it learned: each packet reaches its destination along a shortest path.
+/// After a link change and reconvergence the old answers have aged out and the host asks
+/// again; the new labels follow the new shortest paths.
+fn hosts_ask_their_first_router(net: &mut Network, max_age: u64) -> Result<(), TestCaseError> {
+    use fastpath::dv::host::FirstHop;
+    use fastpath::threaded::MAX_HOP_LIMIT;
+    let dist = net.shortest_paths();
+    let now = net.now();
+    let n = net.len();
+    let dests: Vec<u32> = (0..n).map(|d| u32::try_from(d).unwrap()).collect();
+    for (s, row) in dist.iter().enumerate() {
+        let mut host = FirstHop::new(1_000 + s as u32, max_age, n);
+        let mut query = Vec::new();
+        prop_assert_eq!(host.query(now, &dests, &mut query), n);
+        let mut answer = Vec::new();
+        let mut router = net.router(s).clone();
+        prop_assert_eq!(router.answer_query(&query, &mut answer), Ok(n));
+        host.handle_answer(now, &answer).unwrap();
+        for (d, want) in row.iter().enumerate() {
+            let label = host.label(now, dests[d], MAX_HOP_LIMIT);
+            match want {
+                Some(w) => {
+                    let label = label
+                        .ok_or_else(|| TestCaseError::fail(format!("{s}: no index for {d}")))?;
+                    prop_assert_eq!(host.cost(now, dests[d]).map(u32::from), Some(*w));
+                    let path = net
+                        .trace_label(s, d, label)
+                        .map_err(|e| TestCaseError::fail(format!("host at {s} -> {d}: {e}")))?;
+                    prop_assert_eq!(net.path_cost(&path), Some(*w), "path {:?}", path);
+                }
+                None => prop_assert!(
+                    label.is_none(),
+                    "{} answered a route to partitioned {}",
+                    s,
+                    d
+                ),
+            }
+        }
+        // Answers age out: the host asks again rather than trust a reused index.
+        prop_assert!(host.label(now + max_age, 0, MAX_HOP_LIMIT).is_none());
+        let mut again = Vec::new();
+        prop_assert_eq!(host.query(now + max_age, &dests, &mut again), n);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn hosts_learn_indices_from_their_first_router(
+        (n, links) in graph(),
+        change in (any::<prop::sample::Index>(), proptest::option::of(1u16..=10)),
+    ) {
+        let mut net = Network::new(n, &links, INFINITY);
+        net.run_for(SETTLE_MS);
+        hosts_ask_their_first_router(&mut net, 5_000)?;
+        let i = change.0.index(net.links().len());
+        prop_assert!(net.set_link(i, change.1));
+        net.run_for(SETTLE_MS);
+        hosts_ask_their_first_router(&mut net, 5_000)?;
+    }
+}
+
+/// A host's query or answer sent as a routing message is refused without touching the
+/// link's peer; an answer handed to a router's query entry point is refused too.
+#[test]
+fn index_queries_are_not_routing_messages() {
+    use fastpath::dv::HandleError;
+    use fastpath::dv::host::FirstHop;
+    let mut net = Network::new(2, &[(0, 1, 1)], INFINITY);
+    net.run_for(SETTLE_MS);
+    let mut router = net.router(0).clone();
+    let before = router.route(1);
+    let mut host = FirstHop::new(77, 1_000, 4);
+    let mut query = Vec::new();
+    host.query(0, &[1], &mut query);
+    let iface = router.links().next().unwrap().0;
+    assert_eq!(
+        router.handle_message(0, iface, &query),
+        Err(HandleError::HostMessage)
+    );
+    assert_eq!(router.route(1), before);
+    let mut answer = Vec::new();
+    router.answer_query(&query, &mut answer).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(
+        router.answer_query(&answer, &mut out),
+        Err(HandleError::NotAQuery)
+    );
+    assert!(out.is_empty());
+    assert_eq!(router.stats().queries, 1);
+    // Answers for destinations never asked about are ignored.
+    let mut other = FirstHop::new(78, 1_000, 4);
+    assert_eq!(other.handle_answer(0, &answer), Ok(0));
+    assert!(other.is_empty());
+}

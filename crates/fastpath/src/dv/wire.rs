@@ -14,8 +14,11 @@
 //! ```
 //!
 //! All fields big-endian. `kind` 1 is an update (a distance vector); `kind` 2 is a request
-//! ("send me your table", sent when a link comes up), which has no entries. The message
-//! must be exactly `8 + 12 · count` bytes long.
+//! ("send me your table", sent when a link comes up), which has no entries. Kinds 3 and 4
+//! pass between a host and its first router (§4, Fig. 6): 3 is a host's query for the
+//! threaded indices of the destinations it lists (cost and index 0), 4 the router's answer
+//! (each destination with the router's index and cost; cost [`UNREACHABLE`] and index 0
+//! when it has no route). The message must be exactly `8 + 12 · count` bytes long.
 //!
 //! ```
 //! use fastpath::dv::wire::{Advertisement, AdvEntry, MessageKind};
@@ -39,6 +42,8 @@ pub const VERSION: u8 = 1;
 pub const HEADER_LEN: usize = 8;
 /// Bytes per entry.
 pub const ENTRY_LEN: usize = 12;
+/// The cost an index answer gives a destination its router cannot reach.
+pub const UNREACHABLE: u16 = u16::MAX;
 
 mod field {
     use core::ops::Range;
@@ -59,6 +64,10 @@ pub enum MessageKind {
     Update,
     /// A request for the receiver's whole table.
     Request,
+    /// A host asks its first router for the indices of the listed destinations.
+    IndexQuery,
+    /// The first router's answer to an [`MessageKind::IndexQuery`].
+    IndexAnswer,
 }
 
 impl TryFrom<u8> for MessageKind {
@@ -67,6 +76,8 @@ impl TryFrom<u8> for MessageKind {
         match b {
             1 => Ok(Self::Update),
             2 => Ok(Self::Request),
+            3 => Ok(Self::IndexQuery),
+            4 => Ok(Self::IndexAnswer),
             other => Err(WireError::UnknownKind(other)),
         }
     }
@@ -77,6 +88,8 @@ impl From<MessageKind> for u8 {
         match k {
             MessageKind::Update => 1,
             MessageKind::Request => 2,
+            MessageKind::IndexQuery => 3,
+            MessageKind::IndexAnswer => 4,
         }
     }
 }
