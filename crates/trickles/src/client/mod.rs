@@ -368,7 +368,10 @@ impl Client {
         self.transmit.pop_front()
     }
 
-    /// When [`Client::handle_timeout`] wants to be called.
+    /// When [`Client::handle_timeout`] wants to be called (µs, on the caller's clock). It
+    /// may be in the past — 0 right after [`Client::send_data`] or [`Client::request`]
+    /// woke a client holding parked continuations — meaning "now"; `None` when the client
+    /// waits for nothing (done, or idle with nothing to send).
     pub fn poll_timeout(&self) -> Option<u64> {
         if self.wake { Some(0) } else { self.deadline }
     }
