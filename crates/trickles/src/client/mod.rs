@@ -41,7 +41,7 @@ use crate::wire::{
 use ranges::Outstanding;
 use recv::Reassembly;
 use send::SendStream;
-use ucont::{UcontStore, input_consumed};
+use ucont::UcontStore;
 
 /// Bytes of request payload (after the TCP header) that fit the packets responses use:
 /// the default MSS, a continuation and the response header, so requests never exceed the
@@ -408,28 +408,7 @@ impl Client {
             return Err(ClientError::Unrequested);
         }
         self.stats.responses += 1;
-        if !resp.user_continuation.is_empty() {
-            let members = crate::app::unbundle(resp.user_continuation)
-                .unwrap_or_else(|| alloc::vec![resp.user_continuation]);
-            for ucont in members {
-                let learned = self.uconts.learn(ucont);
-                if let Some((from, to)) = learned.skip {
-                    self.recv.skip(from, to);
-                }
-                if let Some(at) = learned.overflow {
-                    // §5.2: the object goes on past its region; the server learns so
-                    // from its input stream, at the notice's place in it.
-                    self.recv.hold(at);
-                    self.out.push_framed(ucont);
-                }
-                if let Some((at, to, part_end)) = learned.splice {
-                    self.recv.splice(at, to, part_end);
-                }
-                if let Some(consumed) = input_consumed(ucont) {
-                    self.out.input_consumed(consumed);
-                }
-            }
-        }
+        let consumed = self.take_uconts(resp.user_continuation);
         let mut progress = false;
         if !resp.data.is_empty() && !self.recv.has(resp.offset, resp.data.len() as u64) {
             progress = true;
@@ -475,10 +454,7 @@ impl Client {
                 Arrival {
                     nonce: resp.nonce,
                     continuation: cont,
-                    consumed: crate::app::unbundle(resp.user_continuation)
-                        .unwrap_or_else(|| alloc::vec![resp.user_continuation])
-                        .into_iter()
-                        .find_map(input_consumed),
+                    consumed,
                 },
             );
         }

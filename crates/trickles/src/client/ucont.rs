@@ -21,6 +21,7 @@
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
+use super::Client;
 use crate::app::UserContinuation;
 
 /// Most overflow notices a connection answers (objects × parts beyond the first).
@@ -46,13 +47,39 @@ pub(super) struct Learned {
     pub(super) splice: Option<(u64, u64, u64)>,
     /// A new overflow notice at this offset: hold there, and send the notice back.
     pub(super) overflow: Option<u64>,
+    /// An input continuation's `consumed`.
+    pub(super) consumed: Option<u64>,
 }
 
-/// The `consumed` field of an input continuation.
-pub(super) fn input_consumed(ucont: &[u8]) -> Option<u64> {
-    match UserContinuation::parse(ucont) {
-        Ok((UserContinuation::Input { consumed, .. }, _)) => Some(consumed),
-        _ => None,
+impl Client {
+    /// Files a response's user continuation (one, or a bundle) and acts on what the
+    /// standard ones say: SKIP stretches, overflow notices (hold, and send the notice back
+    /// in the input stream, §5.2), spliced parts, input consumed. Returns the `consumed`
+    /// of the first input continuation among them.
+    pub(super) fn take_uconts(&mut self, field: &[u8]) -> Option<u64> {
+        if field.is_empty() {
+            return None;
+        }
+        let members = crate::app::unbundle(field).unwrap_or_else(|| alloc::vec![field]);
+        let mut first = None;
+        for ucont in members {
+            let learned = self.uconts.learn(ucont);
+            if let Some((from, to)) = learned.skip {
+                self.recv.skip(from, to);
+            }
+            if let Some(at) = learned.overflow {
+                self.recv.hold(at);
+                self.out.push_framed(ucont);
+            }
+            if let Some((at, to, part_end)) = learned.splice {
+                self.recv.splice(at, to, part_end);
+            }
+            if let Some(consumed) = learned.consumed {
+                self.out.input_consumed(consumed);
+                first = first.or(Some(consumed));
+            }
+        }
+        first
     }
 }
 
@@ -72,10 +99,11 @@ impl UcontStore {
     pub(super) fn learn(&mut self, ucont: &[u8]) -> Learned {
         let mut learned = Learned::default();
         match UserContinuation::parse(ucont) {
-            Ok((UserContinuation::Input { consumed, .. }, _))
-                if self.input.as_ref().is_none_or(|(c, _)| consumed > *c) =>
-            {
-                self.input = Some((consumed, ucont.to_vec()));
+            Ok((UserContinuation::Input { consumed, .. }, _)) => {
+                if self.input.as_ref().is_none_or(|(c, _)| consumed > *c) {
+                    self.input = Some((consumed, ucont.to_vec()));
+                }
+                learned.consumed = Some(consumed);
             }
             Ok((
                 UserContinuation::Output {
