@@ -199,6 +199,13 @@ pub fn measure(
     Ok(Some(rows))
 }
 
+/// Our count for `case` (NaN if it was not measured).
+pub fn ours(rows: &[Row], case: &str) -> f64 {
+    rows.iter()
+        .find(|r| r.case == case)
+        .map_or(f64::NAN, |r| r.ours)
+}
+
 /// Runs Table 4.
 ///
 /// # Errors
@@ -214,11 +221,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Option<Vec<Row
         out,
     )?;
     if let Some(rows) = &rows {
-        let get = |c: &str| {
-            rows.iter()
-                .find(|r| r.case == c)
-                .map_or(f64::NAN, |r| r.ours)
-        };
+        let get = |c: &str| ours(rows, c);
         writeln!(
             out,
             "source hash / XOR: {:.2} (paper {:.2}); source hash / CRC-8 halves: {:.3} \

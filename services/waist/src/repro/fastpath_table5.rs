@@ -15,7 +15,7 @@
 use std::io::Write;
 
 use super::Options;
-use super::fastpath_table4::{Row, measure};
+use super::fastpath_table4::{self, Row, measure};
 
 /// The cases of Table 5: (scheme, case, paper's count).
 pub const CASES: [(&str, &str, Option<u32>); 7] = [
@@ -51,11 +51,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Option<Vec<Row
         out,
     )?;
     if let Some(rows) = &rows {
-        let get = |c: &str| {
-            rows.iter()
-                .find(|r| r.case == c)
-                .map_or(f64::NAN, |r| r.ours)
-        };
+        let get = |c: &str| fastpath_table4::ours(rows, c);
         let sh = get("lookup_source_hash");
         writeln!(
             out,
