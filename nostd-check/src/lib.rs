@@ -123,3 +123,18 @@ pub extern "C" fn waist_nostd_esp_count(tag: u64, thresh: u64) -> u32 {
     }
     forwarded
 }
+
+/// `waist-ip`: builds an IPv4 header for `ttl`, decrements the TTL in place and returns
+/// the new TTL if the header checksum still verifies (`u32::MAX` otherwise).
+#[unsafe(no_mangle)]
+pub extern "C" fn waist_nostd_ip_ttl(ttl: u8) -> u32 {
+    let mut p = [0u8; 20];
+    let (src, dst) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+    if waist_ip::emit_header(&mut p, src, dst, 17, ttl, 0).is_err() {
+        return u32::MAX;
+    }
+    match waist_ip::rewrite::decrement_ttl(&mut p) {
+        Ok(t) if waist_ip::IpHeader::parse(&p).is_ok() => u32::from(t),
+        _ => u32::MAX,
+    }
+}

@@ -1,0 +1,443 @@
+//! The fixed IPv4 and IPv6 headers: checks, the fields a router reads, and builders.
+//!
+//! [`IpHeader::parse`] is the one place a waist core checks an IP header: version, lengths
+//! and (IPv4) the header checksum, as RFC 1812 §5.2.2 asks of a router. Bytes past the
+//! declared length (link padding) are allowed and reported by [`IpHeader::total_len`].
+//!
+//! ```
+//! use core::net::{IpAddr, Ipv4Addr};
+//! use waist_ip::{IpHeader, Version, emit_header};
+//!
+//! let (src, dst) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
+//! let mut packet = [0u8; 28];
+//! let n = emit_header(&mut packet, src, dst, 17, 64, 8)?;
+//! assert_eq!(n, 20);
+//! let h = IpHeader::parse(&packet)?;
+//! assert_eq!((h.version, h.src, h.dst, h.protocol, h.ttl), (Version::V4, src, dst, 17, 64));
+//! assert_eq!((h.header_len, h.total_len), (20, 28));
+//! # Ok::<(), waist_ip::IpError>(())
+//! ```
+
+use core::fmt;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::checksum::checksum;
+
+/// Bytes of an IPv4 header without options.
+pub const IPV4_HEADER_LEN: usize = 20;
+/// Bytes of the fixed IPv6 header.
+pub const IPV6_HEADER_LEN: usize = 40;
+/// The largest IPv4 header (15 words).
+pub const IPV4_MAX_HEADER_LEN: usize = 60;
+
+pub(crate) mod field {
+    use core::ops::Range;
+    pub(crate) const V4_TOTAL_LEN: Range<usize> = 2..4;
+    pub(crate) const V4_FLAGS_FRAG: Range<usize> = 6..8;
+    pub(crate) const V4_TTL: usize = 8;
+    pub(crate) const V4_PROTOCOL: usize = 9;
+    pub(crate) const V4_CHECKSUM: Range<usize> = 10..12;
+    pub(crate) const V4_SRC: Range<usize> = 12..16;
+    pub(crate) const V4_DST: Range<usize> = 16..20;
+    pub(crate) const V6_PAYLOAD_LEN: Range<usize> = 4..6;
+    pub(crate) const V6_NEXT_HEADER: usize = 6;
+    pub(crate) const V6_HOP_LIMIT: usize = 7;
+    pub(crate) const V6_SRC: Range<usize> = 8..24;
+    pub(crate) const V6_DST: Range<usize> = 24..40;
+}
+
+/// Why bytes are not a well-formed IP packet, or a header cannot be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpError {
+    /// Fewer bytes than the header needs.
+    Truncated {
+        /// Bytes present.
+        len: usize,
+        /// Bytes needed.
+        needed: usize,
+    },
+    /// An IP version other than 4 and 6.
+    Version {
+        /// The version nibble.
+        version: u8,
+    },
+    /// An IPv4 header length (IHL) below 5 words.
+    HeaderLength {
+        /// The IHL field.
+        ihl: u8,
+    },
+    /// The IPv4 total length (or IPv6 40 + payload length) is below the header length or
+    /// beyond the bytes present.
+    TotalLength {
+        /// Bytes the header declares.
+        declared: usize,
+        /// Bytes present.
+        len: usize,
+    },
+    /// The IPv4 header checksum is wrong.
+    Checksum,
+    /// Source and destination of different families, to a builder.
+    MixedFamilies,
+    /// The packet to build would exceed the IP length field.
+    TooLong {
+        /// Bytes it would have.
+        len: usize,
+    },
+}
+
+impl fmt::Display for IpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IpError::Truncated { len, needed } => {
+                write!(f, "IP packet truncated: {len} of {needed} bytes")
+            }
+            IpError::Version { version } => write!(f, "IP version {version}, expected 4 or 6"),
+            IpError::HeaderLength { ihl } => write!(f, "IPv4 header length {ihl} words, below 5"),
+            IpError::TotalLength { declared, len } => {
+                write!(f, "IP length {declared} but {len} bytes present")
+            }
+            IpError::Checksum => f.write_str("bad IPv4 header checksum"),
+            IpError::MixedFamilies => f.write_str("source and destination of different families"),
+            IpError::TooLong { len } => write!(f, "IP packet of {len} bytes is too long"),
+        }
+    }
+}
+
+impl core::error::Error for IpError {}
+
+/// IP version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// IPv4.
+    V4,
+    /// IPv6.
+    V6,
+}
+
+/// The fields of a checked IP header that a router and a host read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpHeader {
+    /// IPv4 or IPv6.
+    pub version: Version,
+    /// Bytes of the header: IHL × 4 for IPv4 (options included), 40 for IPv6 (extension
+    /// headers are payload here).
+    pub header_len: usize,
+    /// Bytes of the packet as its header declares them (≤ the bytes present).
+    pub total_len: usize,
+    /// TTL (IPv4) or hop limit (IPv6).
+    pub ttl: u8,
+    /// IPv4 protocol, or the IPv6 fixed header's next header.
+    pub protocol: u8,
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// IPv4 don't-fragment flag (always true for IPv6, where routers never fragment).
+    pub dont_fragment: bool,
+    /// Whether the packet is an IPv4 fragment other than the first (offset ≠ 0).
+    pub later_fragment: bool,
+}
+
+impl IpHeader {
+    /// Checks the header of `packet` (version, header and total length, IPv4 checksum) and
+    /// reads its fields.
+    ///
+    /// # Errors
+    ///
+    /// [`IpError`] naming the first check that failed.
+    #[inline]
+    pub fn parse(packet: &[u8]) -> Result<IpHeader, IpError> {
+        let h = IpHeader::parse_unverified(packet)?;
+        if h.version == Version::V4
+            && packet
+                .get(..h.header_len)
+                .is_none_or(|bytes| checksum(bytes) != 0)
+        {
+            return Err(IpError::Checksum);
+        }
+        Ok(h)
+    }
+
+    /// As [`parse`](IpHeader::parse) without verifying the IPv4 header checksum (for
+    /// callers that have verified it, or that must read a packet regardless).
+    ///
+    /// # Errors
+    ///
+    /// [`IpError`] naming the first check that failed.
+    #[inline]
+    pub fn parse_unverified(packet: &[u8]) -> Result<IpHeader, IpError> {
+        let len = packet.len();
+        let Some(&first) = packet.first() else {
+            return Err(IpError::Truncated { len, needed: 1 });
+        };
+        match first >> 4 {
+            4 => {
+                let Some(h) = packet.get(..IPV4_HEADER_LEN) else {
+                    return Err(IpError::Truncated {
+                        len,
+                        needed: IPV4_HEADER_LEN,
+                    });
+                };
+                let ihl = first & 0x0F;
+                if ihl < 5 {
+                    return Err(IpError::HeaderLength { ihl });
+                }
+                let header_len = usize::from(ihl) * 4;
+                let total_len = usize::from(be16(h, field::V4_TOTAL_LEN.start));
+                if total_len < header_len || total_len > len {
+                    return Err(IpError::TotalLength {
+                        declared: total_len,
+                        len,
+                    });
+                }
+                let flags = be16(h, field::V4_FLAGS_FRAG.start);
+                Ok(IpHeader {
+                    version: Version::V4,
+                    header_len,
+                    total_len,
+                    ttl: byte(h, field::V4_TTL),
+                    protocol: byte(h, field::V4_PROTOCOL),
+                    src: IpAddr::V4(Ipv4Addr::from(addr4(h, 12))),
+                    dst: IpAddr::V4(Ipv4Addr::from(addr4(h, 16))),
+                    dont_fragment: flags & 0x4000 != 0,
+                    later_fragment: flags & 0x1FFF != 0,
+                })
+            }
+            6 => {
+                let Some(h) = packet.get(..IPV6_HEADER_LEN) else {
+                    return Err(IpError::Truncated {
+                        len,
+                        needed: IPV6_HEADER_LEN,
+                    });
+                };
+                let total_len = IPV6_HEADER_LEN + usize::from(be16(h, 4));
+                if total_len > len {
+                    return Err(IpError::TotalLength {
+                        declared: total_len,
+                        len,
+                    });
+                }
+                Ok(IpHeader {
+                    version: Version::V6,
+                    header_len: IPV6_HEADER_LEN,
+                    total_len,
+                    ttl: byte(h, field::V6_HOP_LIMIT),
+                    protocol: byte(h, field::V6_NEXT_HEADER),
+                    src: IpAddr::V6(Ipv6Addr::from(addr16(h, 8))),
+                    dst: IpAddr::V6(Ipv6Addr::from(addr16(h, 24))),
+                    dont_fragment: true,
+                    later_fragment: false,
+                })
+            }
+            version => Err(IpError::Version { version }),
+        }
+    }
+}
+
+#[inline]
+pub(crate) fn byte(p: &[u8], at: usize) -> u8 {
+    p.get(at).copied().unwrap_or(0)
+}
+
+#[inline]
+pub(crate) fn be16(p: &[u8], at: usize) -> u16 {
+    match p.get(at..at + 2) {
+        Some(&[a, b]) => u16::from_be_bytes([a, b]),
+        _ => 0,
+    }
+}
+
+#[inline]
+fn addr4(p: &[u8], at: usize) -> [u8; 4] {
+    let mut a = [0u8; 4];
+    if let Some(s) = p.get(at..at + 4) {
+        a.copy_from_slice(s);
+    }
+    a
+}
+
+#[inline]
+fn addr16(p: &[u8], at: usize) -> [u8; 16] {
+    let mut a = [0u8; 16];
+    if let Some(s) = p.get(at..at + 16) {
+        a.copy_from_slice(s);
+    }
+    a
+}
+
+/// Bytes of the header [`emit_header`] writes for `addr`'s family: 20 or 40.
+pub const fn header_len_for(addr: IpAddr) -> usize {
+    match addr {
+        IpAddr::V4(_) => IPV4_HEADER_LEN,
+        IpAddr::V6(_) => IPV6_HEADER_LEN,
+    }
+}
+
+/// Writes an IP header at the start of `out` for a payload of `payload_len` bytes that the
+/// caller places after it: IPv4 without options (identification 0, don't-fragment set,
+/// checksum filled) or IPv6 (traffic class and flow label 0). Returns the header's length.
+///
+/// # Errors
+///
+/// [`IpError::MixedFamilies`], [`IpError::TooLong`] past the length field,
+/// [`IpError::Truncated`] if `out` is shorter than the header.
+pub fn emit_header(
+    out: &mut [u8],
+    src: IpAddr,
+    dst: IpAddr,
+    protocol: u8,
+    ttl: u8,
+    payload_len: usize,
+) -> Result<usize, IpError> {
+    let len = out.len();
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let total = IPV4_HEADER_LEN + payload_len;
+            let total16 = u16::try_from(total).map_err(|_| IpError::TooLong { len: total })?;
+            let h = out.get_mut(..IPV4_HEADER_LEN).ok_or(IpError::Truncated {
+                len,
+                needed: IPV4_HEADER_LEN,
+            })?;
+            let [t0, t1] = total16.to_be_bytes();
+            let [s0, s1, s2, s3] = s.octets();
+            let [d0, d1, d2, d3] = d.octets();
+            h.copy_from_slice(&[
+                0x45, 0, t0, t1, 0, 0, 0x40, 0, ttl, protocol, 0, 0, s0, s1, s2, s3, d0, d1, d2, d3,
+            ]);
+            let c = checksum(h).to_be_bytes();
+            if let Some(slot) = h.get_mut(field::V4_CHECKSUM) {
+                slot.copy_from_slice(&c);
+            }
+            Ok(IPV4_HEADER_LEN)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let payload = u16::try_from(payload_len).map_err(|_| IpError::TooLong {
+                len: IPV6_HEADER_LEN + payload_len,
+            })?;
+            let h = out.get_mut(..IPV6_HEADER_LEN).ok_or(IpError::Truncated {
+                len,
+                needed: IPV6_HEADER_LEN,
+            })?;
+            h.fill(0);
+            if let Some(b) = h.first_mut() {
+                *b = 0x60;
+            }
+            if let Some(p) = h.get_mut(field::V6_PAYLOAD_LEN) {
+                p.copy_from_slice(&payload.to_be_bytes());
+            }
+            if let Some(b) = h.get_mut(field::V6_NEXT_HEADER) {
+                *b = protocol;
+            }
+            if let Some(b) = h.get_mut(field::V6_HOP_LIMIT) {
+                *b = ttl;
+            }
+            if let Some(a) = h.get_mut(field::V6_SRC) {
+                a.copy_from_slice(&s.octets());
+            }
+            if let Some(a) = h.get_mut(field::V6_DST) {
+                a.copy_from_slice(&d.octets());
+            }
+            Ok(IPV6_HEADER_LEN)
+        }
+        _ => Err(IpError::MixedFamilies),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V4: [u8; 24] = [
+        0x45, 0x00, 0x00, 0x18, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 10, 0, 0, 1, 10, 0,
+        0, 2, 0xde, 0xad, 0xbe, 0xef,
+    ];
+
+    fn fixed(mut p: [u8; 24]) -> [u8; 24] {
+        p[10..12].fill(0);
+        let c = checksum(&p[..20]);
+        p[10..12].copy_from_slice(&c.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn parses_a_literal_ipv4_packet() {
+        let p = fixed(V4);
+        let h = IpHeader::parse(&p).unwrap();
+        assert_eq!(h.version, Version::V4);
+        assert_eq!(
+            (h.header_len, h.total_len, h.ttl, h.protocol),
+            (20, 24, 64, 17)
+        );
+        assert!(h.dont_fragment && !h.later_fragment);
+        assert_eq!(h.dst, IpAddr::from([10, 0, 0, 2]));
+    }
+
+    #[test]
+    fn rejects_each_malformation() {
+        let p = fixed(V4);
+        let mut bad = p;
+        bad[11] ^= 1;
+        assert_eq!(IpHeader::parse(&bad), Err(IpError::Checksum));
+        assert!(IpHeader::parse_unverified(&bad).is_ok());
+        assert_eq!(
+            IpHeader::parse(&p[..19]),
+            Err(IpError::Truncated {
+                len: 19,
+                needed: 20
+            })
+        );
+        let mut v = p;
+        v[0] = 0x55;
+        assert_eq!(IpHeader::parse(&v), Err(IpError::Version { version: 5 }));
+        let mut ihl = p;
+        ihl[0] = 0x44;
+        assert_eq!(IpHeader::parse(&ihl), Err(IpError::HeaderLength { ihl: 4 }));
+        assert_eq!(
+            IpHeader::parse(&p[..23]),
+            Err(IpError::TotalLength {
+                declared: 24,
+                len: 23
+            })
+        );
+        assert_eq!(
+            IpHeader::parse(&[]),
+            Err(IpError::Truncated { len: 0, needed: 1 })
+        );
+    }
+
+    #[test]
+    fn ipv6_round_trip_and_padding() {
+        let (s, d) = (
+            IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1]),
+            IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 2]),
+        );
+        let mut p = [0u8; 52];
+        assert_eq!(emit_header(&mut p, s, d, 58, 9, 10), Ok(40));
+        let h = IpHeader::parse(&p).unwrap();
+        assert_eq!(
+            (h.total_len, h.ttl, h.protocol, h.src, h.dst),
+            (50, 9, 58, s, d)
+        );
+        assert_eq!(
+            emit_header(&mut p, s, IpAddr::from([1, 2, 3, 4]), 6, 1, 0),
+            Err(IpError::MixedFamilies)
+        );
+    }
+
+    #[test]
+    fn emitted_ipv4_agrees_with_etherparse() {
+        let mut p = [0u8; 30];
+        emit_header(
+            &mut p,
+            [192, 168, 1, 1].into(),
+            [8, 8, 8, 8].into(),
+            6,
+            33,
+            10,
+        )
+        .unwrap();
+        let (h, _) = etherparse::Ipv4Header::from_slice(&p).unwrap();
+        assert_eq!(h.header_checksum, h.calc_header_checksum());
+        assert_eq!((h.time_to_live, h.total_len), (33, 30));
+    }
+}
