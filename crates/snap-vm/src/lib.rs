@@ -61,6 +61,7 @@ extern crate std;
 
 pub mod asm;
 pub mod fixtures;
+pub mod ip;
 pub mod op;
 pub mod program;
 pub mod service;

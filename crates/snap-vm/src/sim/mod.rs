@@ -73,9 +73,9 @@ use alloc::vec::Vec;
 
 use netsim::{Instant, Node, NodeId, Outbox, Routes, Simulator};
 
-mod ip;
-
-pub use ip::{FramingError, Ipv4Header, decapsulate, decrement_ttl, encapsulate};
+pub use crate::ip::{FramingError, TTL, decapsulate, encapsulate};
+use waist_ip::IpHeader;
+use waist_ip::rewrite::decrement_ttl;
 
 use crate::vm::{Delivery, End, Fault, NodeConfig, Vm};
 use crate::wire::{IP_PROTOCOL, Packet};
@@ -86,12 +86,8 @@ pub const MS: u64 = 1_000;
 pub const SECOND: u64 = 1_000_000;
 /// The interface packets that did not arrive on a link run with (`getifc` reads −1).
 pub const LOCAL_IFACE: u32 = u32::MAX;
-/// IPv4 TTL of every SNAP packet a node sends.
-pub const TTL: u8 = 64;
 /// The MTU a node's VM assumes unless configured otherwise.
 pub const DEFAULT_MTU: usize = 1500;
-/// Bytes of an IPv4 header without options.
-pub const IPV4_HEADER_LEN: usize = 20;
 
 /// The address of simulated node `id`: 10.0.0.1 + id.
 pub const fn addr_of(id: NodeId) -> [u8; 4] {
@@ -185,16 +181,19 @@ impl Core {
 
     fn handle_packet(&mut self, now: Instant, iface: usize, mut packet: Vec<u8>, out: &mut Outbox) {
         self.stats.received += 1;
-        let Ok((ip, payload)) = Ipv4Header::parse(&packet) else {
+        let Ok(ip) = IpHeader::parse(&packet) else {
             self.stats.malformed += 1;
             return;
         };
-        if ip.protocol == IP_PROTOCOL && self.vm.is_some() {
+        if ip.protocol == IP_PROTOCOL
+            && self.vm.is_some()
+            && let Ok(payload) = crate::ip::payload_of(&ip, &packet)
+        {
             let snap = payload.to_vec();
             self.execute(now, u32::try_from(iface).unwrap_or(LOCAL_IFACE), snap, out);
             return;
         }
-        if ip.dst == self.address {
+        if ip.dst == core::net::IpAddr::from(self.address) {
             self.inbox.push((now, packet));
             return;
         }
@@ -202,9 +201,13 @@ impl Core {
             self.stats.unroutable += 1;
             return;
         }
+        let core::net::IpAddr::V4(dst) = ip.dst else {
+            self.stats.unroutable += 1;
+            return;
+        };
         match decrement_ttl(&mut packet) {
-            Some(0) | None => self.stats.ttl_expired += 1,
-            Some(_) => match self.route(ip.dst) {
+            Ok(0) | Err(_) => self.stats.ttl_expired += 1,
+            Ok(_) => match self.route(dst.octets()) {
                 Some(o) => {
                     self.stats.forwarded += 1;
                     out.send(o, packet);
@@ -614,39 +617,6 @@ pub fn send_from(sim: &mut Simulator<SnapSimNode>, host: NodeId, at: Instant, sn
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ipv4_framing_round_trips_and_checks() {
-        let h = Ipv4Header {
-            src: [10, 0, 0, 1],
-            dst: [10, 0, 0, 2],
-            protocol: IP_PROTOCOL,
-            ttl: 64,
-        };
-        let p = h.emit(b"snap").unwrap_or_default();
-        assert_eq!(
-            p[..],
-            [
-                0x45, 0, 0, 24, 0, 0, 0x40, 0, 64, 254, 0x25, 0xE6, 10, 0, 0, 1, 10, 0, 0, 2, b's',
-                b'n', b'a', b'p'
-            ]
-        );
-        assert_eq!(Ipv4Header::parse(&p), Ok((h, &b"snap"[..])));
-        assert_eq!(decapsulate(&p), Ok(&b"snap"[..]));
-        let mut bad = p.clone();
-        bad[11] ^= 1;
-        assert_eq!(Ipv4Header::parse(&bad), Err(FramingError::Checksum));
-        assert_eq!(Ipv4Header::parse(&p[..19]), Err(FramingError::Truncated));
-        assert_eq!(Ipv4Header::parse(&p[..23]), Err(FramingError::Length));
-        let mut t = p.clone();
-        assert_eq!(decrement_ttl(&mut t), Some(63));
-        assert!(Ipv4Header::parse(&t).is_ok_and(|(h, _)| h.ttl == 63));
-        assert_eq!(encapsulate(b"not snap"), Err(FramingError::NotSnap));
-        assert_eq!(
-            Ipv4Header { protocol: 17, ..h }.emit(&[0; 65_516]),
-            Err(FramingError::TooLarge)
-        );
-    }
 
     #[test]
     fn addresses_of_nodes() {
