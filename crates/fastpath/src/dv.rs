@@ -44,15 +44,21 @@
 //! assert_eq!(route.next_index, b.index_of(2).unwrap());
 //! ```
 
+mod dest;
+mod error;
 pub mod host;
+mod prefixes;
+mod query;
 pub mod wire;
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
-use core::fmt;
 
+use crate::lpm::{IpPrefix, LpmTable, LpmTable6};
 use crate::threaded::{Entry, MAX_INDEX, NextHop, ThreadedTable};
-use wire::{AdvEntry, Advertisement, MessageKind, WireError};
+pub use dest::Dest;
+pub use error::{HandleError, LinkError, LocalError};
+use wire::{AdvEntry, Advertisement, MessageKind, PrefixEntry};
 
 /// A router's identity (also the destination address that names it).
 pub type RouterId = u32;
@@ -72,7 +78,9 @@ pub struct Config {
     pub gc_timeout: u64,
     /// Delay between a route change and its triggered update (batches changes).
     pub triggered_delay: u64,
-    /// Entries per advertisement message (a 1500-byte MTU fits 120).
+    /// Router entries per update message, at most [`wire::MAX_ENTRIES`] (121, what fits
+    /// one 1500-byte datagram); prefix updates carry at most this many and at most
+    /// [`wire::MAX_PREFIX_ENTRIES`] (60) entries.
     pub max_entries: usize,
     /// Destinations the table may hold (at most 2^24, the label's index space).
     pub max_destinations: usize,
@@ -107,8 +115,8 @@ pub struct Transmit {
 /// A route as the router holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
-    /// The destination.
-    pub dest: RouterId,
+    /// The destination: a router or a prefix.
+    pub dest: Dest,
     /// The destination's index in this router's table.
     pub index: u32,
     /// Cost to it (`infinity` = unreachable, kept until garbage collected).
@@ -117,68 +125,6 @@ pub struct Route {
     pub next_hop: NextHop,
     /// The destination's index in the next hop's table.
     pub next_index: u32,
-}
-
-/// Why a link command was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LinkError {
-    /// Link costs must be at least 1.
-    ZeroCost,
-    /// The cost is at or above infinity.
-    CostTooHigh,
-    /// No such link is up.
-    UnknownLink,
-}
-
-impl fmt::Display for LinkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::ZeroCost => write!(f, "link cost must be at least 1"),
-            Self::CostTooHigh => write!(f, "link cost at or above infinity"),
-            Self::UnknownLink => write!(f, "no such link is up"),
-        }
-    }
-}
-
-impl core::error::Error for LinkError {}
-
-/// Why a message was refused (the router's state is unchanged).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HandleError {
-    /// The message arrived on an interface that is not up.
-    UnknownLink,
-    /// The bytes are not an advertisement.
-    Wire(WireError),
-    /// The message claims to come from this router.
-    FromSelf,
-    /// An entry's cost is above this router's infinity.
-    CostAboveInfinity,
-    /// A host's index query or answer arrived as a routing message (hosts talk to
-    /// [`Router::answer_query`]).
-    HostMessage,
-    /// [`Router::answer_query`] was given something other than an index query.
-    NotAQuery,
-}
-
-impl fmt::Display for HandleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::UnknownLink => write!(f, "advertisement on a link that is not up"),
-            Self::Wire(e) => write!(f, "bad advertisement: {e}"),
-            Self::FromSelf => write!(f, "advertisement claims to come from this router"),
-            Self::CostAboveInfinity => write!(f, "advertised cost above infinity"),
-            Self::HostMessage => write!(f, "a host's index query or answer on a router link"),
-            Self::NotAQuery => write!(f, "not an index query"),
-        }
-    }
-}
-
-impl core::error::Error for HandleError {}
-
-impl From<WireError> for HandleError {
-    fn from(e: WireError) -> Self {
-        Self::Wire(e)
-    }
 }
 
 /// Counters.
@@ -207,7 +153,7 @@ struct Heard {
 struct Link {
     cost: u16,
     peer: Option<RouterId>,
-    vector: BTreeMap<RouterId, Heard>,
+    vector: BTreeMap<Dest, Heard>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -224,7 +170,12 @@ pub struct Router {
     links: BTreeMap<u16, Link>,
     slots: Vec<Option<Slot>>,
     free: Vec<u32>,
-    index_of: BTreeMap<RouterId, u32>,
+    index_of: BTreeMap<Dest, u32>,
+    /// Prefixes this router originates (cost 0, delivered locally).
+    local: BTreeSet<Dest>,
+    /// Reachable prefix routes by prefix, to their index (for longest-prefix match).
+    lpm4: LpmTable<u32>,
+    lpm6: LpmTable6<u32>,
     table: ThreadedTable,
     next_periodic: u64,
     triggered_at: Option<u64>,
@@ -238,9 +189,9 @@ impl Router {
     pub fn new(mut config: Config, now: u64) -> Self {
         config.max_destinations = config.max_destinations.clamp(1, MAX_INDEX as usize + 1);
         config.infinity = config.infinity.max(1);
-        config.max_entries = config.max_entries.clamp(1, usize::from(u16::MAX));
+        config.max_entries = config.max_entries.clamp(1, wire::MAX_ENTRIES);
         let me = Route {
-            dest: config.id,
+            dest: Dest::Router(config.id),
             index: 0,
             cost: 0,
             next_hop: NextHop::Local,
@@ -256,7 +207,7 @@ impl Router {
             },
         );
         let mut index_of = BTreeMap::new();
-        index_of.insert(config.id, 0);
+        index_of.insert(Dest::Router(config.id), 0);
         Self {
             config,
             links: BTreeMap::new(),
@@ -267,6 +218,9 @@ impl Router {
             })],
             free: Vec::new(),
             index_of,
+            local: BTreeSet::new(),
+            lpm4: LpmTable::new(),
+            lpm6: LpmTable6::new(),
             table,
             next_periodic: now.saturating_add(config.update_interval),
             triggered_at: None,
@@ -290,54 +244,26 @@ impl Router {
         &self.table
     }
 
-    /// The index of `dest` in this router's table (what a source puts in its first label).
+    /// The index of router `dest` in this router's table (what a source puts in its first
+    /// label).
     pub fn index_of(&self, dest: RouterId) -> Option<u32> {
-        self.index_of.get(&dest).copied()
+        self.index_of_dest(Dest::Router(dest))
     }
 
-    /// Answers a host's index query (§4, Fig. 6: "before the source S can send a packet to
-    /// the destination D it first sends a query to the next router A asking for D's
-    /// index"): appends to `out` an [`MessageKind::IndexAnswer`] giving, for each listed
-    /// destination, this router's index and cost, or cost [`wire::UNREACHABLE`] and index
-    /// 0 when it has no route. Changes no route. Returns how many destinations it answered.
-    ///
-    /// An index stays bound to its destination until the destination is garbage
-    /// collected ([`Config::gc_timeout`] after it became unreachable); then it may be
-    /// reused, so hosts refresh what they learned ([`host::FirstHop`]).
-    ///
-    /// # Errors
-    ///
-    /// Bytes that are not a well-formed index query.
-    pub fn answer_query(&mut self, query: &[u8], out: &mut Vec<u8>) -> Result<usize, HandleError> {
-        let adv = Advertisement::parse(query).inspect_err(|_| self.stats.bad_messages += 1)?;
-        if adv.kind() != MessageKind::IndexQuery {
-            self.stats.bad_messages += 1;
-            return Err(HandleError::NotAQuery);
-        }
-        let infinity = self.config.infinity;
-        let answers: Vec<AdvEntry> = adv
-            .entries()
-            .map(|e| match self.route(e.dest) {
-                Some(r) if r.cost < infinity => AdvEntry {
-                    dest: e.dest,
-                    cost: r.cost,
-                    index: r.index,
-                },
-                _ => AdvEntry {
-                    dest: e.dest,
-                    cost: wire::UNREACHABLE,
-                    index: 0,
-                },
-            })
-            .collect();
-        Advertisement::emit(MessageKind::IndexAnswer, self.config.id, &answers, out);
-        self.stats.queries += 1;
-        Ok(answers.len())
+    /// The index of any destination (a router or a prefix) in this router's table.
+    pub fn index_of_dest(&self, dest: impl Into<Dest>) -> Option<u32> {
+        self.index_of.get(&dest.into()).copied()
     }
 
-    /// The route to `dest`, reachable or not (until garbage collected).
+    /// The route to router `dest`, reachable or not (until garbage collected).
     pub fn route(&self, dest: RouterId) -> Option<Route> {
-        let i = self.index_of(dest)?;
+        self.route_to(Dest::Router(dest))
+    }
+
+    /// The route to any destination (a router or a prefix), reachable or not (until
+    /// garbage collected). For the route an IP packet takes, see [`Router::lookup_v4`].
+    pub fn route_to(&self, dest: impl Into<Dest>) -> Option<Route> {
+        let i = self.index_of_dest(dest)?;
         self.slots
             .get(i as usize)
             .copied()
@@ -425,23 +351,20 @@ impl Router {
 
     fn apply(&mut self, now: u64, iface: u16, bytes: &[u8]) -> Result<(), HandleError> {
         let adv = Advertisement::parse(bytes)?;
-        if matches!(
-            adv.kind(),
-            MessageKind::IndexQuery | MessageKind::IndexAnswer
-        ) {
+        if adv.kind().is_host_message() {
             return Err(HandleError::HostMessage);
         }
         if adv.sender() == self.config.id {
             return Err(HandleError::FromSelf);
         }
         let infinity = self.config.infinity;
-        if adv.entries().any(|e| e.cost > infinity) {
+        if adv.dest_entries().any(|e| e.cost > infinity) {
             return Err(HandleError::CostAboveInfinity);
         }
         let link = self.links.get_mut(&iface).ok_or(HandleError::UnknownLink)?;
         if link.peer != Some(adv.sender()) {
             // A different router on this link: forget what the old one said.
-            let stale: Vec<RouterId> = link.vector.keys().copied().collect();
+            let stale: Vec<Dest> = link.vector.keys().copied().collect();
             link.vector.clear();
             link.peer = Some(adv.sender());
             for d in stale {
@@ -454,12 +377,17 @@ impl Router {
                 Ok(())
             }
             // Refused before the link's peer was looked at (above).
-            MessageKind::IndexQuery | MessageKind::IndexAnswer => Err(HandleError::HostMessage),
-            MessageKind::Update => {
+            MessageKind::IndexQuery
+            | MessageKind::IndexAnswer
+            | MessageKind::AddressQuery
+            | MessageKind::AddressAnswer => Err(HandleError::HostMessage),
+            // Router ids and prefixes go through the same vector and the same Bellman-Ford.
+            MessageKind::Update | MessageKind::PrefixUpdate => {
                 let mut touched = Vec::with_capacity(adv.len());
+                let me = Dest::Router(self.config.id);
                 if let Some(link) = self.links.get_mut(&iface) {
-                    for e in adv.entries() {
-                        if e.dest == self.config.id {
+                    for e in adv.dest_entries() {
+                        if e.dest == me {
                             continue;
                         }
                         if e.cost >= infinity {
@@ -568,7 +496,7 @@ impl Router {
     }
 
     fn recompute_all(&mut self, now: u64) {
-        let mut dests: Vec<RouterId> = self.index_of.keys().copied().collect();
+        let mut dests: Vec<Dest> = self.index_of.keys().copied().collect();
         for link in self.links.values() {
             dests.extend(link.vector.keys().copied());
         }
@@ -580,22 +508,26 @@ impl Router {
     }
 
     /// Bellman-Ford for one destination: the least `link cost + advertised cost` over the
-    /// up links; ties go to the lowest interface number.
-    fn recompute(&mut self, now: u64, dest: RouterId) {
-        if dest == self.config.id {
+    /// up links; ties go to the lowest interface number. A prefix this router originates
+    /// is local at cost 0, whatever the neighbours say.
+    fn recompute(&mut self, now: u64, dest: Dest) {
+        if dest == Dest::Router(self.config.id) {
             return;
         }
         let infinity = self.config.infinity;
-        let mut best: Option<(u16, u16, u32)> = None;
+        let mut best: Option<(u16, NextHop, u32)> = None;
+        if self.local.contains(&dest) {
+            best = Some((0, NextHop::Local, 0));
+        }
         for (&iface, link) in &self.links {
             if let Some(h) = link.vector.get(&dest) {
                 let cost = h.cost.saturating_add(link.cost).min(infinity);
                 if cost < infinity && best.is_none_or(|(c, _, _)| cost < c) {
-                    best = Some((cost, iface, h.index));
+                    best = Some((cost, NextHop::Neighbour(iface), h.index));
                 }
             }
         }
-        let index = match (self.index_of(dest), best) {
+        let index = match (self.index_of_dest(dest), best) {
             (Some(i), _) => i,
             (None, None) => return,
             (None, Some(_)) => match self.allocate(dest) {
@@ -610,11 +542,11 @@ impl Router {
             return;
         };
         let new = match best {
-            Some((cost, iface, next_index)) => Route {
+            Some((cost, next_hop, next_index)) => Route {
                 dest,
                 index,
                 cost,
-                next_hop: NextHop::Neighbour(iface),
+                next_hop,
                 next_index,
             },
             None => Route {
@@ -640,12 +572,14 @@ impl Router {
                         next_index: new.next_index,
                     },
                 );
+                self.set_prefix_route(dest, Some(index));
             }
             None => {
                 if was_reachable || slot.unreachable_since.is_none() {
                     slot.unreachable_since = Some(now);
                 }
                 self.table.clear(index);
+                self.set_prefix_route(dest, None);
             }
         }
         if self.triggered_at.is_none() {
@@ -653,7 +587,7 @@ impl Router {
         }
     }
 
-    fn allocate(&mut self, dest: RouterId) -> Option<u32> {
+    fn allocate(&mut self, dest: Dest) -> Option<u32> {
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -683,25 +617,48 @@ impl Router {
 
     /// Queues our vector (all routes, or only the changed ones) for `iface`, with split
     /// horizon and poisoned reverse: routes through `iface` are advertised at infinity.
+    /// Router ids go in kind 1 updates, prefixes in kind 5 updates (routers first).
     fn queue_vector(&mut self, iface: u16, only_changed: bool) {
         let infinity = self.config.infinity;
-        let entries: Vec<AdvEntry> = self
-            .slots
-            .iter()
-            .flatten()
-            .filter(|s| !only_changed || s.changed)
-            .map(|s| AdvEntry {
-                dest: s.route.dest,
-                cost: if s.route.next_hop == NextHop::Neighbour(iface) {
-                    infinity
-                } else {
-                    s.route.cost
-                },
-                index: s.route.index,
-            })
-            .collect();
-        for chunk in entries.chunks(self.config.max_entries) {
+        let mut routers: Vec<AdvEntry> = Vec::new();
+        let mut prefixes: Vec<PrefixEntry> = Vec::new();
+        for s in self.slots.iter().flatten() {
+            if only_changed && !s.changed {
+                continue;
+            }
+            let cost = if s.route.next_hop == NextHop::Neighbour(iface) {
+                infinity
+            } else {
+                s.route.cost
+            };
+            let index = s.route.index;
+            match s.route.dest {
+                Dest::Router(dest) => routers.push(AdvEntry { dest, cost, index }),
+                Dest::V4(p) => prefixes.push(PrefixEntry {
+                    prefix: IpPrefix::V4(p),
+                    cost,
+                    index,
+                }),
+                Dest::V6(p) => prefixes.push(PrefixEntry {
+                    prefix: IpPrefix::V6(p),
+                    cost,
+                    index,
+                }),
+            }
+        }
+        for chunk in routers.chunks(self.config.max_entries) {
             self.queue(iface, MessageKind::Update, chunk);
+        }
+        let per_message = self.config.max_entries.min(wire::MAX_PREFIX_ENTRIES);
+        for chunk in prefixes.chunks(per_message) {
+            let mut bytes = Vec::new();
+            Advertisement::emit_prefixes(
+                MessageKind::PrefixUpdate,
+                self.config.id,
+                chunk,
+                &mut bytes,
+            );
+            self.out.push_back(Transmit { iface, bytes });
         }
     }
 

@@ -1,18 +1,42 @@
-//! A longest-prefix-match table for IPv4: the routing layer's "long lookup" (the slow path
-//! the [`RouteCache`](crate::apps::route::RouteCache) sits in front of).
+//! Longest-prefix-match tables for IPv4 and IPv6: the routing layer's "long lookup" (the
+//! slow path the [`RouteCache`](crate::apps::route::RouteCache) sits in front of), and the
+//! tables a router fills with the prefixes distance-vector routing learns
+//! ([`crate::dv`]).
 //!
 //! A binary trie, one node per prefix bit, like the BSD radix tree the paper's
-//! experiments cached (without its path compression): lookup walks at most 32 nodes from
-//! the root and remembers the last node holding a route.
+//! experiments cached (without its path compression): lookup walks at most 32 (IPv4,
+//! [`LpmTable`]) or 128 (IPv6, [`LpmTable6`]) nodes from the root and remembers the last
+//! node holding a route. Both tables share one trie, generic over the address word.
+//! Routes can be removed (withdrawn); nodes a removal leaves empty are reused.
+//!
+//! ```
+//! use fastpath::lpm::{LpmTable6, Prefix6};
+//!
+//! let mut t = LpmTable6::new();
+//! let doc = Prefix6::new([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 32)?;
+//! t.insert(doc, "documentation");
+//! let host = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+//! assert_eq!(t.lookup(host), Some((doc, &"documentation")));
+//! assert_eq!(t.remove(doc), Some("documentation"));
+//! assert!(t.lookup(host).is_none());
+//! # Ok::<(), fastpath::lpm::PrefixError>(())
+//! ```
 
-use alloc::vec::Vec;
+mod trie;
+mod v6;
+
 use core::fmt;
 
-/// Why a prefix cannot be added.
+use trie::Trie;
+pub use v6::{LpmTable6, Prefix6};
+
+/// Why a prefix cannot be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrefixError {
-    /// Prefix length above 32; carries the length.
+    /// IPv4 prefix length above 32; carries the length.
     TooLong(u8),
+    /// IPv6 prefix length above 128; carries the length.
+    TooLong6(u8),
     /// The address has bits set past the prefix length (e.g. `10.0.0.1/8`).
     HostBitsSet,
 }
@@ -21,12 +45,49 @@ impl fmt::Display for PrefixError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PrefixError::TooLong(n) => write!(f, "prefix length {n} exceeds 32"),
+            PrefixError::TooLong6(n) => write!(f, "IPv6 prefix length {n} exceeds 128"),
             PrefixError::HostBitsSet => f.write_str("address has bits set past the prefix"),
         }
     }
 }
 
 impl core::error::Error for PrefixError {}
+
+/// A prefix of either family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IpPrefix {
+    /// An IPv4 prefix.
+    V4(Prefix),
+    /// An IPv6 prefix.
+    V6(Prefix6),
+}
+
+impl IpPrefix {
+    /// The prefix length.
+    pub fn len(self) -> u8 {
+        match self {
+            Self::V4(p) => p.len(),
+            Self::V6(p) => p.len(),
+        }
+    }
+
+    /// Whether this is a default route (`0.0.0.0/0` or `::/0`).
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Prefix> for IpPrefix {
+    fn from(p: Prefix) -> Self {
+        Self::V4(p)
+    }
+}
+
+impl From<Prefix6> for IpPrefix {
+    fn from(p: Prefix6) -> Self {
+        Self::V6(p)
+    }
+}
 
 /// An IPv4 prefix: address and length, host bits zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -77,20 +138,10 @@ fn mask(len: u8) -> u32 {
     }
 }
 
-const NONE: u32 = u32::MAX;
-
-#[derive(Clone, Debug)]
-struct Node {
-    child: [u32; 2],
-    route: u32,
-}
-
 /// A longest-prefix-match table mapping IPv4 prefixes to values.
 #[derive(Clone, Debug)]
 pub struct LpmTable<V> {
-    nodes: Vec<Node>,
-    values: Vec<V>,
-    routes: usize,
+    trie: Trie<V>,
 }
 
 impl<V> Default for LpmTable<V> {
@@ -102,86 +153,39 @@ impl<V> Default for LpmTable<V> {
 impl<V> LpmTable<V> {
     /// An empty table.
     pub fn new() -> Self {
-        LpmTable {
-            nodes: alloc::vec![Node {
-                child: [NONE; 2],
-                route: NONE,
-            }],
-            values: Vec::new(),
-            routes: 0,
-        }
+        LpmTable { trie: Trie::new() }
     }
 
     /// Adds or replaces the route for `prefix`; returns the value it replaced.
     pub fn insert(&mut self, prefix: Prefix, value: V) -> Option<V> {
-        let mut at = 0usize;
-        for i in 0..prefix.len {
-            let bit = ((prefix.addr >> (31 - u32::from(i))) & 1) as usize;
-            let next = self.nodes.get(at).map_or(NONE, |n| n.child[bit]);
-            at = if next == NONE {
-                let new = self.nodes.len();
-                self.nodes.push(Node {
-                    child: [NONE; 2],
-                    route: NONE,
-                });
-                if let Some(n) = self.nodes.get_mut(at) {
-                    n.child[bit] = new as u32;
-                }
-                new
-            } else {
-                next as usize
-            };
-        }
-        let node = self.nodes.get_mut(at)?;
-        if node.route == NONE {
-            node.route = self.values.len() as u32;
-            self.values.push(value);
-            self.routes += 1;
-            None
-        } else {
-            let slot = self.values.get_mut(node.route as usize)?;
-            Some(core::mem::replace(slot, value))
-        }
+        self.trie.insert(prefix.addr, prefix.len, value)
+    }
+
+    /// Removes the route for exactly `prefix` (a withdrawn route); returns its value, or
+    /// `None` if the table held no route for it. Shorter and longer prefixes stay.
+    pub fn remove(&mut self, prefix: Prefix) -> Option<V> {
+        self.trie.remove(prefix.addr, prefix.len)
     }
 
     /// The value of the longest prefix containing `addr`, with that prefix.
     pub fn lookup(&self, addr: [u8; 4]) -> Option<(Prefix, &V)> {
         let a = u32::from_be_bytes(addr);
-        let mut best: Option<(u8, u32)> = None;
-        let mut at = 0usize;
-        let mut depth = 0u8;
-        loop {
-            let node = self.nodes.get(at)?;
-            if node.route != NONE {
-                best = Some((depth, node.route));
-            }
-            if depth == 32 {
-                break;
-            }
-            let bit = ((a >> (31 - u32::from(depth))) & 1) as usize;
-            let next = node.child[bit];
-            if next == NONE {
-                break;
-            }
-            at = next as usize;
-            depth += 1;
-        }
-        let (len, route) = best?;
+        let (len, v) = self.trie.lookup(a)?;
         let prefix = Prefix {
             addr: a & mask(len),
             len,
         };
-        self.values.get(route as usize).map(|v| (prefix, v))
+        Some((prefix, v))
     }
 
     /// Number of routes.
     pub fn len(&self) -> usize {
-        self.routes
+        self.trie.len()
     }
 
     /// Whether the table has no route.
     pub fn is_empty(&self) -> bool {
-        self.routes == 0
+        self.trie.len() == 0
     }
 }
 
@@ -222,11 +226,37 @@ mod tests {
         assert!(p([0; 4], 0).is_empty());
     }
 
+    #[test]
+    fn remove_withdraws_only_that_prefix() {
+        let mut t = LpmTable::new();
+        t.insert(p([10, 0, 0, 0], 8), 8);
+        t.insert(p([10, 1, 0, 0], 16), 16);
+        t.insert(p([10, 1, 2, 0], 24), 24);
+        assert_eq!(t.remove(p([10, 1, 0, 0], 16)), Some(16));
+        assert_eq!(t.remove(p([10, 1, 0, 0], 16)), None);
+        assert_eq!(t.remove(p([10, 2, 0, 0], 16)), None);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.lookup([10, 1, 9, 9]), Some((p([10, 0, 0, 0], 8), &8)));
+        assert_eq!(t.lookup([10, 1, 2, 9]), Some((p([10, 1, 2, 0], 24), &24)));
+        assert_eq!(t.remove(p([10, 1, 2, 0], 24)), Some(24));
+        assert_eq!(t.lookup([10, 1, 2, 9]), Some((p([10, 0, 0, 0], 8), &8)));
+        // The /24's branch below the /8 is unlinked: only the root and the /8's path remain.
+        assert_eq!(t.trie.live_nodes(), 9);
+        assert_eq!(t.remove(p([10, 0, 0, 0], 8)), Some(8));
+        assert!(t.is_empty());
+        assert_eq!(t.trie.live_nodes(), 1);
+        assert_eq!(t.lookup([10, 0, 0, 1]), None);
+        // Freed nodes are reused.
+        t.insert(p([192, 168, 0, 0], 16), 1);
+        assert_eq!(t.trie.live_nodes(), 17);
+        assert_eq!(t.lookup([192, 168, 3, 4]).map(|x| *x.1), Some(1));
+    }
+
     fn naive(routes: &[(Prefix, u32)], addr: [u8; 4]) -> Option<(Prefix, u32)> {
-        // Last insert of a prefix wins; then the longest containing prefix.
+        // The longest containing prefix (each prefix appears at most once).
         let mut best: Option<(Prefix, u32)> = None;
         for &(pre, v) in routes {
-            if pre.contains(addr) && best.is_none_or(|(b, _)| pre.len() >= b.len()) {
+            if pre.contains(addr) && best.is_none_or(|(b, _)| pre.len() > b.len()) {
                 best = Some((pre, v));
             }
         }
@@ -234,20 +264,35 @@ mod tests {
     }
 
     proptest! {
+        /// Random inserts and removals (a removal names a prefix inserted before, or a
+        /// random one) against a list scanned linearly.
         #[test]
         fn matches_a_linear_scan(
-            raw in proptest::collection::vec((any::<u32>(), 0u8..=32, any::<u32>()), 0..60),
+            ops in proptest::collection::vec((any::<bool>(), any::<u32>(), 0u8..=32, any::<u32>()), 0..80),
             probes in proptest::collection::vec(any::<u32>(), 1..60),
         ) {
             let mut t = LpmTable::new();
             let mut routes: Vec<(Prefix, u32)> = Vec::new();
-            for (a, l, v) in raw {
+            for (remove, a, l, v) in ops {
                 let pre = Prefix::new((a & mask(l)).to_be_bytes(), l).unwrap();
-                t.insert(pre, v);
-                routes.retain(|r| r.0 != pre);
-                routes.push((pre, v));
+                if remove {
+                    // Half the removals hit a live route.
+                    let pre = if v % 2 == 0 && !routes.is_empty() {
+                        routes[v as usize % routes.len()].0
+                    } else {
+                        pre
+                    };
+                    let want = routes.iter().find(|r| r.0 == pre).map(|r| r.1);
+                    prop_assert_eq!(t.remove(pre), want);
+                    routes.retain(|r| r.0 != pre);
+                } else {
+                    let want = routes.iter().find(|r| r.0 == pre).map(|r| r.1);
+                    prop_assert_eq!(t.insert(pre, v), want);
+                    routes.retain(|r| r.0 != pre);
+                    routes.push((pre, v));
+                }
+                prop_assert_eq!(t.len(), routes.len());
             }
-            prop_assert_eq!(t.len(), routes.len());
             // Probe random addresses and addresses inside each route.
             let inside = routes.iter().map(|r| u32::from_be_bytes(r.0.addr()) | 1);
             for a in probes.into_iter().chain(inside) {

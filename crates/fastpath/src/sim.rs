@@ -5,16 +5,22 @@
 //! list. There is a virtual clock and an event loop: messages are delivered in time order
 //! (ties in send order), timers fire when due, and loss, if set, comes from a seeded
 //! generator. Used by the tests, the
-//! proptests and the fuzz target; [`Network::trace`] follows threaded labels hop by hop.
+//! proptests and the fuzz target; [`Network::trace`] follows threaded labels hop by hop,
+//! [`Network::trace_dest`] to a prefix a router originates ([`Network::add_prefix`]).
 //!
 //! ```
+//! use fastpath::lpm::Prefix;
 //! use fastpath::sim::Network;
 //!
 //! // A triangle: 0–1 cost 1, 1–2 cost 1, 0–2 cost 5.
 //! let mut net = Network::new(3, &[(0, 1, 1), (1, 2, 1), (0, 2, 5)], 16);
+//! let lan = Prefix::new([192, 168, 2, 0], 24).unwrap();
+//! assert!(net.add_prefix(2, lan));
 //! net.run_for(5_000);
 //! assert_eq!(net.router(0).route(2).unwrap().cost, 2);
 //! assert_eq!(net.trace(0, 2).unwrap(), vec![0, 1, 2]);
+//! assert_eq!(net.router(0).lookup_v4([192, 168, 2, 9]).unwrap().1.cost, 2);
+//! assert_eq!(net.trace_dest(0, lan, 2).unwrap(), vec![0, 1, 2]);
 //! ```
 
 use alloc::collections::BinaryHeap;
@@ -22,7 +28,8 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::fmt;
 
-use crate::dv::{Config, Router};
+use crate::dv::{Config, Dest, Router};
+use crate::lpm::IpPrefix;
 use crate::threaded::{Forward, Label, MAX_HOP_LIMIT};
 
 /// One link of the simulated topology.
@@ -295,6 +302,30 @@ impl Network {
         }
     }
 
+    /// Router `r` starts originating `prefix` ([`Router::add_local_prefix`]). Returns
+    /// false if `r` is out of range or its table is full.
+    pub fn add_prefix(&mut self, r: usize, prefix: impl Into<IpPrefix>) -> bool {
+        let now = self.now;
+        let ok = self
+            .routers
+            .get_mut(r)
+            .is_some_and(|router| router.add_local_prefix(now, prefix).is_ok());
+        self.flush_all();
+        ok
+    }
+
+    /// Router `r` stops originating `prefix` ([`Router::remove_local_prefix`]). Returns
+    /// false if `r` is out of range or did not originate it.
+    pub fn remove_prefix(&mut self, r: usize, prefix: impl Into<IpPrefix>) -> bool {
+        let now = self.now;
+        let ok = self
+            .routers
+            .get_mut(r)
+            .is_some_and(|router| router.remove_local_prefix(now, prefix));
+        self.flush_all();
+        ok
+    }
+
     /// Follows threaded labels from `src` to `dst` hop by hop, as a data packet would:
     /// `src` looks up its own index for `dst`, each router forwards on the label and
     /// rewrites it. Returns the routers visited, `src` first.
@@ -310,6 +341,25 @@ impl Network {
             MAX_HOP_LIMIT,
         );
         self.trace_label(src, dst, label)
+    }
+
+    /// Follows threaded labels from `src` towards any destination `dest` (a router or a
+    /// prefix), expecting delivery at router `at` (the prefix's originator): `src` looks
+    /// up its own index for `dest` and each router forwards on the label. Returns the
+    /// routers visited, `src` first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Network::trace`].
+    pub fn trace_dest(
+        &self,
+        src: usize,
+        dest: impl Into<Dest>,
+        at: usize,
+    ) -> Result<Vec<usize>, TraceError> {
+        let first = self.routers.get(src).ok_or(TraceError::NoSuchRouter)?;
+        let index = first.index_of_dest(dest).ok_or(TraceError::NoIndex)?;
+        self.trace_label(src, at, Label::threaded(index, MAX_HOP_LIMIT))
     }
 
     /// Follows `label` (for example one a host built from its first router's answer,
