@@ -1,0 +1,2 @@
+//! Per-packet cost of the node (filled in below).
+fn main() {}

@@ -1,0 +1,191 @@
+//! How to build a [`Node`](crate::Node): its addresses, interfaces and which stages run.
+//!
+//! Every pipeline stage but IP checking is optional: a node with `esp: None` forwards ESP
+//! packets untouched (partial deployment, ESP §4.1), one with `snap: None` forwards SNAP
+//! packets as plain IP (SNAP §III), one with `route_cache_log2: None` goes straight to the
+//! longest-prefix match, one with `dv: None` routes by its static routes alone.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::net::IpAddr;
+
+use fastpath::dv;
+
+/// One interface (a TUN device or a UDP link to one neighbour).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IfaceConfig {
+    /// The largest IP packet the link carries (a label shim's 5 bytes are the link's own
+    /// overhead, not counted here).
+    pub mtu: usize,
+    /// The node's addresses on this interface (ICMP errors about packets that arrived here
+    /// come from the one of the packet's family). May be empty: the node's addresses serve.
+    pub addrs: Vec<IpAddr>,
+    /// Whether distance-vector routing runs over this link, and at what cost (≥ 1).
+    pub dv_cost: Option<u16>,
+}
+
+impl IfaceConfig {
+    /// An interface with MTU `mtu`, no addresses of its own, no routing protocol.
+    pub fn new(mtu: usize) -> IfaceConfig {
+        IfaceConfig {
+            mtu,
+            addrs: Vec::new(),
+            dv_cost: None,
+        }
+    }
+
+    /// The same interface with distance-vector routing at `cost`.
+    pub fn with_dv(mut self, cost: u16) -> IfaceConfig {
+        self.dv_cost = Some(cost);
+        self
+    }
+
+    /// The same interface with `addr` among its addresses.
+    pub fn with_addr(mut self, addr: IpAddr) -> IfaceConfig {
+        self.addrs.push(addr);
+        self
+    }
+}
+
+/// The node's ESP stage: per-interface and central contexts (ESP §2.2).
+#[derive(Clone, Debug)]
+pub struct EspConfig {
+    /// Each context's store, shards, node id and secrets. Its `ifaces` is overwritten with
+    /// the node's interface count.
+    pub node: esp_proto::node::NodeConfig,
+    /// Microseconds between sweeps that reclaim expired bindings.
+    pub clean_interval: u64,
+    /// Bindings each shard may reclaim per sweep.
+    pub clean_budget: usize,
+}
+
+/// A node's configuration. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The node's own addresses (packets to them are delivered, echo requests answered).
+    /// The first IPv4 one names the node to SNAP (`here`) and, by default, to routing.
+    pub addrs: Vec<IpAddr>,
+    /// Interfaces, numbered by position.
+    pub ifaces: Vec<IfaceConfig>,
+    /// The ESP stage, or `None`.
+    pub esp: Option<EspConfig>,
+    /// Whether SNAP packets (IP protocol 254) run here.
+    pub snap: bool,
+    /// Source-hash route cache of `2^n` slots in front of the IPv4 longest-prefix match.
+    pub route_cache_log2: Option<u8>,
+    /// Distance-vector routing (its `id` is the router's; links from
+    /// [`IfaceConfig::dv_cost`]).
+    pub dv: Option<dv::Config>,
+    /// Whether the node sends ICMP errors (time exceeded, unreachable, too big) and echo
+    /// replies.
+    pub icmp: bool,
+    /// Local runs one arriving SNAP packet may cause here (`send` to this node), beyond
+    /// what its resource bound already limits.
+    pub snap_local_runs: u32,
+}
+
+impl Config {
+    /// A plain IP router at `addr` with `ifaces` interfaces of MTU 1500: ICMP on, no ESP,
+    /// no SNAP, no route cache, no routing protocol.
+    pub fn router(addr: IpAddr, ifaces: usize) -> Config {
+        Config {
+            addrs: alloc::vec![addr],
+            ifaces: alloc::vec![IfaceConfig::new(1500); ifaces],
+            esp: None,
+            snap: false,
+            route_cache_log2: None,
+            dv: None,
+            icmp: true,
+            snap_local_runs: 64,
+        }
+    }
+
+    /// The IPv4 address that names the node to SNAP and routing.
+    pub fn ipv4(&self) -> Option<[u8; 4]> {
+        self.addrs.iter().find_map(|a| match a {
+            IpAddr::V4(a) => Some(a.octets()),
+            IpAddr::V6(_) => None,
+        })
+    }
+
+    /// Checks the config.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the first problem.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.ifaces.len() > usize::from(u16::MAX) {
+            return Err(ConfigError::TooManyIfaces);
+        }
+        for (i, f) in self.ifaces.iter().enumerate() {
+            if f.mtu < 68 || f.mtu > 65_535 {
+                return Err(ConfigError::Mtu {
+                    iface: i,
+                    mtu: f.mtu,
+                });
+            }
+            if f.dv_cost == Some(0) {
+                return Err(ConfigError::ZeroCost { iface: i });
+            }
+            if f.dv_cost.is_some() && self.dv.is_none() {
+                return Err(ConfigError::NoRouting { iface: i });
+            }
+        }
+        if self.snap && self.ipv4().is_none() {
+            return Err(ConfigError::SnapNeedsIpv4);
+        }
+        if let Some(n) = self.route_cache_log2
+            && !(1..=24).contains(&n)
+        {
+            return Err(ConfigError::CacheSize(n));
+        }
+        Ok(())
+    }
+}
+
+/// Why a [`Config`] cannot build a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// More than 65,535 interfaces.
+    TooManyIfaces,
+    /// An MTU below IPv4's 68-byte minimum or above 65,535.
+    Mtu {
+        /// The interface.
+        iface: usize,
+        /// Its MTU.
+        mtu: usize,
+    },
+    /// A routing cost of 0.
+    ZeroCost {
+        /// The interface.
+        iface: usize,
+    },
+    /// A link cost given with no distance-vector config.
+    NoRouting {
+        /// The interface.
+        iface: usize,
+    },
+    /// SNAP on, but the node has no IPv4 address (SNAP's addresses are IPv4).
+    SnapNeedsIpv4,
+    /// A route cache size outside 2^1 … 2^24.
+    CacheSize(u8),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::TooManyIfaces => f.write_str("more than 65535 interfaces"),
+            ConfigError::Mtu { iface, mtu } => {
+                write!(f, "interface {iface}: MTU {mtu} outside 68..=65535")
+            }
+            ConfigError::ZeroCost { iface } => write!(f, "interface {iface}: routing cost 0"),
+            ConfigError::NoRouting { iface } => {
+                write!(f, "interface {iface}: a routing cost but no [dv] config")
+            }
+            ConfigError::SnapNeedsIpv4 => f.write_str("SNAP needs an IPv4 node address"),
+            ConfigError::CacheSize(n) => write!(f, "route cache of 2^{n} slots (1..=24)"),
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}

@@ -1,0 +1,691 @@
+//! The node: one packet's way through the pipeline, and the queues the caller drains.
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
+use core::net::IpAddr;
+use core::ops::Range;
+
+use esp_proto::node::EspNode;
+use fastpath::dv;
+use fastpath::lpm::{IpPrefix, Prefix};
+use fastpath::threaded::{ForwardError, NextHop};
+use snap_vm::vm::Vm;
+use waist_ip::icmp::{self, IcmpError, Unreachable};
+use waist_ip::{IpHeader, Version, rewrite};
+
+use crate::config::{Config, ConfigError};
+use crate::frame::{Frame, KIND_ROUTING, LABEL_SHIM_LEN};
+use crate::routes::{Found, Routes};
+use crate::stats::Stats;
+use crate::time::Instant;
+use crate::{frag, local, snap};
+
+/// The largest frame [`Node::poll_transmit`] may write: a whole IPv4 packet behind a label.
+pub const MAX_FRAME: usize = 65_535 + LABEL_SHIM_LEN;
+
+/// A frame the caller sends on as it is, from its own buffer: `frame[range]` out of
+/// `iface`. Returned by [`Node::handle_packet`] for the common case of one outgoing copy,
+/// so forwarding copies nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InPlace {
+    /// The interface it leaves by.
+    pub iface: usize,
+    /// The bytes of the caller's buffer to send.
+    pub range: Range<usize>,
+}
+
+/// A frame [`Node::poll_transmit`] wrote into the caller's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// The interface it leaves by.
+    pub iface: usize,
+    /// Bytes written.
+    pub len: usize,
+}
+
+/// What is addressed to the node itself.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Delivery {
+    /// An IP packet for one of the node's addresses that the node does not answer itself
+    /// (not an echo request, not an ESP packet to reflect), trimmed to its IP length.
+    Packet {
+        /// The interface it arrived on.
+        iface: usize,
+        /// The packet.
+        packet: Vec<u8>,
+    },
+    /// A SNAP packet delivered a value to a local port (`demux`).
+    Snap(snap_vm::vm::Delivery),
+}
+
+/// A router node. See the [crate docs](crate) for the pipeline and the calling order.
+#[derive(Debug)]
+pub struct Node {
+    pub(crate) config: Config,
+    pub(crate) esp: Option<EspNode>,
+    pub(crate) vm: Option<Vm>,
+    pub(crate) routes: Routes,
+    pub(crate) dv: Option<dv::Router>,
+    dv_changes: Option<u64>,
+    next_clean: Option<Instant>,
+    pub(crate) out: VecDeque<(usize, Vec<u8>)>,
+    pub(crate) deliveries: VecDeque<Delivery>,
+    pub(crate) stats: Stats,
+}
+
+/// How one frame ended (each frame ends exactly one way; see [`Stats`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fate {
+    Forwarded,
+    Delivered,
+    Dropped(Reason),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reason {
+    Malformed,
+    TtlExpired,
+    LabelHopLimit,
+    NoRoute,
+    TooBig,
+    Esp,
+    Snap,
+    Local,
+}
+
+impl Node {
+    /// A node built from `config`, at `now`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] if the config does not validate.
+    pub fn new(config: Config, now: Instant) -> Result<Node, ConfigError> {
+        config.validate()?;
+        let ifaces = config.ifaces.len();
+        let esp = config.esp.as_ref().map(|e| {
+            let mut c = e.node.clone();
+            c.ifaces = ifaces;
+            EspNode::new(c)
+        });
+        let vm = match (config.snap, config.ipv4()) {
+            (true, Some(address)) => Some(Vm::new(snap_vm::vm::NodeConfig {
+                address,
+                ifaces: u32::try_from(ifaces).unwrap_or(u32::MAX),
+                mtu: config.ifaces.iter().map(|f| f.mtu).max().unwrap_or(1500),
+            })),
+            _ => None,
+        };
+        let mut dv = config.dv.map(|c| dv::Router::new(c, now.millis()));
+        if let Some(r) = &mut dv {
+            for (i, f) in config.ifaces.iter().enumerate() {
+                if let (Some(cost), Ok(i)) = (f.dv_cost, u16::try_from(i)) {
+                    r.link_up(now.millis(), i, cost)
+                        .map_err(|_| ConfigError::ZeroCost {
+                            iface: usize::from(i),
+                        })?;
+                }
+            }
+        }
+        let next_clean = config
+            .esp
+            .as_ref()
+            .map(|e| now.saturating_add(e.clean_interval.max(1)));
+        let mut node = Node {
+            routes: Routes::new(config.route_cache_log2),
+            config,
+            esp,
+            vm,
+            dv,
+            dv_changes: None,
+            next_clean,
+            out: VecDeque::new(),
+            deliveries: VecDeque::new(),
+            stats: Stats::default(),
+        };
+        node.drain_dv();
+        Ok(node)
+    }
+
+    /// The node's config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats;
+        s.esp_executed = self.esp.as_ref().map_or(0, |e| e.stats().executed);
+        s
+    }
+
+    /// The routes.
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    /// The ESP contexts, if ESP runs here.
+    pub fn esp(&self) -> Option<&EspNode> {
+        self.esp.as_ref()
+    }
+
+    /// The ESP contexts, mutably (to set interface load parameters).
+    pub fn esp_mut(&mut self) -> Option<&mut EspNode> {
+        self.esp.as_mut()
+    }
+
+    /// The SNAP VM, if SNAP runs here (to register services).
+    pub fn vm_mut(&mut self) -> Option<&mut Vm> {
+        self.vm.as_mut()
+    }
+
+    /// The distance-vector router, if routing runs here.
+    pub fn dv(&self) -> Option<&dv::Router> {
+        self.dv.as_ref()
+    }
+
+    /// Adds or replaces a static route: packets to `prefix` leave by `iface`.
+    pub fn add_route(&mut self, prefix: IpPrefix, iface: usize) {
+        if let Ok(i) = u16::try_from(iface) {
+            self.routes.add_static(prefix, i);
+        }
+    }
+
+    /// Removes a static route; whether there was one.
+    pub fn remove_route(&mut self, prefix: IpPrefix) -> bool {
+        self.routes.remove_static(prefix)
+    }
+
+    /// Copies packets to multicast address `group` onto `downstream` (never back out of the
+    /// interface a packet came in on); each copy gets its own ESP output processing.
+    pub fn add_group(&mut self, group: IpAddr, downstream: &[usize]) {
+        let d = downstream
+            .iter()
+            .filter_map(|&i| u16::try_from(i).ok())
+            .collect();
+        self.routes.add_group(group, d);
+    }
+
+    /// Advertises `prefix` (a network attached to this node) through distance vector.
+    /// Returns false when routing is off or its table is full.
+    pub fn originate(&mut self, now: Instant, prefix: IpPrefix) -> bool {
+        let ok = self
+            .dv
+            .as_mut()
+            .is_some_and(|r| r.add_local_prefix(now.millis(), prefix).is_ok());
+        self.drain_dv();
+        ok
+    }
+
+    /// Brings interface `iface` up or down for routing: down withdraws every route through
+    /// it at once; up (at its configured cost) asks the neighbour for its table.
+    pub fn set_link(&mut self, now: Instant, iface: usize, up: bool) {
+        let cost = self.config.ifaces.get(iface).and_then(|f| f.dv_cost);
+        if let (Some(r), Ok(i), Some(cost)) = (&mut self.dv, u16::try_from(iface), cost) {
+            // A link already in the state asked for is not an error worth reporting.
+            let _ = if up {
+                r.link_up(now.millis(), i, cost)
+            } else {
+                r.link_down(now.millis(), i)
+            };
+        }
+        self.drain_dv();
+    }
+
+    /// Whether `addr` is one of the node's own.
+    #[inline]
+    pub fn is_own(&self, addr: IpAddr) -> bool {
+        self.config.addrs.contains(&addr)
+            || self.config.ifaces.iter().any(|f| f.addrs.contains(&addr))
+    }
+
+    /// The address ICMP about a packet that arrived on `iface` comes from.
+    pub(crate) fn icmp_source(&self, iface: usize, version: Version) -> Option<IpAddr> {
+        let fits = |a: &&IpAddr| {
+            matches!(
+                (version, a),
+                (Version::V4, IpAddr::V4(_)) | (Version::V6, IpAddr::V6(_))
+            )
+        };
+        self.config
+            .ifaces
+            .get(iface)
+            .and_then(|f| f.addrs.iter().find(fits))
+            .or_else(|| self.config.addrs.iter().find(fits))
+            .copied()
+    }
+
+    /// Takes in one frame that arrived on `iface` at `now`, and runs the pipeline on it.
+    ///
+    /// The buffer is rewritten in place (TTL, checksum, ESP operands, label). If the frame
+    /// leaves as exactly one copy, the answer says which bytes of the buffer to send where
+    /// and nothing is copied; everything else the frame caused (multicast copies,
+    /// fragments, ICMP, SNAP sends, routing messages) waits in
+    /// [`poll_transmit`](Node::poll_transmit), and what is for the node in
+    /// [`poll_deliver`](Node::poll_deliver). Call those after this, and re-read
+    /// [`poll_timeout`](Node::poll_timeout).
+    pub fn handle_packet(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        frame: &mut [u8],
+    ) -> Option<InPlace> {
+        self.stats.received += 1;
+        if iface >= self.config.ifaces.len() {
+            self.stats.dropped.bad_iface += 1;
+            return None;
+        }
+        let (label_at, ip_at) = match Frame::parse(frame) {
+            Ok(Frame::Ip(_)) => (None, 0),
+            Ok(Frame::Labelled { .. }) => (Some(1), LABEL_SHIM_LEN),
+            Ok(Frame::Routing(msg)) => {
+                let ok = match (&mut self.dv, u16::try_from(iface)) {
+                    (Some(r), Ok(i)) => r.handle_message(now.millis(), i, msg).is_ok(),
+                    _ => false,
+                };
+                if ok {
+                    self.stats.routing += 1;
+                } else {
+                    self.stats.dropped.routing += 1;
+                }
+                self.drain_dv();
+                return None;
+            }
+            Err(_) => {
+                self.stats.dropped.bad_frame += 1;
+                return None;
+            }
+        };
+        let (fate, in_place) = match label_at {
+            Some(at) => self.labelled(now, iface, frame, at),
+            None => self.ip(now, iface, frame, ip_at, false),
+        };
+        self.count(fate);
+        in_place
+    }
+
+    pub(crate) fn count(&mut self, fate: Fate) {
+        let d = &mut self.stats.dropped;
+        match fate {
+            Fate::Forwarded => self.stats.forwarded += 1,
+            Fate::Delivered => self.stats.delivered += 1,
+            Fate::Dropped(r) => match r {
+                Reason::Malformed => d.malformed += 1,
+                Reason::TtlExpired => d.ttl_expired += 1,
+                Reason::LabelHopLimit => d.label_hop_limit += 1,
+                Reason::NoRoute => d.no_route += 1,
+                Reason::TooBig => d.too_big += 1,
+                Reason::Esp => d.esp += 1,
+                Reason::Snap => d.snap += 1,
+                Reason::Local => d.local += 1,
+            },
+        }
+    }
+
+    /// A labelled frame: the threaded table decides; a label that fails falls back to the
+    /// IP header. The IP header is not touched on the label path (the label's hop limit is
+    /// its loop guard).
+    fn labelled(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        frame: &mut [u8],
+        at: usize,
+    ) -> (Fate, Option<InPlace>) {
+        let forwarded = match &self.dv {
+            Some(r) => frame.get_mut(at..).map(|f| r.table().forward_packet(f)),
+            None => None,
+        };
+        match forwarded {
+            Some(Ok(Some(out))) => {
+                let Ok(h) = IpHeader::parse(frame.get(LABEL_SHIM_LEN..).unwrap_or_default()) else {
+                    return (Fate::Dropped(Reason::Malformed), None);
+                };
+                let end = LABEL_SHIM_LEN + h.total_len;
+                if let Some(esp) = &mut self.esp {
+                    let Some(p) = frame.get_mut(LABEL_SHIM_LEN..end) else {
+                        return (Fate::Dropped(Reason::Malformed), None);
+                    };
+                    if !esp.ingress(now.ess(), iface, p)
+                        || !esp.egress(now.ess(), usize::from(out), p)
+                    {
+                        return (Fate::Dropped(Reason::Esp), None);
+                    }
+                }
+                self.stats.label_forwarded += 1;
+                self.stats.copies += 1;
+                (
+                    Fate::Forwarded,
+                    Some(InPlace {
+                        iface: usize::from(out),
+                        range: 0..end,
+                    }),
+                )
+            }
+            Some(Err(ForwardError::HopLimitExceeded)) => {
+                (Fate::Dropped(Reason::LabelHopLimit), None)
+            }
+            // Delivered here (the label's destination is this router: the packet goes on by
+            // its IP header), a random label (leaving the area), or an index that failed.
+            other => {
+                if !matches!(other, Some(Ok(None)) | Some(Err(ForwardError::NotThreaded))) {
+                    self.stats.label_fallback += 1;
+                }
+                self.ip(now, iface, frame, LABEL_SHIM_LEN, false)
+            }
+        }
+    }
+
+    /// The IP pipeline for the packet at `frame[at..]`. `local` marks a packet the node
+    /// itself originates (no TTL decrement, no input-port ESP).
+    pub(crate) fn ip(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        frame: &mut [u8],
+        at: usize,
+        originated: bool,
+    ) -> (Fate, Option<InPlace>) {
+        let Some(packet) = frame.get_mut(at..) else {
+            return (Fate::Dropped(Reason::Malformed), None);
+        };
+        let Ok(h) = IpHeader::parse(packet) else {
+            return (Fate::Dropped(Reason::Malformed), None);
+        };
+        let Some(packet) = packet.get_mut(..h.total_len) else {
+            return (Fate::Dropped(Reason::Malformed), None);
+        };
+        if self.vm.is_some() && h.version == Version::V4 && h.protocol == snap_vm::wire::IP_PROTOCOL
+        {
+            let fate = snap::run_arrival(self, now, iface, &h, packet, originated);
+            return (fate, None);
+        }
+        if !originated && self.is_own(h.dst) {
+            return (local::deliver(self, now, iface, &h, packet), None);
+        }
+        if !originated {
+            match rewrite::decrement_ttl(packet) {
+                Ok(0) | Err(_) => {
+                    self.icmp_error(iface, IcmpError::TimeExceeded, packet);
+                    return (Fate::Dropped(Reason::TtlExpired), None);
+                }
+                Ok(_) => {}
+            }
+            if let Some(esp) = &mut self.esp
+                && !esp.ingress(now.ess(), iface, packet)
+            {
+                return (Fate::Dropped(Reason::Esp), None);
+            }
+        }
+        if let Some(group) = self.routes.group(h.dst) {
+            let downstream: Vec<usize> = group
+                .iter()
+                .map(|&i| usize::from(i))
+                .filter(|&i| i != iface || originated)
+                .collect();
+            return (self.send_copies(now, &h, packet, &downstream), None);
+        }
+        let hash = self.source_hash(&h, packet);
+        let (out, found) = self.routes.lookup(h.dst, h.src, hash);
+        match found {
+            Found::Hit => self.stats.cache_hits += 1,
+            Found::Miss => self.stats.cache_misses += 1,
+            Found::Lpm => {}
+        }
+        let Some(out) = out.map(usize::from) else {
+            self.icmp_error(iface, IcmpError::Unreachable(Unreachable::Net), packet);
+            return (Fate::Dropped(Reason::NoRoute), None);
+        };
+        let mtu = self.config.ifaces.get(out).map_or(0, |f| f.mtu);
+        if h.total_len > mtu {
+            return (self.too_big(now, iface, out, mtu, &h, packet), None);
+        }
+        if let Some(esp) = &mut self.esp
+            && !esp.egress(now.ess(), out, packet)
+        {
+            self.stats.esp_copies_dropped += 1;
+            return (Fate::Dropped(Reason::Esp), None);
+        }
+        self.stats.copies += 1;
+        (
+            Fate::Forwarded,
+            Some(InPlace {
+                iface: out,
+                range: at..at + h.total_len,
+            }),
+        )
+    }
+
+    /// The source hash a packet carries (IPv4 option 94), if the node has a cache to use
+    /// it with.
+    #[inline]
+    fn source_hash(&self, h: &IpHeader, packet: &[u8]) -> Option<fastpath::flow::SourceHash> {
+        if self.config.route_cache_log2.is_none() || h.version != Version::V4 || h.header_len == 20
+        {
+            return None;
+        }
+        fastpath::wire::find_ipv4_option(packet)
+            .ok()
+            .flatten()
+            .map(|o| o.hash)
+    }
+
+    /// One copy per downstream interface, each with its own ESP output processing.
+    fn send_copies(
+        &mut self,
+        now: Instant,
+        h: &IpHeader,
+        packet: &[u8],
+        downstream: &[usize],
+    ) -> Fate {
+        let mut sent = 0;
+        for &o in downstream {
+            let mtu = self.config.ifaces.get(o).map_or(0, |f| f.mtu);
+            if h.total_len > mtu {
+                continue;
+            }
+            let mut copy = packet.to_vec();
+            if let Some(esp) = &mut self.esp
+                && !esp.egress(now.ess(), o, &mut copy)
+            {
+                self.stats.esp_copies_dropped += 1;
+                continue;
+            }
+            self.stats.copies += 1;
+            self.out.push_back((o, copy));
+            sent += 1;
+        }
+        if sent > 0 {
+            Fate::Forwarded
+        } else if downstream.is_empty() {
+            Fate::Dropped(Reason::NoRoute)
+        } else {
+            Fate::Dropped(Reason::Esp)
+        }
+    }
+
+    /// A packet too big for `out`: fragments (IPv4 without DF) or ICMP and a drop.
+    fn too_big(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        out: usize,
+        mtu: usize,
+        h: &IpHeader,
+        packet: &mut [u8],
+    ) -> Fate {
+        if h.dont_fragment {
+            let mtu = u32::try_from(mtu).unwrap_or(u32::MAX);
+            self.icmp_error(iface, IcmpError::TooBig { mtu }, packet);
+            return Fate::Dropped(Reason::TooBig);
+        }
+        if let Some(esp) = &mut self.esp
+            && !esp.egress(now.ess(), out, packet)
+        {
+            self.stats.esp_copies_dropped += 1;
+            return Fate::Dropped(Reason::Esp);
+        }
+        let before = self.out.len();
+        if frag::fragment(packet, mtu, |f| self.out.push_back((out, f))).is_err() {
+            self.out.truncate(before);
+            return Fate::Dropped(Reason::TooBig);
+        }
+        let made = (self.out.len() - before) as u64;
+        self.stats.fragments += made;
+        self.stats.copies += made;
+        Fate::Forwarded
+    }
+
+    /// Queues ICMP error `kind` about `packet` (which arrived on `iface`) back toward its
+    /// source, if ICMP is on, the RFCs allow it, and there is a route.
+    pub(crate) fn icmp_error(&mut self, iface: usize, kind: IcmpError, packet: &[u8]) {
+        if !self.config.icmp {
+            return;
+        }
+        let version = match packet.first().map(|b| b >> 4) {
+            Some(6) => Version::V6,
+            _ => Version::V4,
+        };
+        let Some(from) = self.icmp_source(iface, version) else {
+            self.stats.icmp_suppressed += 1;
+            return;
+        };
+        let mut buf = alloc::vec![0u8; icmp::error_len(packet)];
+        match icmp::emit_error(kind, packet, from, &mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                self.send_own(buf);
+            }
+            Err(_) => self.stats.icmp_suppressed += 1,
+        }
+    }
+
+    /// Routes a packet the node itself made (ICMP, reflections, echo replies) and queues it.
+    pub(crate) fn send_own(&mut self, packet: Vec<u8>) {
+        let Ok(h) = IpHeader::parse(&packet) else {
+            return;
+        };
+        let out = self
+            .routes
+            .group(h.dst)
+            .and_then(|g| g.first().copied())
+            .or_else(|| self.routes.route(h.dst));
+        match out {
+            Some(o) => {
+                self.stats.icmp_sent += u64::from(
+                    h.protocol == icmp::PROTOCOL_ICMP || h.protocol == icmp::PROTOCOL_ICMPV6,
+                );
+                self.out.push_back((usize::from(o), packet));
+            }
+            None => self.stats.icmp_suppressed += 1,
+        }
+    }
+
+    /// Sends an IP packet the node originates (a tool's probe, an application's packet):
+    /// routed like any other, without a TTL decrement; a SNAP packet runs here first.
+    /// What it causes waits in [`poll_transmit`](Node::poll_transmit). Counted like a
+    /// received frame.
+    pub fn send(&mut self, now: Instant, mut packet: Vec<u8>) {
+        self.stats.received += 1;
+        let (fate, in_place) = self.ip(now, usize::MAX, &mut packet, 0, true);
+        self.count(fate);
+        if let Some(t) = in_place {
+            packet.truncate(t.range.end);
+            self.out.push_back((t.iface, packet));
+        }
+    }
+
+    /// Writes the next queued frame into `buf` and says where it goes; `None` when nothing
+    /// waits. `buf` should hold [`MAX_FRAME`] bytes: a frame that does not fit is dropped
+    /// and counted ([`Stats::tx_buffer_short`]).
+    pub fn poll_transmit(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+        loop {
+            let (iface, frame) = self.out.pop_front()?;
+            match buf.get_mut(..frame.len()) {
+                Some(slot) => {
+                    slot.copy_from_slice(&frame);
+                    return Some(Transmit {
+                        iface,
+                        len: frame.len(),
+                    });
+                }
+                None => self.stats.tx_buffer_short += 1,
+            }
+        }
+    }
+
+    /// The next queued frame as an owned buffer (for callers that hand buffers on, like
+    /// the simulator).
+    pub fn poll_transmit_owned(&mut self) -> Option<(usize, Vec<u8>)> {
+        self.out.pop_front()
+    }
+
+    /// The next thing addressed to the node itself.
+    pub fn poll_deliver(&mut self) -> Option<Delivery> {
+        self.deliveries.pop_front()
+    }
+
+    /// When the node next wants [`handle_timeout`](Node::handle_timeout): the routing
+    /// protocol's next update, the ESP stores' next sweep. `None` when nothing is timed.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let dv = self
+            .dv
+            .as_ref()
+            .map(|r| Instant::from_millis(r.poll_timeout()));
+        match (dv, self.next_clean) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs what is due at `now`: routing updates and timeouts, ESP store sweeps. Queued
+    /// routing messages wait in [`poll_transmit`](Node::poll_transmit).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(r) = &mut self.dv
+            && Instant::from_millis(r.poll_timeout()) <= now
+        {
+            r.handle_timeout(now.millis());
+        }
+        self.drain_dv();
+        if let (Some(esp), Some(at), Some(c)) = (&mut self.esp, self.next_clean, &self.config.esp)
+            && at <= now
+        {
+            esp.clean(now.ess(), c.clean_budget);
+            self.next_clean = Some(now.saturating_add(c.clean_interval.max(1)));
+        }
+    }
+
+    /// Queues the routing protocol's messages and installs its routes if they changed.
+    fn drain_dv(&mut self) {
+        let Some(r) = &mut self.dv else {
+            return;
+        };
+        while let Some(t) = r.poll_transmit() {
+            let mut f = Vec::with_capacity(1 + t.bytes.len());
+            f.push(KIND_ROUTING);
+            f.extend_from_slice(&t.bytes);
+            self.stats.routing_sent += 1;
+            self.out.push_back((usize::from(t.iface), f));
+        }
+        let changes = r.stats().route_changes;
+        if self.dv_changes == Some(changes) {
+            return;
+        }
+        self.dv_changes = Some(changes);
+        let infinity = r.config().infinity;
+        let mut learned = BTreeMap::new();
+        for route in r.routes() {
+            let (NextHop::Neighbour(i), true) = (route.next_hop, route.cost < infinity) else {
+                continue;
+            };
+            let prefix = match route.dest {
+                dv::Dest::Router(id) => Prefix::new(id.to_be_bytes(), 32).ok().map(IpPrefix::V4),
+                dv::Dest::V4(p) => Some(IpPrefix::V4(p)),
+                dv::Dest::V6(p) => Some(IpPrefix::V6(p)),
+            };
+            if let Some(p) = prefix {
+                learned.insert(p, i);
+            }
+        }
+        self.routes.set_learned(learned);
+    }
+}

@@ -1,0 +1,250 @@
+//! The node's routing state: static routes, routes learned by distance vector, multicast
+//! groups, and the compiled lookup structures packets meet.
+//!
+//! ```text
+//!  static routes ─┐
+//!                 ├─ compile (on change) ─► IPv4: RouteCache (source-hash cache ─► LPM)
+//!  DV routes ─────┘                         IPv6: LPM
+//!  groups: destination address ─► downstream interfaces (copies, never back out the input)
+//! ```
+//!
+//! A static route wins over a learned one for the same prefix (an administrator's word
+//! beats a protocol's); between different prefixes the longest match wins. A change to any
+//! route recompiles the tables and clears the source-hash cache, whose answers may be stale.
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use core::net::IpAddr;
+
+use fastpath::apps::route::RouteCache;
+use fastpath::cache::Lookup;
+use fastpath::flow::SourceHash;
+use fastpath::lpm::{IpPrefix, LpmTable, LpmTable6, Prefix, Prefix6, PrefixError};
+
+/// An IPv4 or IPv6 prefix from an address and a length.
+///
+/// # Errors
+///
+/// [`PrefixError`] for a length past the family's width or host bits set.
+pub fn prefix(addr: IpAddr, len: u8) -> Result<IpPrefix, PrefixError> {
+    Ok(match addr {
+        IpAddr::V4(a) => IpPrefix::V4(Prefix::new(a.octets(), len)?),
+        IpAddr::V6(a) => IpPrefix::V6(Prefix6::new(a.octets(), len)?),
+    })
+}
+
+/// The IPv4 lookup: with or without a source-hash cache in front.
+#[derive(Clone, Debug)]
+enum V4Table {
+    Plain(LpmTable<u16>),
+    Cached(RouteCache<u16>),
+}
+
+/// How a route was found (for the node's counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// From the longest-prefix match.
+    Lpm,
+    /// The source-hash cache answered.
+    Hit,
+    /// The cache missed; the LPM answered and the answer is now cached.
+    Miss,
+}
+
+/// The node's routes. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct Routes {
+    statics: BTreeMap<IpPrefix, u16>,
+    learned: BTreeMap<IpPrefix, u16>,
+    groups: BTreeMap<IpAddr, Vec<u16>>,
+    v4: V4Table,
+    v6: LpmTable6<u16>,
+    cache_log2: Option<u8>,
+}
+
+impl Routes {
+    /// No routes; a source-hash cache of `2^n` slots if `cache_log2` is `Some(n)`.
+    pub(crate) fn new(cache_log2: Option<u8>) -> Routes {
+        let mut r = Routes {
+            statics: BTreeMap::new(),
+            learned: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            v4: V4Table::Plain(LpmTable::new()),
+            v6: LpmTable6::new(),
+            cache_log2,
+        };
+        r.compile();
+        r
+    }
+
+    /// Adds or replaces a static route.
+    pub(crate) fn add_static(&mut self, prefix: IpPrefix, iface: u16) {
+        if self.statics.insert(prefix, iface) != Some(iface) {
+            self.compile();
+        }
+    }
+
+    /// Removes a static route; whether there was one.
+    pub(crate) fn remove_static(&mut self, prefix: IpPrefix) -> bool {
+        let had = self.statics.remove(&prefix).is_some();
+        if had {
+            self.compile();
+        }
+        had
+    }
+
+    /// Replaces the learned routes; recompiles only if they changed.
+    pub(crate) fn set_learned(&mut self, learned: BTreeMap<IpPrefix, u16>) {
+        if learned != self.learned {
+            self.learned = learned;
+            self.compile();
+        }
+    }
+
+    /// Copies packets to `group` onto `downstream`.
+    pub(crate) fn add_group(&mut self, group: IpAddr, downstream: Vec<u16>) {
+        self.groups.insert(group, downstream);
+    }
+
+    /// The downstream interfaces of `group`, if it is one.
+    #[inline]
+    pub fn group(&self, group: IpAddr) -> Option<&[u16]> {
+        if self.groups.is_empty() {
+            return None;
+        }
+        self.groups.get(&group).map(Vec::as_slice)
+    }
+
+    /// The static routes.
+    pub fn statics(&self) -> impl Iterator<Item = (IpPrefix, u16)> + '_ {
+        self.statics.iter().map(|(&p, &i)| (p, i))
+    }
+
+    /// The routes learned from the routing protocol (those not shadowed included).
+    pub fn learned(&self) -> impl Iterator<Item = (IpPrefix, u16)> + '_ {
+        self.learned.iter().map(|(&p, &i)| (p, i))
+    }
+
+    fn compile(&mut self) {
+        let mut v4 = LpmTable::new();
+        let mut v6 = LpmTable6::new();
+        // Learned first, statics over them.
+        for (&p, &i) in self.learned.iter().chain(self.statics.iter()) {
+            match p {
+                IpPrefix::V4(p) => {
+                    v4.insert(p, i);
+                }
+                IpPrefix::V6(p) => {
+                    v6.insert(p, i);
+                }
+            }
+        }
+        self.v4 = match self.cache_log2.and_then(|n| RouteCache::new(n).ok()) {
+            Some(mut cache) => {
+                for (&p, &i) in self.learned.iter().chain(self.statics.iter()) {
+                    if let IpPrefix::V4(p) = p {
+                        cache.add_route(p, i);
+                    }
+                }
+                V4Table::Cached(cache)
+            }
+            None => V4Table::Plain(v4),
+        };
+        self.v6 = v6;
+    }
+
+    /// The interface toward `dst`: through the source-hash cache when the packet carries a
+    /// source hash and the node has a cache, else by longest-prefix match.
+    #[inline]
+    pub(crate) fn lookup(
+        &mut self,
+        dst: IpAddr,
+        src: IpAddr,
+        hash: Option<SourceHash>,
+    ) -> (Option<u16>, Found) {
+        match (dst, &mut self.v4) {
+            (IpAddr::V4(d), V4Table::Plain(t)) => {
+                (t.lookup(d.octets()).map(|(_, &i)| i), Found::Lpm)
+            }
+            (IpAddr::V4(d), V4Table::Cached(c)) => {
+                let d = d.octets();
+                match (hash, src) {
+                    (Some(h), IpAddr::V4(s)) => {
+                        let (v, l) = c.route(h, d, s.octets(), 0);
+                        let found = if l == Lookup::Hit {
+                            Found::Hit
+                        } else {
+                            Found::Miss
+                        };
+                        (v.copied(), found)
+                    }
+                    _ => (c.route_uncached(d).copied(), Found::Lpm),
+                }
+            }
+            (IpAddr::V6(d), _) => (self.v6.lookup(d.octets()).map(|(_, &i)| i), Found::Lpm),
+        }
+    }
+
+    /// The interface toward `dst` by longest-prefix match alone (no cache).
+    pub fn route(&self, dst: IpAddr) -> Option<u16> {
+        match (dst, &self.v4) {
+            (IpAddr::V4(d), V4Table::Plain(t)) => t.lookup(d.octets()).map(|(_, &i)| i),
+            (IpAddr::V4(d), V4Table::Cached(c)) => c.route_uncached(d.octets()).copied(),
+            (IpAddr::V6(d), _) => self.v6.lookup(d.octets()).map(|(_, &i)| i),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(a: [u8; 4], l: u8) -> IpPrefix {
+        prefix(IpAddr::from(a), l).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn statics_win_over_learned_and_longest_wins() {
+        for cache in [None, Some(8)] {
+            let mut r = Routes::new(cache);
+            let mut learned = BTreeMap::new();
+            learned.insert(p([10, 0, 0, 0], 8), 1);
+            learned.insert(p([10, 1, 0, 0], 16), 2);
+            r.set_learned(learned);
+            r.add_static(p([10, 1, 0, 0], 16), 3);
+            let (s, d) = (IpAddr::from([9, 9, 9, 9]), IpAddr::from([10, 1, 2, 3]));
+            assert_eq!(r.lookup(d, s, None).0, Some(3));
+            assert_eq!(r.lookup([10, 2, 0, 1].into(), s, None).0, Some(1));
+            assert_eq!(r.lookup([11, 0, 0, 1].into(), s, None).0, None);
+            assert!(r.remove_static(p([10, 1, 0, 0], 16)));
+            assert_eq!(r.route(d), Some(2));
+        }
+    }
+
+    #[test]
+    fn the_cache_answers_the_second_time() {
+        let mut r = Routes::new(Some(4));
+        r.add_static(p([0, 0, 0, 0], 0), 5);
+        let (s, d) = (IpAddr::from([1, 1, 1, 1]), IpAddr::from([2, 2, 2, 2]));
+        let h = Some(SourceHash::new(77));
+        assert_eq!(r.lookup(d, s, h), (Some(5), Found::Miss));
+        assert_eq!(r.lookup(d, s, h), (Some(5), Found::Hit));
+        // A route change clears the cache.
+        r.add_static(p([2, 0, 0, 0], 8), 6);
+        assert_eq!(r.lookup(d, s, h), (Some(6), Found::Miss));
+    }
+
+    #[test]
+    fn ipv6_routes() {
+        let mut r = Routes::new(None);
+        let net = prefix(IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 0]), 16)
+            .unwrap_or_else(|e| panic!("{e}"));
+        r.add_static(net, 4);
+        let s = IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(
+            r.lookup([0xfd00, 1, 0, 0, 0, 0, 0, 9].into(), s, None).0,
+            Some(4)
+        );
+        assert_eq!(r.route([0xfe80, 0, 0, 0, 0, 0, 0, 1].into()), None);
+    }
+}
