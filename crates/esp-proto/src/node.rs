@@ -7,13 +7,23 @@
 //! context, so packets of one computation always meet the same store. Packets without an
 //! ESP instruction, and packets whose IP framing is malformed, are not ESP's business: they
 //! are passed back untouched for ordinary forwarding (and counted).
+//!
+//! An instruction carried in IPv4 option 158 lies inside the IPv4 header, which the header
+//! checksum covers (RFC 791): when processing rewrites its bytes (operands, Loc, Err and its
+//! code), [`EspNode::process_at`] updates the header checksum incrementally over exactly the
+//! bytes that changed (RFC 1624, `waist_ip::rewrite::note_rewrite`), so a packet that left
+//! its sender with a good checksum leaves every ESP router with one too.
+//!
+//! Expired bindings are reclaimed lazily by the stores and in sweeps: a caller that wants
+//! sweeps on a schedule calls [`EspNode::schedule_sweeps`], then
+//! [`EspNode::handle_timeout`] whenever [`EspNode::poll_timeout`] comes due.
 
 use alloc::vec::Vec;
 
 use ess::{EssConfig, HashKey, Instant, ShardedEss};
 
 use crate::exec::{Context, Env, Processed, Verdict, process};
-use crate::wire::{Header, Loc, locate};
+use crate::wire::{Form, Header, Loc, locate};
 
 /// How to build an [`EspNode`].
 #[derive(Clone, Debug)]
@@ -112,6 +122,8 @@ pub struct EspNode {
     central: ShardedEss,
     config: NodeConfig,
     stats: NodeStats,
+    /// The sweep schedule: next sweep, interval, budget per shard.
+    sweeps: Option<(Instant, u64, usize)>,
 }
 
 impl EspNode {
@@ -136,6 +148,35 @@ impl EspNode {
             central: ctx(0),
             config,
             stats: NodeStats::default(),
+            sweeps: None,
+        }
+    }
+
+    /// Sweeps every context for expired bindings every `interval` ticks from `now` on,
+    /// reclaiming up to `budget` per shard each time (see [`EspNode::poll_timeout`]).
+    pub fn schedule_sweeps(&mut self, now: Instant, interval: u64, budget: usize) {
+        let interval = interval.max(1);
+        self.sweeps = Some((
+            Instant::from_ticks(now.ticks().saturating_add(interval)),
+            interval,
+            budget,
+        ));
+    }
+
+    /// When the next scheduled sweep is due (`None` if none is scheduled).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.sweeps.map(|(at, _, _)| at)
+    }
+
+    /// Runs the scheduled sweep if it is due at `now`; returns the bindings reclaimed.
+    pub fn handle_timeout(&mut self, now: Instant) -> usize {
+        match self.sweeps {
+            Some((at, interval, budget)) if at <= now => {
+                let next = Instant::from_ticks(now.ticks().saturating_add(interval));
+                self.sweeps = Some((next, interval, budget));
+                self.clean(now, budget)
+            }
+            _ => 0,
         }
     }
 
@@ -174,7 +215,35 @@ impl EspNode {
                 return Outcome::NotEsp;
             }
         };
-        let Some(Ok(mut header)) = packet.get_mut(located.range).map(Header::new_checked) else {
+        // In the option form the instruction's bytes are IPv4 header bytes: keep them to fix
+        // the header checksum after processing (at most 40 bytes of option space).
+        let mut before = [0u8; 40];
+        let saved = match located.form {
+            Form::Ipv4Option => packet
+                .get(located.range.clone())
+                .and_then(|b| before.get_mut(..b.len()).map(|d| d.copy_from_slice(b)))
+                .map(|()| located.range.len()),
+            Form::Dedicated | Form::Ipv6HopByHop => None,
+        };
+        let outcome = self.process_located(now, site, packet, located.range.clone());
+        if let (Some(n), Outcome::Ran(_)) = (saved, &outcome) {
+            waist_ip::rewrite::note_rewrite(
+                packet,
+                located.range.start,
+                before.get(..n).unwrap_or_default(),
+            );
+        }
+        outcome
+    }
+
+    fn process_located(
+        &mut self,
+        now: Instant,
+        site: Site,
+        packet: &mut [u8],
+        range: core::ops::Range<usize>,
+    ) -> Outcome {
+        let Some(Ok(mut header)) = packet.get_mut(range).map(Header::new_checked) else {
             self.stats.malformed += 1;
             return Outcome::NotEsp;
         };

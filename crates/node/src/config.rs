@@ -59,6 +59,36 @@ pub struct EspConfig {
     pub clean_budget: usize,
 }
 
+impl EspConfig {
+    /// The paper's defaults (τ = 10 s at 1 ms resolution, one shard per context) with
+    /// stores of `2^log2` bindings, the node id `node_id` (by convention its IPv4 address)
+    /// and secrets derived from `key`; sweeps every 100 ms reclaiming up to 64 bindings per
+    /// shard.
+    ///
+    /// # Errors
+    ///
+    /// [`ess::ConfigError`] if `log2` is out of range.
+    pub fn new(node_id: u64, log2: u8, key: ess::HashKey) -> Result<EspConfig, ess::ConfigError> {
+        Ok(EspConfig {
+            node: esp_proto::node::NodeConfig {
+                ifaces: 0,
+                store: ess::EssConfig::new(
+                    log2,
+                    10 * crate::SECONDS,
+                    crate::MILLIS,
+                    key.derive(1),
+                )?,
+                shards: 1,
+                node_id,
+                idmap_key: key.derive(2),
+                timestamp_shift: 10,
+            },
+            clean_interval: 100 * crate::MILLIS,
+            clean_budget: 64,
+        })
+    }
+}
+
 /// A node's configuration. See the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct Config {

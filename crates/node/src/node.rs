@@ -67,7 +67,6 @@ pub struct Node {
     pub(crate) routes: Routes,
     pub(crate) dv: Option<dv::Router>,
     dv_changes: Option<u64>,
-    next_clean: Option<Instant>,
     pub(crate) out: VecDeque<(usize, Vec<u8>)>,
     pub(crate) deliveries: VecDeque<Delivery>,
     pub(crate) stats: Stats,
@@ -105,7 +104,9 @@ impl Node {
         let esp = config.esp.as_ref().map(|e| {
             let mut c = e.node.clone();
             c.ifaces = ifaces;
-            EspNode::new(c)
+            let mut esp = EspNode::new(c);
+            esp.schedule_sweeps(now.ess(), e.clean_interval, e.clean_budget);
+            esp
         });
         let vm = match (config.snap, config.ipv4()) {
             (true, Some(address)) => Some(Vm::new(snap_vm::vm::NodeConfig {
@@ -126,10 +127,6 @@ impl Node {
                 }
             }
         }
-        let next_clean = config
-            .esp
-            .as_ref()
-            .map(|e| now.saturating_add(e.clean_interval.max(1)));
         let mut node = Node {
             routes: Routes::new(config.route_cache_log2),
             config,
@@ -137,7 +134,6 @@ impl Node {
             vm,
             dv,
             dv_changes: None,
-            next_clean,
             out: VecDeque::new(),
             deliveries: VecDeque::new(),
             stats: Stats::default(),
@@ -631,7 +627,12 @@ impl Node {
             .dv
             .as_ref()
             .map(|r| Instant::from_millis(r.poll_timeout()));
-        match (dv, self.next_clean) {
+        let sweep = self
+            .esp
+            .as_ref()
+            .and_then(EspNode::poll_timeout)
+            .map(|t| Instant::from_micros(t.ticks()));
+        match (dv, sweep) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -646,11 +647,8 @@ impl Node {
             r.handle_timeout(now.millis());
         }
         self.drain_dv();
-        if let (Some(esp), Some(at), Some(c)) = (&mut self.esp, self.next_clean, &self.config.esp)
-            && at <= now
-        {
-            esp.clean(now.ess(), c.clean_budget);
-            self.next_clean = Some(now.saturating_add(c.clean_interval.max(1)));
+        if let Some(esp) = &mut self.esp {
+            esp.handle_timeout(now.ess());
         }
     }
 
