@@ -12,6 +12,35 @@
 //! count-to-infinity, route timeouts for neighbours that fall silent, and garbage
 //! collection of unreachable destinations (their index is reused later).
 //!
+//! # Destinations: routers and prefixes
+//!
+//! A destination ([`Dest`]) is a router, named by its [`RouterId`], or an IPv4 or IPv6
+//! prefix that some router originates (a network attached to it,
+//! [`Router::add_local_prefix`]). Every router advertises its own id at cost 0, as RIP
+//! advertises a router; a prefix is advertised at cost 0 by its originator and learned by
+//! everyone else like a router id. Both kinds are keys of the same maps and go through
+//! the same code: one vector per neighbour, one Bellman-Ford, one index space, one
+//! threaded table, the same split horizon with poisoned reverse, triggered and periodic
+//! updates, timeouts and garbage collection. Only the wire differs: router ids ride in
+//! kind 1 updates, prefixes in kind 5 updates of 24-byte entries ([`wire`]), both sent
+//! by every full or triggered update. Withdrawing a prefix
+//! ([`Router::remove_local_prefix`]) makes it unreachable at its originator, which
+//! advertises it at infinity; the others follow as for a lost router.
+//!
+//! A prefix's threaded-table entry is a router id's: the originator delivers locally
+//! (what "local" means for an attached network — ARP, neighbour discovery, the host
+//! itself — is the caller's), every other router sends to its next hop with that hop's
+//! index. For packets without a label, [`Router::lookup_v4`] and [`Router::lookup_v6`]
+//! do longest-prefix match over the reachable prefix routes (kept in
+//! [`crate::lpm`] tables beside the routes). A host asks its first router for the
+//! index of the prefix holding an address with an address query (kind 6,
+//! [`Router::answer_query`]), as it asks for a router's index with kind 3.
+//!
+//! Two routers originating the same prefix (anycast) are allowed: the prefix is one
+//! destination and each router takes the nearer originator. A router originating a prefix
+//! it also hears from a neighbour keeps its own (cost 0) and falls back to the learned
+//! route when it withdraws.
+//!
 //! # Calling order (sans-IO, quinn-proto style)
 //!
 //! ```text
@@ -42,6 +71,34 @@
 //! assert_eq!(route.cost, 1);
 //! // a's next index for 2 is 2's own index of itself.
 //! assert_eq!(route.next_index, b.index_of(2).unwrap());
+//! ```
+//!
+//! A prefix attached to `b` (continuing the example above):
+//!
+//! ```
+//! # use fastpath::dv::{Config, Router};
+//! use fastpath::dv::Dest;
+//! use fastpath::lpm::Prefix6;
+//! use fastpath::threaded::NextHop;
+//!
+//! # let mut a = Router::new(Config::new(1), 0);
+//! # let mut b = Router::new(Config::new(2), 0);
+//! # a.link_up(0, 0, 1).unwrap();
+//! # b.link_up(0, 0, 1).unwrap();
+//! let lan = Prefix6::new([0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 48)?;
+//! b.add_local_prefix(0, lan)?;
+//! for now in [0, 1_000] {
+//!     while let Some(t) = a.poll_transmit() { b.handle_message(now, 0, &t.bytes)?; }
+//!     while let Some(t) = b.poll_transmit() { a.handle_message(now, 0, &t.bytes)?; }
+//!     a.handle_timeout(now);
+//!     b.handle_timeout(now);
+//! }
+//! let host = [0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9];
+//! let (prefix, route) = a.lookup_v6(host).unwrap();
+//! assert_eq!((prefix, route.dest, route.cost), (lan, Dest::V6(lan), 1));
+//! assert_eq!(route.next_hop, NextHop::Neighbour(0));
+//! assert_eq!(Some(route.next_index), b.index_of_dest(lan));
+//! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 
 mod dest;

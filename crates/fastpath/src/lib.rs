@@ -80,6 +80,8 @@
 //!
 //! * [`threaded`] — the label word (R bit, hop limit, 24-bit index) and [`threaded::ThreadedTable`].
 //! * [`dv`] — the sans-IO distance-vector [`dv::Router`] and its advertisement wire format;
+//!   destinations are routers and the IPv4/IPv6 prefixes routers originate ([`dv::Dest`]),
+//!   with longest-prefix match over the learned prefixes ([`lpm`]);
 //!   [`dv::host::FirstHop`], the source's side of Fig. 6 (ask the first router for a
 //!   destination's index, cache it, refresh it).
 //! * [`hier`] — §4.1: threaded labels inside the area, source hashing into a destination

@@ -520,3 +520,21 @@ fn ring_failure_reroutes_a_prefix() {
     assert_eq!(route.cost, 3);
     assert_eq!(route.next_index, net.router(3).index_of_dest(lan).unwrap());
 }
+
+/// Two routers at the ends of a line originate the same prefix (anycast): everyone
+/// reaches the nearer one, and when one withdraws, everyone reaches the other.
+#[test]
+fn anycast_prefix_goes_to_the_nearer_originator() {
+    let mut net = Network::new(5, &[(0, 1, 1), (1, 2, 1), (2, 3, 1), (3, 4, 1)], 16);
+    let any = v4([192, 0, 2, 0], 24);
+    assert!(net.add_prefix(0, any));
+    assert!(net.add_prefix(4, any));
+    net.run_for(5_000);
+    assert_eq!(net.trace_dest(1, any, 0).unwrap(), vec![1, 0]);
+    assert_eq!(net.trace_dest(3, any, 4).unwrap(), vec![3, 4]);
+    assert_eq!(net.router(2).route_to(any).unwrap().cost, 2);
+    assert!(net.remove_prefix(0, any));
+    net.run_for(5_000);
+    assert_eq!(net.trace_dest(1, any, 4).unwrap(), vec![1, 2, 3, 4]);
+    assert_eq!(net.router(0).route_to(any).unwrap().cost, 4);
+}

@@ -10,12 +10,9 @@ use super::RouterId;
 /// Router ids are what the routers advertise about themselves (kind 1 updates); prefixes
 /// are the networks routers attach and originate ([`Router::add_local_prefix`], kind 5
 /// updates). Both get an index in every router's table the same way, so threaded labels
-/// work for either. The order (all routers, then IPv4 prefixes, then IPv6 prefixes, each by
-/// value) is the order [`Router::routes`] does *not* follow (that one is index order); it
-/// is the order of the router's maps.
+/// work for either. Ordered routers first, then IPv4, then IPv6 prefixes.
 ///
 /// [`Router::add_local_prefix`]: super::Router::add_local_prefix
-/// [`Router::routes`]: super::Router::routes
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dest {
     /// A router, named by its id.

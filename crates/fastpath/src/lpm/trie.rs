@@ -123,8 +123,8 @@ impl<V> Trie<V> {
         }
         let node = self.nodes.get_mut(at as usize)?;
         let route = node.route;
-        if route == NONE {
-            return None;
+        if route as usize >= self.values.len() {
+            return None; // NONE: no route here
         }
         node.route = NONE;
         let value = self.values.swap_remove(route as usize);
