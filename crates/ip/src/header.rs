@@ -32,8 +32,6 @@ pub const IPV4_MAX_HEADER_LEN: usize = 60;
 
 pub(crate) mod field {
     use core::ops::Range;
-    pub(crate) const V4_TOTAL_LEN: Range<usize> = 2..4;
-    pub(crate) const V4_FLAGS_FRAG: Range<usize> = 6..8;
     pub(crate) const V4_TTL: usize = 8;
     pub(crate) const V4_PROTOCOL: usize = 9;
     pub(crate) const V4_CHECKSUM: Range<usize> = 10..12;
@@ -151,7 +149,7 @@ impl IpHeader {
         if h.version == Version::V4
             && packet
                 .get(..h.header_len)
-                .is_none_or(|bytes| checksum(bytes) != 0)
+                .is_none_or(|bytes| !header_sum_ok(bytes))
         {
             return Err(IpError::Checksum);
         }
@@ -172,7 +170,8 @@ impl IpHeader {
         };
         match first >> 4 {
             4 => {
-                let Some(h) = packet.get(..IPV4_HEADER_LEN) else {
+                // A fixed-size view: constant indices below cannot be out of bounds.
+                let Some(h) = packet.first_chunk::<IPV4_HEADER_LEN>() else {
                     return Err(IpError::Truncated {
                         len,
                         needed: IPV4_HEADER_LEN,
@@ -183,22 +182,22 @@ impl IpHeader {
                     return Err(IpError::HeaderLength { ihl });
                 }
                 let header_len = usize::from(ihl) * 4;
-                let total_len = usize::from(be16(h, field::V4_TOTAL_LEN.start));
+                let total_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
                 if total_len < header_len || total_len > len {
                     return Err(IpError::TotalLength {
                         declared: total_len,
                         len,
                     });
                 }
-                let flags = be16(h, field::V4_FLAGS_FRAG.start);
+                let flags = u16::from_be_bytes([h[6], h[7]]);
                 Ok(IpHeader {
                     version: Version::V4,
                     header_len,
                     total_len,
-                    ttl: byte(h, field::V4_TTL),
-                    protocol: byte(h, field::V4_PROTOCOL),
-                    src: IpAddr::V4(Ipv4Addr::from(addr4(h, 12))),
-                    dst: IpAddr::V4(Ipv4Addr::from(addr4(h, 16))),
+                    ttl: h[field::V4_TTL],
+                    protocol: h[field::V4_PROTOCOL],
+                    src: IpAddr::V4(Ipv4Addr::new(h[12], h[13], h[14], h[15])),
+                    dst: IpAddr::V4(Ipv4Addr::new(h[16], h[17], h[18], h[19])),
                     dont_fragment: flags & 0x4000 != 0,
                     later_fragment: flags & 0x1FFF != 0,
                 })
@@ -234,6 +233,29 @@ impl IpHeader {
     }
 }
 
+/// Whether an IPv4 header (a whole number of 32-bit words, as IHL makes it) sums to
+/// 0xFFFF: its checksum is right. Shorter than the general [`checksum`] for 20–60 bytes.
+#[inline]
+fn header_sum_ok(header: &[u8]) -> bool {
+    let sum = |words: core::slice::ChunksExact<'_, u8>| {
+        let mut acc = 0u64;
+        for w in words {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(w);
+            acc += u64::from(u32::from_ne_bytes(b));
+        }
+        acc = (acc >> 32) + (acc & 0xffff_ffff);
+        acc = (acc >> 16) + (acc & 0xffff);
+        (acc >> 16) + (acc & 0xffff)
+    };
+    let acc = match header.first_chunk::<IPV4_HEADER_LEN>() {
+        // The common header, without options: a loop of known length, which unrolls.
+        Some(h) if header.len() == IPV4_HEADER_LEN => sum(h.chunks_exact(4)),
+        _ => sum(header.chunks_exact(4)),
+    };
+    acc == 0xffff && header.len().is_multiple_of(4)
+}
+
 #[inline]
 pub(crate) fn byte(p: &[u8], at: usize) -> u8 {
     p.get(at).copied().unwrap_or(0)
@@ -245,15 +267,6 @@ pub(crate) fn be16(p: &[u8], at: usize) -> u16 {
         Some(&[a, b]) => u16::from_be_bytes([a, b]),
         _ => 0,
     }
-}
-
-#[inline]
-fn addr4(p: &[u8], at: usize) -> [u8; 4] {
-    let mut a = [0u8; 4];
-    if let Some(s) = p.get(at..at + 4) {
-        a.copy_from_slice(s);
-    }
-    a
 }
 
 #[inline]

@@ -38,7 +38,7 @@ fn copied_options(options: &[u8]) -> Vec<u8> {
             }
         }
     }
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push(0);
     }
     out
