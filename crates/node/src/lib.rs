@@ -78,6 +78,7 @@ extern crate std;
 mod config;
 pub mod frag;
 pub mod frame;
+pub mod host;
 mod local;
 mod node;
 pub mod routes;

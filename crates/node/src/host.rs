@@ -1,0 +1,191 @@
+//! The end-host side of the node's protocols, for tools that talk to routers over a link.
+//!
+//! * **SNAP ping** (SNAP paper, Fig. 1): [`SnapPinger`] builds the paper's ping as an IPv4
+//!   packet (protocol 254) and, when the packet comes back, runs it in its own VM — a SNAP
+//!   packet executes at every SNAP node it reaches, the endpoints included — to take the
+//!   delivery it makes at the source: the sequence number, the round-trip time and the
+//!   resource bound the packet still had.
+//! * **ESP queries**: `esp_proto::endpoint::Endpoint` builds ESP packets (dedicated or
+//!   piggybacked, reflected back with RB) and parses answers, aborts included; a node's
+//!   local delivery is the reflector (§2.5), so a query addressed to a router comes back
+//!   from it. Nothing is written twice here.
+//!
+//! ```
+//! use waist_node::host::SnapPinger;
+//! use waist_node::{Config, Instant, Node, routes::prefix};
+//!
+//! // A SNAP router at 10.0.0.2 answers pings addressed to it.
+//! let mut c = Config::router([10, 0, 0, 2].into(), 1);
+//! c.snap = true;
+//! let mut router = Node::new(c, Instant::ZERO)?;
+//! router.add_route(prefix([10, 0, 0, 1].into(), 32)?, 0);
+//!
+//! let mut pinger = SnapPinger::new([10, 0, 0, 1], 7);
+//! let mut request = pinger.request([10, 0, 0, 2], 1, Instant::ZERO, 16)?;
+//! router.handle_packet(Instant::ZERO, 0, &mut request);
+//! let (_, reply) = router.poll_transmit_owned().expect("the ping turns round");
+//! let r = pinger.handle_reply(Instant::from_micros(250), &reply)?;
+//! assert_eq!((r.seq, r.target, r.rtt_us), (1, [10, 0, 0, 2], 250));
+//! assert_eq!(r.rb, 14); // one unit spent at the router, one on arrival back here
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use snap_vm::fixtures::ping;
+use snap_vm::ip::{FramingError, decapsulate, encapsulate};
+use snap_vm::vm::{Delivered, NodeConfig, Vm};
+use snap_vm::wire::Packet;
+
+use crate::snap::LOCAL_IFACE;
+use crate::time::Instant;
+
+/// Bytes of the ping payload: sequence number, send time, target.
+const PAYLOAD_LEN: usize = 4 + 8 + 4;
+
+/// Why a ping could not be built or a reply read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PingError {
+    /// The packet is not an IPv4 SNAP packet (or cannot be framed as one).
+    Framing(FramingError),
+    /// A SNAP packet, but not a reply to this pinger's ping (it delivered nothing to our
+    /// port, or something else).
+    NotAReply,
+    /// The ping program does not fit the packet format.
+    TooLarge,
+}
+
+impl fmt::Display for PingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PingError::Framing(e) => write!(f, "not a SNAP packet: {e}"),
+            PingError::NotAReply => f.write_str("not a reply to our ping"),
+            PingError::TooLarge => f.write_str("ping program too large"),
+        }
+    }
+}
+
+impl core::error::Error for PingError {}
+
+impl From<FramingError> for PingError {
+    fn from(e: FramingError) -> Self {
+        PingError::Framing(e)
+    }
+}
+
+/// What a ping reply says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PingReply {
+    /// The request's sequence number.
+    pub seq: u32,
+    /// The address that was pinged.
+    pub target: [u8; 4],
+    /// Microseconds from the request to `now` at [`SnapPinger::handle_reply`].
+    pub rtt_us: u64,
+    /// Resource bound left after the reply ran here (each SNAP node spends one).
+    pub rb: u16,
+}
+
+/// Builds SNAP pings and reads their replies. See the [module docs](self).
+#[derive(Debug)]
+pub struct SnapPinger {
+    vm: Vm,
+    src: [u8; 4],
+    port: u16,
+}
+
+impl SnapPinger {
+    /// A pinger at `src`, whose replies deliver to local port `port`.
+    pub fn new(src: [u8; 4], port: u16) -> SnapPinger {
+        SnapPinger {
+            vm: Vm::new(NodeConfig {
+                address: src,
+                ifaces: 1,
+                mtu: 65_535,
+            }),
+            src,
+            port,
+        }
+    }
+
+    /// The IPv4 packet of ping number `seq` to `dst`, sent at `now`, with resource bound
+    /// `rb` (one unit per SNAP node on the way out and back).
+    ///
+    /// # Errors
+    ///
+    /// [`PingError::TooLarge`] or [`PingError::Framing`] (not expected for a ping).
+    pub fn request(
+        &self,
+        dst: [u8; 4],
+        seq: u32,
+        now: Instant,
+        rb: u16,
+    ) -> Result<Vec<u8>, PingError> {
+        let mut payload = [0u8; PAYLOAD_LEN];
+        let (s, rest) = payload.split_at_mut(4);
+        let (t, d) = rest.split_at_mut(8);
+        s.copy_from_slice(&seq.to_be_bytes());
+        t.copy_from_slice(&now.micros().to_be_bytes());
+        d.copy_from_slice(&dst);
+        let program = ping(self.src, dst, self.port, &payload, rb);
+        let snap = program.to_bytes().map_err(|_| PingError::TooLarge)?;
+        Ok(encapsulate(&snap)?)
+    }
+
+    /// Reads a packet that came back at `now`: runs it here, as every SNAP node does, and
+    /// returns what it delivered to our port.
+    ///
+    /// # Errors
+    ///
+    /// [`PingError`] if it is not an IPv4 SNAP packet delivering a ping payload to our port.
+    pub fn handle_reply(&mut self, now: Instant, packet: &[u8]) -> Result<PingReply, PingError> {
+        let snap = decapsulate(packet)?;
+        let rb_in = Packet::new_checked(snap)
+            .map_err(|_| PingError::NotAReply)?
+            .rb();
+        let o = self.vm.run(now.micros(), LOCAL_IFACE, snap.to_vec());
+        let d = o.delivery.ok_or(PingError::NotAReply)?;
+        let Delivered::Bytes(b) = d.value else {
+            return Err(PingError::NotAReply);
+        };
+        let (Some(s), Some(t), Some(target), true) = (
+            b.first_chunk::<4>(),
+            b.get(4..12).and_then(|t| <[u8; 8]>::try_from(t).ok()),
+            b.get(12..16).and_then(|t| <[u8; 4]>::try_from(t).ok()),
+            d.port == i32::from(self.port) && b.len() == PAYLOAD_LEN,
+        ) else {
+            return Err(PingError::NotAReply);
+        };
+        Ok(PingReply {
+            seq: u32::from_be_bytes(*s),
+            target,
+            rtt_us: now.micros().saturating_sub(u64::from_be_bytes(t)),
+            rb: rb_in.saturating_sub(1),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_that_is_not_ours_is_refused() {
+        let mut p = SnapPinger::new([10, 0, 0, 1], 7);
+        assert!(matches!(
+            p.handle_reply(Instant::ZERO, &[0x45]),
+            Err(PingError::Framing(_))
+        ));
+        // Our own request, arriving back unanswered (still outbound) delivers nothing.
+        let req = p
+            .request([10, 0, 0, 1], 3, Instant::ZERO, 4)
+            .unwrap_or_default();
+        let other = SnapPinger::new([10, 0, 0, 1], 8).request([10, 0, 0, 9], 1, Instant::ZERO, 4);
+        assert_eq!(
+            p.handle_reply(Instant::ZERO, &other.unwrap_or_default()),
+            Err(PingError::NotAReply)
+        );
+        assert!(!req.is_empty());
+    }
+}
