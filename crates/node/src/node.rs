@@ -186,10 +186,15 @@ impl Node {
         self.dv.as_ref()
     }
 
-    /// Adds or replaces a static route: packets to `prefix` leave by `iface`.
-    pub fn add_route(&mut self, prefix: IpPrefix, iface: usize) {
-        if let Ok(i) = u16::try_from(iface) {
-            self.routes.add_static(prefix, i);
+    /// Adds or replaces a static route: packets to `prefix` leave by `iface`. Returns false
+    /// (and changes nothing) for an interface the node does not have.
+    pub fn add_route(&mut self, prefix: IpPrefix, iface: usize) -> bool {
+        match u16::try_from(iface) {
+            Ok(i) if iface < self.config.ifaces.len() => {
+                self.routes.add_static(prefix, i);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -200,9 +205,12 @@ impl Node {
 
     /// Copies packets to multicast address `group` onto `downstream` (never back out of the
     /// interface a packet came in on); each copy gets its own ESP output processing.
+    /// Interfaces the node does not have are left out.
     pub fn add_group(&mut self, group: IpAddr, downstream: &[usize]) {
+        let ifaces = self.config.ifaces.len();
         let d = downstream
             .iter()
+            .filter(|&&i| i < ifaces)
             .filter_map(|&i| u16::try_from(i).ok())
             .collect();
         self.routes.add_group(group, d);

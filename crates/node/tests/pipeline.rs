@@ -593,3 +593,12 @@ fn esp_sweeps_and_routing_updates_are_timed() {
             .is_none()
     );
 }
+
+#[test]
+fn routes_and_groups_name_only_interfaces_the_node_has() {
+    let mut n = router(|_| ());
+    assert!(!n.add_route(p([10, 3, 0, 0], 16), 2));
+    assert!(n.add_route(p([10, 3, 0, 0], 16), 1));
+    n.add_group([224, 1, 1, 1].into(), &[1, 7, 9]);
+    assert_eq!(n.routes().group([224, 1, 1, 1].into()), Some(&[1u16][..]));
+}
