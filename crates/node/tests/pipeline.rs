@@ -314,7 +314,7 @@ fn threaded_label_is_rewritten_in_place_and_falls_back_to_ip() {
     let mut a = dv_node([10, 0, 0, 1]);
     let mut b = dv_node([10, 0, 0, 2]);
     assert!(b.originate(T0, p([10, 2, 0, 0], 16)));
-    exchange(&mut a, &mut b, 1, 0);
+    exchange(&mut a, &mut b, 1, 0, 0);
     let index = a.dv().unwrap().index_of_dest(p([10, 2, 0, 0], 16)).unwrap();
     let mut f = vec![0u8; 5 + 28];
     emit_label_frame(Label::threaded(index, 20), &UDP_IN, &mut f).unwrap();
@@ -351,10 +351,10 @@ fn dv_node(addr: [u8; 4]) -> Node {
     Node::new(c, T0).unwrap()
 }
 
-/// Runs the routing exchange between A's interface `ia` and B's `ib` until quiet.
-fn exchange(a: &mut Node, b: &mut Node, ia: usize, ib: usize) {
+/// Runs the routing exchange between A's interface `ia` and B's `ib` for 40 s from `from_ms`.
+fn exchange(a: &mut Node, b: &mut Node, ia: usize, ib: usize, from_ms: u64) {
     for round in 0..20u64 {
-        let now = Instant::from_millis(round * 2_000);
+        let now = Instant::from_millis(from_ms + round * 2_000);
         a.handle_timeout(now);
         b.handle_timeout(now);
         for (i, mut f) in drain(a) {
@@ -379,7 +379,7 @@ fn distance_vector_learns_prefixes_and_withdraws_them_on_link_loss() {
         T0,
         prefix([0xfd00, 2, 0, 0, 0, 0, 0, 0].into(), 32).unwrap(),
     );
-    exchange(&mut a, &mut b, 1, 0);
+    exchange(&mut a, &mut b, 1, 0, 0);
     assert_eq!(a.routes().route([10, 2, 3, 4].into()), Some(1));
     assert_eq!(
         a.routes().route([0xfd00, 2, 0, 0, 0, 0, 0, 9].into()),
@@ -391,8 +391,16 @@ fn distance_vector_learns_prefixes_and_withdraws_them_on_link_loss() {
         "B's router id as a /32"
     );
     assert!(a.stats().routing > 0 && a.stats().balanced());
-    a.set_link(Instant::from_millis(60_000), 1, false);
+    a.set_link(Instant::from_millis(45_000), 1, false);
     assert_eq!(a.routes().route([10, 2, 3, 4].into()), None);
+    // The link comes back: A asks B for its table and re-learns the routes.
+    a.set_link(Instant::from_millis(61_000), 1, true);
+    exchange(&mut a, &mut b, 1, 0, 61_000);
+    assert_eq!(a.routes().route([10, 2, 3, 4].into()), Some(1));
+    assert_eq!(
+        a.routes().route([0xfd00, 2, 0, 0, 0, 0, 0, 9].into()),
+        Some(1)
+    );
     // A static route outlives it, and beats a learned one.
     a.add_route(p([10, 2, 0, 0], 16), 0);
     assert_eq!(a.routes().route([10, 2, 3, 4].into()), Some(0));
