@@ -273,13 +273,20 @@ fn fill_icmp_checksum(v: Version, src: IpAddr, dst: IpAddr, icmp: &mut [u8]) {
 ///
 /// # Errors
 ///
-/// [`IcmpBuildError::NotEchoRequest`], or [`IcmpBuildError::Ip`] for a malformed header.
+/// [`IcmpBuildError::NotEchoRequest`], [`IcmpBuildError::Suppressed`] for a request from a
+/// multicast, broadcast or unspecified source, or [`IcmpBuildError::Ip`] for a malformed
+/// header.
 pub fn echo_reply(packet: &mut [u8]) -> Result<(), IcmpBuildError> {
     let h = IpHeader::parse_unverified(packet)?;
     let (want, reply) = match h.version {
         Version::V4 => (8, 0),
         Version::V6 => (128, 129),
     };
+    // Never answer toward a multicast, broadcast or unspecified source (RFC 1122 §3.2.2.6
+    // lets a host answer a multicast destination, but the reply goes to a unicast source).
+    if is_special(h.src) {
+        return Err(IcmpBuildError::Suppressed);
+    }
     if h.protocol != protocol_of(h.version)
         || h.later_fragment
         || packet.get(h.header_len).copied() != Some(want)
@@ -514,6 +521,21 @@ mod tests {
             assert!(m.kind == 0 || m.kind == 129);
             assert_eq!(echo_reply(p), Err(IcmpBuildError::NotEchoRequest));
         }
+    }
+
+    #[test]
+    fn no_echo_reply_toward_a_multicast_source() {
+        let mut buf = [0u8; 64];
+        let n = emit_echo_request(
+            [224, 0, 0, 9].into(),
+            [10, 0, 0, 1].into(),
+            1,
+            1,
+            b"",
+            &mut buf,
+        )
+        .unwrap();
+        assert_eq!(echo_reply(&mut buf[..n]), Err(IcmpBuildError::Suppressed));
     }
 
     #[test]

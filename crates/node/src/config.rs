@@ -157,8 +157,12 @@ impl Config {
             if f.dv_cost == Some(0) {
                 return Err(ConfigError::ZeroCost { iface: i });
             }
-            if f.dv_cost.is_some() && self.dv.is_none() {
-                return Err(ConfigError::NoRouting { iface: i });
+            match (f.dv_cost, &self.dv) {
+                (Some(_), None) => return Err(ConfigError::NoRouting { iface: i }),
+                (Some(cost), Some(dv)) if cost >= dv.infinity => {
+                    return Err(ConfigError::CostTooHigh { iface: i, cost });
+                }
+                _ => {}
             }
         }
         if self.snap && self.ipv4().is_none() {
@@ -190,6 +194,13 @@ pub enum ConfigError {
         /// The interface.
         iface: usize,
     },
+    /// A routing cost at or above the distance-vector infinity.
+    CostTooHigh {
+        /// The interface.
+        iface: usize,
+        /// Its cost.
+        cost: u16,
+    },
     /// A link cost given with no distance-vector config.
     NoRouting {
         /// The interface.
@@ -209,6 +220,12 @@ impl fmt::Display for ConfigError {
                 write!(f, "interface {iface}: MTU {mtu} outside 68..=65535")
             }
             ConfigError::ZeroCost { iface } => write!(f, "interface {iface}: routing cost 0"),
+            ConfigError::CostTooHigh { iface, cost } => {
+                write!(
+                    f,
+                    "interface {iface}: routing cost {cost} at or above infinity"
+                )
+            }
             ConfigError::NoRouting { iface } => {
                 write!(f, "interface {iface}: a routing cost but no [dv] config")
             }

@@ -357,6 +357,17 @@ impl Node {
                     return (Fate::Dropped(Reason::Malformed), None);
                 };
                 let end = LABEL_SHIM_LEN + h.total_len;
+                if h.total_len
+                    > self
+                        .config
+                        .ifaces
+                        .get(usize::from(out))
+                        .map_or(0, |f| f.mtu)
+                {
+                    // Too big for the label's link: the IP path fragments or answers.
+                    self.stats.label_fallback += 1;
+                    return self.ip(now, iface, frame, LABEL_SHIM_LEN, false);
+                }
                 if let Some(esp) = &mut self.esp {
                     let Some(p) = frame.get_mut(LABEL_SHIM_LEN..end) else {
                         return (Fate::Dropped(Reason::Malformed), None);

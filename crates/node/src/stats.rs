@@ -71,7 +71,9 @@ pub struct Stats {
     pub fragments: u64,
     /// ICMP messages sent (errors and echo replies).
     pub icmp_sent: u64,
-    /// ICMP errors the RFCs did not let us send, or with no address to send from.
+    /// ICMP errors the RFCs did not let us send or with no address to send from, and
+    /// packets the node made (ICMP, echo replies, ESP reflections) with no unicast route or
+    /// too big for their link.
     pub icmp_suppressed: u64,
     /// Routing messages sent.
     pub routing_sent: u64,

@@ -610,3 +610,55 @@ fn routes_and_groups_name_only_interfaces_the_node_has() {
     n.add_group([224, 1, 1, 1].into(), &[1, 7, 9]);
     assert_eq!(n.routes().group([224, 1, 1, 1].into()), Some(&[1u16][..]));
 }
+
+#[test]
+fn a_labelled_packet_too_big_for_its_link_takes_the_ip_path() {
+    let mut a = dv_node([10, 0, 0, 1]);
+    let mut b = dv_node([10, 0, 0, 2]);
+    b.originate(T0, p([10, 2, 0, 0], 16));
+    exchange(&mut a, &mut b, 1, 0, 0);
+    let index = a.dv().unwrap().index_of_dest(p([10, 2, 0, 0], 16)).unwrap();
+    let mut big = vec![0u8; 1600];
+    emit_header(
+        &mut big,
+        [10, 1, 0, 1].into(),
+        [10, 2, 0, 7].into(),
+        17,
+        64,
+        1580,
+    )
+    .unwrap();
+    let mut f = vec![0u8; 5 + 1600];
+    emit_label_frame(Label::threaded(index, 20), &big, &mut f).unwrap();
+    assert_eq!(a.handle_packet(T0, 0, &mut f), None);
+    let out = drain(&mut a);
+    // DF set: ICMP fragmentation needed back toward the source, nothing over 1500 out.
+    assert_eq!(out.len(), 1);
+    let (_, m) = read(&out[0].1).unwrap();
+    assert_eq!((m.kind, m.code), (3, 4));
+    let s = a.stats();
+    assert_eq!((s.dropped.too_big, s.label_forwarded), (1, 0));
+}
+
+#[test]
+fn node_made_packets_never_exceed_their_link() {
+    // A 68-byte link back toward the source: a 576-byte ICMP error cannot go.
+    let mut n = router(|c| c.ifaces[0].mtu = 68);
+    let mut f = UDP_IN;
+    f[8] = 1;
+    f[10..12].copy_from_slice(&[0x65, 0xc7]);
+    n.handle_packet(T0, 0, &mut f);
+    assert!(drain(&mut n).is_empty());
+    assert_eq!(n.stats().icmp_suppressed, 1);
+}
+
+#[test]
+fn a_routing_cost_at_infinity_is_a_config_error() {
+    let mut c = Config::router([10, 0, 0, 1].into(), 1);
+    c.dv = Some(fastpath::dv::Config::new(1));
+    c.ifaces[0] = IfaceConfig::new(1500).with_dv(16);
+    assert_eq!(
+        Node::new(c, T0).err(),
+        Some(waist_node::ConfigError::CostTooHigh { iface: 0, cost: 16 })
+    );
+}
