@@ -618,6 +618,7 @@ fn a_labelled_packet_too_big_for_its_link_takes_the_ip_path() {
     b.originate(T0, p([10, 2, 0, 0], 16));
     exchange(&mut a, &mut b, 1, 0, 0);
     let index = a.dv().unwrap().index_of_dest(p([10, 2, 0, 0], 16)).unwrap();
+    a.add_route(p([10, 1, 0, 0], 16), 0);
     let mut big = vec![0u8; 1600];
     emit_header(
         &mut big,
@@ -644,9 +645,16 @@ fn a_labelled_packet_too_big_for_its_link_takes_the_ip_path() {
 fn node_made_packets_never_exceed_their_link() {
     // A 68-byte link back toward the source: a 576-byte ICMP error cannot go.
     let mut n = router(|c| c.ifaces[0].mtu = 68);
-    let mut f = UDP_IN;
-    f[8] = 1;
-    f[10..12].copy_from_slice(&[0x65, 0xc7]);
+    let mut f = vec![0u8; 200];
+    emit_header(
+        &mut f,
+        [10, 1, 0, 1].into(),
+        [10, 2, 0, 7].into(),
+        17,
+        1,
+        180,
+    )
+    .unwrap();
     n.handle_packet(T0, 0, &mut f);
     assert!(drain(&mut n).is_empty());
     assert_eq!(n.stats().icmp_suppressed, 1);
