@@ -591,16 +591,19 @@ impl Node {
         }
     }
 
-    /// Routes a packet the node itself made (ICMP, reflections, echo replies) and queues it.
+    /// Routes a packet the node itself made (ICMP, reflections, echo replies) and queues it:
+    /// by unicast routes only (never to a group), and only if it fits the link.
     pub(crate) fn send_own(&mut self, packet: Vec<u8>) {
         let Ok(h) = IpHeader::parse(&packet) else {
             return;
         };
-        let out = self
-            .routes
-            .group(h.dst)
-            .and_then(|g| g.first().copied())
-            .or_else(|| self.routes.route(h.dst));
+        let fits = |o: &u16| {
+            self.config
+                .ifaces
+                .get(usize::from(*o))
+                .is_some_and(|f| packet.len() <= f.mtu)
+        };
+        let out = self.routes.route(h.dst).filter(fits);
         match out {
             Some(o) => {
                 self.stats.icmp_sent += u64::from(

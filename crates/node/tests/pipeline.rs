@@ -656,7 +656,8 @@ fn node_made_packets_never_exceed_their_link() {
     )
     .unwrap();
     n.handle_packet(T0, 0, &mut f);
-    assert!(drain(&mut n).is_empty());
+    let out = drain(&mut n);
+    assert!(out.is_empty(), "{out:?} {:?}", n.stats());
     assert_eq!(n.stats().icmp_suppressed, 1);
 }
 
