@@ -196,13 +196,15 @@ pub fn find_ipv4_option(packet: &[u8]) -> Result<Option<SourceHashOption>, WireE
 /// A copy of the IPv4 `packet` with `opt` as its first option (existing options follow,
 /// the header padded to a word with end-of-list bytes), with IHL, total length and the
 /// header checksum updated (the checksum by the IP layer,
-/// [`waist_ip::rewrite::fill_ipv4_checksum`]).
+/// [`waist_ip::rewrite::fill_ipv4_checksum`]). Bytes past the packet's total length (link
+/// padding) are not part of it and are not copied.
 ///
 /// # Errors
 ///
 /// [`WireError::Duplicate`] if it carries one already, [`WireError::NoRoom`] past a 60-byte
 /// header or a 65,535-byte packet; a malformed header or option list as
-/// [`find_ipv4_option`] reports it.
+/// [`find_ipv4_option`] reports it; [`WireError::Truncated`] if the total length exceeds
+/// the bytes present, [`WireError::BadHeaderLength`] if it is below the header length.
 pub fn insert_ipv4_option(packet: &[u8], opt: &SourceHashOption) -> Result<Vec<u8>, WireError> {
     if find_ipv4_option(packet)?.is_some() {
         return Err(WireError::Duplicate);
@@ -235,7 +237,16 @@ pub fn insert_ipv4_option(packet: &[u8], opt: &SourceHashOption) -> Result<Vec<u
         return Err(WireError::NoRoom);
     }
     let old_header_len = 20 + old_opts.len();
-    let payload = packet.get(old_header_len..).ok_or(WireError::Truncated)?;
+    let old_total = match packet.get(2..4) {
+        Some(&[a, b]) => usize::from(u16::from_be_bytes([a, b])),
+        _ => return Err(WireError::Truncated),
+    };
+    if old_total < old_header_len {
+        return Err(WireError::BadHeaderLength);
+    }
+    let payload = packet
+        .get(old_header_len..old_total)
+        .ok_or(WireError::Truncated)?;
     let total = header_len + payload.len();
     let total16 = u16::try_from(total).map_err(|_| WireError::NoRoom)?;
     let mut out = Vec::with_capacity(total);
@@ -369,6 +380,34 @@ mod tests {
     }
 
     #[test]
+    fn link_padding_is_not_payload_and_lying_lengths_are_errors() {
+        // A 29-byte UDP packet padded to 46 bytes, as an Ethernet frame would carry it.
+        let pkt = ipv4(b"x");
+        let mut padded = pkt.clone();
+        padded.resize(46, 0xEE);
+        let opt = SourceHashOption {
+            hash: SourceHash::new(7),
+            flow_id: None,
+        };
+        let out = insert_ipv4_option(&padded, &opt).unwrap();
+        assert_eq!(out, insert_ipv4_option(&pkt, &opt).unwrap());
+        assert_eq!(out.len(), pkt.len() + 8);
+        let (h, rest) = etherparse::Ipv4Header::from_slice(&out).unwrap();
+        assert_eq!(usize::from(h.total_len), out.len());
+        assert_eq!(rest, &pkt[20..]);
+        // A total length beyond the bytes, or below the header.
+        let mut long = pkt.clone();
+        long[3] += 1;
+        assert_eq!(insert_ipv4_option(&long, &opt), Err(WireError::Truncated));
+        let mut short = pkt;
+        short[2..4].copy_from_slice(&[0, 19]);
+        assert_eq!(
+            insert_ipv4_option(&short, &opt),
+            Err(WireError::BadHeaderLength)
+        );
+    }
+
+    #[test]
     fn existing_options_are_kept_and_room_is_checked() {
         let mut pkt = ipv4(b"x");
         // Add a NOP + 3-byte option (type 7 "record route" shape) by hand: IHL 6.
@@ -450,8 +489,9 @@ mod tests {
         }
 
         /// Inserting the option into an IPv4 header that already has options (NOPs and
-        /// one record-route-shaped option) leaves IHL, total length and the header
-        /// checksum right by etherparse's own computation, and the payload untouched.
+        /// one record-route-shaped option), followed by link padding, leaves IHL, total
+        /// length and the header checksum right by etherparse's own computation, and the
+        /// payload untouched.
         #[test]
         fn insertion_keeps_the_header_right(
             ttl in any::<u8>(),
@@ -459,6 +499,7 @@ mod tests {
             other in proptest::collection::vec(any::<u8>(), 0..=10),
             fid in proptest::collection::vec(any::<u8>(), 0..=16),
             payload in proptest::collection::vec(any::<u8>(), 0..64),
+            padding in 0usize..20,
         ) {
             let mut pkt = ipv4(&payload);
             pkt[8] = ttl;
@@ -478,7 +519,10 @@ mod tests {
                 hash: SourceHash::new(u32::from(ttl) * 0x0101_0101),
                 flow_id: FlowId::new(&fid).ok(),
             };
-            match insert_ipv4_option(&pkt, &opt) {
+            // Link padding after the datagram is not part of it.
+            let mut padded = pkt.clone();
+            padded.resize(pkt.len() + padding, 0xEE);
+            match insert_ipv4_option(&padded, &opt) {
                 Ok(out) => {
                     let (h, rest) = etherparse::Ipv4Header::from_slice(&out).unwrap();
                     prop_assert_eq!(h.header_checksum, h.calc_header_checksum());
