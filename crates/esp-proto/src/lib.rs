@@ -10,7 +10,8 @@
 //! * [`consts`]: protocol numbers (IP protocol 253, IPv4 option 158, IPv6 option 0x3E);
 //! * [`wire`]: the ESP header ([`wire::Header`], [`wire::HeaderRepr`]) and where it rides in
 //!   an IP packet — dedicated, IPv4 option or IPv6 hop-by-hop ([`wire::locate`], builders,
-//!   `wire::piggyback` with `alloc`, the reflector, TTL decrement);
+//!   `wire::piggyback` with `alloc`, the reflector, TTL decrement); the IP header itself
+//!   (checks, checksum, TTL, builders) is the workspace's one IP layer, `waist-ip`;
 //! * [`instr`] and [`codec`]: the 17 instructions (the paper's COUNT, COMPARE, COLLECT,
 //!   RCHLD, RCOLLECT, the marks and SUBCAST its applications need, and a general set), one
 //!   table documenting them all, and their operand encodings; [`idmap`]: Bloom IDmaps;

@@ -193,23 +193,18 @@ pub fn find_ipv4_option(packet: &[u8]) -> Result<Option<SourceHashOption>, WireE
     Ok(found)
 }
 
-/// The Internet checksum of an IPv4 header (checksum field included as it is).
-fn header_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for c in header.chunks(2) {
-        let hi = c.first().copied().unwrap_or(0);
-        let lo = c.get(1).copied().unwrap_or(0);
-        sum += u32::from(u16::from_be_bytes([hi, lo]));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// A copy of the IPv4 `packet` with `opt` as its first option (existing options follow,
 /// the header padded to a word with end-of-list bytes), with IHL, total length and the
-/// header checksum updated.
+/// header checksum updated (the checksum by the IP layer,
+/// [`waist_ip::rewrite::fill_ipv4_checksum`]). Bytes past the packet's total length (link
+/// padding) are not part of it and are not copied.
+///
+/// # Errors
+///
+/// [`WireError::Duplicate`] if it carries one already, [`WireError::NoRoom`] past a 60-byte
+/// header or a 65,535-byte packet; a malformed header or option list as
+/// [`find_ipv4_option`] reports it; [`WireError::Truncated`] if the total length exceeds
+/// the bytes present, [`WireError::BadHeaderLength`] if it is below the header length.
 pub fn insert_ipv4_option(packet: &[u8], opt: &SourceHashOption) -> Result<Vec<u8>, WireError> {
     if find_ipv4_option(packet)?.is_some() {
         return Err(WireError::Duplicate);
@@ -242,7 +237,16 @@ pub fn insert_ipv4_option(packet: &[u8], opt: &SourceHashOption) -> Result<Vec<u
         return Err(WireError::NoRoom);
     }
     let old_header_len = 20 + old_opts.len();
-    let payload = packet.get(old_header_len..).ok_or(WireError::Truncated)?;
+    let old_total = match packet.get(2..4) {
+        Some(&[a, b]) => usize::from(u16::from_be_bytes([a, b])),
+        _ => return Err(WireError::Truncated),
+    };
+    if old_total < old_header_len {
+        return Err(WireError::BadHeaderLength);
+    }
+    let payload = packet
+        .get(old_header_len..old_total)
+        .ok_or(WireError::Truncated)?;
     let total = header_len + payload.len();
     let total16 = u16::try_from(total).map_err(|_| WireError::NoRoom)?;
     let mut out = Vec::with_capacity(total);
@@ -253,12 +257,13 @@ pub fn insert_ipv4_option(packet: &[u8], opt: &SourceHashOption) -> Result<Vec<u
     out.extend_from_slice(old_opts.get(..used).ok_or(WireError::Truncated)?);
     out.resize(header_len, 0);
     out.extend_from_slice(payload);
-    let h = out.get_mut(..header_len).ok_or(WireError::Truncated)?;
-    h[0] = 0x40 | (header_len / 4) as u8;
-    h[2..4].copy_from_slice(&total16.to_be_bytes());
-    h[10..12].copy_from_slice(&[0, 0]);
-    let c = header_checksum(h);
-    h[10..12].copy_from_slice(&c.to_be_bytes());
+    let Some([version_ihl, _, t0, t1]) = out.get_mut(..4) else {
+        return Err(WireError::Truncated);
+    };
+    // `header_len` is at most 60, so the IHL fits its nibble.
+    *version_ihl = 0x40 | (header_len / 4) as u8;
+    [*t0, *t1] = total16.to_be_bytes();
+    waist_ip::rewrite::fill_ipv4_checksum(&mut out);
     Ok(out)
 }
 
@@ -375,6 +380,34 @@ mod tests {
     }
 
     #[test]
+    fn link_padding_is_not_payload_and_lying_lengths_are_errors() {
+        // A 29-byte UDP packet padded to 46 bytes, as an Ethernet frame would carry it.
+        let pkt = ipv4(b"x");
+        let mut padded = pkt.clone();
+        padded.resize(46, 0xEE);
+        let opt = SourceHashOption {
+            hash: SourceHash::new(7),
+            flow_id: None,
+        };
+        let out = insert_ipv4_option(&padded, &opt).unwrap();
+        assert_eq!(out, insert_ipv4_option(&pkt, &opt).unwrap());
+        assert_eq!(out.len(), pkt.len() + 8);
+        let (h, rest) = etherparse::Ipv4Header::from_slice(&out).unwrap();
+        assert_eq!(usize::from(h.total_len), out.len());
+        assert_eq!(rest, &pkt[20..]);
+        // A total length beyond the bytes, or below the header.
+        let mut long = pkt.clone();
+        long[3] += 1;
+        assert_eq!(insert_ipv4_option(&long, &opt), Err(WireError::Truncated));
+        let mut short = pkt;
+        short[2..4].copy_from_slice(&[0, 19]);
+        assert_eq!(
+            insert_ipv4_option(&short, &opt),
+            Err(WireError::BadHeaderLength)
+        );
+    }
+
+    #[test]
     fn existing_options_are_kept_and_room_is_checked() {
         let mut pkt = ipv4(b"x");
         // Add a NOP + 3-byte option (type 7 "record route" shape) by hand: IHL 6.
@@ -453,6 +486,54 @@ mod tests {
             prop_assert_eq!(find_ipv4_option(&pkt), Ok(Some(opt)));
             let (h, _) = etherparse::Ipv4Header::from_slice(&pkt).unwrap();
             prop_assert_eq!(h.header_checksum, h.calc_header_checksum());
+        }
+
+        /// Inserting the option into an IPv4 header that already has options (NOPs and
+        /// one record-route-shaped option), followed by link padding, leaves IHL, total
+        /// length and the header checksum right by etherparse's own computation, and the
+        /// payload untouched.
+        #[test]
+        fn insertion_keeps_the_header_right(
+            ttl in any::<u8>(),
+            nops in 0usize..4,
+            other in proptest::collection::vec(any::<u8>(), 0..=10),
+            fid in proptest::collection::vec(any::<u8>(), 0..=16),
+            payload in proptest::collection::vec(any::<u8>(), 0..64),
+            padding in 0usize..20,
+        ) {
+            let mut pkt = ipv4(&payload);
+            pkt[8] = ttl;
+            let mut options = vec![1u8; nops];
+            if !other.is_empty() {
+                options.extend_from_slice(&[7, other.len() as u8 + 2]);
+                options.extend_from_slice(&other);
+            }
+            options.resize(options.len().next_multiple_of(4), 0);
+            let hl = 20 + options.len();
+            pkt.splice(20..20, options.iter().copied());
+            pkt[0] = 0x40 | (hl / 4) as u8;
+            let total = pkt.len() as u16;
+            pkt[2..4].copy_from_slice(&total.to_be_bytes());
+            waist_ip::rewrite::fill_ipv4_checksum(&mut pkt);
+            let opt = SourceHashOption {
+                hash: SourceHash::new(u32::from(ttl) * 0x0101_0101),
+                flow_id: FlowId::new(&fid).ok(),
+            };
+            // Link padding after the datagram is not part of it.
+            let mut padded = pkt.clone();
+            padded.resize(pkt.len() + padding, 0xEE);
+            match insert_ipv4_option(&padded, &opt) {
+                Ok(out) => {
+                    let (h, rest) = etherparse::Ipv4Header::from_slice(&out).unwrap();
+                    prop_assert_eq!(h.header_checksum, h.calc_header_checksum());
+                    prop_assert_eq!(usize::from(h.total_len), out.len());
+                    prop_assert_eq!(h.header_len(), 20 + h.options.len());
+                    prop_assert_eq!(h.time_to_live, ttl);
+                    prop_assert_eq!(rest, &pkt[hl..]);
+                    prop_assert_eq!(find_ipv4_option(&out), Ok(Some(opt)));
+                }
+                Err(e) => prop_assert_eq!(e, WireError::NoRoom),
+            }
         }
 
         #[test]

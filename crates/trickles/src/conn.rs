@@ -19,6 +19,28 @@ impl Addr {
     }
 }
 
+/// The address as the IP layer (`waist-ip`) and `core::net` see it.
+impl From<Addr> for core::net::IpAddr {
+    #[inline]
+    fn from(a: Addr) -> Self {
+        match a {
+            Addr::V4(a) => core::net::IpAddr::from(a),
+            Addr::V6(a) => core::net::IpAddr::from(a),
+        }
+    }
+}
+
+/// An IP address as Trickles binds it into continuations.
+impl From<core::net::IpAddr> for Addr {
+    #[inline]
+    fn from(a: core::net::IpAddr) -> Self {
+        match a {
+            core::net::IpAddr::V4(a) => Addr::V4(a.octets()),
+            core::net::IpAddr::V6(a) => Addr::V6(a.octets()),
+        }
+    }
+}
+
 /// Client and server addresses and ports of one connection.
 ///
 /// Every continuation's MAC covers this tuple, so a continuation issued to one connection

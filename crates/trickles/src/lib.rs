@@ -14,7 +14,9 @@
 //! ```
 //!
 //! * [`wire`] and [`continuation`]: TCP segments marked by option 253 carrying requests
-//!   (continuation, SACK blocks, byte ranges, user continuation, data) and responses.
+//!   (continuation, SACK blocks, byte ranges, user continuation, data) and responses. The
+//!   IP layer beneath them (IP headers in `compat::ip`, the Internet checksum summed into
+//!   each segment's) is the workspace's one, `waist-ip`.
 //! * [`delta`]: delta-encoded continuations (§5.3): a client that asks for them gets only
 //!   the fields it cannot predict with [`cc::plan`], rebuilds the full continuation, and
 //!   presents it as usual.

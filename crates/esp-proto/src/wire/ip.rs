@@ -18,6 +18,10 @@
 //! the builders ([`emit_dedicated_ipv4`], [`emit_dedicated_ipv6`], [`piggyback_into`]) write IP
 //! header fields.
 //!
+//! The IP header's own work (header checks, checksum, TTL, address swap, header builders)
+//! is done by the IP layer, `waist-ip`; this module finds and places ESP in the packet and
+//! maps the IP layer's errors into its [`IpError`].
+//!
 //! Parsing never panics and its work is bounded by the 40-byte IPv4 option space or the
 //! hop-by-hop header length. It does not verify the IPv4 header checksum (routers need not;
 //! see [`ipv4_checksum_ok`]). IPv6 extension headers other than hop-by-hop are not walked,
@@ -48,14 +52,11 @@ mod field {
     pub(super) const V4_TOTAL_LEN: Range<usize> = 2..4;
     pub(super) const V4_FRAGMENT: Range<usize> = 6..8;
     pub(super) const V4_PROTOCOL: usize = 9;
-    pub(super) const V4_CHECKSUM: Range<usize> = 10..12;
-    pub(super) const V4_ADDRS: Range<usize> = 12..20;
-    pub(super) const V4_HEADER_LEN: usize = 20;
+    pub(super) const V4_HEADER_LEN: usize = waist_ip::IPV4_HEADER_LEN;
     pub(super) const V4_OPTION_SPACE: usize = 40;
     pub(super) const V6_PAYLOAD_LEN: Range<usize> = 4..6;
     pub(super) const V6_NEXT_HEADER: usize = 6;
-    pub(super) const V6_ADDRS: Range<usize> = 8..40;
-    pub(super) const V6_HEADER_LEN: usize = 40;
+    pub(super) const V6_HEADER_LEN: usize = waist_ip::IPV6_HEADER_LEN;
     pub(super) const HBH_MAX_LEN: usize = 256 * 8;
 }
 
@@ -199,6 +200,28 @@ pub enum IpError {
         /// Bytes available.
         len: usize,
     },
+    /// Any other rejection by the IP layer ([`waist_ip::IpError`]), such as a wrong IPv4
+    /// header checksum. This crate's own functions do not return it: they neither verify
+    /// the checksum nor build from mixed address families; it lets every IP-layer error
+    /// convert into this type.
+    Ip(waist_ip::IpError),
+}
+
+/// The IP layer's errors as this crate's: the variants both have map one to one, so
+/// callers keep matching on [`IpError::Truncated`] and its siblings.
+impl From<waist_ip::IpError> for IpError {
+    #[inline]
+    fn from(e: waist_ip::IpError) -> Self {
+        use waist_ip::IpError as L;
+        match e {
+            L::Truncated { len, needed } => IpError::Truncated { len, needed },
+            L::Version { version } => IpError::Version { version },
+            L::HeaderLength { ihl } => IpError::HeaderLength { ihl },
+            L::TotalLength { declared, len } => IpError::TotalLength { declared, len },
+            L::TooLong { len } => IpError::TooLong { len },
+            other => IpError::Ip(other),
+        }
+    }
 }
 
 impl fmt::Display for IpError {
@@ -235,6 +258,7 @@ impl fmt::Display for IpError {
             IpError::BufferTooSmall { needed, len } => {
                 write!(f, "output buffer of {len} bytes, {needed} needed")
             }
+            IpError::Ip(e) => e.fmt(f),
         }
     }
 }

@@ -2,25 +2,29 @@
 //! and accepts in both of its modes.
 //!
 //! IPv4 headers are 20 bytes without options (DF set, ident 0, TTL 64), IPv6 headers 40
-//! bytes without extension headers (hop limit 64), as smoltcp writes them. Incoming
-//! packets must be unfragmented, carry TCP directly, and (IPv4) have a valid header
-//! checksum.
+//! bytes without extension headers (hop limit 64), written and checked by the IP layer
+//! (`waist-ip`). Incoming packets must be unfragmented, carry TCP directly, and (IPv4)
+//! have a valid header checksum.
 
 use alloc::vec;
 use alloc::vec::Vec;
 
-use smoltcp::phy::ChecksumCapabilities;
-use smoltcp::wire::{
-    IpAddress, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr, Ipv6Address, Ipv6Packet, Ipv6Repr,
-};
+use core::net::IpAddr;
+
+use smoltcp::wire::{IpAddress, Ipv4Address, Ipv6Address};
+use waist_ip::{IpHeader, emit_header, header_len_for};
 
 use crate::conn::Addr;
 
 /// Hop limit of the packets [`wrap`] writes.
 const HOP_LIMIT: u8 = 64;
 
+/// The TCP protocol number (IPv4 protocol, IPv6 next header).
+const TCP: u8 = 6;
+
 /// `segment` behind an IP header from `src` to `dst` (protocol TCP), or `None` if the
-/// families differ or the packet would exceed 65 535 bytes.
+/// families differ or the packet would exceed 65 535 bytes. The header is the IP layer's
+/// ([`waist_ip::emit_header`]).
 ///
 /// ```
 /// use trickles::compat::ip;
@@ -31,75 +35,35 @@ const HOP_LIMIT: u8 = 64;
 /// assert_eq!(ip::unwrap(&packet), Some((a, b, &b"segment"[..])));
 /// ```
 pub fn wrap(src: &Addr, dst: &Addr, segment: &[u8]) -> Option<Vec<u8>> {
-    match (*src, *dst) {
-        (Addr::V4(s), Addr::V4(d)) => {
-            let repr = Ipv4Repr {
-                src_addr: Ipv4Address::from(s),
-                dst_addr: Ipv4Address::from(d),
-                next_header: IpProtocol::Tcp,
-                payload_len: segment.len(),
-                hop_limit: HOP_LIMIT,
-            };
-            let total = repr.buffer_len().checked_add(segment.len())?;
-            u16::try_from(total).ok()?;
-            let mut out = vec![0u8; total];
-            let mut packet = Ipv4Packet::new_unchecked(&mut out[..]);
-            repr.emit(&mut packet, &ChecksumCapabilities::default());
-            packet.payload_mut().copy_from_slice(segment);
-            Some(out)
-        }
-        (Addr::V6(s), Addr::V6(d)) => {
-            u16::try_from(segment.len()).ok()?;
-            let repr = Ipv6Repr {
-                src_addr: Ipv6Address::from(s),
-                dst_addr: Ipv6Address::from(d),
-                next_header: IpProtocol::Tcp,
-                payload_len: segment.len(),
-                hop_limit: HOP_LIMIT,
-            };
-            let mut out = vec![0u8; repr.buffer_len() + segment.len()];
-            let mut packet = Ipv6Packet::new_unchecked(&mut out[..]);
-            repr.emit(&mut packet);
-            packet.payload_mut().copy_from_slice(segment);
-            Some(out)
-        }
-        _ => None,
-    }
+    let (src, dst) = (IpAddr::from(*src), IpAddr::from(*dst));
+    let header_len = header_len_for(src);
+    let mut out = vec![0u8; header_len.checked_add(segment.len())?];
+    let (header, payload) = out.split_at_mut(header_len);
+    emit_header(header, src, dst, TCP, HOP_LIMIT, segment.len()).ok()?;
+    payload.copy_from_slice(segment);
+    Some(out)
 }
 
 /// The source, destination and TCP segment of an IP packet, or `None` if it is not a
-/// well-formed, unfragmented IPv4 or IPv6 packet carrying TCP.
+/// well-formed, unfragmented IPv4 or IPv6 packet carrying TCP (checked by the IP layer,
+/// [`IpHeader::parse`]; fuzzing builds skip the IPv4 checksum, as smoltcp's do).
 pub fn unwrap(packet: &[u8]) -> Option<(Addr, Addr, &[u8])> {
-    match packet.first()? >> 4 {
-        4 => {
-            let p = Ipv4Packet::new_checked(packet).ok()?;
-            let repr = Ipv4Repr::parse(&p, &ChecksumCapabilities::default()).ok()?;
-            if repr.next_header != IpProtocol::Tcp || p.more_frags() || p.frag_offset() != 0 {
-                return None;
-            }
-            let start = usize::from(p.header_len());
-            let tcp = packet.get(start..start.checked_add(repr.payload_len)?)?;
-            Some((
-                Addr::V4(repr.src_addr.octets()),
-                Addr::V4(repr.dst_addr.octets()),
-                tcp,
-            ))
-        }
-        6 => {
-            let p = Ipv6Packet::new_checked(packet).ok()?;
-            let repr = Ipv6Repr::parse(&p).ok()?;
-            if repr.next_header != IpProtocol::Tcp {
-                return None;
-            }
-            let tcp = packet.get(repr.buffer_len()..repr.buffer_len() + repr.payload_len)?;
-            Some((
-                Addr::V6(repr.src_addr.octets()),
-                Addr::V6(repr.dst_addr.octets()),
-                tcp,
-            ))
-        }
-        _ => None,
+    let h = if cfg!(fuzzing) {
+        IpHeader::parse_unverified(packet)
+    } else {
+        IpHeader::parse(packet)
     }
+    .ok()?;
+    // A first fragment (more-fragments set) is a fragment too; the IP layer reports only
+    // later ones, so the flag is read here (IPv4 byte 6; IPv6 fragments are extension
+    // headers and fail the protocol check).
+    let more_fragments =
+        h.version == waist_ip::Version::V4 && packet.get(6).is_some_and(|flags| flags & 0x20 != 0);
+    if h.protocol != TCP || h.later_fragment || more_fragments {
+        return None;
+    }
+    let tcp = packet.get(h.header_len..h.total_len)?;
+    Some((Addr::from(h.src), Addr::from(h.dst), tcp))
 }
 
 /// `addr` as smoltcp's address type.
@@ -134,6 +98,37 @@ mod tests {
         udp[9] = 17;
         udp[10..12].copy_from_slice(&[0x26, 0xd5]);
         assert_eq!(unwrap(&udp), None);
+    }
+
+    #[test]
+    fn fragments_padding_and_oversize() {
+        let (a, b) = (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2]));
+        let packet = wrap(&a, &b, b"ab").unwrap_or_default();
+        // More fragments (a first fragment), then a later fragment: both refused, with
+        // the checksum fixed so that only the flag decides.
+        for (byte, value) in [(6, 0x20), (7, 0x01)] {
+            let mut frag = packet.clone();
+            frag[6] = 0;
+            frag[byte] = value;
+            waist_ip::rewrite::fill_ipv4_checksum(&mut frag);
+            assert!(IpHeader::parse(&frag).is_ok());
+            assert_eq!(
+                unwrap(&frag),
+                None,
+                "fragment flags {:02x}{:02x}",
+                frag[6],
+                frag[7]
+            );
+        }
+        // Link padding past the total length is not part of the segment.
+        let mut padded = packet.clone();
+        padded.extend_from_slice(&[0; 6]);
+        assert_eq!(unwrap(&padded), Some((a, b, &b"ab"[..])));
+        assert_eq!(
+            wrap(&a, &b, &vec![0; 65_535 - 20]).map(|p| p.len()),
+            Some(65_535)
+        );
+        assert_eq!(wrap(&a, &b, &vec![0; 65_535 - 19]), None);
     }
 
     #[test]

@@ -12,8 +12,9 @@
 //!   the source hash rides in a 4-byte word in front of the IP header (standing in for the
 //!   DML header the paper suggests for it).
 //! * **IP forwarding.** Each packet carries the source-hash option
-//!   ([`fastpath::wire`]) with a 4-byte flow number; forwarding checks the header,
-//!   decrements the TTL with an incremental checksum update, and finds the next hop — by
+//!   ([`fastpath::wire`]) with a 4-byte flow number; forwarding checks the header and
+//!   decrements the TTL with an incremental checksum update (both by the IP layer,
+//!   `waist-ip`), and finds the next hop — by
 //!   the LPM trie ([`fastpath::lpm::LpmTable`], 100 routes) or through
 //!   [`fastpath::apps::route::RouteCache`].
 //!
@@ -31,6 +32,7 @@ use fastpath::hashes::crc32;
 use fastpath::lpm::Prefix;
 use fastpath::wire::{SourceHashOption, insert_ipv4_option};
 use fastpath::{FlowCache, FlowId, SourceHash};
+use waist_ip::{IpHeader, Version, rewrite};
 
 use super::{Options, SplitMix};
 
@@ -210,10 +212,13 @@ fn ip_packets(seed: u64) -> anyhow::Result<Vec<Vec<u8>>> {
 }
 
 /// What the forwarding fast path reads from a packet: hash, source, destination, flow.
+/// The header is checked by the IP layer (version, IHL, total length; routers need not
+/// verify the checksum), the option's fields are read where it puts them.
 #[inline(always)]
 fn header(p: &[u8]) -> Option<(SourceHash, [u8; 4], [u8; 4], u32)> {
+    let h = IpHeader::parse_unverified(p).ok()?;
     let w = |r: std::ops::Range<usize>| -> Option<[u8; 4]> { p.get(r)?.try_into().ok() };
-    if p.first()? >> 4 != 4 || p.get(20) != Some(&fastpath::wire::OPTION_TYPE) {
+    if h.version != Version::V4 || p.get(20) != Some(&fastpath::wire::OPTION_TYPE) {
         return None;
     }
     Some((
@@ -224,20 +229,11 @@ fn header(p: &[u8]) -> Option<(SourceHash, [u8; 4], [u8; 4], u32)> {
     ))
 }
 
-/// TTL decrement with the incremental checksum update (RFC 1624).
+/// The IP layer's TTL decrement with the incremental checksum update (RFC 1624): whether
+/// the packet is forwarded (its TTL was above 1).
 #[inline(always)]
 fn decrement_ttl(p: &mut [u8]) -> bool {
-    let (Some(&ttl), Some(&c0), Some(&c1)) = (p.get(8), p.get(10), p.get(11)) else {
-        return false;
-    };
-    if ttl <= 1 {
-        return false;
-    }
-    let sum = u32::from(u16::from_be_bytes([c0, c1])) + 0x0100;
-    let c = ((sum & 0xffff) + (sum >> 16)) as u16;
-    p[8] = ttl - 1;
-    p[10..12].copy_from_slice(&c.to_be_bytes());
-    true
+    matches!(rewrite::decrement_ttl(p), Ok(ttl) if ttl > 0)
 }
 
 /// Times forwarding three ways; checks they agree first.
@@ -395,6 +391,27 @@ mod tests {
         let (h, _) = etherparse::Ipv4Header::from_slice(&p).unwrap();
         assert_eq!(h.time_to_live, 63);
         assert_eq!(h.header_checksum, h.calc_header_checksum());
+        // A packet arriving with TTL 1 is not forwarded.
+        waist_ip::rewrite::set_ttl(&mut p, 1).unwrap();
+        assert!(!decrement_ttl(&mut p));
+    }
+
+    #[test]
+    fn header_reads_the_option_and_refuses_other_packets() {
+        let pkts = ip_packets(7).unwrap();
+        let (_, src, dst, flow) = header(&pkts[0]).unwrap();
+        assert_eq!(src[0], 172);
+        assert_eq!(dst[0], 10);
+        assert!(flow < FLOWS as u32);
+        // A total length beyond the bytes, an IPv6 packet, no option: refused.
+        assert_eq!(header(&pkts[0][..pkts[0].len() - 1]), None);
+        let mut v6 = pkts[0].clone();
+        v6[0] = 0x60;
+        assert_eq!(header(&v6), None);
+        let b = etherparse::PacketBuilder::ipv4([1, 2, 3, 4], [5, 6, 7, 8], 64).udp(1, 2);
+        let mut plain = Vec::new();
+        b.write(&mut plain, &[0; 16]).unwrap();
+        assert_eq!(header(&plain), None);
     }
 
     #[test]

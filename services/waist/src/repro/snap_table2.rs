@@ -52,6 +52,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use esp_proto::wire::{addresses, decrement_ttl, reflect};
 use snap_vm::vm::{Delivered, End, NodeConfig, Outcome, Stats, Vm};
+use waist_ip::checksum::checksum;
 
 use super::Options;
 
@@ -154,18 +155,6 @@ fn snap_ping(payload: usize, hops: usize) -> anyhow::Result<Vec<u8>> {
     let bytes: Vec<u8> = (0..payload).map(|i| i as u8).collect();
     let port = u16::try_from(PORT)?;
     Ok(snap_vm::fixtures::ping(addr(0), addr(hops), port, &bytes, 32).to_bytes()?)
-}
-
-/// The Internet checksum of `data`.
-fn checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], c.get(1).copied().unwrap_or(0)])))
-        .sum();
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// An ICMP echo request from node 0 to node `hops` carrying `payload` bytes.

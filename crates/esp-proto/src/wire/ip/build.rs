@@ -1,8 +1,12 @@
 //! Building packets: dedicated ESP packets, and piggybacking an instruction on a packet.
 
+use core::net::IpAddr;
 use core::ops::Range;
 
-use super::fixed::{Fixed, fill_checksum, fixed_header, put16};
+use waist_ip::emit_header;
+use waist_ip::rewrite::fill_ipv4_checksum;
+
+use super::fixed::{Fixed, fixed_header, put16};
 use super::parse::{hop_by_hop, locate, v4_options};
 use super::{EOL, HOP_BY_HOP, IpError, PAD1, PADN, ROUTER_ALERT, field};
 use crate::consts::{IP_PROTOCOL, IPV4_OPTION, IPV6_HBH_OPTION};
@@ -63,34 +67,16 @@ pub fn emit_dedicated_ipv4(
     payload: &[u8],
     out: &mut [u8],
 ) -> Result<usize, IpError> {
-    let len = dedicated_ipv4_len(esp.len(), payload.len());
     check_esp(esp)?;
-    let [l0, l1] = length_field(len, len)?.to_be_bytes();
-    let [s0, s1, s2, s3] = src;
-    let [d0, d1, d2, d3] = dst;
-    let mut header = [
-        0x45,
-        0,
-        l0,
-        l1,
-        0,
-        0,
-        0x40,
-        0,
-        ttl,
+    let mut header = [0u8; field::V4_HEADER_LEN];
+    emit_header(
+        &mut header,
+        IpAddr::from(src),
+        IpAddr::from(dst),
         IP_PROTOCOL,
-        0,
-        0,
-        s0,
-        s1,
-        s2,
-        s3,
-        d0,
-        d1,
-        d2,
-        d3,
-    ];
-    fill_checksum(&mut header, field::V4_HEADER_LEN);
+        ttl,
+        esp.len() + payload.len(),
+    )?;
     write_parts(out, &[&header, esp, payload])
 }
 
@@ -109,11 +95,17 @@ pub fn emit_dedicated_ipv6(
     payload: &[u8],
     out: &mut [u8],
 ) -> Result<usize, IpError> {
-    let len = dedicated_ipv6_len(esp.len(), payload.len());
     check_esp(esp)?;
-    let [p0, p1] = length_field(len - field::V6_HEADER_LEN, len)?.to_be_bytes();
-    let fixed = [0x60, 0, 0, 0, p0, p1, IP_PROTOCOL, hop_limit];
-    write_parts(out, &[&fixed, &src, &dst, esp, payload])
+    let mut header = [0u8; field::V6_HEADER_LEN];
+    emit_header(
+        &mut header,
+        IpAddr::from(src),
+        IpAddr::from(dst),
+        IP_PROTOCOL,
+        hop_limit,
+        esp.len() + payload.len(),
+    )?;
+    write_parts(out, &[&header, esp, payload])
 }
 
 /// Attaches the instruction `esp` to an IPv4 or IPv6 packet that carries none, writing
@@ -276,7 +268,7 @@ impl Plan {
                     *first = 0x40 | (self.header_len / 4) as u8;
                 }
                 put16(out, field::V4_TOTAL_LEN, self.len as u16);
-                fill_checksum(out, self.header_len);
+                fill_ipv4_checksum(out);
             }
             PlanForm::V6 { next, kept, rest } => {
                 let used = 2 + kept.len() + 2 + esp.len();
@@ -330,7 +322,7 @@ mod tests {
             0x47, 0, 0, 30, 0, 0, 0, 0, 9, 6, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8
         ];
         p.extend_from_slice(&[1, 148, 4, 0, 0, 0, 0, 0, 0xAA, 0xBB]);
-        fill_checksum(&mut p, 28);
+        fill_ipv4_checksum(&mut p);
         let out = piggybacked(&p);
         let mut options = std::vec![1, 148, 4, 0, 0, 158, 10];
         options.extend_from_slice(&ESP);

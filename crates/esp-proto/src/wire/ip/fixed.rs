@@ -1,9 +1,12 @@
-//! The fixed IPv4 and IPv6 headers: length checks, checksum, addresses, reflection, TTL.
+//! The fixed IPv4 and IPv6 headers: length checks, checksum, addresses, reflection, TTL,
+//! all done by the IP layer (`waist-ip`); here only this crate's names and error type.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use core::ops::Range;
 
-use super::{IpError, field};
+use waist_ip::{IpHeader, Version, rewrite};
+
+use super::IpError;
 
 #[inline]
 pub(super) fn be16(p: &[u8], r: Range<usize>) -> u16 {
@@ -20,149 +23,74 @@ pub(super) fn put16(p: &mut [u8], r: Range<usize>, v: u16) {
     }
 }
 
-/// The Internet checksum of `bytes` (an IPv4 header: even length, at most 60 bytes).
-pub(super) fn checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = bytes
-        .chunks(2)
-        .map(|c| match c {
-            [a, b] => u32::from(u16::from_be_bytes([*a, *b])),
-            [a] => u32::from(*a) << 8,
-            _ => 0,
-        })
-        .sum();
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-/// Recomputes the checksum of the IPv4 header in `p[..header_len]`.
-pub(super) fn fill_checksum(p: &mut [u8], header_len: usize) {
-    put16(p, field::V4_CHECKSUM, 0);
-    let sum = checksum(p.get(..header_len).unwrap_or_default());
-    put16(p, field::V4_CHECKSUM, sum);
-}
-
 /// The checked fixed header of an IPv4 or IPv6 packet.
 pub(super) enum Fixed {
     V4 { header_len: usize, total_len: usize },
     V6 { end: usize },
 }
 
+/// Checks the fixed header with the IP layer ([`IpHeader::parse_unverified`]: version,
+/// IHL, total length; not the IPv4 checksum) and keeps the lengths this crate walks by.
 #[inline]
 pub(super) fn fixed_header(p: &[u8]) -> Result<Fixed, IpError> {
-    let len = p.len();
-    let Some(&first) = p.first() else {
-        return Err(IpError::Truncated { len, needed: 1 });
-    };
-    match first >> 4 {
-        4 => {
-            if len < field::V4_HEADER_LEN {
-                return Err(IpError::Truncated {
-                    len,
-                    needed: field::V4_HEADER_LEN,
-                });
-            }
-            let ihl = first & 0x0F;
-            if ihl < 5 {
-                return Err(IpError::HeaderLength { ihl });
-            }
-            let header_len = usize::from(ihl) * 4;
-            let total_len = usize::from(be16(p, field::V4_TOTAL_LEN));
-            if total_len < header_len || total_len > len {
-                return Err(IpError::TotalLength {
-                    declared: total_len,
-                    len,
-                });
-            }
-            Ok(Fixed::V4 {
-                header_len,
-                total_len,
-            })
-        }
-        6 => {
-            if len < field::V6_HEADER_LEN {
-                return Err(IpError::Truncated {
-                    len,
-                    needed: field::V6_HEADER_LEN,
-                });
-            }
-            let end = field::V6_HEADER_LEN + usize::from(be16(p, field::V6_PAYLOAD_LEN));
-            if end > len {
-                return Err(IpError::TotalLength { declared: end, len });
-            }
-            Ok(Fixed::V6 { end })
-        }
-        version => Err(IpError::Version { version }),
-    }
+    let h = IpHeader::parse_unverified(p)?;
+    Ok(match h.version {
+        Version::V4 => Fixed::V4 {
+            header_len: h.header_len,
+            total_len: h.total_len,
+        },
+        Version::V6 => Fixed::V6 { end: h.total_len },
+    })
 }
 
-/// Whether the IPv4 header checksum of `packet` is right (false for anything else).
+/// Whether the IPv4 header checksum of `packet` is right (false for anything else,
+/// including an IPv4 header whose lengths are malformed).
 pub fn ipv4_checksum_ok(packet: &[u8]) -> bool {
-    match fixed_header(packet) {
-        Ok(Fixed::V4 { header_len, .. }) => {
-            packet.get(..header_len).is_some_and(|h| checksum(h) == 0)
-        }
-        _ => false,
-    }
+    matches!(IpHeader::parse(packet), Ok(h) if h.version == Version::V4)
 }
 
 /// The source and destination addresses of an IPv4 or IPv6 packet.
+///
+/// The header is checked by the IP layer; the addresses are read here straight from the
+/// checked bytes, which on the forwarding baseline costs about 8 instructions per packet
+/// less than taking them from `IpHeader` (`examples/per_packet.rs baseline`).
 ///
 /// # Errors
 ///
 /// [`IpError`] if the fixed header is malformed.
 #[inline]
 pub fn addresses(packet: &[u8]) -> Result<(IpAddr, IpAddr), IpError> {
+    let len = packet.len();
     Ok(match fixed_header(packet)? {
-        Fixed::V4 { .. } => match packet.get(field::V4_ADDRS) {
+        Fixed::V4 { .. } => match packet.get(12..20) {
             Some(&[a, b, c, d, e, f, g, h]) => (
                 Ipv4Addr::new(a, b, c, d).into(),
                 Ipv4Addr::new(e, f, g, h).into(),
             ),
-            _ => {
-                return Err(IpError::Truncated {
-                    len: packet.len(),
-                    needed: 20,
-                });
-            }
+            _ => return Err(IpError::Truncated { len, needed: 20 }),
         },
         Fixed::V6 { .. } => {
-            let addrs = packet.get(field::V6_ADDRS).unwrap_or_default();
+            let addrs = packet.get(8..40).unwrap_or_default();
             let (src, dst) = addrs.split_at_checked(16).unwrap_or_default();
             match (<[u8; 16]>::try_from(src), <[u8; 16]>::try_from(dst)) {
                 (Ok(s), Ok(d)) => (Ipv6Addr::from(s).into(), Ipv6Addr::from(d).into()),
-                _ => {
-                    return Err(IpError::Truncated {
-                        len: packet.len(),
-                        needed: 40,
-                    });
-                }
+                _ => return Err(IpError::Truncated { len, needed: 40 }),
             }
         }
     })
 }
 
 /// Swaps source and destination addresses in place: the ESP reflector sends the packet
-/// back where it came from (paper §2.5). Recomputes the IPv4 checksum.
+/// back where it came from (paper §2.5). Recomputes the IPv4 checksum from scratch, so a
+/// caller may change other header bytes (a new TTL) before reflecting.
 ///
 /// # Errors
 ///
 /// [`IpError`] if the fixed header is malformed; the packet is then unchanged.
 pub fn reflect(packet: &mut [u8]) -> Result<(), IpError> {
-    match fixed_header(packet)? {
-        Fixed::V4 { header_len, .. } => {
-            if let Some(addrs) = packet.get_mut(field::V4_ADDRS) {
-                addrs.rotate_left(4);
-            }
-            fill_checksum(packet, header_len);
-        }
-        Fixed::V6 { .. } => {
-            if let Some(addrs) = packet.get_mut(field::V6_ADDRS) {
-                addrs.rotate_left(16);
-            }
-        }
-    }
+    fixed_header(packet)?;
+    rewrite::swap_addresses(packet)?;
+    rewrite::fill_ipv4_checksum(packet);
     Ok(())
 }
 
@@ -171,41 +99,15 @@ pub fn reflect(packet: &mut [u8]) -> Result<(), IpError> {
 /// packet that arrives with 0 is left unchanged and reports 0.
 ///
 /// This is the work every router does anyway, the baseline for ESP processing: it checks
-/// only the version and the fixed header's length.
+/// only the version and the fixed header's length. It is the IP layer's
+/// [`waist_ip::rewrite::decrement_ttl`], with this crate's [`IpError`].
 ///
 /// # Errors
 ///
 /// [`IpError::Version`] or [`IpError::Truncated`].
 #[inline]
 pub fn decrement_ttl(packet: &mut [u8]) -> Result<u8, IpError> {
-    let len = packet.len();
-    match packet.first().map(|b| b >> 4) {
-        Some(4) => {
-            let Some([_, _, _, _, _, _, _, _, ttl, _, c0, c1, ..]) =
-                packet.get_mut(..field::V4_HEADER_LEN)
-            else {
-                return Err(IpError::Truncated { len, needed: 20 });
-            };
-            if *ttl == 0 {
-                return Ok(0);
-            }
-            *ttl -= 1;
-            // HC' = ~(~HC + ~m + m') with m' = m - 0x0100, so ~m + m' = 0xFEFF.
-            let sum = u32::from(!u16::from_be_bytes([*c0, *c1])) + 0xFEFF;
-            [*c0, *c1] = (!(((sum & 0xFFFF) + (sum >> 16)) as u16)).to_be_bytes();
-            Ok(*ttl)
-        }
-        Some(6) => {
-            let Some([_, _, _, _, _, _, _, hop_limit, ..]) = packet.get_mut(..field::V6_HEADER_LEN)
-            else {
-                return Err(IpError::Truncated { len, needed: 40 });
-            };
-            *hop_limit = hop_limit.saturating_sub(1);
-            Ok(*hop_limit)
-        }
-        Some(version) => Err(IpError::Version { version }),
-        None => Err(IpError::Truncated { len, needed: 1 }),
-    }
+    Ok(rewrite::decrement_ttl(packet)?)
 }
 
 #[cfg(test)]
@@ -226,12 +128,56 @@ mod tests {
 
     #[test]
     fn checksum_of_a_known_header() {
-        let mut h = HEADER;
-        assert_eq!(checksum(&h), 0);
-        fill_checksum(&mut h, 20);
-        assert_eq!(h, HEADER);
         assert!(ipv4_checksum_ok(&packet()));
         assert!(!ipv4_checksum_ok(&HEADER), "total length lies");
+        let mut bad = packet();
+        bad[11] ^= 1;
+        assert!(!ipv4_checksum_ok(&bad));
+        let mut v6 = [0u8; 40];
+        v6[0] = 0x60;
+        assert!(!ipv4_checksum_ok(&v6));
+    }
+
+    #[test]
+    fn reflect_recomputes_after_a_header_change() {
+        // A reflector may set a fresh TTL first (the IP echo of `waist repro snap-table2`).
+        let mut p = packet();
+        p[8] = 1;
+        reflect(&mut p).unwrap();
+        assert_eq!(p[8], 1);
+        assert!(ipv4_checksum_ok(&p));
+        assert_eq!(
+            reflect(&mut p[..19]),
+            Err(IpError::Truncated {
+                len: 19,
+                needed: 20
+            })
+        );
+    }
+
+    #[test]
+    fn ttl_errors_are_this_crates() {
+        assert_eq!(
+            decrement_ttl(&mut [0x45; 10]),
+            Err(IpError::Truncated {
+                len: 10,
+                needed: 20
+            })
+        );
+        assert_eq!(
+            decrement_ttl(&mut [0x75]),
+            Err(IpError::Version { version: 7 })
+        );
+        assert_eq!(
+            decrement_ttl(&mut []),
+            Err(IpError::Truncated { len: 0, needed: 1 })
+        );
+        let mut v6 = [0u8; 40];
+        v6[0] = 0x60;
+        v6[7] = 1;
+        assert_eq!(decrement_ttl(&mut v6), Ok(0));
+        assert_eq!(decrement_ttl(&mut v6), Ok(0));
+        assert_eq!(v6[7], 0);
     }
 
     #[test]
