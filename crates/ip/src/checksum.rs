@@ -102,8 +102,15 @@ pub fn pseudo_header(src: IpAddr, dst: IpAddr, protocol: u8, len: u32) -> Sum {
         (IpAddr::V4(s), IpAddr::V4(d)) => Sum::new().with(&s.octets()).with(&d.octets()),
         (s, d) => Sum::new().with(&v6(s)).with(&v6(d)),
     };
-    let l = len.to_be_bytes();
-    sum.with(&l).with(&[0, 0, 0, protocol])
+    match u16::try_from(len) {
+        // One word: [0, protocol] and the 16-bit length sum like the two words RFC 8200
+        // writes (a 32-bit length, three zero bytes, the next header).
+        Ok(l) => {
+            let [l0, l1] = l.to_be_bytes();
+            sum.with(&[0, protocol, l0, l1])
+        }
+        Err(_) => sum.with(&len.to_be_bytes()).with(&[0, 0, 0, protocol]),
+    }
 }
 
 fn v6(a: IpAddr) -> [u8; 16] {
@@ -172,6 +179,22 @@ mod tests {
             0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
         ];
         assert_eq!(checksum(&h), 0xb861);
+    }
+
+    #[test]
+    fn pseudo_header_short_and_jumbo_lengths_agree_with_the_rfc_layout() {
+        let (s, d) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
+        for len in [0u32, 20, 1460, 65_535, 65_536, 1 << 20] {
+            let mut rfc = std::vec::Vec::new();
+            rfc.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+            rfc.extend_from_slice(&len.to_be_bytes());
+            rfc.extend_from_slice(&[0, 0, 0, 6]);
+            assert_eq!(
+                pseudo_header(s, d, 6, len).fold(),
+                Sum::new().with(&rfc).fold(),
+                "{len}"
+            );
+        }
     }
 
     proptest! {

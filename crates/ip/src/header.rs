@@ -134,6 +134,8 @@ pub struct IpHeader {
     pub dont_fragment: bool,
     /// Whether the packet is an IPv4 fragment other than the first (offset ≠ 0).
     pub later_fragment: bool,
+    /// The IPv4 more-fragments flag (false for IPv6).
+    pub more_fragments: bool,
 }
 
 impl IpHeader {
@@ -200,6 +202,7 @@ impl IpHeader {
                     dst: IpAddr::V4(Ipv4Addr::new(h[16], h[17], h[18], h[19])),
                     dont_fragment: flags & 0x4000 != 0,
                     later_fragment: flags & 0x1FFF != 0,
+                    more_fragments: flags & 0x2000 != 0,
                 })
             }
             6 => {
@@ -226,6 +229,7 @@ impl IpHeader {
                     dst: IpAddr::V6(Ipv6Addr::from(addr16(h, 24))),
                     dont_fragment: true,
                     later_fragment: false,
+                    more_fragments: false,
                 })
             }
             version => Err(IpError::Version { version }),

@@ -217,7 +217,11 @@ pub fn address_offset(packet: &[u8], destination: bool) -> Option<usize> {
 /// header is missing.
 pub fn set_address(packet: &mut [u8], destination: bool, addr: IpAddr) -> Result<(), IpError> {
     let len = packet.len();
-    let at = address_offset(packet, destination).ok_or(IpError::Truncated { len, needed: 1 })?;
+    let at = match (address_offset(packet, destination), packet.first()) {
+        (Some(at), _) => at,
+        (None, Some(b)) => return Err(IpError::Version { version: b >> 4 }),
+        (None, None) => return Err(IpError::Truncated { len, needed: 1 }),
+    };
     match (packet.first().map(|b| b >> 4), addr) {
         (Some(4), IpAddr::V4(a)) => rewrite(packet, at, &a.octets()),
         (Some(6), IpAddr::V6(a)) => rewrite(packet, at, &a.octets()),
@@ -273,6 +277,23 @@ mod tests {
         assert_eq!(&p[10..12], &[0x26, 0xcf]);
         decrement_ttl(&mut p).unwrap();
         assert_eq!((p[8], &p[10..12]), (63, &[0x27, 0xcf][..]));
+    }
+
+    #[test]
+    fn set_address_names_a_bad_version() {
+        assert_eq!(
+            set_address(&mut [0x55; 40], true, [1, 2, 3, 4].into()),
+            Err(IpError::Version { version: 5 })
+        );
+        assert_eq!(
+            set_address(&mut [], true, [1, 2, 3, 4].into()),
+            Err(IpError::Truncated { len: 0, needed: 1 })
+        );
+        let mut p = v4(3);
+        assert_eq!(
+            set_address(&mut p, false, [0xfd00, 0, 0, 0, 0, 0, 0, 1].into()),
+            Err(IpError::MixedFamilies)
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! Tables: 256 /24s and a default. Time stands still.
 //!
 //! `cargo bench -p waist-node --bench node`; instruction counts of the same steps come from
-//! `examples/per_packet.rs` under callgrind.
+//! `examples/node_per_packet.rs` under callgrind.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)] // bench harness
 
 #[allow(dead_code)] // shared with the callgrind driver

@@ -1,5 +1,5 @@
 //! Fixtures shared by the criterion bench (`benches/node.rs`) and the callgrind driver
-//! (`examples/per_packet.rs`): one router, one packet template per case, and the plain
+//! (`examples/node_per_packet.rs`): one router, one packet template per case, and the plain
 //! baseline a user would otherwise write.
 
 use std::hint::black_box;

@@ -54,12 +54,9 @@ pub fn unwrap(packet: &[u8]) -> Option<(Addr, Addr, &[u8])> {
         IpHeader::parse(packet)
     }
     .ok()?;
-    // A first fragment (more-fragments set) is a fragment too; the IP layer reports only
-    // later ones, so the flag is read here (IPv4 byte 6; IPv6 fragments are extension
+    // A first fragment (more-fragments set) is a fragment too (IPv6 fragments are extension
     // headers and fail the protocol check).
-    let more_fragments =
-        h.version == waist_ip::Version::V4 && packet.get(6).is_some_and(|flags| flags & 0x20 != 0);
-    if h.protocol != TCP || h.later_fragment || more_fragments {
+    if h.protocol != TCP || h.later_fragment || h.more_fragments {
         return None;
     }
     let tcp = packet.get(h.header_len..h.total_len)?;

@@ -1,8 +1,8 @@
 //! The node's per-packet work, for instruction counts under callgrind:
 //!
 //! ```text
-//! cargo build --release -p waist-node --example per_packet
-//! valgrind --tool=callgrind target/release/examples/per_packet <case> <n>
+//! cargo build --release -p waist-node --example node_per_packet
+//! valgrind --tool=callgrind target/release/examples/node_per_packet <case> <n>
 //! ```
 //!
 //! Runs `n` frames of `<case>` (`baseline`, `ipv4_lpm`, `esp_count`, `snap_ping`,
