@@ -18,10 +18,11 @@
 //!   (`getsrc` allocates, so `forwto` builds the child by copying collection), back at A
 //!   `demux` delivers a copy of the payload.
 //! * **IP**: an ICMP echo request (20 + 8 bytes + payload); every node checks the IPv4
-//!   header and reads the addresses (`esp_proto::wire::addresses`); a router decrements
-//!   the TTL with the incremental checksum update (`decrement_ttl`); B turns the request
-//!   into a reply (type 0 with an incremental ICMP checksum update, TTL 64, addresses
-//!   swapped by `esp_proto::wire::reflect`); back at A the payload is copied out.
+//!   header and reads the addresses (`waist_ip::IpHeader::parse_unverified`, as the old
+//!   `addresses` did: no checksum); a router decrements the TTL with the incremental
+//!   checksum update (`waist_ip::rewrite::decrement_ttl`); B turns the request into a
+//!   reply (`waist_ip::icmp::echo_reply`: type 0 with an incremental ICMP checksum update,
+//!   TTL 64, addresses swapped); back at A the payload is copied out.
 //!
 //! Each link traversal copies the packet into the receiving node's buffer (one `memcpy`,
 //! what a NIC or a socket read costs), the same for both; packets move by value otherwise.
@@ -50,9 +51,11 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use esp_proto::wire::{addresses, decrement_ttl, reflect};
 use snap_vm::vm::{Delivered, End, NodeConfig, Outcome, Stats, Vm};
+use waist_ip::IpHeader;
 use waist_ip::checksum::checksum;
+use waist_ip::icmp::{PROTOCOL_ICMP, echo_reply};
+use waist_ip::rewrite::decrement_ttl;
 
 use super::Options;
 
@@ -196,40 +199,29 @@ enum IpAction {
     Drop,
 }
 
-/// IP at node `me`: route, answer an echo request, or deliver an echo reply's payload.
+/// IP at node `me`: route, answer an echo request, or deliver an echo reply's payload. The
+/// IP and ICMP work is the workspace's one IP layer (`waist-ip`): the header check, the TTL
+/// decrement and the echo reply a router makes; only the chain's routing is written here.
 fn ip_node(me: [u8; 4], mut p: Vec<u8>) -> IpAction {
-    let (src, dst) = match addresses(&p) {
-        Ok((IpAddr::V4(s), IpAddr::V4(d))) => (s.octets(), d.octets()),
-        _ => return IpAction::Drop,
+    let Ok(h) = IpHeader::parse_unverified(&p) else {
+        return IpAction::Drop;
     };
-    if dst != me {
+    let (IpAddr::V4(src), IpAddr::V4(dst)) = (h.src, h.dst) else {
+        return IpAction::Drop;
+    };
+    if dst.octets() != me {
         return match decrement_ttl(&mut p) {
-            Ok(ttl) if ttl > 0 => IpAction::Forward(dst, p),
+            Ok(ttl) if ttl > 0 => IpAction::Forward(dst.octets(), p),
             _ => IpAction::Drop,
         };
     }
-    let header_len = usize::from(p.first().copied().unwrap_or(0) & 0x0F) * 4;
-    if p.get(9) != Some(&1) {
-        return IpAction::Drop;
+    if echo_reply(&mut p).is_ok() {
+        return IpAction::Forward(src.octets(), p);
     }
-    match p.get(header_len..header_len + 4) {
-        Some(&[8, 0, c0, c1]) => {
-            // Echo request → reply: type 8 → 0, checksum updated as RFC 1624 eqn. 3 with
-            // m = 0x0800, m' = 0: HC' = ~(~HC + ~m + m').
-            let sum = u32::from(!u16::from_be_bytes([c0, c1])) + 0xF7FF;
-            let c = !(((sum & 0xFFFF) + (sum >> 16)) as u16);
-            if let Some(icmp) = p.get_mut(header_len..header_len + 4) {
-                icmp.copy_from_slice(&[0, 0, (c >> 8) as u8, c as u8]);
-            }
-            if let Some(ttl) = p.get_mut(8) {
-                *ttl = 64;
-            }
-            match reflect(&mut p) {
-                Ok(()) => IpAction::Forward(src, p),
-                Err(_) => IpAction::Drop,
-            }
+    match p.get(h.header_len..h.total_len) {
+        Some([0, 0, _, _, _, _, _, _, payload @ ..]) if h.protocol == PROTOCOL_ICMP => {
+            IpAction::Deliver(payload.to_vec())
         }
-        Some(&[0, 0, _, _]) => IpAction::Deliver(p.get(header_len + 8..).unwrap_or(&[]).to_vec()),
         _ => IpAction::Drop,
     }
 }
