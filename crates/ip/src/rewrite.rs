@@ -71,6 +71,36 @@ pub fn decrement_ttl(packet: &mut [u8]) -> Result<u8, IpError> {
     }
 }
 
+/// As [`decrement_ttl`] for a packet whose header `h` the caller has already checked
+/// ([`IpHeader::parse`](crate::IpHeader::parse)): no second look at the version or lengths.
+/// Returns the new TTL (0: drop); a packet that arrives with 0 is left unchanged.
+#[inline]
+pub fn decrement_checked(packet: &mut [u8], h: &crate::IpHeader) -> u8 {
+    match h.version {
+        crate::Version::V4 => {
+            let Some([_, _, _, _, _, _, _, _, ttl, _, c0, c1, ..]) =
+                packet.first_chunk_mut::<IPV4_HEADER_LEN>()
+            else {
+                return 0;
+            };
+            if *ttl == 0 {
+                return 0;
+            }
+            *ttl -= 1;
+            let sum = u32::from(!u16::from_be_bytes([*c0, *c1])) + 0xFEFF;
+            [*c0, *c1] = (!(((sum & 0xFFFF) + (sum >> 16)) as u16)).to_be_bytes();
+            *ttl
+        }
+        crate::Version::V6 => match packet.get_mut(field::V6_HOP_LIMIT) {
+            Some(hop) if *hop > 0 => {
+                *hop -= 1;
+                *hop
+            }
+            _ => 0,
+        },
+    }
+}
+
 /// The IPv4 header length of `packet`, if it is IPv4 with a sane IHL and the header fits.
 #[inline]
 fn ipv4_header_len(packet: &[u8]) -> Option<usize> {
@@ -277,6 +307,31 @@ mod tests {
         assert_eq!(&p[10..12], &[0x26, 0xcf]);
         decrement_ttl(&mut p).unwrap();
         assert_eq!((p[8], &p[10..12]), (63, &[0x27, 0xcf][..]));
+    }
+
+    #[test]
+    fn decrement_checked_agrees_with_decrement_ttl() {
+        for ttl in [0u8, 1, 2, 64, 255] {
+            let (mut a, mut b) = (v4(ttl), v4(ttl));
+            let h = crate::IpHeader::parse(&a).unwrap();
+            assert_eq!(
+                decrement_checked(&mut a, &h),
+                decrement_ttl(&mut b).unwrap()
+            );
+            assert_eq!(a, b);
+        }
+        let mut p6 = [0u8; 40];
+        crate::emit_header(
+            &mut p6,
+            [0xfd00, 0, 0, 0, 0, 0, 0, 1].into(),
+            [0xfd00, 0, 0, 0, 0, 0, 0, 2].into(),
+            17,
+            5,
+            0,
+        )
+        .unwrap();
+        let h = crate::IpHeader::parse(&p6).unwrap();
+        assert_eq!(decrement_checked(&mut p6, &h), 4);
     }
 
     #[test]

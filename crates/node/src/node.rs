@@ -430,12 +430,9 @@ impl Node {
             return (local::deliver(self, now, iface, &h, packet), None);
         }
         if !originated {
-            match rewrite::decrement_ttl(packet) {
-                Ok(0) | Err(_) => {
-                    self.icmp_error(iface, IcmpError::TimeExceeded, packet);
-                    return (Fate::Dropped(Reason::TtlExpired), None);
-                }
-                Ok(_) => {}
+            if rewrite::decrement_checked(packet, &h) == 0 {
+                self.icmp_error(iface, IcmpError::TimeExceeded, packet);
+                return (Fate::Dropped(Reason::TtlExpired), None);
             }
             if let Some(esp) = &mut self.esp
                 && !esp.ingress(now.ess(), iface, packet)
