@@ -13,10 +13,14 @@
 //!
 //! [`locate`] finds the instruction and returns its byte range; a router wraps that range in
 //! [`Header::new_checked`] and rewrites control bits and operands in place. Processing never
-//! changes the IP header, so an instruction cannot divert a packet (§2.5): only the
-//! reflector ([`reflect`]), the hop count every router pays anyway ([`decrement_ttl`]) and
-//! the builders ([`emit_dedicated_ipv4`], [`emit_dedicated_ipv6`], [`piggyback_into`]) write IP
-//! header fields.
+//! changes an address, length or protocol field, so an instruction cannot divert a packet
+//! (§2.5): only the reflector ([`reflect`]), the hop count every router pays anyway
+//! ([`decrement_ttl`]) and the builders ([`emit_dedicated_ipv4`], [`emit_dedicated_ipv6`],
+//! [`piggyback_into`]) write IP header fields. In the [`Form::Ipv4Option`] form, though, the
+//! instruction's own bytes are IPv4 header bytes, covered by the header checksum (RFC 791):
+//! whoever rewrites them in place must update the checksum, as `node::EspNode::process_at`
+//! does (RFC 1624, over exactly the bytes that changed, with
+//! `waist_ip::rewrite::note_rewrite`).
 //!
 //! The IP header's own work (header checks, checksum, TTL, address swap, header builders)
 //! is done by the IP layer, `waist-ip`; this module finds and places ESP in the packet and
@@ -77,8 +81,10 @@ const ROUTER_ALERT: [u8; 4] = [IPV4_ROUTER_ALERT, 4, 0, 0];
 /// Ipv6HopByHop   IPv6, next hdr 0 | hop-by-hop: … [0x3E n instruction(n)] Pad1/PadN | …
 /// ```
 ///
-/// Routers rewrite only the instruction's bytes ([`Located`]); the IP header is never
-/// changed by ESP processing, so an instruction cannot divert its packet.
+/// Routers rewrite only the instruction's bytes ([`Located`]) — no address, length or
+/// protocol field — so an instruction cannot divert its packet. In the IPv4 option form
+/// those bytes lie inside the IPv4 header, and the router updates the header checksum with
+/// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Form {
     /// The IP payload (after an IPv6 hop-by-hop header, if any) starts with it: IPv4
