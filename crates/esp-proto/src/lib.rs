@@ -22,8 +22,10 @@
 //!   port, a central one, each sharded by CID;
 //! * `endpoint` (feature `alloc`): the end-system API — a CID-bound endpoint that builds,
 //!   piggybacks and parses packets and reports aborts precisely, and the host reflector;
-//! * `sim` (feature `sim`): ESP routers and hosts for the `netsim` simulator, the Fig. 1
-//!   network, and tree aggregation (plain and robust) end to end.
+//!
+//! ESP at a router in a network, and ESP on simulated networks (the Fig. 1 network, tree
+//! aggregation plain and robust end to end), are the router node's business (`waist-node`:
+//! `waist_node::sim::esp`).
 //!
 //! # Example
 //!
@@ -71,6 +73,4 @@ pub mod idmap;
 pub mod instr;
 #[cfg(feature = "alloc")]
 pub mod node;
-#[cfg(feature = "sim")]
-pub mod sim;
 pub mod wire;

@@ -13,7 +13,6 @@ use std::net::IpAddr;
 
 use esp_proto::endpoint::Endpoint;
 use esp_proto::instr::Instruction;
-use esp_proto::sim::Host;
 use esp_proto::wire::Loc;
 use ess::{HashKey, Tag};
 use netsim::{Instant, LinkConfig, NodeId, Simulator};
@@ -23,6 +22,7 @@ use snap_vm::program::Program;
 use snap_vm::value::Word;
 use waist_ip::{IpHeader, emit_header};
 use waist_node::routes::prefix;
+use waist_node::sim::Host;
 use waist_node::sim::SimNode;
 use waist_node::{Config, EspConfig, IfaceConfig, Node};
 

@@ -18,8 +18,10 @@
 //! * [`asm`]: the assembler and disassembler (the paper's notation, plus data directives);
 //! * [`fixtures`]: ready-made programs — Figs. 1 and 2's pings, traceroute, multicast;
 //! * [`service`]: node-resident services, including the ESS (SNAP as ESP microcode);
-//! * `sim` (feature `sim`): SNAP routers and hosts for the `netsim` simulator, SNAP in IPv4
-//!   protocol 254.
+//! * [`ip`]: SNAP in IPv4 protocol 254.
+//!
+//! Running SNAP at a router, and on simulated networks, is the router node's business
+//! (`waist-node`: `waist_node::sim::snap`).
 //!
 //! `#![no_std]` with `alloc`; no I/O, no clock.
 //!
@@ -65,8 +67,6 @@ pub mod ip;
 pub mod op;
 pub mod program;
 pub mod service;
-#[cfg(feature = "sim")]
-pub mod sim;
 pub mod value;
 pub mod verify;
 pub mod vm;

@@ -1,13 +1,14 @@
 //! The ESP part of `waist demo`: a path-intersection query and a robust aggregation on
-//! small simulated networks running the real protocol code.
+//! small simulated networks of waist nodes (`waist_node::sim::esp`), the code the router
+//! daemon runs.
 
 use std::io::Write;
 
-use esp_proto::sim::MS;
-use esp_proto::sim::aggregate::{AggTree, Scheme, TreeSpec};
-use esp_proto::sim::paths::Fig1;
 use ess::Tag;
 use netsim::{LinkId, Rng};
+use waist_node::MILLIS as MS;
+use waist_node::sim::esp::aggregate::{AggTree, Scheme, TreeSpec};
+use waist_node::sim::esp::paths::Fig1;
 
 /// Runs both ESP demos.
 ///

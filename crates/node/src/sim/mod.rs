@@ -2,16 +2,177 @@
 //! [`netsim::Node`], plus end hosts, so simulations, tests and reproductions exercise it.
 //!
 //! A simulator tick is a microsecond. [`SimNode`] is a router ([`Node`]) or an ESP-aware
-//! end host (`esp_proto::sim::Host`: sends packets at set times, reflects RB packets, keeps
-//! what arrives).
+//! end host ([`Host`]: sends packets at set times, reflects RB packets, keeps what
+//! arrives). A SNAP end system is a router node too, with SNAP on ([`snap`]).
+//!
+//! Building a network: a [`Node`] needs its interface list when it is made, but the
+//! simulator numbers a node's interfaces as its links are connected. So add routers first
+//! ([`add_router`], [`add_router_with`], [`snap::add_router`], …: nodes with no interfaces yet), connect the
+//! links, then [`fit_routers`] (the route installers call it) rebuilds every router with
+//! one interface per link, keeping its config and static routes.
+//!
+//! * [`esp`]: addresses, ESP configs, host routes, the end [`Host`], and the paper's
+//!   applications ([`esp::aggregate`], [`esp::paths`]).
+//! * [`snap`]: SNAP routers and hosts, routes between all nodes.
+//!
+//! Routers with ESP sweep their stores on a timer, so a simulator holding them is never
+//! idle: run it to a time ([`netsim::Simulator::run_until`]), not until it stops.
+
+pub mod esp;
+pub mod snap;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::fmt;
+use core::net::{IpAddr, Ipv4Addr};
 
-use esp_proto::sim::Host;
-use netsim::Outbox;
+use netsim::{NodeId, Outbox, Simulator};
 
+pub use esp::Host;
+
+use crate::config::{Config, ConfigError, IfaceConfig};
 use crate::node::{Delivery, Node};
+
+/// The address of simulated node `id`: 10.0.0.1 + id.
+pub const fn addr_of(id: NodeId) -> Ipv4Addr {
+    let [a, b, c, d] = 0x0A00_0001u32.wrapping_add(id.0 as u32).to_be_bytes();
+    Ipv4Addr::new(a, b, c, d)
+}
+
+/// The node id of an address made by [`addr_of`] (`None` for other addresses).
+pub fn id_of(addr: IpAddr) -> Option<NodeId> {
+    match addr {
+        IpAddr::V4(a) => u32::from(a)
+            .checked_sub(0x0A00_0001)
+            .map(|i| NodeId(i as usize)),
+        IpAddr::V6(_) => None,
+    }
+}
+
+/// Why a simulated network could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// A node's config did not validate.
+    Node(ConfigError),
+    /// An ESP store's config was out of range.
+    Store(ess::ConfigError),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Node(e) => write!(f, "node config: {e}"),
+            BuildError::Store(e) => write!(f, "ESP store config: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for BuildError {}
+
+impl From<ConfigError> for BuildError {
+    fn from(e: ConfigError) -> Self {
+        BuildError::Node(e)
+    }
+}
+
+impl From<ess::ConfigError> for BuildError {
+    fn from(e: ess::ConfigError) -> Self {
+        BuildError::Store(e)
+    }
+}
+
+/// Adds a router at [`addr_of`] its id, built from `config` with `edit` applied (its
+/// interfaces are set when it is fitted to its links, [`fit_routers`]).
+///
+/// # Errors
+///
+/// [`ConfigError`] if the edited config does not validate.
+pub fn add_router_with(
+    sim: &mut Simulator<SimNode>,
+    edit: impl FnOnce(&mut Config),
+) -> Result<NodeId, ConfigError> {
+    let id = NodeId(sim.node_count());
+    let mut config = Config::router(addr_of(id).into(), 0);
+    edit(&mut config);
+    let node = Node::new(config, sim.now().into())?;
+    Ok(sim.add_node(SimNode::Router(Box::new(node))))
+}
+
+/// Adds a plain IP router (no ESP, no SNAP, ICMP on) at [`addr_of`] its id.
+pub fn add_router(sim: &mut Simulator<SimNode>) -> NodeId {
+    let id = NodeId(sim.node_count());
+    let node = Node::new(Config::router(addr_of(id).into(), 0), sim.now().into());
+    match node {
+        Ok(n) => sim.add_node(SimNode::Router(Box::new(n))),
+        // A plain router with one IPv4 address and no interfaces always validates.
+        Err(_) => unreachable!("a plain router's config validates"),
+    }
+}
+
+/// Rebuilds router `id` at the current time from its own config with `edit` applied and
+/// one interface per link it has now (new ones of MTU 1500), keeping its static routes.
+/// Nothing else carries over (multicast groups, ESP state, VM services, counters): call it
+/// while building the network, before adding groups. Does nothing if `id` is a host.
+///
+/// # Errors
+///
+/// [`ConfigError`] if the edited config does not validate.
+pub fn rebuild_router(
+    sim: &mut Simulator<SimNode>,
+    id: NodeId,
+    edit: impl FnOnce(&mut Config),
+) -> Result<(), ConfigError> {
+    let links = sim.iface_count(id);
+    let now = sim.now().into();
+    let Some(old) = sim.node(id).router() else {
+        return Ok(());
+    };
+    let mut config = old.config().clone();
+    config.ifaces.resize(links, IfaceConfig::new(1500));
+    edit(&mut config);
+    let mut node = Node::new(config, now)?;
+    for (prefix, iface) in old.routes().statics() {
+        node.add_route(prefix, usize::from(iface));
+    }
+    *sim.node_mut(id) = SimNode::Router(Box::new(node));
+    Ok(())
+}
+
+/// [`rebuild_router`]s every router whose interface count is not its link count.
+///
+/// # Errors
+///
+/// [`ConfigError`] if a config does not validate.
+pub fn fit_routers(sim: &mut Simulator<SimNode>) -> Result<(), ConfigError> {
+    for id in (0..sim.node_count()).map(NodeId) {
+        let fits = sim
+            .node(id)
+            .router()
+            .is_none_or(|r| r.config().ifaces.len() == sim.iface_count(id));
+        if !fits {
+            rebuild_router(sim, id, |_| ())?;
+        }
+    }
+    Ok(())
+}
+
+/// Router `id` originates `packet` now ([`Node::send`]): a SNAP packet runs there first.
+/// What it sends leaves at once. Does nothing if `id` is a host.
+pub fn send_packet(sim: &mut Simulator<SimNode>, id: NodeId, packet: Vec<u8>) {
+    sim.act(id, |node, now, out| {
+        if let SimNode::Router(r) = node {
+            r.send(now.into(), packet);
+            drain(r, out);
+        }
+    });
+}
+
+/// Hands everything the node queued to the simulator.
+fn drain(node: &mut Node, out: &mut Outbox) {
+    while let Some((i, f)) = node.poll_transmit_owned() {
+        out.send(i, f);
+    }
+}
 
 impl netsim::Node for Node {
     fn handle_packet(
@@ -26,16 +187,12 @@ impl netsim::Node for Node {
             frame.drain(..t.range.start);
             out.send(t.iface, frame);
         }
-        while let Some((i, f)) = self.poll_transmit_owned() {
-            out.send(i, f);
-        }
+        drain(self, out);
     }
 
     fn handle_timeout(&mut self, now: netsim::Instant, out: &mut Outbox) {
         Node::handle_timeout(self, now.into());
-        while let Some((i, f)) = self.poll_transmit_owned() {
-            out.send(i, f);
-        }
+        drain(self, out);
     }
 
     fn poll_timeout(&self) -> Option<netsim::Instant> {
@@ -107,14 +264,14 @@ impl netsim::Node for SimNode {
     ) {
         match self {
             SimNode::Router(r) => netsim::Node::handle_packet(r.as_mut(), now, iface, packet, out),
-            SimNode::Host(h) => h.handle_packet(now, iface, packet, out),
+            SimNode::Host(h) => netsim::Node::handle_packet(h, now, iface, packet, out),
         }
     }
 
     fn handle_timeout(&mut self, now: netsim::Instant, out: &mut Outbox) {
         match self {
             SimNode::Router(r) => netsim::Node::handle_timeout(r.as_mut(), now, out),
-            SimNode::Host(h) => h.handle_timeout(now, out),
+            SimNode::Host(h) => netsim::Node::handle_timeout(h, now, out),
         }
     }
 

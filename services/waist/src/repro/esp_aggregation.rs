@@ -11,9 +11,9 @@
 
 use std::io::Write;
 
-use esp_proto::sim::MS;
-use esp_proto::sim::aggregate::{AggTree, Scheme, TreeSpec};
 use netsim::{LinkId, Rng};
+use waist_node::MILLIS as MS;
+use waist_node::sim::esp::aggregate::{AggTree, Scheme, TreeSpec};
 
 use super::Options;
 

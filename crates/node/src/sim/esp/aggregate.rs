@@ -8,15 +8,17 @@
 
 use alloc::vec::Vec;
 
+use esp_proto::endpoint::Endpoint;
+use esp_proto::idmap::IdMap;
+use esp_proto::instr::{CombineOp, Instruction, Robust};
+use esp_proto::wire::Loc;
+use ess::HashKey;
 use ess::{Tag, Value};
 use netsim::{Instant, LinkConfig, LinkId, NodeId, Rng, Simulator};
 
-use super::{EspSimNode, Host, MS, Router, SECOND, addr_of, node_config};
-use crate::endpoint::Endpoint;
-use crate::idmap::IdMap;
-use crate::instr::{CombineOp, Instruction, Robust};
-use crate::wire::Loc;
-use ess::HashKey;
+use super::{Host, add_host, enable_esp, set_default};
+use crate::sim::{BuildError, SimNode, add_router, addr_of};
+use crate::time::{MILLIS as MS, SECONDS as SECOND};
 
 /// The shape of an aggregation tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,7 +96,7 @@ impl RunOutcome {
 #[derive(Debug)]
 pub struct AggTree {
     /// The network.
-    pub sim: Simulator<EspSimNode>,
+    pub sim: Simulator<SimNode>,
     /// The collector host.
     pub collector: NodeId,
     /// The leaf hosts.
@@ -112,16 +114,18 @@ pub struct AggTree {
 }
 
 impl AggTree {
-    /// Builds the tree: collector — root router — subtrees — leaves. Every router's
-    /// default route points at its parent.
-    pub fn build(spec: TreeSpec) -> Result<AggTree, ess::ConfigError> {
+    /// Builds the tree: collector — root router — subtrees — leaves. Every router runs
+    /// ESP ([`esp_config`](super::esp_config)) and its default route points at its parent.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] if the store size is out of range.
+    pub fn build(spec: TreeSpec) -> Result<AggTree, BuildError> {
         let mut rng = Rng::new(spec.seed);
         let mut sim = Simulator::new(spec.seed ^ 0x51u64);
         let link = LinkConfig::with_delay(spec.hop_delay);
-        let collector = sim.add_node(EspSimNode::new_host());
-        let leaves: Vec<NodeId> = (0..spec.leaves)
-            .map(|_| sim.add_node(EspSimNode::new_host()))
-            .collect();
+        let collector = add_host(&mut sim);
+        let leaves: Vec<NodeId> = (0..spec.leaves).map(|_| add_host(&mut sim)).collect();
         let mut links = Vec::new();
         // Per subtree of the root, group upward from the leaves.
         let per = spec.leaves.div_ceil(spec.root_branching.max(1));
@@ -139,7 +143,7 @@ impl AggTree {
                     let take = (spec.min_branching + rng.below(span) as usize).min(rest.len());
                     let (kids, tail) = rest.split_at(take);
                     rest = tail;
-                    let r = sim.add_node(EspSimNode::from_router(Router::plain()));
+                    let r = add_router(&mut sim);
                     parents.push((r, kids.to_vec()));
                     next.push(r);
                 }
@@ -151,7 +155,7 @@ impl AggTree {
             }
             depth = depth.max(height);
         }
-        let root = sim.add_node(EspSimNode::from_router(Router::plain()));
+        let root = add_router(&mut sim);
         parents.push((root, tops));
         // Wire parents before children, root first: every node's first link, interface 0,
         // is then its uplink (the collector's is its only link).
@@ -165,16 +169,11 @@ impl AggTree {
                 links.push(sim.connect(*r, k, link));
             }
         }
-        // Now give routers their ESP contexts and default routes.
+        // Now the links are known: build the routers with their ESP contexts, default
+        // routes up the tree.
+        enable_esp(&mut sim, &routers, spec.store_log2, spec.seed)?;
         for &r in &routers {
-            let mut router = Router::esp(node_config(
-                r,
-                sim.iface_count(r),
-                spec.store_log2,
-                spec.seed,
-            )?);
-            router.set_default(0);
-            *sim.node_mut(r) = EspSimNode::from_router(router);
+            set_default(&mut sim, r, 0);
         }
         Ok(AggTree {
             sim,
@@ -196,7 +195,8 @@ impl AggTree {
 
     /// Runs one aggregation with the links in `lossy` losing `loss_ppm` per million packets
     /// (the others lossless), phases `gap` µs apart. Each run starts after the previous
-    /// one's state has expired, with fresh tags and CID.
+    /// one's state has expired, with fresh tags and CID, and ends a second (plus the
+    /// tree's depth in hop delays) after the last leaf sent.
     pub fn run(
         &mut self,
         scheme: Scheme,
@@ -214,6 +214,7 @@ impl AggTree {
         let start = Instant::from_ticks(self.sim.now().ticks() + 11 * SECOND);
         let tags: [Tag; 6] = core::array::from_fn(|_| Tag(rng.next_u64()));
         let dest = addr_of(self.collector).into();
+        let mut last = start.ticks();
         for &leaf in &self.leaves.clone() {
             let ep = Endpoint::new(cid, addr_of(leaf).into())
                 .with_dest(dest)
@@ -264,6 +265,7 @@ impl AggTree {
                 };
                 for c in 0..copies {
                     let at = start.ticks() + phase + rng.below(MS) + u64::from(c) * 10;
+                    last = last.max(at);
                     let h = self.sim.node_mut(leaf).host_mut();
                     if let Some(h) = h {
                         h.send_at(Instant::from_ticks(at), packet.clone());
@@ -276,7 +278,10 @@ impl AggTree {
         for &leaf in &self.leaves.clone() {
             self.sim.act(leaf, |_, _, _| ());
         }
-        self.sim.run(u64::MAX);
+        // ESP routers sweep their stores on a timer, so the network is never idle: run until
+        // well after the last send (a path's delay is depth × hop delay).
+        let settle = (self.depth as u64 + 1) * self.spec.hop_delay + SECOND;
+        self.sim.run_until(Instant::from_ticks(last + settle));
         for &l in lossy {
             self.sim.set_link_config(l, base);
         }

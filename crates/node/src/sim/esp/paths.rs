@@ -13,19 +13,21 @@
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
-use ess::{ConfigError, Tag, Value};
+use esp_proto::endpoint::{Endpoint, EndpointError};
+use esp_proto::instr::Instruction;
+use esp_proto::wire::Loc;
+use ess::{Tag, Value};
 use netsim::{Instant, LinkConfig, NodeId, Simulator};
 
-use super::{EspSimNode, MS, Router, addr_of, enable_esp, install_host_routes, send_from};
-use crate::endpoint::{Endpoint, EndpointError};
-use crate::instr::Instruction;
-use crate::wire::Loc;
+use super::{add_host, enable_esp, install_host_routes, send_from};
+use crate::sim::{BuildError, SimNode, add_router, addr_of};
+use crate::time::{MILLIS as MS, SECONDS};
 
 /// The network of Fig. 1 on a simulator.
 #[derive(Debug)]
 pub struct Fig1 {
     /// The network.
-    pub sim: Simulator<EspSimNode>,
+    pub sim: Simulator<SimNode>,
     /// The source.
     pub s: NodeId,
     /// The first receiver (its path is marked).
@@ -51,18 +53,13 @@ impl Fig1 {
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] only if the store constants were invalid.
-    pub fn build(esp: &[usize], seed: u64) -> Result<Fig1, ConfigError> {
+    /// [`BuildError`] only if the store constants were invalid.
+    pub fn build(esp: &[usize], seed: u64) -> Result<Fig1, BuildError> {
         let mut sim = Simulator::new(seed);
         let link = LinkConfig::with_delay(MS);
-        let s = sim.add_node(EspSimNode::new_host());
-        let routers: Vec<NodeId> = (0..5)
-            .map(|_| sim.add_node(EspSimNode::from_router(Router::plain())))
-            .collect();
-        let (a, b) = (
-            sim.add_node(EspSimNode::new_host()),
-            sim.add_node(EspSimNode::new_host()),
-        );
+        let s = add_host(&mut sim);
+        let routers: Vec<NodeId> = (0..5).map(|_| add_router(&mut sim)).collect();
+        let (a, b) = (add_host(&mut sim), add_host(&mut sim));
         sim.connect(s, routers[0], link);
         for w in routers[..4].windows(2) {
             sim.connect(w[0], w[1], link);
@@ -70,7 +67,7 @@ impl Fig1 {
         sim.connect(routers[3], a, link);
         sim.connect(routers[2], routers[4], link);
         sim.connect(routers[4], b, link);
-        install_host_routes(&mut sim);
+        install_host_routes(&mut sim)?;
         let esp: Vec<NodeId> = esp
             .iter()
             .filter_map(|&i| routers.get(i).copied())
@@ -86,7 +83,7 @@ impl Fig1 {
     }
 
     /// Marks the path to A under `tag`, then queries toward B 50 ms later, and returns B's
-    /// answer (`None` if the query did not arrive).
+    /// answer (`None` if the query did not arrive) a second after that.
     ///
     /// # Errors
     ///
@@ -103,7 +100,9 @@ impl Fig1 {
         let t = self.sim.now().ticks();
         send_from(&mut self.sim, self.s, Instant::from_ticks(t), mark);
         send_from(&mut self.sim, self.s, Instant::from_ticks(t + 50 * MS), ask);
-        self.sim.run(u64::MAX);
+        // ESP routers sweep on a timer: run to a time well after both have arrived.
+        self.sim
+            .run_until(Instant::from_ticks(t + 50 * MS + SECONDS));
         let inbox = self
             .sim
             .node_mut(self.b)
