@@ -1,4 +1,4 @@
-//! SNAP on simulated networks of [`Node`]s: the interpreter at every SNAP node, IPv4
+//! SNAP on simulated networks of [`Node`](crate::Node)s: the interpreter at every SNAP node, IPv4
 //! protocol 254 on the links (`snap_vm::ip`), plain routers in between.
 //!
 //! * A SNAP router ([`add_router`]) is a node with `snap` on: every SNAP packet that
