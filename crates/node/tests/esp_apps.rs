@@ -44,6 +44,13 @@ fn aggregation_counts_every_leaf_without_loss() {
     }
     assert_eq!(tree.branching[0], 8);
     assert!(tree.depth >= 4, "{}", tree.depth);
+    // The nodes account for every packet; none was malformed, none needed ICMP.
+    for &r in &tree.routers {
+        let s = tree.sim.node(r).router().unwrap().stats();
+        assert!(s.balanced(), "{s:?}");
+        assert_eq!((s.dropped.malformed, s.icmp_sent), (0, 0), "{s:?}");
+        assert!(s.esp_executed > 0);
+    }
 }
 
 use core::net::{IpAddr, Ipv4Addr};
