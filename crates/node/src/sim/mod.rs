@@ -7,12 +7,13 @@
 //!
 //! Building a network: a [`Node`] needs its interface list when it is made, but the
 //! simulator numbers a node's interfaces as its links are connected. So add routers first
-//! ([`add_router`], [`add_router_with`], [`snap::add_router`], …: nodes with no interfaces yet), connect the
-//! links, then [`fit_routers`] (the route installers call it) rebuilds every router with
-//! one interface per link, keeping its config and static routes.
+//! ([`add_router`], [`add_router_with`], [`snap::add_router`], …: nodes with no
+//! interfaces yet), connect the links, then [`fit_routers`] (the route installers call it)
+//! rebuilds every router with one interface per link, keeping its config and static
+//! routes. Node `id` has address [`addr_of`] `id`.
 //!
-//! * [`esp`]: addresses, ESP configs, host routes, the end [`Host`], and the paper's
-//!   applications ([`esp::aggregate`], [`esp::paths`]).
+//! * [`esp`]: ESP configs, host routes, the end [`Host`], and the paper's applications
+//!   ([`esp::aggregate`], [`esp::paths`]).
 //! * [`snap`]: SNAP routers and hosts, routes between all nodes.
 //!
 //! Routers with ESP sweep their stores on a timer, so a simulator holding them is never
