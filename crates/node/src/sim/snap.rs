@@ -53,7 +53,7 @@ use alloc::vec::Vec;
 use netsim::{Instant, NodeId, Routes, Simulator};
 
 use super::{SimNode, add_router_with, addr_of, fit_routers};
-use crate::config::ConfigError;
+use crate::config::{ConfigError, IfaceConfig};
 use crate::node::Delivery;
 use crate::routes::prefix;
 
@@ -66,14 +66,17 @@ pub fn add_router(sim: &mut Simulator<SimNode>) -> Result<NodeId, ConfigError> {
     add_router_with(sim, |c| c.snap = true)
 }
 
-/// Adds a SNAP host at [`addr_of`] its id: a SNAP node whose default route is its first
-/// interface.
+/// Adds a SNAP host at [`addr_of`] its id: a SNAP node with one interface (more if it gets
+/// more links, [`fit_routers`]) and its default route out of the first.
 ///
 /// # Errors
 ///
 /// [`ConfigError`] never in practice (the config is fixed).
 pub fn add_host(sim: &mut Simulator<SimNode>) -> Result<NodeId, ConfigError> {
-    let id = add_router(sim)?;
+    let id = add_router_with(sim, |c| {
+        c.snap = true;
+        c.ifaces = alloc::vec![IfaceConfig::new(1500)];
+    })?;
     if let (Some(n), Ok(p)) = (
         sim.node_mut(id).router_mut(),
         prefix([0, 0, 0, 0].into(), 0),
