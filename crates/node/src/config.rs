@@ -89,7 +89,9 @@ impl EspConfig {
     }
 }
 
-/// A node's configuration. See the [module docs](self).
+/// A node's configuration: which stages run (each but IP checking is optional: a node
+/// with `esp: None` forwards ESP packets untouched, partial deployment), its addresses and
+/// interfaces.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// The node's own addresses (packets to them are delivered, echo requests answered).
