@@ -109,10 +109,17 @@ impl Routes {
     /// The downstream interfaces of `group`, if it is one.
     #[inline]
     pub fn group(&self, group: IpAddr) -> Option<&[u16]> {
+        self.group_of(&group)
+    }
+
+    /// As [`group`](Routes::group), by reference (the forwarding path: no address copy,
+    /// nothing read when there are no groups).
+    #[inline]
+    pub(crate) fn group_of(&self, group: &IpAddr) -> Option<&[u16]> {
         if self.groups.is_empty() {
             return None;
         }
-        self.groups.get(&group).map(Vec::as_slice)
+        self.groups.get(group).map(Vec::as_slice)
     }
 
     /// The static routes.
@@ -158,17 +165,17 @@ impl Routes {
     #[inline]
     pub(crate) fn lookup(
         &mut self,
-        dst: IpAddr,
-        src: IpAddr,
+        dst: &IpAddr,
+        src: &IpAddr,
         hash: Option<SourceHash>,
     ) -> (Option<u16>, Found) {
-        match (dst, &mut self.v4) {
+        match (*dst, &mut self.v4) {
             (IpAddr::V4(d), V4Table::Plain(t)) => {
                 (t.lookup(d.octets()).map(|(_, &i)| i), Found::Lpm)
             }
             (IpAddr::V4(d), V4Table::Cached(c)) => {
                 let d = d.octets();
-                match (hash, src) {
+                match (hash, *src) {
                     (Some(h), IpAddr::V4(s)) => {
                         let (v, l) = c.route(h, d, s.octets(), 0);
                         let found = if l == Lookup::Hit {
@@ -213,9 +220,9 @@ mod tests {
             r.set_learned(learned);
             r.add_static(p([10, 1, 0, 0], 16), 3);
             let (s, d) = (IpAddr::from([9, 9, 9, 9]), IpAddr::from([10, 1, 2, 3]));
-            assert_eq!(r.lookup(d, s, None).0, Some(3));
-            assert_eq!(r.lookup([10, 2, 0, 1].into(), s, None).0, Some(1));
-            assert_eq!(r.lookup([11, 0, 0, 1].into(), s, None).0, None);
+            assert_eq!(r.lookup(&d, &s, None).0, Some(3));
+            assert_eq!(r.lookup(&[10, 2, 0, 1].into(), &s, None).0, Some(1));
+            assert_eq!(r.lookup(&[11, 0, 0, 1].into(), &s, None).0, None);
             assert!(r.remove_static(p([10, 1, 0, 0], 16)));
             assert_eq!(r.route(d), Some(2));
         }
@@ -227,11 +234,11 @@ mod tests {
         r.add_static(p([0, 0, 0, 0], 0), 5);
         let (s, d) = (IpAddr::from([1, 1, 1, 1]), IpAddr::from([2, 2, 2, 2]));
         let h = Some(SourceHash::new(77));
-        assert_eq!(r.lookup(d, s, h), (Some(5), Found::Miss));
-        assert_eq!(r.lookup(d, s, h), (Some(5), Found::Hit));
+        assert_eq!(r.lookup(&d, &s, h), (Some(5), Found::Miss));
+        assert_eq!(r.lookup(&d, &s, h), (Some(5), Found::Hit));
         // A route change clears the cache.
         r.add_static(p([2, 0, 0, 0], 8), 6);
-        assert_eq!(r.lookup(d, s, h), (Some(6), Found::Miss));
+        assert_eq!(r.lookup(&d, &s, h), (Some(6), Found::Miss));
     }
 
     #[test]
@@ -242,7 +249,7 @@ mod tests {
         r.add_static(net, 4);
         let s = IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1]);
         assert_eq!(
-            r.lookup([0xfd00, 1, 0, 0, 0, 0, 0, 9].into(), s, None).0,
+            r.lookup(&[0xfd00, 1, 0, 0, 0, 0, 0, 9].into(), &s, None).0,
             Some(4)
         );
         assert_eq!(r.route([0xfe80, 0, 0, 0, 0, 0, 0, 1].into()), None);
