@@ -446,33 +446,13 @@ fn multicast_copies_never_go_back_the_input_interface() {
 
 #[test]
 fn snap_ping_runs_at_the_node_and_is_routed() {
-    use snap_vm::op::Op;
-    use snap_vm::program::Program;
-    use snap_vm::value::{Value, Word};
     let mut c = Config::router([10, 0, 0, 254].into(), 2);
     c.snap = true;
     let mut n = Node::new(c, T0).unwrap();
     n.add_route(p([10, 1, 0, 0], 16), 0);
     n.add_route(p([10, 2, 0, 0], 16), 1);
-    let mut ping = Program {
-        src: [10, 1, 0, 1],
-        dst: [10, 2, 0, 7],
-        rb: 8,
-        ..Program::default()
-    };
-    ping.code = [
-        (Op::Forw, 0),
-        (Op::Bne, 5),
-        (Op::Push, 1),
-        (Op::Getsrc, 0),
-        (Op::Forwto, 0),
-        (Op::Pop, 0),
-        (Op::Demux, 0),
-    ]
-    .map(|(op, imm)| Word::new(op as u8, imm))
-    .to_vec();
-    let payload = ping.heap_bytes(b"hi");
-    ping.stack = vec![payload, Value::int(7), Value::int(0)];
+    // The paper's Fig. 1 ping, exactly.
+    let ping = snap_vm::fixtures::ping([10, 1, 0, 1], [10, 2, 0, 7], 7, b"hi", 8);
     let mut f = snap_vm::ip::encapsulate(&ping.to_bytes().unwrap()).unwrap();
     assert_eq!(n.handle_packet(T0, 0, &mut f), None);
     let out = drain(&mut n);

@@ -10,9 +10,6 @@ use esp_proto::wire::Loc;
 use ess::{HashKey, Tag};
 use fastpath::lpm::{LpmTable, Prefix};
 use fastpath::threaded::Label;
-use snap_vm::op::Op;
-use snap_vm::program::Program;
-use snap_vm::value::{Value, Word};
 use waist_node::frame::emit_label_frame;
 use waist_node::routes::prefix;
 use waist_node::{Config, EspConfig, IfaceConfig, Instant, Node};
@@ -168,25 +165,13 @@ impl PerPacket {
                     .unwrap()
             }
             Case::SnapPing => {
-                let mut ping = Program {
-                    src: [10, 1, 0, 1],
-                    dst: [10, 2, 7, 7],
-                    rb: 60_000,
-                    ..Program::default()
-                };
-                ping.code = [
-                    (Op::Forw, 0),
-                    (Op::Bne, 5),
-                    (Op::Push, 1),
-                    (Op::Getsrc, 0),
-                    (Op::Forwto, 0),
-                    (Op::Pop, 0),
-                    (Op::Demux, 0),
-                ]
-                .map(|(op, imm)| Word::new(op as u8, imm))
-                .to_vec();
-                let payload = ping.heap_bytes(b"ping payload");
-                ping.stack = vec![payload, Value::int(7), Value::int(0)];
+                let ping = snap_vm::fixtures::ping(
+                    [10, 1, 0, 1],
+                    [10, 2, 7, 7],
+                    7,
+                    b"ping payload",
+                    60_000,
+                );
                 snap_vm::ip::encapsulate(&ping.to_bytes().unwrap()).unwrap()
             }
             Case::SourceHashHit => {
