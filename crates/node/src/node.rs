@@ -14,11 +14,11 @@ use waist_ip::icmp::{self, IcmpError, Unreachable};
 use waist_ip::{IpHeader, Version, rewrite};
 
 use crate::config::{Config, ConfigError};
+use crate::frag;
 use crate::frame::{Frame, KIND_ROUTING, LABEL_SHIM_LEN};
 use crate::routes::{Found, Routes};
 use crate::stats::Stats;
 use crate::time::Instant;
-use crate::{frag, local, snap};
 
 /// The largest frame [`Node::poll_transmit`] may write: a whole IPv4 packet behind a label.
 pub const MAX_FRAME: usize = 65_535 + LABEL_SHIM_LEN;
@@ -425,11 +425,11 @@ impl Node {
         };
         if self.vm.is_some() && h.version == Version::V4 && h.protocol == snap_vm::wire::IP_PROTOCOL
         {
-            let fate = snap::run_arrival(self, now, iface, &h, packet, originated);
+            let fate = self.snap_arrival(now, iface, &h, packet, originated);
             return (fate, None);
         }
         if !originated && self.own.contains(&h.dst) {
-            return (local::deliver(self, now, iface, &h, packet), None);
+            return (self.deliver_local(iface, packet), None);
         }
         if !originated {
             if rewrite::decrement_checked(packet, &h) == 0 {

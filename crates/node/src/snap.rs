@@ -20,78 +20,81 @@ use crate::time::Instant;
 /// The interface packets that did not arrive on a link run with (`getifc` reads −1).
 pub const LOCAL_IFACE: u32 = u32::MAX;
 
-/// A SNAP packet arrived (or the node originates one): run it and everything it sends here.
-pub(crate) fn run_arrival(
-    node: &mut Node,
-    now: Instant,
-    iface: usize,
-    h: &IpHeader,
-    packet: &[u8],
-    originated: bool,
-) -> Fate {
-    let Ok(snap) = snap_vm::ip::payload_of(h, packet) else {
-        return Fate::Dropped(Reason::Malformed);
-    };
-    let ifc = if originated {
-        LOCAL_IFACE
-    } else {
-        u32::try_from(iface).unwrap_or(LOCAL_IFACE)
-    };
-    run(node, now, ifc, snap.to_vec())
-}
-
-/// Runs `snap` at the node and every local run it causes.
-pub(crate) fn run(node: &mut Node, now: Instant, ifc: u32, snap: Vec<u8>) -> Fate {
-    let Some(mut vm) = node.vm.take() else {
-        return Fate::Dropped(Reason::Snap);
-    };
-    let here = vm.config().address;
-    let mut queue = VecDeque::from([(ifc, snap)]);
-    let mut budget = node.config.snap_local_runs;
-    let (mut sent, mut delivered) = (0u64, false);
-    while let Some((ifc, packet)) = queue.pop_front() {
-        let o = vm.run(now.micros(), ifc, packet);
-        if matches!(o.end, End::Malformed(_) | End::NoResource) {
-            continue;
-        }
-        node.stats.snap_executed += 1;
-        if let Some(d) = o.delivery
-            && node.deliveries.len() < MAX_DELIVERIES
-        {
-            node.deliveries.push_back(Delivery::Snap(d));
-            delivered = true;
-        }
-        for t in o.transmits {
-            if t.dst == here {
-                if budget > 0 {
-                    budget -= 1;
-                    queue.push_back((LOCAL_IFACE, t.packet));
-                }
-                continue;
-            }
-            let Some(out) = node.routes.route(t.dst.into()).map(usize::from) else {
-                node.stats.snap_no_route += 1;
-                continue;
-            };
-            let Ok(ip) = snap_vm::ip::encapsulate(&t.packet) else {
-                continue;
-            };
-            if ip.len() > node.config.ifaces.get(out).map_or(0, |f| f.mtu) {
-                node.stats.snap_no_route += 1;
-                continue;
-            }
-            node.stats.snap_sent += 1;
-            node.stats.copies += 1;
-            node.out.push_back((out, ip));
-            sent += 1;
-        }
+impl Node {
+    /// A SNAP packet arrived (or the node originates one): run it and everything it sends here.
+    pub(crate) fn snap_arrival(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        h: &IpHeader,
+        packet: &[u8],
+        originated: bool,
+    ) -> Fate {
+        let Ok(snap) = snap_vm::ip::payload_of(h, packet) else {
+            return Fate::Dropped(Reason::Malformed);
+        };
+        let ifc = if originated {
+            LOCAL_IFACE
+        } else {
+            u32::try_from(iface).unwrap_or(LOCAL_IFACE)
+        };
+        self.run_snap(now, ifc, snap.to_vec())
     }
-    node.vm = Some(vm);
-    if sent > 0 {
-        Fate::Forwarded
-    } else if delivered {
-        Fate::Delivered
-    } else {
-        Fate::Dropped(Reason::Snap)
+
+    /// Runs `snap` at the node and every local run it causes.
+    fn run_snap(&mut self, now: Instant, ifc: u32, snap: Vec<u8>) -> Fate {
+        let node = self;
+        let Some(mut vm) = node.vm.take() else {
+            return Fate::Dropped(Reason::Snap);
+        };
+        let here = vm.config().address;
+        let mut queue = VecDeque::from([(ifc, snap)]);
+        let mut budget = node.config.snap_local_runs;
+        let (mut sent, mut delivered) = (0u64, false);
+        while let Some((ifc, packet)) = queue.pop_front() {
+            let o = vm.run(now.micros(), ifc, packet);
+            if matches!(o.end, End::Malformed(_) | End::NoResource) {
+                continue;
+            }
+            node.stats.snap_executed += 1;
+            if let Some(d) = o.delivery
+                && node.deliveries.len() < MAX_DELIVERIES
+            {
+                node.deliveries.push_back(Delivery::Snap(d));
+                delivered = true;
+            }
+            for t in o.transmits {
+                if t.dst == here {
+                    if budget > 0 {
+                        budget -= 1;
+                        queue.push_back((LOCAL_IFACE, t.packet));
+                    }
+                    continue;
+                }
+                let Some(out) = node.routes.route(t.dst.into()).map(usize::from) else {
+                    node.stats.snap_no_route += 1;
+                    continue;
+                };
+                let Ok(ip) = snap_vm::ip::encapsulate(&t.packet) else {
+                    continue;
+                };
+                if ip.len() > node.config.ifaces.get(out).map_or(0, |f| f.mtu) {
+                    node.stats.snap_no_route += 1;
+                    continue;
+                }
+                node.stats.snap_sent += 1;
+                node.stats.copies += 1;
+                node.out.push_back((out, ip));
+                sent += 1;
+            }
+        }
+        node.vm = Some(vm);
+        if sent > 0 {
+            Fate::Forwarded
+        } else if delivered {
+            Fate::Delivered
+        } else {
+            Fate::Dropped(Reason::Snap)
+        }
     }
 }
