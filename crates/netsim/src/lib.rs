@@ -67,7 +67,7 @@ mod rng;
 mod routes;
 mod sim;
 
-pub use link::{LinkConfig, LinkStats};
+pub use link::{Direction, Fate, LinkConfig, LinkStats};
 pub use node::{Node, Outbox};
 pub use rng::Rng;
 pub use routes::Routes;

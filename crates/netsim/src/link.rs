@@ -1,6 +1,7 @@
 //! Links: what happens to a packet between two interfaces.
 
 use crate::Instant;
+use crate::rng::Rng;
 
 /// How a link treats the packets it carries. All times are in simulator ticks; all
 /// probabilities in parts per million.
@@ -122,6 +123,118 @@ mod tests {
     }
 }
 
+/// One direction of a link as a sans-IO model: what happens to each packet sent into it —
+/// serialisation at the bottleneck behind what is queued (drop-tail), loss, duplication,
+/// delay and jitter. The simulator runs two per link; a daemon runs one per emulated link
+/// on its own clock (one tick a microsecond), with its own seeded [`Rng`].
+///
+/// ```
+/// use netsim::{Direction, Instant, LinkConfig, LinkStats, Rng};
+///
+/// let (mut d, mut stats) = (Direction::default(), LinkStats::default());
+/// let mut rng = Rng::new(1);
+/// let config = LinkConfig::with_delay(100).rate(8, 0); // 8 bits a tick: 1 byte/µs
+/// let first = d.transmit(&config, Instant::ZERO, 100, &mut rng, &mut stats);
+/// let second = d.transmit(&config, Instant::ZERO, 100, &mut rng, &mut stats);
+/// assert_eq!(first.arrivals().collect::<Vec<_>>(), [Instant::from_ticks(200)]); // 100 to send, 100 delay
+/// assert_eq!(second.arrivals().collect::<Vec<_>>(), [Instant::from_ticks(300)]); // queued behind
+/// assert_eq!(stats.delivered, 2);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Direction {
+    /// Latest arrival scheduled, for `jitter == 0` FIFO order.
+    last_arrival: Instant,
+    /// When the bottleneck finishes sending what it has queued.
+    busy_until: Instant,
+}
+
+/// What a [`Direction`] did with one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Larger than the link's MTU.
+    TooBig,
+    /// The bottleneck queue was full (drop-tail).
+    QueueFull,
+    /// Lost on the way.
+    Lost,
+    /// Arrives at the far end at `at`, and a duplicate at `copy` if there is one.
+    Arrives {
+        /// The arrival.
+        at: Instant,
+        /// A duplicate's arrival.
+        copy: Option<Instant>,
+    },
+}
+
+impl Fate {
+    /// The arrival times, first the packet, then its duplicate (none for a dropped packet).
+    pub fn arrivals(&self) -> impl Iterator<Item = Instant> + use<> {
+        let (a, b) = match *self {
+            Fate::Arrives { at, copy } => (Some(at), copy),
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+}
+
+impl Direction {
+    /// Sends a packet of `len` bytes into this direction at `now`; `rng` draws loss,
+    /// duplication and jitter. Updates the stats.
+    pub fn transmit(
+        &mut self,
+        config: &LinkConfig,
+        now: Instant,
+        len: usize,
+        rng: &mut Rng,
+        stats: &mut LinkStats,
+    ) -> Fate {
+        stats.sent += 1;
+        if len > config.mtu {
+            stats.too_big += 1;
+            return Fate::TooBig;
+        }
+        let start = self.busy_until.max(now);
+        if config.queue_ticks > 0 && start.ticks() - now.ticks() > config.queue_ticks {
+            stats.lost += 1;
+            stats.queue_drops += 1;
+            return Fate::QueueFull;
+        }
+        let departs = start.saturating_add(config.serialisation(len));
+        self.busy_until = departs;
+        if rng.chance(config.loss_ppm) {
+            stats.lost += 1;
+            return Fate::Lost;
+        }
+        let copies = if rng.chance(config.duplicate_ppm) {
+            2
+        } else {
+            1
+        };
+        let mut at = [None, None];
+        for (copy, slot) in at.iter_mut().enumerate().take(copies) {
+            let jitter = if config.jitter > 0 {
+                rng.below(config.jitter + 1)
+            } else {
+                0
+            };
+            let mut t = departs.saturating_add(config.delay.saturating_add(jitter));
+            if config.jitter == 0 {
+                // Without jitter a link is FIFO.
+                t = t.max(self.last_arrival);
+            }
+            self.last_arrival = t;
+            stats.delivered += 1;
+            stats.duplicated += u64::from(copy == 1);
+            *slot = Some(t);
+        }
+        match at {
+            [Some(at), copy] => Fate::Arrives { at, copy },
+            // At least one copy is always made.
+            [None, _] => Fate::Lost,
+        }
+    }
+}
+
 /// One link between two interfaces.
 #[derive(Clone, Debug)]
 pub(crate) struct Link {
@@ -129,8 +242,6 @@ pub(crate) struct Link {
     pub(crate) ends: [(usize, usize); 2],
     pub(crate) stats: LinkStats,
     pub(crate) up: bool,
-    /// Latest arrival scheduled per direction, for `jitter == 0` FIFO order.
-    pub(crate) last_arrival: [Instant; 2],
-    /// When each direction's bottleneck finishes sending what it has queued.
-    pub(crate) busy_until: [Instant; 2],
+    /// Each direction: toward end 0, toward end 1.
+    pub(crate) dirs: [Direction; 2],
 }

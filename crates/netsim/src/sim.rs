@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use core::cmp::{Ordering, Reverse};
 
 use crate::Instant;
-use crate::link::{Link, LinkConfig, LinkStats};
+use crate::link::{Direction, Link, LinkConfig, LinkStats};
 use crate::node::{Node, Outbox};
 use crate::rng::Rng;
 
@@ -152,8 +152,7 @@ impl<N: Node> Simulator<N> {
             ends: [(a.0, ia), (b.0, ib)],
             stats: LinkStats::default(),
             up: true,
-            last_arrival: [Instant::ZERO; 2],
-            busy_until: [Instant::ZERO; 2],
+            dirs: [Direction::default(); 2],
         });
         LinkId(id)
     }
@@ -358,55 +357,25 @@ impl<N: Node> Simulator<N> {
         let Some(l) = self.links.get_mut(link) else {
             return;
         };
-        l.stats.sent += 1;
-        let config = l.config;
         if !l.up {
+            l.stats.sent += 1;
             l.stats.lost += 1;
             return;
         }
-        if packet.len() > config.mtu {
-            l.stats.too_big += 1;
-            return;
-        }
-        // Serialisation at the bottleneck, behind what is already queued (drop-tail).
         let dir = 1 - end;
-        let start = l.busy_until[dir].max(self.now);
-        if config.queue_ticks > 0 && start.ticks() - self.now.ticks() > config.queue_ticks {
-            l.stats.lost += 1;
-            l.stats.queue_drops += 1;
-            return;
-        }
-        let departs = start.saturating_add(config.serialisation(packet.len()));
-        l.busy_until[dir] = departs;
-        if self.rng.chance(config.loss_ppm) {
-            l.stats.lost += 1;
-            return;
-        }
-        let (to, to_iface) = l.ends[1 - end];
-        let copies = if self.rng.chance(config.duplicate_ppm) {
-            2
-        } else {
-            1
-        };
+        let (to, to_iface) = l.ends[dir];
+        let fate = l.dirs[dir].transmit(
+            &l.config,
+            self.now,
+            packet.len(),
+            &mut self.rng,
+            &mut l.stats,
+        );
         let mut packet = Some(packet);
-        for copy in 0..copies {
-            let jitter = if config.jitter > 0 {
-                self.rng.below(config.jitter + 1)
-            } else {
-                0
-            };
-            let mut at = departs.saturating_add(config.delay.saturating_add(jitter));
-            let l = &mut self.links[link];
-            if config.jitter == 0 {
-                // Without jitter a link is FIFO.
-                at = at.max(l.last_arrival[1 - end]);
-            }
-            l.last_arrival[1 - end] = at;
-            l.stats.delivered += 1;
-            if copy == 1 {
-                l.stats.duplicated += 1;
-            }
-            let p = if copy + 1 == copies {
+        let arrivals: Vec<Instant> = fate.arrivals().collect();
+        let n = arrivals.len();
+        for (k, at) in arrivals.into_iter().enumerate() {
+            let p = if k + 1 == n {
                 packet.take().unwrap_or_default()
             } else {
                 packet.clone().unwrap_or_default()
