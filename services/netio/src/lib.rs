@@ -1,0 +1,1 @@
+//! netio (skeleton)

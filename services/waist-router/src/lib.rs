@@ -1,0 +1,1 @@
+//! waist-router (skeleton)

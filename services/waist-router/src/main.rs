@@ -1,0 +1,2 @@
+//! `waist-router` (skeleton).
+fn main() {}
