@@ -1,0 +1,336 @@
+//! TOML configuration with errors that name the file, the line and the key.
+//!
+//! A daemon deserialises its whole config with [`load`] (or [`parse`] for text already in
+//! memory). Syntax and type errors come from `toml` with a byte span; [`ConfigError`] turns
+//! the span into a line and column and names the key written on that line. Checks a daemon
+//! makes after deserialising (an unknown link name, a prefix with host bits) use
+//! [`Source::error_at`] with the span of the offending value (`toml::Spanned<T>` fields), so
+//! they read the same way:
+//!
+//! ```text
+//! r1.toml:14:8: key `peer`: invalid socket address syntax
+//! ```
+//!
+//! The link section every daemon shares is [`LinkConfig`] (see `link.rs` for what each
+//! kind does); emulation parameters are [`EmulationConfig`].
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use toml::Spanned;
+
+/// A config error located in its file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or `<input>` for text not read from a file).
+    pub file: PathBuf,
+    /// 1-based line, 0 if unknown.
+    pub line: usize,
+    /// 1-based column, 0 if unknown.
+    pub column: usize,
+    /// The key the error is about (the key written on that line), if one could be named.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, ": key `{k}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The text of a config and where it came from, to locate errors in it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    file: PathBuf,
+    text: String,
+}
+
+impl Source {
+    /// Text read from `file`.
+    pub fn new(file: impl Into<PathBuf>, text: impl Into<String>) -> Source {
+        Source {
+            file: file.into(),
+            text: text.into(),
+        }
+    }
+
+    /// The file's path.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// An error about the bytes at `span`, naming the key on that line.
+    pub fn error_at(&self, span: Option<Range<usize>>, message: impl Into<String>) -> ConfigError {
+        let (line, column, key) = match span {
+            Some(s) => {
+                let at = s.start.min(self.text.len());
+                let before = self.text.get(..at).unwrap_or_default();
+                let line = before.matches('\n').count() + 1;
+                let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+                let column = before.get(line_start..).map_or(0, |l| l.chars().count()) + 1;
+                let text_line = self.text.get(line_start..).unwrap_or_default();
+                let text_line = text_line.split('\n').next().unwrap_or_default();
+                (line, column, key_of(text_line))
+            }
+            None => (0, 0, None),
+        };
+        ConfigError {
+            file: self.file.clone(),
+            line,
+            column,
+            key,
+            message: message.into(),
+        }
+    }
+
+    /// An error about a value read through `toml::Spanned`.
+    pub fn error_for<T>(&self, value: &Spanned<T>, message: impl Into<String>) -> ConfigError {
+        self.error_at(Some(value.span()), message)
+    }
+
+    /// Deserialises the whole text as `T`.
+    ///
+    /// # Errors
+    ///
+    /// A located [`ConfigError`] for a syntax error, a wrong type or an unknown key.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
+        toml::from_str(&self.text).map_err(|e| self.error_at(e.span(), e.message().trim()))
+    }
+}
+
+/// The key written on a line: `key = …` (the last dotted part), `[table]` or `[[array]]`.
+fn key_of(line: &str) -> Option<String> {
+    let t = line.trim_start();
+    if let Some(rest) = t.strip_prefix('[') {
+        let name = rest.trim_start_matches('[').split(']').next()?.trim();
+        return (!name.is_empty()).then(|| name.to_string());
+    }
+    let (k, _) = t.split_once('=')?;
+    let k = k.trim().trim_matches('"');
+    let k = k.rsplit('.').next().unwrap_or(k).trim().trim_matches('"');
+    (!k.is_empty() && !k.starts_with('#')).then(|| k.to_string())
+}
+
+/// Reads and parses the config file at `path`.
+///
+/// # Errors
+///
+/// A [`ConfigError`] naming the file: unreadable, or located as [`Source::parse`] does.
+pub fn load<T: DeserializeOwned>(path: &Path) -> Result<(Source, T), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        key: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    let source = Source::new(path, text);
+    let value = source.parse()?;
+    Ok((source, value))
+}
+
+/// What carries a link's frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    /// IP-in-UDP to one peer: one frame per datagram.
+    Udp,
+    /// A TUN device: plain IP packets to and from the host's kernel.
+    Tun,
+}
+
+/// One `[[link]]` of a daemon's config.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// The link's name (for routes, logs, metrics and pcap file names).
+    pub name: Spanned<String>,
+    /// `udp` or `tun`.
+    pub kind: Spanned<LinkKind>,
+    /// UDP: the local address to bind (`127.0.0.1:40001`).
+    pub local: Option<Spanned<String>>,
+    /// UDP: the peer's address; datagrams from anyone else are ignored.
+    pub peer: Option<Spanned<String>>,
+    /// TUN: the device name (`wr1`); created if missing.
+    pub device: Option<Spanned<String>>,
+    /// TUN: addresses with prefix length to give the device (`["10.1.0.1/24"]`).
+    #[serde(default)]
+    pub addresses: Vec<Spanned<String>>,
+    /// Largest IP packet the link carries (default 1500).
+    pub mtu: Option<Spanned<usize>>,
+    /// Distance-vector cost over this link (absent: no routing protocol here).
+    pub cost: Option<Spanned<u16>>,
+    /// UDP: receive in batches with recvmmsg/GRO (quinn-udp) instead of one datagram a
+    /// call.
+    #[serde(default)]
+    pub batch: bool,
+    /// User-space emulation of what this end sends (delay, jitter, loss, …).
+    pub emulation: Option<EmulationConfig>,
+}
+
+/// User-space emulation of one direction of a link (the kernel's netem, which this machine
+/// lacks, done by `netsim`'s link model on the wall clock). Each end emulates what it sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmulationConfig {
+    /// Fixed one-way delay, milliseconds.
+    #[serde(default)]
+    pub delay_ms: f64,
+    /// Extra delay drawn uniformly from 0..=jitter per packet, milliseconds (reorders).
+    #[serde(default)]
+    pub jitter_ms: f64,
+    /// Probability a packet is lost (0–1).
+    #[serde(default)]
+    pub loss: f64,
+    /// Probability a packet arrives twice (0–1).
+    #[serde(default)]
+    pub duplicate: f64,
+    /// Bottleneck rate, megabits per second (0: unlimited).
+    #[serde(default)]
+    pub rate_mbps: f64,
+    /// Most backlog the bottleneck queues before dropping, milliseconds (0: unlimited).
+    #[serde(default)]
+    pub queue_ms: f64,
+    /// Seed of the emulation's random draws (default 1).
+    pub seed: Option<u64>,
+}
+
+impl EmulationConfig {
+    /// The `netsim` link model for these parameters (one tick a microsecond), or a message
+    /// naming the parameter out of range.
+    ///
+    /// # Errors
+    ///
+    /// A probability outside 0–1 or a negative or non-finite time or rate.
+    pub fn model(&self, mtu: usize) -> Result<netsim::LinkConfig, String> {
+        let us = |name: &str, ms: f64| -> Result<u64, String> {
+            if ms.is_finite() && ms >= 0.0 {
+                Ok((ms * 1000.0).round() as u64)
+            } else {
+                Err(format!(
+                    "{name} must be a finite number of milliseconds ≥ 0"
+                ))
+            }
+        };
+        let ppm = |name: &str, p: f64| -> Result<u32, String> {
+            if (0.0..=1.0).contains(&p) {
+                Ok((p * 1e6).round() as u32)
+            } else {
+                Err(format!("{name} must be a probability between 0 and 1"))
+            }
+        };
+        if !(self.rate_mbps.is_finite() && self.rate_mbps >= 0.0) {
+            return Err("rate_mbps must be ≥ 0".into());
+        }
+        // One tick is a microsecond, so bits per tick is megabits per second.
+        let bits_per_tick = self.rate_mbps.round() as u64;
+        if self.rate_mbps > 0.0 && bits_per_tick == 0 {
+            return Err("rate_mbps below 1 is not supported (1 Mb/s resolution)".into());
+        }
+        Ok(
+            netsim::LinkConfig::with_delay(us("delay_ms", self.delay_ms)?)
+                .jitter(us("jitter_ms", self.jitter_ms)?)
+                .loss_ppm(ppm("loss", self.loss)?)
+                .duplicate_ppm(ppm("duplicate", self.duplicate)?)
+                .mtu(mtu.max(1))
+                .rate(bits_per_tick, us("queue_ms", self.queue_ms)?),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        #[serde(default)]
+        link: Vec<LinkConfig>,
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let text = "[[link]]\nname = \"a\"\nkind = \"udp\"\nmtu = \"big\"\n";
+        let e = Source::new("r1.toml", text).parse::<File>().unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (4, Some("mtu")), "{e}");
+        assert!(e.to_string().starts_with("r1.toml:4:7: key `mtu`: "), "{e}");
+        let text = "[[link]]\nname = \"a\"\nkind = \"carrier-pigeon\"\n";
+        let e = Source::new("r1.toml", text).parse::<File>().unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (3, Some("kind")), "{e}");
+        let text = "[[link]]\nname = \"a\"\nkind = \"tun\"\ncolour = 3\n";
+        let e = Source::new("x.toml", text).parse::<File>().unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (4, Some("colour")), "{e}");
+        let e = Source::new("x.toml", "[[link]\n")
+            .parse::<File>()
+            .unwrap_err();
+        assert_eq!(e.line, 1, "{e}");
+    }
+
+    #[test]
+    fn spanned_values_locate_later_checks() {
+        let text = "[[link]]\nname = \"a\"\nkind = \"udp\"\npeer = \"nowhere\"\n";
+        let s = Source::new("r.toml", text);
+        let f: File = s.parse().unwrap();
+        let peer = f.link[0].peer.as_ref().unwrap();
+        let e = s.error_for(peer, "invalid socket address");
+        assert_eq!(
+            e.to_string(),
+            "r.toml:4:8: key `peer`: invalid socket address"
+        );
+    }
+
+    #[test]
+    fn emulation_maps_to_the_link_model() {
+        let e = EmulationConfig {
+            delay_ms: 5.0,
+            jitter_ms: 0.5,
+            loss: 0.01,
+            duplicate: 0.0,
+            rate_mbps: 100.0,
+            queue_ms: 20.0,
+            seed: None,
+        };
+        let m = e.model(1400).unwrap();
+        assert_eq!(
+            (
+                m.delay,
+                m.jitter,
+                m.loss_ppm,
+                m.bits_per_tick,
+                m.queue_ticks,
+                m.mtu
+            ),
+            (5000, 500, 10_000, 100, 20_000, 1400)
+        );
+        assert!(
+            EmulationConfig { loss: 1.5, ..e }
+                .model(1500)
+                .unwrap_err()
+                .contains("loss")
+        );
+        assert!(
+            EmulationConfig {
+                delay_ms: -1.0,
+                ..e
+            }
+            .model(1500)
+            .unwrap_err()
+            .contains("delay_ms")
+        );
+    }
+}

@@ -1,0 +1,490 @@
+//! Links: IP-in-UDP to one peer, or a TUN device, polled together by one task.
+//!
+//! A daemon's core is one task: it awaits [`Links::recv`] (whichever link has a frame,
+//! round-robin so none starves), drains what else is ready with [`Links::try_recv`], hands
+//! frames to its core, and sends what the core returns with [`Links::send`], which never
+//! blocks: a link whose socket is full drops the frame and counts it, as a router's output
+//! queue does. Emulated links hold frames until they are due ([`Links::next_due`],
+//! [`Links::send_due`]).
+//!
+//! * **UDP**: a socket bound to `local` and connected to `peer`, so only the peer's
+//!   datagrams arrive; one frame per datagram (`waist_node::frame`). ICMP errors from a peer
+//!   that is down surface as receive errors; they are counted and the link goes on.
+//! * **TUN**: a device created (or opened) by name, given its addresses and MTU, offloads
+//!   off; it carries plain IP packets to and from the host's kernel. Needs root.
+
+use std::future::poll_fn;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use tokio::io::ReadBuf;
+use tokio::net::UdpSocket;
+
+use crate::config::{ConfigError, LinkConfig, LinkKind, Source};
+use crate::emulate::Emulator;
+
+/// What a link counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkCounters {
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Receive errors (e.g. ICMP port unreachable from a peer that is down).
+    pub rx_errors: u64,
+    /// Frames sent.
+    pub tx_frames: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Frames dropped because the socket or device was full.
+    pub tx_full: u64,
+    /// Other send errors.
+    pub tx_errors: u64,
+}
+
+enum Io {
+    Udp(UdpSocket),
+    Tun(tun_rs::AsyncDevice),
+}
+
+/// One open link.
+pub struct Link {
+    name: String,
+    kind: LinkKind,
+    io: Io,
+    mtu: usize,
+    cost: Option<u16>,
+    emulator: Option<Emulator>,
+    counters: LinkCounters,
+    local: Option<SocketAddr>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("mtu", &self.mtu)
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Link {
+    /// The link's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// UDP or TUN.
+    pub fn kind(&self) -> LinkKind {
+        self.kind
+    }
+
+    /// Largest IP packet it carries.
+    pub fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    /// Its distance-vector cost, if routing runs over it.
+    pub fn cost(&self) -> Option<u16> {
+        self.cost
+    }
+
+    /// The local UDP address it is bound to.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local
+    }
+
+    /// What it counted.
+    pub fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+
+    /// The emulated link's counters, if it is emulated.
+    pub fn emulation(&self) -> Option<netsim::LinkStats> {
+        self.emulator.as_ref().map(Emulator::stats)
+    }
+
+    fn poll_recv(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        match &self.io {
+            Io::Udp(s) => {
+                let mut rb = ReadBuf::new(buf);
+                match s.poll_recv(cx, &mut rb) {
+                    Poll::Ready(Ok(())) => Poll::Ready(Ok(rb.filled().len())),
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+            Io::Tun(d) => loop {
+                match d.poll_readable(cx) {
+                    Poll::Ready(Ok(())) => match d.try_recv(buf) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                        r => return Poll::Ready(r),
+                    },
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            },
+        }
+    }
+
+    fn try_recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &self.io {
+            Io::Udp(s) => s.try_recv(buf),
+            Io::Tun(d) => d.try_recv(buf),
+        }
+    }
+
+    fn send_now(&mut self, frame: &[u8]) {
+        let r = match &self.io {
+            Io::Udp(s) => s.try_send(frame),
+            Io::Tun(d) => d.try_send(frame),
+        };
+        match r {
+            Ok(_) => {
+                self.counters.tx_frames += 1;
+                self.counters.tx_bytes += frame.len() as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.counters.tx_full += 1,
+            Err(_) => self.counters.tx_errors += 1,
+        }
+    }
+}
+
+/// The links of a daemon. See the [module docs](self).
+#[derive(Debug)]
+pub struct Links {
+    links: Vec<Link>,
+    next: usize,
+}
+
+fn parse_addr(source: &Source, v: &toml::Spanned<String>) -> Result<SocketAddr, ConfigError> {
+    v.get_ref()
+        .parse()
+        .map_err(|e| source.error_for(v, format!("not a socket address: {e}")))
+}
+
+impl Links {
+    /// Opens every link of `configs` (binding sockets, creating TUN devices), numbering
+    /// them in order: link `i` is the core's interface `i`. Emulated links count time from
+    /// `origin`.
+    ///
+    /// # Errors
+    ///
+    /// A located [`ConfigError`] for a bad or missing field; an I/O error (address in use,
+    /// no permission for TUN) names the link.
+    pub async fn open(
+        configs: &[LinkConfig],
+        source: &Source,
+        origin: Instant,
+    ) -> anyhow::Result<Links> {
+        let mut links = Vec::with_capacity(configs.len());
+        for (i, c) in configs.iter().enumerate() {
+            let name = c.name.get_ref().clone();
+            if configs.iter().take(i).any(|o| o.name.get_ref() == &name) {
+                return Err(source
+                    .error_for(&c.name, "a second link with this name")
+                    .into());
+            }
+            let mtu = c.mtu.as_ref().map_or(1500, |m| *m.get_ref());
+            if !(68..=65_535).contains(&mtu) {
+                let m = c
+                    .mtu
+                    .as_ref()
+                    .map(|m| source.error_for(m, "MTU must be 68..=65535"));
+                return Err(m
+                    .unwrap_or_else(|| source.error_for(&c.name, "bad MTU"))
+                    .into());
+            }
+            let (io, local) = match c.kind.get_ref() {
+                LinkKind::Udp => {
+                    let (Some(l), Some(p)) = (&c.local, &c.peer) else {
+                        return Err(source
+                            .error_for(&c.kind, "a udp link needs `local` and `peer`")
+                            .into());
+                    };
+                    let (local, peer) = (parse_addr(source, l)?, parse_addr(source, p)?);
+                    let sock = UdpSocket::bind(local)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("link `{name}`: cannot bind {local}: {e}"))?;
+                    sock.connect(peer).await.map_err(|e| {
+                        anyhow::anyhow!("link `{name}`: cannot connect to {peer}: {e}")
+                    })?;
+                    let local = sock.local_addr().ok();
+                    (Io::Udp(sock), local)
+                }
+                LinkKind::Tun => {
+                    let Some(dev) = &c.device else {
+                        return Err(source
+                            .error_for(&c.kind, "a tun link needs `device`")
+                            .into());
+                    };
+                    let mut b = tun_rs::DeviceBuilder::new()
+                        .name(dev.get_ref().clone())
+                        .mtu(u16::try_from(mtu).unwrap_or(1500))
+                        .offload(false);
+                    for a in &c.addresses {
+                        let (addr, len) =
+                            parse_cidr(a.get_ref()).map_err(|m| source.error_for(a, m))?;
+                        b = match addr {
+                            IpAddr::V4(v4) => b.ipv4(v4, len, None),
+                            IpAddr::V6(v6) => b.ipv6(v6, len),
+                        };
+                    }
+                    let d = b.build_async().map_err(|e| {
+                        anyhow::anyhow!(
+                            "link `{name}`: cannot create TUN device `{}`: {e} (root needed)",
+                            dev.get_ref()
+                        )
+                    })?;
+                    (Io::Tun(d), None)
+                }
+            };
+            let emulator = match &c.emulation {
+                Some(e) => {
+                    let model = e
+                        .model(mtu)
+                        .map_err(|m| source.error_for(&c.name, format!("emulation: {m}")))?;
+                    Some(Emulator::new(model, e.seed.unwrap_or(1), origin))
+                }
+                None => None,
+            };
+            links.push(Link {
+                name,
+                kind: *c.kind.get_ref(),
+                io,
+                mtu,
+                cost: c.cost.as_ref().map(|c| *c.get_ref()),
+                emulator,
+                counters: LinkCounters::default(),
+                local,
+            });
+        }
+        Ok(Links { links, next: 0 })
+    }
+
+    /// The links, by interface number.
+    pub fn iter(&self) -> impl Iterator<Item = &Link> {
+        self.links.iter()
+    }
+
+    /// Link `iface`.
+    pub fn get(&self, iface: usize) -> Option<&Link> {
+        self.links.get(iface)
+    }
+
+    /// How many links.
+    pub fn len(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty()
+    }
+
+    /// The interface of the link named `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.links.iter().position(|l| l.name == name)
+    }
+
+    /// Polls every link once, starting after the one that last delivered, for a frame.
+    /// Errors come back with their interface (the caller counts and goes on).
+    pub fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<(usize, io::Result<usize>)> {
+        let n = self.links.len();
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            let Some(link) = self.links.get_mut(i) else {
+                continue;
+            };
+            if let Poll::Ready(r) = link.poll_recv(cx, buf) {
+                self.next = (i + 1) % n;
+                match &r {
+                    Ok(len) => {
+                        link.counters.rx_frames += 1;
+                        link.counters.rx_bytes += *len as u64;
+                    }
+                    Err(_) => link.counters.rx_errors += 1,
+                }
+                return Poll::Ready((i, r));
+            }
+        }
+        Poll::Pending
+    }
+
+    /// The next frame from any link: `(interface, bytes received)`.
+    pub async fn recv(&mut self, buf: &mut [u8]) -> (usize, io::Result<usize>) {
+        if self.links.is_empty() {
+            return std::future::pending().await;
+        }
+        poll_fn(|cx| self.poll_recv(cx, buf)).await
+    }
+
+    /// A frame from link `iface` if one is waiting now (`WouldBlock` if not).
+    ///
+    /// # Errors
+    ///
+    /// The link's error; `WouldBlock` when nothing waits; `NotFound` for no such link.
+    pub fn try_recv(&mut self, iface: usize, buf: &mut [u8]) -> io::Result<usize> {
+        let link = self
+            .links
+            .get_mut(iface)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let r = link.try_recv(buf);
+        match &r {
+            Ok(len) => {
+                link.counters.rx_frames += 1;
+                link.counters.rx_bytes += *len as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => link.counters.rx_errors += 1,
+        }
+        r
+    }
+
+    /// Sends `frame` on link `iface` at `now` — through its emulation if it has one. Never
+    /// blocks: a full socket drops the frame (counted).
+    pub fn send(&mut self, iface: usize, frame: &[u8], now: Instant) {
+        let Some(link) = self.links.get_mut(iface) else {
+            return;
+        };
+        match &mut link.emulator {
+            Some(e) => e.send(now, frame),
+            None => link.send_now(frame),
+        }
+    }
+
+    /// When an emulated link next has a frame due.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.links
+            .iter()
+            .filter_map(|l| l.emulator.as_ref().and_then(Emulator::next_due))
+            .min()
+    }
+
+    /// Sends every emulated frame due at `now`.
+    pub fn send_due(&mut self, now: Instant) {
+        for link in &mut self.links {
+            while let Some(f) = link.emulator.as_mut().and_then(|e| e.pop_due(now)) {
+                link.send_now(&f);
+            }
+        }
+    }
+}
+
+/// `10.1.0.1/24` → (address, prefix length).
+///
+/// # Errors
+///
+/// A message naming what is wrong.
+pub fn parse_cidr(s: &str) -> Result<(IpAddr, u8), String> {
+    let (a, l) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}`: expected ADDRESS/LENGTH"))?;
+    let addr: IpAddr = a.parse().map_err(|e| format!("`{a}`: {e}"))?;
+    let len: u8 = l.parse().map_err(|e| format!("`{l}`: {e}"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    if len > max {
+        return Err(format!("prefix length {len} above {max}"));
+    }
+    Ok((addr, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Source;
+
+    #[derive(serde::Deserialize)]
+    struct File {
+        link: Vec<LinkConfig>,
+    }
+
+    fn links_of(text: &str) -> (Source, Vec<LinkConfig>) {
+        let s = Source::new("t.toml", text);
+        let f: File = s.parse().unwrap();
+        (s, f.link)
+    }
+
+    #[tokio::test]
+    async fn two_udp_links_exchange_frames_and_count() {
+        // Two free ports, then each link bound to one and connected to the other.
+        let free = || {
+            std::net::UdpSocket::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+        };
+        let (pa, pb) = (free(), free());
+        let conf = |name: &str, local: SocketAddr, peer: SocketAddr, extra: &str| {
+            format!(
+                "[[link]]\nname = \"{name}\"\nkind = \"udp\"\nlocal = \"{local}\"\npeer = \"{peer}\"\n{extra}"
+            )
+        };
+        let t0 = Instant::now();
+        let (s, c) = links_of(&conf("a", pa, pb, ""));
+        let mut a = Links::open(&c, &s, t0).await.unwrap();
+        let (s, c) = links_of(&conf("b", pb, pa, "emulation = { delay_ms = 20 }\n"));
+        let mut b = Links::open(&c, &s, t0).await.unwrap();
+        b.send(0, &[0x45, 1, 2, 3], Instant::now());
+        // Emulated: nothing leaves before 20 ms.
+        assert!(b.next_due().is_some());
+        let mut buf = [0u8; 64];
+        assert!(a.try_recv(0, &mut buf).is_err());
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        b.send_due(Instant::now());
+        let (i, n) = tokio::time::timeout(std::time::Duration::from_secs(2), a.recv(&mut buf))
+            .await
+            .unwrap();
+        assert_eq!((i, &buf[..n.unwrap()]), (0, &[0x45, 1, 2, 3][..]));
+        assert_eq!(a.get(0).unwrap().counters().rx_frames, 1);
+        assert_eq!(b.get(0).unwrap().counters().tx_frames, 1);
+        assert_eq!(b.get(0).unwrap().emulation().unwrap().delivered, 1);
+    }
+
+    #[tokio::test]
+    async fn config_errors_are_located() {
+        let (s, c) = links_of(
+            "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"127.0.0.1:0\"\npeer = \"nowhere\"\n",
+        );
+        let e = Links::open(&c, &s, Instant::now())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("t.toml:5:8: key `peer`: not a socket address"),
+            "{e}"
+        );
+        let (s, c) = links_of("[[link]]\nname = \"a\"\nkind = \"udp\"\n");
+        let e = Links::open(&c, &s, Instant::now())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("key `kind`: a udp link needs `local` and `peer`"),
+            "{e}"
+        );
+        let (s, c) = links_of(
+            "[[link]]\nname = \"t\"\nkind = \"tun\"\ndevice = \"x\"\naddresses = [\"10.0.0.1/40\"]\n",
+        );
+        let e = Links::open(&c, &s, Instant::now())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("prefix length 40 above 32"), "{e}");
+    }
+
+    #[test]
+    fn cidr() {
+        assert_eq!(parse_cidr("10.1.0.1/24"), Ok(([10, 1, 0, 1].into(), 24)));
+        assert!(parse_cidr("10.1.0.1").is_err());
+        assert!(parse_cidr("fd00::1/129").is_err());
+    }
+}
