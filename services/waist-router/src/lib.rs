@@ -1,1 +1,207 @@
-//! waist-router (skeleton)
+//! # waist-router — the router node as a daemon
+//!
+//! One task owns a [`waist_node::Node`] and `select!`s over its links (netio: IP-in-UDP and
+//! TUN), the node's next deadline, the links' emulation deadlines and shutdown. The daemon
+//! contains no protocol logic: every per-packet decision is the node's, the code the
+//! simulator runs too.
+//!
+//! ```text
+//!  links.recv ─► Node::handle_packet(now, iface, frame) ─► in place: links.send(iface, frame[range])
+//!                                    └► poll_transmit ─► links.send   (copies, ICMP, routing, SNAP)
+//!  sleep_until(min(node.poll_timeout, links.next_due)) ─► Node::handle_timeout / links.send_due
+//! ```
+//!
+//! Time at the node is microseconds since the daemon started. The config is described in
+//! [`config`]; [`run`] is the loop.
+
+pub mod config;
+
+use std::future::Future;
+use std::time::{Duration, Instant as StdInstant};
+
+use netio::link::Links;
+use tracing::{debug, info, warn};
+use waist_node::{Delivery, Instant, MAX_FRAME, Node, Stats};
+
+use crate::config::Plan;
+
+/// Frames taken from the links in one round before timers are looked at again.
+const ROUND: usize = 256;
+
+/// What the daemon did, reported when it stops.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// The node's counters.
+    pub node: Stats,
+    /// Per link: name and counters.
+    pub links: Vec<(String, netio::link::LinkCounters)>,
+    /// Packets for the router itself that no one took (it runs no applications).
+    pub unclaimed: u64,
+}
+
+/// The router: its node and links, built from a plan.
+#[derive(Debug)]
+pub struct Router {
+    name: String,
+    node: Node,
+    links: Links,
+    origin: StdInstant,
+    unclaimed: u64,
+}
+
+impl Router {
+    /// Opens the links and builds the node.
+    ///
+    /// # Errors
+    ///
+    /// A located config error, or an I/O error naming the link.
+    pub async fn open(plan: &Plan, source: &netio::config::Source) -> anyhow::Result<Router> {
+        let origin = StdInstant::now();
+        let links = Links::open(&plan.links, source, origin).await?;
+        let mut node = Node::new(plan.node.clone(), Instant::ZERO)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", source.file().display()))?;
+        for &(p, i) in &plan.routes {
+            node.add_route(p, i);
+        }
+        for (g, ifaces) in &plan.groups {
+            node.add_group(*g, ifaces);
+        }
+        for &p in &plan.originate {
+            if !node.originate(Instant::ZERO, p) {
+                warn!(?p, "cannot originate prefix (routing table full)");
+            }
+        }
+        Ok(Router {
+            name: plan.name.clone(),
+            node,
+            links,
+            origin,
+            unclaimed: 0,
+        })
+    }
+
+    /// The node.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// The links.
+    pub fn links(&self) -> &Links {
+        &self.links
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_micros(self.origin.elapsed().as_micros() as u64)
+    }
+
+    /// The next instant something is due: the node's timer or an emulated frame.
+    fn deadline(&self) -> Option<StdInstant> {
+        let node = self
+            .node
+            .poll_timeout()
+            .map(|t| self.origin + Duration::from_micros(t.micros()));
+        match (node, self.links.next_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// One frame in: the node decides, the links send.
+    fn frame(&mut self, iface: usize, frame: &mut [u8], out: &mut [u8]) {
+        let now = self.now();
+        let wall = StdInstant::now();
+        if let Some(t) = self.node.handle_packet(now, iface, frame)
+            && let Some(bytes) = frame.get(t.range)
+        {
+            self.links.send(t.iface, bytes, wall);
+        }
+        self.drain(out, wall);
+    }
+
+    /// Sends what the node queued; takes what it delivered.
+    fn drain(&mut self, out: &mut [u8], wall: StdInstant) {
+        while let Some(t) = self.node.poll_transmit(out) {
+            if let Some(bytes) = out.get(..t.len) {
+                self.links.send(t.iface, bytes, wall);
+            }
+        }
+        while let Some(d) = self.node.poll_deliver() {
+            self.unclaimed += 1;
+            match d {
+                Delivery::Packet { iface, packet } => {
+                    debug!(iface, len = packet.len(), "packet for the router itself");
+                }
+                Delivery::Snap(d) => debug!(port = d.port, "SNAP delivery to a local port"),
+            }
+        }
+    }
+
+    /// Runs until `shutdown` completes, then reports.
+    ///
+    /// # Errors
+    ///
+    /// Only if the runtime fails; link errors are counted, not fatal.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<Summary> {
+        let mut buf = vec![0u8; MAX_FRAME];
+        let mut out = vec![0u8; MAX_FRAME];
+        info!(router = %self.name, links = self.links.len(), "running");
+        tokio::pin!(shutdown);
+        loop {
+            let deadline = self.deadline();
+            let sleep = async move {
+                match deadline {
+                    Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                (iface, r) = self.links.recv(&mut buf) => {
+                    if let Ok(n) = r {
+                        self.frame(iface, &mut buf[..n], &mut out);
+                    }
+                    // Drain what else is ready, a bounded round.
+                    let mut taken = 0;
+                    'round: while taken < ROUND {
+                        let mut any = false;
+                        for i in 0..self.links.len() {
+                            if let Ok(n) = self.links.try_recv(i, &mut buf) {
+                                self.frame(i, &mut buf[..n], &mut out);
+                                any = true;
+                                taken += 1;
+                                if taken >= ROUND {
+                                    break 'round;
+                                }
+                            }
+                        }
+                        if !any {
+                            break;
+                        }
+                    }
+                }
+                () = sleep => {}
+            }
+            let wall = StdInstant::now();
+            self.node.handle_timeout(self.now());
+            self.links.send_due(wall);
+            self.drain(&mut out, wall);
+        }
+        let summary = self.summary();
+        info!(router = %self.name, stats = ?summary.node, "stopped");
+        Ok(summary)
+    }
+
+    /// The counters now.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            node: self.node.stats(),
+            links: self
+                .links
+                .iter()
+                .map(|l| (l.name().to_string(), l.counters()))
+                .collect(),
+            unclaimed: self.unclaimed,
+        }
+    }
+}

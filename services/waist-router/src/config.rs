@@ -1,0 +1,392 @@
+//! The router's TOML config, and its translation into a `waist_node::Config` plus the
+//! routes, groups and prefixes to install. Every error names the file, line and key.
+//!
+//! ```toml
+//! [node]
+//! name = "r1"                      # for logs, metrics and pcap names
+//! addresses = ["10.0.0.1"]         # the router's own addresses (first IPv4 names it)
+//! icmp = true                      # ICMP errors and echo replies (default true)
+//!
+//! [esp]                            # absent: ESP packets are forwarded untouched
+//! rate = 10000                     # bindings created per second each context must hold
+//! lifetime_s = 10                  # τ (ESP §2.1)
+//! key_seed = 7                     # secrets derived from it (absent: random at start)
+//!
+//! [snap]                           # absent: SNAP packets are forwarded as plain IP
+//! local_runs = 64
+//!
+//! [route_cache]                    # absent: straight to the longest-prefix match
+//! log2 = 12
+//!
+//! [dv]                             # absent: static routes only
+//! originate = ["10.1.0.0/16"]      # the networks attached here
+//! update_ms = 30000                # RIP-like timers (defaults shown)
+//! timeout_ms = 180000
+//! gc_ms = 120000
+//! triggered_ms = 1000
+//!
+//! [[link]]                         # netio's link section: kind udp | tun, cost = DV cost
+//! name = "to-r2"
+//! kind = "udp"
+//! local = "127.0.0.1:40001"
+//! peer = "127.0.0.1:40002"
+//! cost = 1
+//!
+//! [[route]]
+//! prefix = "10.9.0.0/16"
+//! link = "to-r2"
+//!
+//! [[group]]
+//! address = "224.1.1.1"
+//! links = ["to-r2"]
+//! ```
+
+use std::net::IpAddr;
+
+use fastpath::lpm::IpPrefix;
+use netio::config::{ConfigError, LinkConfig, Source};
+use netio::link::parse_cidr;
+use serde::Deserialize;
+use toml::Spanned;
+use waist_node::{Config, EspConfig, IfaceConfig};
+
+/// The whole file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterFile {
+    /// `[node]`.
+    pub node: NodeSection,
+    /// `[esp]`.
+    pub esp: Option<EspSection>,
+    /// `[snap]`.
+    pub snap: Option<SnapSection>,
+    /// `[route_cache]`.
+    pub route_cache: Option<CacheSection>,
+    /// `[dv]`.
+    pub dv: Option<DvSection>,
+    /// `[[link]]`, numbered in order (interface `i` is the `i`-th link).
+    #[serde(default)]
+    pub link: Vec<LinkConfig>,
+    /// `[[route]]`.
+    #[serde(default)]
+    pub route: Vec<RouteSection>,
+    /// `[[group]]`.
+    #[serde(default)]
+    pub group: Vec<GroupSection>,
+}
+
+/// `[node]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSection {
+    /// The router's name.
+    pub name: String,
+    /// Its own addresses.
+    pub addresses: Vec<Spanned<String>>,
+    /// ICMP on (default true).
+    #[serde(default = "yes")]
+    pub icmp: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `[esp]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EspSection {
+    /// Bindings created per second each context must hold for τ.
+    pub rate: Spanned<u64>,
+    /// τ in seconds (default 10).
+    #[serde(default = "ten")]
+    pub lifetime_s: u64,
+    /// Shards per context (default 1).
+    #[serde(default = "one")]
+    pub shards: u32,
+    /// Seed of the stores' secret keys (absent: random).
+    pub key_seed: Option<u64>,
+}
+
+fn ten() -> u64 {
+    10
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `[snap]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapSection {
+    /// Local runs one arrival may cause (default 64).
+    #[serde(default = "sixty_four")]
+    pub local_runs: u32,
+}
+
+fn sixty_four() -> u32 {
+    64
+}
+
+/// `[route_cache]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSection {
+    /// 2^log2 slots.
+    pub log2: Spanned<u8>,
+}
+
+/// `[dv]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DvSection {
+    /// Prefixes attached here, advertised to the neighbours.
+    #[serde(default)]
+    pub originate: Vec<Spanned<String>>,
+    /// Periodic update interval (default 30 s).
+    pub update_ms: Option<u64>,
+    /// Route timeout (default 180 s).
+    pub timeout_ms: Option<u64>,
+    /// Garbage collection of unreachable destinations (default 120 s).
+    pub gc_ms: Option<u64>,
+    /// Delay before a triggered update (default 1 s).
+    pub triggered_ms: Option<u64>,
+}
+
+/// `[[route]]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSection {
+    /// `10.9.0.0/16`.
+    pub prefix: Spanned<String>,
+    /// The link's name.
+    pub link: Spanned<String>,
+}
+
+/// `[[group]]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSection {
+    /// The multicast address.
+    pub address: Spanned<String>,
+    /// Downstream links by name.
+    pub links: Vec<Spanned<String>>,
+}
+
+/// What the file says, checked and translated.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The router's name.
+    pub name: String,
+    /// The node's config.
+    pub node: Config,
+    /// Static routes: prefix → interface.
+    pub routes: Vec<(IpPrefix, usize)>,
+    /// Groups: address → interfaces.
+    pub groups: Vec<(IpAddr, Vec<usize>)>,
+    /// Prefixes to originate through distance vector.
+    pub originate: Vec<IpPrefix>,
+    /// The links, as netio opens them.
+    pub links: Vec<LinkConfig>,
+}
+
+fn prefix_of(source: &Source, s: &Spanned<String>) -> Result<IpPrefix, ConfigError> {
+    let (addr, len) = parse_cidr(s.get_ref()).map_err(|m| source.error_for(s, m))?;
+    waist_node::routes::prefix(addr, len).map_err(|e| source.error_for(s, e.to_string()))
+}
+
+fn link_of(
+    source: &Source,
+    links: &[LinkConfig],
+    name: &Spanned<String>,
+) -> Result<usize, ConfigError> {
+    links
+        .iter()
+        .position(|l| l.name.get_ref() == name.get_ref())
+        .ok_or_else(|| source.error_for(name, format!("no [[link]] named `{}`", name.get_ref())))
+}
+
+/// Checks `file` (read from `source`) and builds the plan.
+///
+/// # Errors
+///
+/// A located [`ConfigError`] for the first problem.
+pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
+    let mut addrs = Vec::new();
+    for a in &file.node.addresses {
+        addrs.push(
+            a.get_ref()
+                .parse::<IpAddr>()
+                .map_err(|e| source.error_for(a, format!("not an IP address: {e}")))?,
+        );
+    }
+    let Some(first) = addrs.first().copied() else {
+        return Err(source.error_at(None, "[node] addresses: at least one address is needed"));
+    };
+    let mut node = Config::router(first, file.link.len());
+    node.addrs = addrs;
+    node.icmp = file.node.icmp;
+    for (i, l) in file.link.iter().enumerate() {
+        let mtu = l.mtu.as_ref().map_or(1500, |m| *m.get_ref());
+        let mut f = IfaceConfig::new(mtu);
+        f.dv_cost = l.cost.as_ref().map(|c| *c.get_ref());
+        if let (Some(c), None) = (&l.cost, &file.dv) {
+            return Err(source.error_for(c, "a routing cost needs a [dv] section"));
+        }
+        if let Some(slot) = node.ifaces.get_mut(i) {
+            *slot = f;
+        }
+    }
+    if let Some(e) = &file.esp {
+        let key = ess::HashKey::from_seed(e.key_seed.unwrap_or_else(random_seed));
+        let store = ess::EssConfig::for_rate(
+            *e.rate.get_ref(),
+            1_000_000,
+            e.lifetime_s.saturating_mul(1_000_000),
+            1_000,
+            key.derive(1),
+        )
+        .map_err(|err| source.error_for(&e.rate, err.to_string()))?;
+        let node_id = node.ipv4().map_or(0, |a| u64::from(u32::from_be_bytes(a)));
+        node.esp = Some(EspConfig {
+            node: esp_proto::node::NodeConfig {
+                ifaces: 0,
+                store,
+                shards: e.shards.max(1),
+                node_id,
+                idmap_key: key.derive(2),
+                timestamp_shift: 10,
+            },
+            clean_interval: 100 * waist_node::MILLIS,
+            clean_budget: 256,
+        });
+    }
+    if let Some(s) = &file.snap {
+        node.snap = true;
+        node.snap_local_runs = s.local_runs;
+    }
+    if let Some(c) = &file.route_cache {
+        node.route_cache_log2 = Some(*c.log2.get_ref());
+    }
+    let mut originate = Vec::new();
+    if let Some(d) = &file.dv {
+        let id = node.ipv4().map(u32::from_be_bytes).ok_or_else(|| {
+            source.error_at(
+                None,
+                "[dv] needs an IPv4 address in [node] addresses (it names the router)",
+            )
+        })?;
+        let mut c = fastpath::dv::Config::new(id);
+        c.update_interval = d.update_ms.unwrap_or(c.update_interval);
+        c.route_timeout = d.timeout_ms.unwrap_or(c.route_timeout);
+        c.gc_timeout = d.gc_ms.unwrap_or(c.gc_timeout);
+        c.triggered_delay = d.triggered_ms.unwrap_or(c.triggered_delay);
+        node.dv = Some(c);
+        for p in &d.originate {
+            originate.push(prefix_of(source, p)?);
+        }
+    }
+    let routes = file
+        .route
+        .iter()
+        .map(|r| {
+            Ok((
+                prefix_of(source, &r.prefix)?,
+                link_of(source, &file.link, &r.link)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    let mut groups = Vec::new();
+    for g in &file.group {
+        let addr = g
+            .address
+            .get_ref()
+            .parse::<IpAddr>()
+            .map_err(|e| source.error_for(&g.address, format!("not an IP address: {e}")))?;
+        let links = g
+            .links
+            .iter()
+            .map(|l| link_of(source, &file.link, l))
+            .collect::<Result<Vec<_>, _>>()?;
+        groups.push((addr, links));
+    }
+    node.validate()
+        .map_err(|e| source.error_at(None, e.to_string()))?;
+    Ok(Plan {
+        name: file.node.name.clone(),
+        node,
+        routes,
+        groups,
+        originate,
+        links: file.link.clone(),
+    })
+}
+
+/// A seed from the operating system's randomness (std's per-process hash keys).
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(text: &str) -> Result<Plan, ConfigError> {
+        let s = Source::new("r1.toml", text);
+        let f: RouterFile = s.parse()?;
+        plan(&s, &f)
+    }
+
+    const GOOD: &str = r#"
+[node]
+name = "r1"
+addresses = ["10.0.0.1"]
+
+[esp]
+rate = 1000
+key_seed = 1
+
+[snap]
+
+[dv]
+originate = ["10.1.0.0/16"]
+
+[[link]]
+name = "a"
+kind = "udp"
+local = "127.0.0.1:0"
+peer = "127.0.0.1:9"
+cost = 1
+
+[[route]]
+prefix = "10.9.0.0/16"
+link = "a"
+"#;
+
+    #[test]
+    fn a_good_file_plans() {
+        let p = plan_of(GOOD).unwrap();
+        assert_eq!(p.name, "r1");
+        assert!(p.node.esp.is_some() && p.node.snap && p.node.dv.is_some());
+        assert_eq!(p.node.ifaces[0].dv_cost, Some(1));
+        assert_eq!(p.routes.len(), 1);
+        assert_eq!(p.originate.len(), 1);
+    }
+
+    #[test]
+    fn errors_are_located() {
+        let e = plan_of(&GOOD.replace("link = \"a\"", "link = \"b\"")).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (24, Some("link")), "{e}");
+        assert!(e.message.contains("no [[link]] named `b`"));
+        let e = plan_of(&GOOD.replace("10.9.0.0/16", "10.9.0.1/16")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("prefix"), "{e}");
+        let e = plan_of(&GOOD.replace("rate = 1000", "rate = \"lots\"")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("rate"), "{e}");
+        let e = plan_of(&GOOD.replace("[snap]", "[snap]\nturbo = true")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("turbo"), "{e}");
+    }
+}
