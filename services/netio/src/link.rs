@@ -46,7 +46,56 @@ pub struct LinkCounters {
 
 enum Io {
     Udp(UdpSocket),
+    /// A UDP socket read in batches (recvmmsg, GRO) through quinn-udp.
+    UdpBatch(UdpSocket, quinn_udp::UdpSocketState),
     Tun(tun_rs::AsyncDevice),
+}
+
+/// Datagrams one batched receive takes at most.
+pub const BATCH: usize = 32;
+/// Bytes of each batch buffer: a GRO-coalesced run of datagrams fits.
+const BATCH_BUF: usize = 64 * 1024;
+
+/// Buffers for [`Links::try_recv_batch`], reused from call to call.
+pub struct Batch {
+    bufs: Vec<Vec<u8>>,
+    meta: Vec<quinn_udp::RecvMeta>,
+    filled: usize,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch").field("filled", &self.filled).finish_non_exhaustive()
+    }
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch::new()
+    }
+}
+
+impl Batch {
+    /// Room for [`BATCH`] receives of up to 64 KiB each.
+    pub fn new() -> Batch {
+        Batch {
+            bufs: (0..BATCH).map(|_| vec![0u8; BATCH_BUF]).collect(),
+            meta: vec![quinn_udp::RecvMeta::default(); BATCH],
+            filled: 0,
+        }
+    }
+
+    /// The frames of the last receive, one per datagram (a GRO buffer split by its stride).
+    pub fn frames(&mut self) -> impl Iterator<Item = &mut [u8]> {
+        self.bufs
+            .iter_mut()
+            .zip(self.meta.iter())
+            .take(self.filled)
+            .flat_map(|(buf, m)| {
+                let stride = m.stride.max(1);
+                buf.get_mut(..m.len).unwrap_or_default().chunks_mut(stride)
+            })
+    }
 }
 
 /// One open link.
@@ -118,6 +167,15 @@ impl Link {
                     Poll::Pending => Poll::Pending,
                 }
             }
+            Io::UdpBatch(s, _) => {
+                // One datagram now; the caller drains the rest in batches.
+                let mut rb = ReadBuf::new(buf);
+                match s.poll_recv(cx, &mut rb) {
+                    Poll::Ready(Ok(())) => Poll::Ready(Ok(rb.filled().len())),
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
             Io::Tun(d) => loop {
                 match d.poll_readable(cx) {
                     Poll::Ready(Ok(())) => match d.try_recv(buf) {
@@ -133,14 +191,19 @@ impl Link {
 
     fn try_recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match &self.io {
-            Io::Udp(s) => s.try_recv(buf),
+            Io::Udp(s) | Io::UdpBatch(s, _) => s.try_recv(buf),
             Io::Tun(d) => d.try_recv(buf),
         }
     }
 
+    /// Whether this link reads in batches.
+    pub fn batched(&self) -> bool {
+        matches!(self.io, Io::UdpBatch(..))
+    }
+
     fn send_now(&mut self, frame: &[u8]) {
         let r = match &self.io {
-            Io::Udp(s) => s.try_send(frame),
+            Io::Udp(s) | Io::UdpBatch(s, _) => s.try_send(frame),
             Io::Tun(d) => d.try_send(frame),
         };
         match r {
@@ -214,7 +277,14 @@ impl Links {
                         anyhow::anyhow!("link `{name}`: cannot connect to {peer}: {e}")
                     })?;
                     let local = sock.local_addr().ok();
-                    (Io::Udp(sock), local)
+                    if c.batch {
+                        let state = quinn_udp::UdpSocketState::new((&sock).into()).map_err(|e| {
+                            anyhow::anyhow!("link `{name}`: cannot set up batched receive: {e}")
+                        })?;
+                        (Io::UdpBatch(sock, state), local)
+                    } else {
+                        (Io::Udp(sock), local)
+                    }
                 }
                 LinkKind::Tun => {
                     let Some(dev) = &c.device else {
@@ -349,6 +419,51 @@ impl Links {
         r
     }
 
+    /// Receives a batch from link `iface` if it reads in batches and datagrams wait
+    /// (recvmmsg, GRO): the number of datagrams, read from [`Batch::frames`]. Links that do
+    /// not batch answer `WouldBlock`; the caller uses [`try_recv`](Links::try_recv) for them.
+    ///
+    /// # Errors
+    ///
+    /// The link's error; `WouldBlock` when nothing waits.
+    pub fn try_recv_batch(&mut self, iface: usize, batch: &mut Batch) -> io::Result<usize> {
+        batch.filled = 0;
+        let link = self
+            .links
+            .get_mut(iface)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let Io::UdpBatch(sock, state) = &link.io else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        let Batch { bufs, meta, .. } = batch;
+        let r = sock.try_io(tokio::io::Interest::READABLE, || {
+            let mut it = bufs.iter_mut();
+            let mut slices: [std::io::IoSliceMut<'_>; BATCH] = std::array::from_fn(|_| {
+                std::io::IoSliceMut::new(it.next().map_or(&mut [][..], |b| &mut b[..]))
+            });
+            state.recv(sock.into(), &mut slices, meta)
+        });
+        match r {
+            Ok(n) => {
+                batch.filled = n;
+                let mut datagrams = 0;
+                for m in batch.meta.iter().take(n) {
+                    let k = m.len.div_ceil(m.stride.max(1));
+                    datagrams += k;
+                    link.counters.rx_bytes += m.len as u64;
+                }
+                link.counters.rx_frames += datagrams as u64;
+                Ok(datagrams)
+            }
+            Err(e) => {
+                if e.kind() != io::ErrorKind::WouldBlock {
+                    link.counters.rx_errors += 1;
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Sends `frame` on link `iface` at `now` — through its emulation if it has one. Never
     /// blocks: a full socket drops the frame (counted).
     pub fn send(&mut self, iface: usize, frame: &[u8], now: Instant) {
@@ -479,6 +594,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("prefix length 40 above 32"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_batched_link_takes_many_datagrams_a_call() {
+        let free = || std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let (pa, pb) = (free(), free());
+        let (s, c) = links_of(&format!(
+            "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"{pa}\"\npeer = \"{pb}\"\nbatch = true\n"
+        ));
+        let mut a = Links::open(&c, &s, Instant::now()).await.unwrap();
+        assert!(a.get(0).unwrap().batched());
+        let peer = std::net::UdpSocket::bind(pb).unwrap();
+        peer.connect(pa).unwrap();
+        for i in 0..10u8 {
+            peer.send(&[0x45, i, 0, 0]).unwrap();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let mut batch = Batch::new();
+        let mut got = Vec::new();
+        while let Ok(n) = a.try_recv_batch(0, &mut batch) {
+            assert!(n > 0);
+            got.extend(batch.frames().map(|f| f.to_vec()));
+        }
+        assert_eq!(got.len(), 10, "{got:?}");
+        assert!(got.iter().enumerate().all(|(i, f)| f == &[0x45, i as u8, 0, 0]));
+        assert_eq!(a.get(0).unwrap().counters().rx_frames, 10);
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub mod config;
 use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
 
-use netio::link::Links;
+use netio::link::{Batch, Links};
 use tracing::{debug, info, warn};
 use waist_node::{Delivery, Instant, MAX_FRAME, Node, Stats};
 
@@ -144,6 +144,7 @@ impl Router {
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<Summary> {
         let mut buf = vec![0u8; MAX_FRAME];
         let mut out = vec![0u8; MAX_FRAME];
+        let mut batch = Batch::new();
         info!(router = %self.name, links = self.links.len(), "running");
         tokio::pin!(shutdown);
         loop {
@@ -166,6 +167,17 @@ impl Router {
                     'round: while taken < ROUND {
                         let mut any = false;
                         for i in 0..self.links.len() {
+                            if let Ok(n) = self.links.try_recv_batch(i, &mut batch) {
+                                for f in batch.frames() {
+                                    self.frame(i, f, &mut out);
+                                }
+                                any = true;
+                                taken += n;
+                                if taken >= ROUND {
+                                    break 'round;
+                                }
+                                continue;
+                            }
                             if let Ok(n) = self.links.try_recv(i, &mut buf) {
                                 self.frame(i, &mut buf[..n], &mut out);
                                 any = true;
