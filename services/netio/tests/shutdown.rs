@@ -69,6 +69,9 @@ async fn dropping_every_trigger_counts_as_shutdown() {
 #[tokio::test]
 async fn sigterm_to_this_process_triggers_shutdown() {
     let (trigger, mut shutdown) = Shutdown::new();
+    // A second trigger stays alive, so only an explicit trigger (not the signal task
+    // dropping its trigger) can wake us.
+    let _kept = trigger.clone();
     // Installed before the signal is sent, so SIGTERM's default action (exit) is off.
     let task = on_signals(trigger).unwrap();
     assert!(!shutdown.is_triggered());
