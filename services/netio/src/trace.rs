@@ -1,0 +1,53 @@
+//! Tracing setup for the daemons: human-readable events on stderr, filtered by `RUST_LOG`.
+//!
+//! [`init`] installs a global `tracing_subscriber` fmt subscriber that writes to stderr
+//! (with colours only when stderr is a terminal) and keeps the events an `EnvFilter`
+//! lets through: the one in `RUST_LOG` if that variable is set and not empty, else the
+//! daemon's `default_filter` (for example `"info"` or `"waist_router=debug,netio=info"`).
+//! With the subscriber's default features it also forwards `log` records.
+//!
+//! What it does not do: no files, no JSON, no rotation, no OpenTelemetry, no reloading of
+//! the filter while running. Libraries and cores never call it; `main` does, once, before
+//! anything logs.
+//!
+//! ```
+//! netio::trace::init("info")?;
+//! netio::trace::init("debug")?; // a second call keeps the first subscriber
+//! tracing::info!("ready");
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+
+use std::io::IsTerminal;
+
+use anyhow::{Context, anyhow};
+use tracing_subscriber::EnvFilter;
+
+/// Installs the global subscriber: fmt to stderr, filter from `RUST_LOG` or
+/// `default_filter`.
+///
+/// Safe to call more than once: if a global subscriber is already installed (by an
+/// earlier call, or by a test harness) it is kept and this returns `Ok`. Fails if
+/// `RUST_LOG` is set but is not a valid filter (the daemon should not silently log less
+/// than the user asked for), or if `default_filter` is not valid.
+pub fn init(default_filter: &str) -> anyhow::Result<()> {
+    if tracing::dispatcher::has_been_set() {
+        return Ok(());
+    }
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.trim().is_empty() => EnvFilter::try_new(&directives)
+            .with_context(|| format!("RUST_LOG={directives:?} is not a valid filter"))?,
+        _ => EnvFilter::try_new(default_filter)
+            .with_context(|| format!("default log filter {default_filter:?} is not valid"))?,
+    };
+    let installed = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+    match installed {
+        Ok(()) => Ok(()),
+        // Another thread installed one between our check and ours: theirs stays.
+        Err(_) if tracing::dispatcher::has_been_set() => Ok(()),
+        Err(e) => Err(anyhow!("installing the tracing subscriber: {e}")),
+    }
+}
