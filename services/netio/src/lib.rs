@@ -7,6 +7,11 @@
 //!   section and its emulation parameters.
 //! * [`link`]: links — IP-in-UDP to one peer, or a TUN device — polled together by one
 //!   task, each with optional user-space emulation ([`emulate`]) of what it sends.
+//! * [`pcap`]: capture per link, LINKTYPE_RAW, for tshark and Wireshark.
+//! * [`metrics`]: a Prometheus text endpoint (127.0.0.1 by default) that asks the core's
+//!   task for a fresh snapshot at each scrape — no shared state, no locks.
+//! * [`trace`]: tracing to stderr, filtered by `RUST_LOG`.
+//! * [`shutdown`]: graceful shutdown on SIGINT/SIGTERM, awaited by every task.
 //!
 //! No protocol logic: a daemon hands frames to its core and sends what the core returns.
 #![warn(missing_docs)]
@@ -14,3 +19,7 @@
 pub mod config;
 pub mod emulate;
 pub mod link;
+pub mod metrics;
+pub mod pcap;
+pub mod shutdown;
+pub mod trace;
