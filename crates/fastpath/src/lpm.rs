@@ -302,3 +302,52 @@ mod tests {
         }
     }
 }
+
+impl fmt::Display for Prefix {
+    /// `10.1.0.0/16`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}",
+            core::net::Ipv4Addr::from(self.addr()),
+            self.len()
+        )
+    }
+}
+
+impl fmt::Display for Prefix6 {
+    /// `fd00:1::/32`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}",
+            core::net::Ipv6Addr::from(self.addr()),
+            self.len()
+        )
+    }
+}
+
+impl fmt::Display for IpPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IpPrefix::V4(p) => p.fmt(f),
+            IpPrefix::V6(p) => p.fmt(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn prefixes_display_as_cidr() {
+        assert_eq!(
+            Prefix::new([10, 1, 0, 0], 16).unwrap().to_string(),
+            "10.1.0.0/16"
+        );
+        let p6 = Prefix6::new([0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 32).unwrap();
+        assert_eq!(IpPrefix::V6(p6).to_string(), "fd00:1::/32");
+    }
+}

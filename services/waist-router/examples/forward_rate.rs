@@ -15,7 +15,9 @@ use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 fn arg(i: usize) -> String {
-    std::env::args().nth(i).unwrap_or_else(|| panic!("missing argument {i}; see the module docs"))
+    std::env::args()
+        .nth(i)
+        .unwrap_or_else(|| panic!("missing argument {i}; see the module docs"))
 }
 
 fn addr(i: usize) -> SocketAddr {
@@ -24,16 +26,36 @@ fn addr(i: usize) -> SocketAddr {
 
 fn main() {
     match arg(1).as_str() {
-        "relay" => relay(addr(2), addr(3), addr(4), addr(5), std::env::args().any(|a| a == "--batch")),
-        "gen" => generate(addr(2), addr(3), arg(4).parse().unwrap(), arg(5).parse().unwrap()),
+        "relay" => relay(
+            addr(2),
+            addr(3),
+            addr(4),
+            addr(5),
+            std::env::args().any(|a| a == "--batch"),
+        ),
+        "gen" => generate(
+            addr(2),
+            addr(3),
+            arg(4).parse().unwrap(),
+            arg(5).parse().unwrap(),
+        ),
         "sink" => sink(addr(2), arg(3).parse().unwrap()),
         other => panic!("unknown mode {other}"),
     }
 }
 
 /// The plain relay: what the I/O path costs with no decision at all.
-fn relay(in_local: SocketAddr, in_peer: SocketAddr, out_local: SocketAddr, out_peer: SocketAddr, batch: bool) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+fn relay(
+    in_local: SocketAddr,
+    in_peer: SocketAddr,
+    out_local: SocketAddr,
+    out_peer: SocketAddr,
+    batch: bool,
+) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async move {
         let a = tokio::net::UdpSocket::bind(in_local).await.unwrap();
         a.connect(in_peer).await.unwrap();
@@ -48,8 +70,10 @@ fn relay(in_local: SocketAddr, in_peer: SocketAddr, out_local: SocketAddr, out_p
                 a.readable().await.unwrap();
                 loop {
                     let r = a.try_io(tokio::io::Interest::READABLE, || {
-                        let mut slices: Vec<std::io::IoSliceMut<'_>> =
-                            bufs.iter_mut().map(|b| std::io::IoSliceMut::new(b)).collect();
+                        let mut slices: Vec<std::io::IoSliceMut<'_>> = bufs
+                            .iter_mut()
+                            .map(|b| std::io::IoSliceMut::new(b))
+                            .collect();
                         state.recv((&a).into(), &mut slices, &mut meta)
                     });
                     let Ok(n) = r else { break };
@@ -62,7 +86,9 @@ fn relay(in_local: SocketAddr, in_peer: SocketAddr, out_local: SocketAddr, out_p
             }
         } else {
             loop {
-                let Ok(n) = a.recv(&mut buf).await else { continue };
+                let Ok(n) = a.recv(&mut buf).await else {
+                    continue;
+                };
                 let _ = b.try_send(&buf[..n]);
                 while let Ok(n) = a.try_recv(&mut buf) {
                     let _ = b.try_send(&buf[..n]);
@@ -82,8 +108,20 @@ fn generate(to: SocketAddr, local: SocketAddr, size: usize, seconds: f64) {
     s.set_nonblocking(false).unwrap();
     let size = size.max(28);
     let mut p = vec![0u8; size];
-    waist_ip::emit_header(&mut p, [10, 1, 0, 1].into(), [10, 2, 0, 1].into(), 17, 64, size - 20).unwrap();
-    let segments = state.max_gso_segments().clamp(1, 64).min(65_000 / size).max(1);
+    waist_ip::emit_header(
+        &mut p,
+        [10, 1, 0, 1].into(),
+        [10, 2, 0, 1].into(),
+        17,
+        64,
+        size - 20,
+    )
+    .unwrap();
+    let segments = state
+        .max_gso_segments()
+        .clamp(1, 64)
+        .min(65_000 / size)
+        .max(1);
     let contents: Vec<u8> = p.iter().copied().cycle().take(size * segments).collect();
     let t = quinn_udp::Transmit {
         destination: to,
@@ -122,10 +160,17 @@ fn sink(local: SocketAddr, seconds: f64) {
     let mut meta = vec![quinn_udp::RecvMeta::default(); 32];
     let mut recv = |timeout: Duration| -> Option<u64> {
         s.set_read_timeout(Some(timeout)).ok()?;
-        let mut slices: Vec<std::io::IoSliceMut<'_>> =
-            bufs.iter_mut().map(|b| std::io::IoSliceMut::new(b)).collect();
+        let mut slices: Vec<std::io::IoSliceMut<'_>> = bufs
+            .iter_mut()
+            .map(|b| std::io::IoSliceMut::new(b))
+            .collect();
         let n = state.recv((&s).into(), &mut slices, &mut meta).ok()?;
-        Some(meta.iter().take(n).map(|m| m.len.div_ceil(m.stride.max(1)) as u64).sum())
+        Some(
+            meta.iter()
+                .take(n)
+                .map(|m| m.len.div_ceil(m.stride.max(1)) as u64)
+                .sum(),
+        )
     };
     if recv(Duration::from_secs(5)).is_none() {
         println!("pps 0");

@@ -15,11 +15,13 @@
 //! [`config`]; [`run`] is the loop.
 
 pub mod config;
+mod metrics;
 
 use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
 
 use netio::link::{Batch, Links};
+use netio::metrics::ScrapeRequests;
 use tracing::{debug, info, warn};
 use waist_node::{Delivery, Instant, MAX_FRAME, Node, Stats};
 
@@ -136,17 +138,33 @@ impl Router {
         }
     }
 
-    /// Runs until `shutdown` completes, then reports.
+    /// Captures every link's frames into `DIR/NAME-LINK.pcap` (flushed every second and at
+    /// shutdown).
+    ///
+    /// # Errors
+    ///
+    /// A capture file that cannot be created.
+    pub fn capture(&mut self, dir: &std::path::Path) -> anyhow::Result<()> {
+        self.links.capture(dir, &self.name)
+    }
+
+    /// Runs until `shutdown` completes, answering scrapes from `scrapes` (the metrics
+    /// endpoint), then flushes captures and reports.
     ///
     /// # Errors
     ///
     /// Only if the runtime fails; link errors are counted, not fatal.
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<Summary> {
+    pub async fn run(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        mut scrapes: Option<ScrapeRequests>,
+    ) -> anyhow::Result<Summary> {
         let mut buf = vec![0u8; MAX_FRAME];
         let mut out = vec![0u8; MAX_FRAME];
         let mut batch = Batch::new();
         info!(router = %self.name, links = self.links.len(), "running");
         tokio::pin!(shutdown);
+        let mut flush = tokio::time::interval(Duration::from_secs(1));
         loop {
             let deadline = self.deadline();
             let sleep = async move {
@@ -193,15 +211,36 @@ impl Router {
                     }
                 }
                 () = sleep => {}
+                _ = flush.tick() => self.links.flush_captures(),
+                Some(r) = async {
+                    match &mut scrapes {
+                        Some(s) => s.next().await,
+                        None => std::future::pending().await,
+                    }
+                } => r.respond(metrics::snapshot(&self)),
             }
             let wall = StdInstant::now();
             self.node.handle_timeout(self.now());
             self.links.send_due(wall);
             self.drain(&mut out, wall);
         }
+        self.links.flush_captures();
+        for (path, packets) in self.links.captures() {
+            info!(path = %path.display(), packets, "capture closed");
+        }
         let summary = self.summary();
         info!(router = %self.name, stats = ?summary.node, "stopped");
         Ok(summary)
+    }
+
+    /// The router's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Packets for the router itself that no one took.
+    pub fn unclaimed(&self) -> u64 {
+        self.unclaimed
     }
 
     /// The counters now.

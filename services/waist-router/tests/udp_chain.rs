@@ -45,9 +45,12 @@ fn start(
             let p = plan(&source, &file).unwrap();
             let router = Router::open(&p, &source).await.unwrap();
             router
-                .run(async {
-                    let _ = rx.await;
-                })
+                .run(
+                    async {
+                        let _ = rx.await;
+                    },
+                    None,
+                )
                 .await
                 .unwrap()
         })

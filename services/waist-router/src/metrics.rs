@@ -1,0 +1,210 @@
+//! What the router's metrics endpoint shows, rendered at each scrape from the node's and
+//! the links' counters: frames by fate (drops by reason), the stages' work, each link's
+//! traffic and emulation, and the routing table as `waist_route` samples (one per route,
+//! labelled by prefix, link and source; the value is the cost), which `waist route show`
+//! reads.
+
+use netio::metrics::{Sample, Snapshot};
+
+use crate::Router;
+
+fn counter(name: &str, help: &str, v: u64) -> Sample {
+    Sample::counter(name, help, v as f64)
+}
+
+/// The samples of `r` now.
+pub(crate) fn snapshot(r: &Router) -> Snapshot {
+    let s = r.node().stats();
+    let d = s.dropped;
+    let mut out = vec![
+        Sample::gauge("waist_up", "1 while the router runs", 1.0).with_label("router", r.name()),
+        counter(
+            "waist_frames_received",
+            "frames handed to the node",
+            s.received,
+        ),
+        counter("waist_frames_forwarded", "frames sent on", s.forwarded),
+        counter(
+            "waist_frames_delivered",
+            "frames for the router itself",
+            s.delivered,
+        ),
+        counter(
+            "waist_routing_messages",
+            "routing messages taken in",
+            s.routing,
+        ),
+        counter(
+            "waist_routing_sent",
+            "routing messages sent",
+            s.routing_sent,
+        ),
+        counter(
+            "waist_copies",
+            "frames put on links by forwarding",
+            s.copies,
+        ),
+        counter("waist_fragments", "IPv4 fragments made", s.fragments),
+        counter("waist_icmp_sent", "ICMP messages sent", s.icmp_sent),
+        counter(
+            "waist_icmp_suppressed",
+            "ICMP errors not sent",
+            s.icmp_suppressed,
+        ),
+        counter(
+            "waist_esp_executed",
+            "ESP instructions executed",
+            s.esp_executed,
+        ),
+        counter(
+            "waist_esp_copies_dropped",
+            "copies an ESP instruction dropped at an output port",
+            s.esp_copies_dropped,
+        ),
+        counter("waist_snap_executed", "SNAP executions", s.snap_executed),
+        counter("waist_snap_sent", "packets SNAP programs sent", s.snap_sent),
+        counter(
+            "waist_label_forwarded",
+            "frames forwarded by their threaded label",
+            s.label_forwarded,
+        ),
+        counter(
+            "waist_label_fallback",
+            "labelled frames routed by their IP header",
+            s.label_fallback,
+        ),
+        counter(
+            "waist_cache_hits",
+            "source-hash route cache hits",
+            s.cache_hits,
+        ),
+        counter(
+            "waist_cache_misses",
+            "source-hash route cache misses",
+            s.cache_misses,
+        ),
+        counter(
+            "waist_unclaimed",
+            "packets for the router that no one took",
+            r.unclaimed(),
+        ),
+    ];
+    for (reason, v) in [
+        ("bad_frame", d.bad_frame),
+        ("bad_iface", d.bad_iface),
+        ("malformed", d.malformed),
+        ("ttl_expired", d.ttl_expired),
+        ("label_hop_limit", d.label_hop_limit),
+        ("no_route", d.no_route),
+        ("too_big", d.too_big),
+        ("esp", d.esp),
+        ("snap", d.snap),
+        ("routing", d.routing),
+        ("local", d.local),
+    ] {
+        out.push(
+            counter("waist_frames_dropped", "frames dropped, by reason", v)
+                .with_label("reason", reason),
+        );
+    }
+    for l in r.links().iter() {
+        let c = l.counters();
+        let link = l.name();
+        for (name, help, v) in [
+            (
+                "waist_link_rx_frames",
+                "frames received on the link",
+                c.rx_frames,
+            ),
+            (
+                "waist_link_rx_bytes",
+                "bytes received on the link",
+                c.rx_bytes,
+            ),
+            (
+                "waist_link_rx_errors",
+                "receive errors on the link",
+                c.rx_errors,
+            ),
+            (
+                "waist_link_tx_frames",
+                "frames sent on the link",
+                c.tx_frames,
+            ),
+            ("waist_link_tx_bytes", "bytes sent on the link", c.tx_bytes),
+            (
+                "waist_link_tx_full",
+                "frames dropped: the socket was full",
+                c.tx_full,
+            ),
+            (
+                "waist_link_tx_errors",
+                "send errors on the link",
+                c.tx_errors,
+            ),
+        ] {
+            out.push(counter(name, help, v).with_label("link", link));
+        }
+        if let Some(e) = l.emulation() {
+            out.push(
+                counter(
+                    "waist_link_emulated_lost",
+                    "frames the emulated link lost",
+                    e.lost,
+                )
+                .with_label("link", link),
+            );
+            out.push(
+                counter(
+                    "waist_link_emulated_duplicated",
+                    "frames the emulated link duplicated",
+                    e.duplicated,
+                )
+                .with_label("link", link),
+            );
+        }
+    }
+    let link_name = |i: usize| {
+        r.links()
+            .get(i)
+            .map_or_else(|| i.to_string(), |l| l.name().to_string())
+    };
+    for (p, i) in r.node().routes().statics() {
+        out.push(
+            Sample::gauge(
+                "waist_route",
+                "a route: value = cost (0 for static routes)",
+                0.0,
+            )
+            .with_label("prefix", p.to_string())
+            .with_label("link", link_name(usize::from(i)))
+            .with_label("source", "static"),
+        );
+    }
+    if let Some(dv) = r.node().dv() {
+        let infinity = dv.config().infinity;
+        for route in dv.routes() {
+            let (fastpath::threaded::NextHop::Neighbour(i), true) =
+                (route.next_hop, route.cost < infinity)
+            else {
+                continue;
+            };
+            let dest = match route.dest {
+                fastpath::dv::Dest::Router(id) => format!("{}/32", std::net::Ipv4Addr::from(id)),
+                fastpath::dv::Dest::V4(p) => p.to_string(),
+                fastpath::dv::Dest::V6(p) => p.to_string(),
+            };
+            out.push(
+                Sample::gauge(
+                    "waist_route",
+                    "a route: value = cost (0 for static routes)",
+                    f64::from(route.cost),
+                )
+                .with_label("prefix", dest)
+                .with_label("link", link_name(usize::from(i)))
+                .with_label("source", "dv"),
+            );
+        }
+    }
+    out
+}

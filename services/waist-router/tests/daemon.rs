@@ -1,0 +1,141 @@
+//! The binary as an operator runs it: `--check`, config errors with file, line and key,
+//! the metrics endpoint, pcap capture, and a graceful stop on SIGTERM.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_waist-router");
+
+fn free() -> std::net::SocketAddr {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+fn config(
+    dir: &std::path::Path,
+    local: std::net::SocketAddr,
+    peer: std::net::SocketAddr,
+) -> std::path::PathBuf {
+    let p = dir.join("r1.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[node]\nname = \"r1\"\naddresses = [\"10.0.0.1\"]\n\n[[link]]\nname = \"host\"\nkind = \"udp\"\nlocal = \"{local}\"\npeer = \"{peer}\"\n\n[[route]]\nprefix = \"10.1.0.0/16\"\nlink = \"host\"\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn tempdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("waist-router-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn check_accepts_a_good_config_and_locates_errors() {
+    let dir = tempdir("check");
+    let p = config(&dir, free(), free());
+    let out = Command::new(BIN)
+        .args(["--check", "--config"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok (1 links, 1 routes"));
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("link = \"host\"\n", "link = \"nowhere\"\n");
+    std::fs::write(&p, text).unwrap();
+    let out = Command::new(BIN)
+        .args(["--check", "--config"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("r1.toml:13:8: key `link`: no [[link]] named `nowhere`"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn metrics_pcap_and_a_graceful_stop() {
+    let dir = tempdir("run");
+    let (local, peer) = (free(), free());
+    let p = config(&dir, local, peer);
+    let pcaps = dir.join("pcap");
+    let mut child = Command::new(BIN)
+        .arg("--config")
+        .arg(&p)
+        .arg("--pcap")
+        .arg(&pcaps)
+        .args(["--metrics", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines.next().unwrap().unwrap();
+    let addr = url
+        .trim_start_matches("metrics http://")
+        .trim_end_matches("/metrics")
+        .to_string();
+    // A host pings the router over its link.
+    let host = UdpSocket::bind(peer).unwrap();
+    host.connect(local).unwrap();
+    host.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut ping = [0u8; 40];
+    let n = waist_ip::icmp::emit_echo_request(
+        [10, 1, 0, 9].into(),
+        [10, 0, 0, 1].into(),
+        1,
+        1,
+        b"hi",
+        &mut ping,
+    )
+    .unwrap();
+    host.send(&ping[..n]).unwrap();
+    let mut buf = [0u8; 1500];
+    let n = host.recv(&mut buf).unwrap();
+    assert_eq!(
+        waist_ip::icmp::read(&buf[..n]).unwrap().1.kind,
+        0,
+        "echo reply"
+    );
+    // Scrape.
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    assert!(body.contains("waist_frames_delivered_total 1"), "{body}");
+    assert!(
+        body.contains("waist_route{prefix=\"10.1.0.0/16\",link=\"host\",source=\"static\"} 0"),
+        "{body}"
+    );
+    // Stop with SIGTERM: a clean exit, the capture flushed with both packets.
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let pcap = std::fs::read(pcaps.join("r1-host.pcap")).unwrap();
+    assert_eq!(
+        pcap.len(),
+        24 + 2 * 16 + 2 * 30,
+        "global header + request + reply"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
