@@ -139,3 +139,33 @@ fn metrics_pcap_and_a_graceful_stop() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn every_example_config_checks() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut n = 0;
+    for sub in std::fs::read_dir(&dir).unwrap() {
+        let sub = sub.unwrap().path();
+        if !sub.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&sub).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "toml") {
+                let out = Command::new(BIN)
+                    .args(["--check", "--config"])
+                    .arg(&f)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}: {}",
+                    f.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 4, "found {n} example configs");
+}
