@@ -16,11 +16,12 @@ TMP=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
 G=127.0.0.1:47001; IN=127.0.0.1:47002; OUT=127.0.0.1:47003; S=127.0.0.1:47004
 
-router_config() { # batch
+router_config() { # batch [extra sections]
     cat > "$TMP/r.toml" <<TOML
 [node]
 name = "dut"
 addresses = ["10.0.0.1"]
+${2:-}
 [[link]]
 name = "in"
 kind = "udp"
@@ -39,7 +40,7 @@ link = "out"
 TOML
 }
 
-measure() { # label, command...
+measure() { # label, command...  (KIND: udp, esp or snap)
     local label=$1; shift
     taskset -c 1 "$@" >/dev/null 2>&1 &
     local dut=$!
@@ -47,15 +48,21 @@ measure() { # label, command...
     taskset -c 0 $BIN sink $S "$SECS" > "$TMP/sink" &
     local sink=$!
     sleep 0.2
-    taskset -c 0 $BIN gen $IN $G "$SIZE" "$((SECS + 1))" > /dev/null
+    taskset -c 0 $BIN gen $IN $G "$SIZE" "$((SECS + 1))" "${KIND:-udp}" > /dev/null
     wait $sink
     kill $dut 2>/dev/null; wait $dut 2>/dev/null || true
     printf '%-24s %5s B  %s\n' "$label" "$SIZE" "$(cat "$TMP/sink")"
 }
 
 for SIZE in 64 1400; do
+    KIND=udp
     measure "relay" $BIN relay $IN $G $OUT $S
     measure "relay (batched)" $BIN relay $IN $G $OUT $S --batch
     router_config false; measure "waist-router" $ROUTER --config "$TMP/r.toml"
     router_config true; measure "waist-router (batched)" $ROUTER --config "$TMP/r.toml"
+    # Every packet carrying ESP COUNT / a SNAP ping, through a router with them on.
+    router_config true "$(printf '[esp]\nrate = 10000\nkey_seed = 1\n[snap]\n')"
+    KIND=udp; measure "  same, ESP+SNAP on: IP" $ROUTER --config "$TMP/r.toml"
+    KIND=esp; measure "  ESP COUNT" $ROUTER --config "$TMP/r.toml"
+    KIND=snap; measure "  SNAP ping" $ROUTER --config "$TMP/r.toml"
 done

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! forward_rate relay  IN_LOCAL IN_PEER OUT_LOCAL OUT_PEER [--batch]   the ceiling: recv → send, no look
-//! forward_rate gen    TO LOCAL SIZE SECONDS                           send IPv4 UDP datagrams flat out
+//! forward_rate gen    TO LOCAL SIZE SECONDS [udp|esp|snap]            send IPv4 packets flat out
 //! forward_rate sink   LOCAL SECONDS                                   count what arrives; print pps
 //! ```
 //!
@@ -38,6 +38,7 @@ fn main() {
             addr(3),
             arg(4).parse().unwrap(),
             arg(5).parse().unwrap(),
+            std::env::args().nth(6).unwrap_or_else(|| "udp".into()),
         ),
         "sink" => sink(addr(2), arg(3).parse().unwrap()),
         other => panic!("unknown mode {other}"),
@@ -101,22 +102,13 @@ fn relay(
 /// IPv4 UDP datagrams of `size` bytes (IP header included) 10.1.0.1 → 10.2.0.1, flat out:
 /// with UDP GSO (quinn-udp) a few dozen datagrams a system call, so the generator outruns
 /// the device under test.
-fn generate(to: SocketAddr, local: SocketAddr, size: usize, seconds: f64) {
+fn generate(to: SocketAddr, local: SocketAddr, size: usize, seconds: f64, kind: String) {
     let s = UdpSocket::bind(local).unwrap();
     s.connect(to).unwrap();
     let state = quinn_udp::UdpSocketState::new((&s).into()).unwrap();
     s.set_nonblocking(false).unwrap();
-    let size = size.max(28);
-    let mut p = vec![0u8; size];
-    waist_ip::emit_header(
-        &mut p,
-        [10, 1, 0, 1].into(),
-        [10, 2, 0, 1].into(),
-        17,
-        64,
-        size - 20,
-    )
-    .unwrap();
+    let p = packet(&kind, size);
+    let size = p.len();
     let segments = state
         .max_gso_segments()
         .clamp(1, 64)
@@ -146,6 +138,36 @@ fn generate(to: SocketAddr, local: SocketAddr, size: usize, seconds: f64) {
         eprintln!("{errors} send errors, the last: {e}");
     }
     println!("sent {sent} ({segments} a call)");
+}
+
+/// A packet of `kind` 10.1.0.1 → 10.2.0.1 of about `size` bytes: plain UDP; ESP COUNT
+/// (dedicated, central context, never over its threshold) padded with payload; SNAP's Fig. 1
+/// ping with a payload (in transit at the router: `forw`).
+fn packet(kind: &str, size: usize) -> Vec<u8> {
+    let (src, dst) = ([10, 1, 0, 1], [10, 2, 0, 1]);
+    match kind {
+        "esp" => {
+            let ep = esp_proto::endpoint::Endpoint::new(7, src.into())
+                .with_loc(esp_proto::wire::Loc::CENTRAL);
+            let count = esp_proto::instr::Instruction::Count {
+                counter: ess::Tag(1),
+                thresh: u64::MAX,
+            };
+            let pad = size.saturating_sub(44);
+            ep.packet_to(dst.into(), &count, &vec![0u8; pad]).unwrap()
+        }
+        "snap" => {
+            let pad = size.saturating_sub(120).max(4);
+            let ping = snap_vm::fixtures::ping(src, dst, 7, &vec![0u8; pad], 60_000);
+            snap_vm::ip::encapsulate(&ping.to_bytes().unwrap()).unwrap()
+        }
+        _ => {
+            let size = size.max(28);
+            let mut p = vec![0u8; size];
+            waist_ip::emit_header(&mut p, src.into(), dst.into(), 17, 64, size - 20).unwrap();
+            p
+        }
+    }
 }
 
 /// Counts datagrams for `seconds` after the first (recvmmsg and GRO, so the sink is not the
