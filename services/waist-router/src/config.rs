@@ -14,6 +14,7 @@
 //!
 //! [snap]                           # absent: SNAP packets are forwarded as plain IP
 //! local_runs = 64
+//! services = ["ess"]               # ess.get / ess.put / ess.count for SNAP programs
 //!
 //! [route_cache]                    # absent: straight to the longest-prefix match
 //! log2 = 12
@@ -123,6 +124,19 @@ pub struct SnapSection {
     /// Local runs one arrival may cause (default 64).
     #[serde(default = "sixty_four")]
     pub local_runs: u32,
+    /// Services SNAP programs may call: `"ess"` registers `ess.get`, `ess.put` and
+    /// `ess.count` over a store of the router's own (SNAP as ESP microcode).
+    #[serde(default)]
+    pub services: Vec<Spanned<String>>,
+    /// Bindings created per second the SNAP services' store holds for 10 s (default 1000).
+    #[serde(default = "thousand")]
+    pub ess_rate: u64,
+    /// Seed of the services' secret key (absent: random).
+    pub key_seed: Option<u64>,
+}
+
+fn thousand() -> u64 {
+    1000
 }
 
 fn sixty_four() -> u32 {
@@ -189,6 +203,8 @@ pub struct Plan {
     pub originate: Vec<IpPrefix>,
     /// The links, as netio opens them.
     pub links: Vec<LinkConfig>,
+    /// The ESS service for SNAP programs: its store and the key isolating computations.
+    pub snap_ess: Option<(ess::EssConfig, ess::HashKey)>,
 }
 
 fn prefix_of(source: &Source, s: &Spanned<String>) -> Result<IpPrefix, ConfigError> {
@@ -262,9 +278,30 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
             clean_budget: 256,
         });
     }
+    let mut snap_ess = None;
     if let Some(s) = &file.snap {
         node.snap = true;
         node.snap_local_runs = s.local_runs;
+        for svc in &s.services {
+            match svc.get_ref().as_str() {
+                "ess" => {
+                    let key = ess::HashKey::from_seed(s.key_seed.unwrap_or_else(random_seed));
+                    let store = ess::EssConfig::for_rate(
+                        s.ess_rate,
+                        1_000_000,
+                        10_000_000,
+                        1_000,
+                        key.derive(1),
+                    )
+                    .map_err(|e| source.error_for(svc, e.to_string()))?;
+                    snap_ess = Some((store, key.derive(2)));
+                }
+                other => {
+                    return Err(source
+                        .error_for(svc, format!("unknown SNAP service `{other}` (known: ess)")));
+                }
+            }
+        }
     }
     if let Some(c) = &file.route_cache {
         node.route_cache_log2 = Some(*c.log2.get_ref());
@@ -320,6 +357,7 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
         groups,
         originate,
         links: file.link.clone(),
+        snap_ess,
     })
 }
 
@@ -351,6 +389,8 @@ rate = 1000
 key_seed = 1
 
 [snap]
+services = ["ess"]
+key_seed = 2
 
 [dv]
 originate = ["10.1.0.0/16"]
@@ -372,6 +412,7 @@ link = "a"
         let p = plan_of(GOOD).unwrap();
         assert_eq!(p.name, "r1");
         assert!(p.node.esp.is_some() && p.node.snap && p.node.dv.is_some());
+        assert!(p.snap_ess.is_some());
         assert_eq!(p.node.ifaces[0].dv_cost, Some(1));
         assert_eq!(p.routes.len(), 1);
         assert_eq!(p.originate.len(), 1);
@@ -380,7 +421,7 @@ link = "a"
     #[test]
     fn errors_are_located() {
         let e = plan_of(&GOOD.replace("link = \"a\"", "link = \"b\"")).unwrap_err();
-        assert_eq!((e.line, e.key.as_deref()), (24, Some("link")), "{e}");
+        assert_eq!((e.line, e.key.as_deref()), (26, Some("link")), "{e}");
         assert!(e.message.contains("no [[link]] named `b`"));
         let e = plan_of(&GOOD.replace("10.9.0.0/16", "10.9.0.1/16")).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("prefix"), "{e}");
@@ -388,5 +429,8 @@ link = "a"
         assert_eq!(e.key.as_deref(), Some("rate"), "{e}");
         let e = plan_of(&GOOD.replace("[snap]", "[snap]\nturbo = true")).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("turbo"), "{e}");
+        let e = plan_of(&GOOD.replace("services = [\"ess\"]", "services = [\"dns\"]")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("services"), "{e}");
+        assert!(e.message.contains("unknown SNAP service `dns`"), "{e}");
     }
 }

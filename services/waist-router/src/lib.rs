@@ -62,6 +62,11 @@ impl Router {
         let links = Links::open(&plan.links, source, origin).await?;
         let mut node = Node::new(plan.node.clone(), Instant::ZERO)
             .map_err(|e| anyhow::anyhow!("{}: {e}", source.file().display()))?;
+        if let (Some((store, key)), Some(vm)) = (&plan.snap_ess, node.vm_mut()) {
+            for s in snap_vm::service::EssService::trio(*store, *key) {
+                vm.services.register(Box::new(s));
+            }
+        }
         for &(p, i) in &plan.routes {
             node.add_route(p, i);
         }
