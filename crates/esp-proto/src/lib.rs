@@ -66,6 +66,7 @@ extern crate std;
 
 pub mod codec;
 pub mod consts;
+mod display;
 #[cfg(feature = "alloc")]
 pub mod endpoint;
 pub mod exec;

@@ -43,6 +43,7 @@ pub mod checksum;
 mod header;
 pub mod icmp;
 pub mod rewrite;
+pub mod udp;
 
 pub use header::{
     IPV4_HEADER_LEN, IPV4_MAX_HEADER_LEN, IPV6_HEADER_LEN, IpError, IpHeader, Version, emit_header,

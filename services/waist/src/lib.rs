@@ -1,4 +1,5 @@
-//! The `waist` command line: a demo of the workspace's cores and the paper reproductions.
+//! The `waist` command line: a demo of the workspace's cores, the paper reproductions, and
+//! host tools that talk to real routers over a link ([`host`]: `esp send`, `snap ping`).
 //!
 //! `main` only parses arguments; everything runs through [`run`] so tests can drive it and
 //! capture its output. No protocol logic lives here: the demo and the reproductions call
@@ -14,6 +15,7 @@ pub mod demo_esp;
 pub mod demo_fastpath;
 pub mod demo_ixp;
 pub mod demo_trickles;
+pub mod host;
 pub mod plot;
 pub mod repro;
 pub mod snap_cli;
@@ -51,7 +53,14 @@ pub enum Command {
         #[arg(long)]
         runs: Option<u64>,
     },
-    /// SNAP tools: assemble, disassemble, verify and run active packets.
+    /// ESP host tools: send a query through a router over a real link.
+    Esp {
+        /// Which tool.
+        #[command(subcommand)]
+        command: host::esp::EspCommand,
+    },
+    /// SNAP tools: assemble, disassemble, verify and run active packets; ping through
+    /// routers.
     Snap {
         /// Which tool.
         #[command(subcommand)]
@@ -59,13 +68,14 @@ pub enum Command {
     },
 }
 
-/// Runs one command, writing its report to `out`.
+/// Runs one command, writing its report to `out`; returns the process exit code (0 but
+/// for the host tools: 1 when an ESP computation aborted, 2 when nothing answered).
 ///
 /// # Errors
 ///
-/// If writing the report or a plot fails.
-pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
-    match cli.command {
+/// If writing the report or a plot fails, or a host tool's link cannot be opened.
+pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let done = match cli.command {
         Command::Demo => demo::run(out),
         Command::Repro {
             name,
@@ -83,6 +93,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
             },
             out,
         ),
-        Command::Snap { command } => snap_cli::run(command, out),
-    }
+        Command::Esp { command } => return host::esp::run(command, out),
+        Command::Snap { command } => return snap_cli::run(command, out),
+    };
+    done.map(|()| 0)
 }

@@ -1,4 +1,5 @@
-//! `waist snap …`: SNAP tools over files — assemble, disassemble, verify, run once.
+//! `waist snap …`: SNAP tools over files — assemble, disassemble, verify, run once — and
+//! `ping` through real routers ([`crate::host::snap`]).
 //!
 //! Everything here reads a file, calls `snap-vm` and prints what it returns. A packet file
 //! is either assembly text (see `snap_vm::asm`) or a binary packet (`Program::to_bytes`):
@@ -63,16 +64,23 @@ pub enum SnapCommand {
         #[arg(long, default_value_t = 0)]
         now: u64,
     },
+    /// Ping a SNAP node through real routers with the paper's Fig. 1 ping program.
+    ///
+    /// Prints each reply (sequence number, node, round-trip time, resource bound left) and
+    /// a summary. Exit code 0 if any reply came, 2 if none did.
+    Ping(crate::host::snap::PingArgs),
 }
 
-/// Runs one `snap` subcommand, writing its report to `out`.
+/// Runs one `snap` subcommand, writing its report to `out`; returns the exit code (see
+/// [`SnapCommand::Ping`]; 0 for the others).
 ///
 /// # Errors
 ///
 /// If a file cannot be read, written, assembled or parsed, if the verifier rejects the
-/// program (`verify`), or if writing the report fails.
-pub fn run(command: SnapCommand, out: &mut dyn Write) -> anyhow::Result<()> {
+/// program (`verify`), if `ping` cannot open its link, or if writing the report fails.
+pub fn run(command: SnapCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
     match command {
+        SnapCommand::Ping(args) => return crate::host::snap::run(&args, out),
         SnapCommand::Asm { file, out: path } => {
             let program = load(&file)?;
             let bytes = program
@@ -126,7 +134,7 @@ pub fn run(command: SnapCommand, out: &mut dyn Write) -> anyhow::Result<()> {
             out.write_all(run_once(&program, bytes, node(address, ifaces), iface, now).as_bytes())?;
         }
     }
-    Ok(())
+    Ok(0)
 }
 
 fn node(address: [u8; 4], ifaces: u32) -> NodeConfig {

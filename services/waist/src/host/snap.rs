@@ -1,0 +1,248 @@
+//! `waist snap ping`: the SNAP paper's Fig. 1 ping through real routers.
+//!
+//! `waist_node::host::SnapPinger` builds each request (an IPv4 packet of protocol 254
+//! carrying the ping program, resource bound `--rb`) and reads each reply by running it in
+//! its own VM, as every SNAP node does: a reply is ours only if it delivers our ping
+//! payload to our demultiplexing port; anything else on the link is ignored. Every SNAP
+//! node a packet crosses spends one unit of its resource bound, so `rb` in a reply is the
+//! bound sent minus the SNAP nodes crossed out and back (the target and this host
+//! included).
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant as StdInstant};
+
+use anyhow::{Context, anyhow};
+use clap::Args;
+use tokio::time::Instant;
+use waist_node::host::{PingReply, SnapPinger};
+
+use super::link::{HostLink, buffer};
+use super::{DEFAULT_SRC, EXIT_ANSWER, EXIT_TIMEOUT, Via};
+
+/// `waist snap ping` options.
+#[derive(Debug, Args)]
+pub struct PingArgs {
+    /// The SNAP node to ping (IPv4).
+    pub host: Ipv4Addr,
+    /// The link to the router: `udp:LOCAL=PEER` binds LOCAL (the router's link `peer`)
+    /// and sends to PEER (the router's link `local`); `raw` uses the kernel's raw IPv4
+    /// sockets (a host behind a TUN device; root).
+    #[arg(long)]
+    pub via: Via,
+    /// Our IPv4 address (the router must route it back to us).
+    #[arg(long, default_value_t = DEFAULT_SRC)]
+    pub src: Ipv4Addr,
+    /// Pings to send.
+    #[arg(short = 'c', long, default_value_t = 4)]
+    pub count: u32,
+    /// Milliseconds between pings.
+    #[arg(short = 'i', long, default_value_t = 1000)]
+    pub interval_ms: u64,
+    /// Resource bound of each request (one unit per SNAP node, out and back).
+    #[arg(long, default_value_t = 32)]
+    pub rb: u16,
+    /// The demultiplexing port replies deliver to here.
+    #[arg(long, default_value_t = 7)]
+    pub port: u16,
+    /// Milliseconds to wait for replies after the last request.
+    #[arg(long, default_value_t = 2000)]
+    pub timeout_ms: u64,
+}
+
+/// A ping run's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ping {
+    /// Our address.
+    pub src: Ipv4Addr,
+    /// Whom to ping.
+    pub host: Ipv4Addr,
+    /// Requests to send.
+    pub count: u32,
+    /// Between requests.
+    pub interval: Duration,
+    /// Resource bound of each request.
+    pub rb: u16,
+    /// Our demultiplexing port.
+    pub port: u16,
+    /// Wait after the last request.
+    pub timeout: Duration,
+}
+
+impl Ping {
+    /// The settings the options describe.
+    pub fn from_args(a: &PingArgs) -> Ping {
+        Ping {
+            src: a.src,
+            host: a.host,
+            count: a.count,
+            interval: Duration::from_millis(a.interval_ms),
+            rb: a.rb,
+            port: a.port,
+            timeout: Duration::from_millis(a.timeout_ms),
+        }
+    }
+}
+
+/// What a ping run saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Requests sent.
+    pub sent: u32,
+    /// The replies, in arrival order (one per sequence number; duplicates dropped).
+    pub replies: Vec<PingReply>,
+}
+
+impl Summary {
+    /// Distinct replies received.
+    pub fn received(&self) -> u32 {
+        u32::try_from(self.replies.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Per cent of requests unanswered.
+    pub fn loss_percent(&self) -> f64 {
+        if self.sent == 0 {
+            return 0.0;
+        }
+        100.0 * f64::from(self.sent.saturating_sub(self.received())) / f64::from(self.sent)
+    }
+
+    /// Minimum, mean and maximum round-trip time in µs, if any reply came.
+    pub fn rtt_us(&self) -> Option<(u64, f64, u64)> {
+        let rtts = self.replies.iter().map(|r| r.rtt_us);
+        let min = rtts.clone().min()?;
+        let max = rtts.clone().max()?;
+        let avg = rtts.map(|r| r as f64).sum::<f64>() / self.replies.len() as f64;
+        Some((min, avg, max))
+    }
+
+    /// The exit code: 0 if any reply came, 2 if none did.
+    pub fn exit_code(&self) -> u8 {
+        if self.replies.is_empty() {
+            EXIT_TIMEOUT
+        } else {
+            EXIT_ANSWER
+        }
+    }
+}
+
+/// Pings over `link` as `p` says, calling `on_reply` for each reply as it arrives: a
+/// request every `interval`, then up to `timeout` for the stragglers (less once every
+/// request is answered). Packets that are not replies to our pings are ignored.
+///
+/// # Errors
+///
+/// If a request cannot be built or the link fails.
+pub async fn ping(
+    link: &HostLink,
+    p: &Ping,
+    mut on_reply: impl FnMut(&PingReply) -> anyhow::Result<()>,
+) -> anyhow::Result<Summary> {
+    let mut pinger = SnapPinger::new(p.src.octets(), p.port);
+    let origin = StdInstant::now();
+    let now = || waist_node::Instant::from_micros(origin.elapsed().as_micros() as u64);
+    let mut summary = Summary::default();
+    let mut seen = BTreeSet::new();
+    let mut buf = buffer();
+    for seq in 1..=p.count {
+        let request = pinger
+            .request(p.host.octets(), seq, now(), p.rb)
+            .map_err(|e| anyhow!("building ping {seq}: {e}"))?;
+        link.send(&request).await?;
+        summary.sent += 1;
+        let last = seq == p.count;
+        let deadline = Instant::now() + if last { p.timeout } else { p.interval };
+        while !(last && seen.len() == summary.sent as usize) {
+            let Some(r) = link.recv_until(&mut buf, deadline).await? else {
+                break;
+            };
+            let Some(Ok(reply)) = buf.get(r).map(|b| pinger.handle_reply(now(), b)) else {
+                continue;
+            };
+            if reply.seq == 0 || reply.seq > seq || !seen.insert(reply.seq) {
+                continue;
+            }
+            on_reply(&reply)?;
+            summary.replies.push(reply);
+        }
+        if !last {
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+    Ok(summary)
+}
+
+/// One reply as ping(8) prints it.
+pub fn reply_line(r: &PingReply) -> String {
+    format!(
+        "seq={} from={} rtt={} µs rb={}",
+        r.seq,
+        Ipv4Addr::from(r.target),
+        r.rtt_us,
+        r.rb
+    )
+}
+
+/// `waist snap ping`: pings, printing each reply and then the summary; returns the exit
+/// code (0 if any reply came, 2 if none).
+///
+/// # Errors
+///
+/// If the link cannot be opened, a request built or the report written.
+pub fn run(args: &PingArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let p = Ping::from_args(args);
+    writeln!(
+        out,
+        "SNAP PING {} from {} (rb {}, port {})",
+        p.host, p.src, p.rb, p.port
+    )?;
+    let summary = super::block_on(async {
+        let link = HostLink::open(args.via, snap_vm::wire::IP_PROTOCOL).await?;
+        ping(&link, &p, |r| {
+            writeln!(out, "{}", reply_line(r)).context("writing a reply")?;
+            out.flush().context("writing a reply")
+        })
+        .await
+    })?;
+    writeln!(out, "--- {} SNAP ping statistics ---", p.host)?;
+    writeln!(
+        out,
+        "{} sent, {} received, {:.0}% loss",
+        summary.sent,
+        summary.received(),
+        summary.loss_percent()
+    )?;
+    if let Some((min, avg, max)) = summary.rtt_us() {
+        writeln!(out, "rtt min/avg/max = {min}/{avg:.1}/{max} µs")?;
+    }
+    Ok(summary.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_arithmetic() {
+        let r = |seq, rtt_us| PingReply {
+            seq,
+            target: [10, 0, 0, 2],
+            rtt_us,
+            rb: 28,
+        };
+        let s = Summary {
+            sent: 4,
+            replies: vec![r(1, 100), r(2, 300)],
+        };
+        assert_eq!(s.received(), 2);
+        assert!((s.loss_percent() - 50.0).abs() < 1e-9);
+        assert_eq!(s.rtt_us(), Some((100, 200.0, 300)));
+        assert_eq!(s.exit_code(), EXIT_ANSWER);
+        assert_eq!(Summary::default().exit_code(), EXIT_TIMEOUT);
+        assert_eq!(
+            reply_line(&r(1, 100)),
+            "seq=1 from=10.0.0.2 rtt=100 µs rb=28"
+        );
+    }
+}

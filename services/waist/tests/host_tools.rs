@@ -1,0 +1,392 @@
+//! The host tools against real routers: two `waist-router`s on loopback UDP links, each on
+//! its own thread and runtime (as `services/waist-router/tests/udp_chain.rs` runs them), and
+//! the tool as the far end of R1's host link.
+//!
+//! ```text
+//!  tool 10.1.0.1 ─ host [R1 10.0.0.1] ── [R2 10.0.0.2] far ─ (nobody; 10.2.0.0/16)
+//!                  ESP + SNAP, distance vector (R1 originates 10.1/16, R2 10.2/16)
+//! ```
+
+// Test harness: panics are the failure reports.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket as StdUdp};
+use std::time::Duration;
+
+use esp_proto::instr::{CombineOp, Instruction};
+use esp_proto::wire::{ErrCode, Loc};
+use ess::{Tag, Value};
+use netio::config::Source;
+use tokio::sync::oneshot;
+use waist::host::esp::{self, Outcome, Query};
+use waist::host::snap::{self, Ping};
+use waist::host::{EXIT_ABORT, EXIT_ANSWER, EXIT_TIMEOUT, HostLink, Via};
+use waist_router::Router;
+use waist_router::config::{RouterFile, plan};
+
+const TOOL: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
+const R1: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const R2: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// Behind R2's far link, where nobody listens.
+const NOBODY: Ipv4Addr = Ipv4Addr::new(10, 2, 0, 9);
+
+fn free() -> SocketAddr {
+    StdUdp::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) -> String {
+    let cost = if cost { "cost = 1\n" } else { "" };
+    format!(
+        "[[link]]\nname = \"{name}\"\nkind = \"udp\"\nlocal = \"{local}\"\npeer = \"{peer}\"\n{cost}\n"
+    )
+}
+
+type Running = (
+    oneshot::Sender<()>,
+    std::thread::JoinHandle<waist_router::Summary>,
+);
+
+/// Runs a router from `text` on its own thread and runtime, until the sender fires.
+fn start(text: String) -> Running {
+    let (tx, rx) = oneshot::channel::<()>();
+    let h = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let source = Source::new("test.toml", text);
+            let file: RouterFile = source.parse().unwrap();
+            let p = plan(&source, &file).unwrap();
+            let router = Router::open(&p, &source).await.unwrap();
+            router
+                .run(async {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap()
+        })
+    });
+    (tx, h)
+}
+
+/// R1 and R2 running, and the tool's side of R1's host link.
+struct Chain {
+    via: Via,
+    routers: Vec<Running>,
+}
+
+impl Chain {
+    async fn start() -> Chain {
+        let (tool, r1h, r1b, r2a, r2f, far) = (free(), free(), free(), free(), free(), free());
+        let common =
+            "[esp]\nrate = 1000\nkey_seed = 7\n[snap]\n[dv]\ntriggered_ms = 20\nupdate_ms = 200\n";
+        let r1 = format!(
+            "[node]\nname = \"r1\"\naddresses = [\"{R1}\"]\n{common}originate = [\"10.1.0.0/16\"]\n{}{}[[route]]\nprefix = \"10.1.0.0/16\"\nlink = \"host\"\n",
+            link("host", r1h, tool, false),
+            link("r2", r1b, r2a, true)
+        );
+        let r2 = format!(
+            "[node]\nname = \"r2\"\naddresses = [\"{R2}\"]\n{common}originate = [\"10.2.0.0/16\"]\n{}{}[[route]]\nprefix = \"10.2.0.0/16\"\nlink = \"far\"\n",
+            link("r1", r2a, r1b, true),
+            link("far", r2f, far, false)
+        );
+        let chain = Chain {
+            via: Via::Udp {
+                local: tool,
+                peer: r1h,
+            },
+            routers: vec![start(r1), start(r2)],
+        };
+        chain.converged().await;
+        chain
+    }
+
+    async fn link(&self, protocol: u8) -> HostLink {
+        HostLink::open(self.via, protocol).await.unwrap()
+    }
+
+    /// Waits until R2 answers an ICMP echo from the tool (distance vector has converged
+    /// both ways).
+    async fn converged(&self) {
+        let link = self.link(1).await;
+        let mut buf = waist::host::link::buffer();
+        for seq in 0..50 {
+            let mut ping = [0u8; 40];
+            let n = waist_ip::icmp::emit_echo_request(
+                TOOL.into(),
+                R2.into(),
+                1,
+                seq,
+                b"up?",
+                &mut ping,
+            )
+            .unwrap();
+            link.send(&ping[..n]).await.unwrap();
+            // Until then R1 answers with ICMP unreachable: wait out the 100 ms regardless.
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
+            while let Some(r) = link.recv_until(&mut buf, deadline).await.unwrap() {
+                if waist_ip::icmp::read(&buf[r])
+                    .is_ok_and(|(ip, m)| ip.src == IpAddr::from(R2) && m.kind == 0)
+                {
+                    return;
+                }
+            }
+        }
+        panic!("the chain did not converge");
+    }
+
+    fn via_arg(&self) -> String {
+        match self.via {
+            Via::Udp { local, peer } => format!("udp:{local}={peer}"),
+            Via::Raw => unreachable!(),
+        }
+    }
+
+    fn stop(self) -> Vec<waist_router::Summary> {
+        self.routers
+            .into_iter()
+            .map(|(tx, h)| {
+                tx.send(()).unwrap();
+                h.join().unwrap()
+            })
+            .collect()
+    }
+}
+
+async fn query(chain: &Chain, q: &Query) -> Outcome {
+    let link = chain.link(q.answer_protocol()).await;
+    esp::send(&link, q).await.unwrap()
+}
+
+fn report(q: &Query, o: &Outcome, json: bool) -> String {
+    let mut out = Vec::new();
+    esp::report(q, o, json, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[tokio::test]
+async fn esp_count_to_a_router_is_answered_by_it_dedicated_and_piggybacked() {
+    let chain = Chain::start().await;
+    let count = Instruction::Count {
+        counter: Tag(5),
+        thresh: 10,
+    };
+    let mut q = Query::new(TOOL.into(), R2.into(), count);
+    let o = query(&chain, &q).await;
+    let Outcome::Answer(r) = o else {
+        panic!("{o:?}")
+    };
+    // R2 reflected it (the answer's source), nobody aborted, Loc intact.
+    assert_eq!(
+        (r.from, r.instr, r.loc, r.err),
+        (R2.into(), count, Loc::ALL, None)
+    );
+    assert_eq!(o.exit_code(), EXIT_ANSWER);
+    assert_eq!(
+        report(&q, &o, false),
+        "answer from 10.0.0.2: COUNT counter=0x5 thresh=10 loc=input,central,output\n"
+    );
+    let json: serde_json::Value = serde_json::from_str(&report(&q, &o, true)).unwrap();
+    assert_eq!(json["status"], "answer");
+    assert_eq!(json["from"], "10.0.0.2");
+    assert_eq!(json["opcode"], 1);
+
+    // The same instruction piggybacked on a UDP datagram, central context only.
+    q.option = true;
+    q.loc = Loc::CENTRAL;
+    let o = query(&chain, &q).await;
+    let Outcome::Answer(r) = o else {
+        panic!("{o:?}")
+    };
+    assert_eq!((r.from, r.loc, r.err), (R2.into(), Loc::CENTRAL, None));
+
+    let s = chain.stop();
+    // With RB set the query passes R1 untouched on the way out; R2, addressed, reflects it
+    // without running it; R1 runs it on the way back (once per context in Loc).
+    assert_eq!(s[1].node.esp_executed, 0, "{:?}", s[1].node);
+    assert_eq!(s[0].node.esp_executed, 4, "{:?}", s[0].node);
+}
+
+#[tokio::test]
+async fn lastmark_names_the_marking_router_and_collect_without_count_aborts_precisely() {
+    let chain = Chain::start().await;
+    let mark = Query::new(TOOL.into(), R2.into(), Instruction::Mark { tag: Tag(77) });
+    assert!(matches!(query(&chain, &mark).await, Outcome::Answer(_)));
+
+    let last = |tag| {
+        Query::new(
+            TOOL.into(),
+            R2.into(),
+            Instruction::LastMark {
+                tag: Tag(tag),
+                node: Value(0),
+            },
+        )
+    };
+    let q = last(77);
+    let o = query(&chain, &q).await;
+    let Outcome::Answer(r) = o else {
+        panic!("{o:?}")
+    };
+    // MARK ran at R1 on its way back (R2 only reflected it), so R1 is the last mark.
+    assert_eq!(esp::last_mark(&r.instr), Some(R1));
+    assert!(report(&q, &o, false).ends_with(" last-mark=10.0.0.1\n"));
+    let json: serde_json::Value = serde_json::from_str(&report(&q, &o, true)).unwrap();
+    assert_eq!(json["last_mark"], "10.0.0.1");
+    // A tag nobody marked: no router named.
+    let o = query(&chain, &last(78)).await;
+    let Outcome::Answer(r) = o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(esp::last_mark(&r.instr), None);
+
+    let collect = Instruction::Collect {
+        value: Tag(1),
+        val: Value(3),
+        counter: Tag(2),
+        op: CombineOp::Add,
+    };
+    let q = Query::new(TOOL.into(), R2.into(), collect);
+    let o = query(&chain, &q).await;
+    let Outcome::Abort(r) = o else {
+        panic!("{o:?}")
+    };
+    let e = r.error().unwrap();
+    assert_eq!(
+        (e.instr, e.code, r.loc),
+        (collect, ErrCode::MissingState, Loc::NONE)
+    );
+    assert_eq!(o.exit_code(), EXIT_ABORT);
+    let line = report(&q, &o, false);
+    assert!(
+        line.starts_with(
+            "abort from 10.0.0.2: COLLECT value=0x1 val=3 counter=0x2 op=add error=missing-state"
+        ),
+        "{line}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&report(&q, &o, true)).unwrap();
+    assert_eq!(
+        (&json["status"], &json["error"]),
+        (&"abort".into(), &"missing-state".into())
+    );
+    chain.stop();
+}
+
+#[tokio::test]
+async fn snap_ping_through_r1_to_r2() {
+    let chain = Chain::start().await;
+    let link = chain.link(snap_vm::wire::IP_PROTOCOL).await;
+    let p = Ping {
+        src: TOOL,
+        host: R2,
+        count: 3,
+        interval: Duration::from_millis(50),
+        rb: 32,
+        port: 7,
+        timeout: Duration::from_secs(2),
+    };
+    let mut seen = Vec::new();
+    let s = snap::ping(&link, &p, |r| {
+        seen.push(r.seq);
+        Ok(())
+    })
+    .await
+    .unwrap();
+    assert_eq!((s.sent, s.received(), seen), (3, 3, vec![1, 2, 3]));
+    for r in &s.replies {
+        // R1 and R2 out, R1 back, then this host: one unit each.
+        assert_eq!((r.target, r.rb), (R2.octets(), 32 - 4), "{r:?}");
+        assert!(r.rtt_us > 0, "{r:?}");
+    }
+    assert_eq!(s.exit_code(), EXIT_ANSWER);
+    let rs = chain.stop();
+    assert_eq!((rs[0].node.snap_executed, rs[1].node.snap_executed), (6, 3));
+}
+
+#[tokio::test]
+async fn nobody_answering_is_a_timeout() {
+    let chain = Chain::start().await;
+    let mut q = Query::new(
+        TOOL.into(),
+        NOBODY.into(),
+        Instruction::Count {
+            counter: Tag(9),
+            thresh: 1,
+        },
+    );
+    q.timeout = Duration::from_millis(300);
+    let started = std::time::Instant::now();
+    let o = query(&chain, &q).await;
+    assert_eq!(o, Outcome::Timeout);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(o.exit_code(), EXIT_TIMEOUT);
+    assert_eq!(
+        report(&q, &o, false),
+        "no answer from 10.2.0.9 within 300 ms\n"
+    );
+
+    let link = chain.link(snap_vm::wire::IP_PROTOCOL).await;
+    let p = Ping {
+        src: TOOL,
+        host: NOBODY,
+        count: 1,
+        interval: Duration::from_millis(10),
+        rb: 32,
+        port: 7,
+        timeout: Duration::from_millis(300),
+    };
+    let s = snap::ping(&link, &p, |_| Ok(())).await.unwrap();
+    assert_eq!((s.sent, s.received(), s.exit_code()), (1, 0, EXIT_TIMEOUT));
+    let rs = chain.stop();
+    // The query did reach R2 and leave by the far link (nobody there).
+    assert!(rs[1].node.forwarded >= 2, "{:?}", rs[1].node);
+}
+
+#[tokio::test]
+async fn the_waist_binary_pings_and_queries() {
+    let chain = Chain::start().await;
+    let via = chain.via_arg();
+    let bin = env!("CARGO_BIN_EXE_waist");
+    // The routers run on their own threads: blocking this one on the child is fine.
+    let out = std::process::Command::new(bin)
+        .args([
+            "snap", "ping", "10.0.0.2", "--via", &via, "-c", "1", "-i", "50",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("seq=1 from=10.0.0.2 rtt="), "{text}");
+    assert!(text.contains(" µs rb=28\n"), "{text}");
+    assert!(text.contains("1 sent, 1 received, 0% loss"), "{text}");
+    assert!(text.contains("rtt min/avg/max = "), "{text}");
+
+    // An abort is exit code 1, with one JSON object.
+    let out = std::process::Command::new(bin)
+        .args([
+            "esp",
+            "send",
+            "--via",
+            &via,
+            "--dst",
+            "10.0.0.2",
+            "--json",
+            "collect",
+            "--tag",
+            "1",
+            "--value",
+            "3",
+            "--counter",
+            "0x2",
+            "--op",
+            "add",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["error"], "missing-state");
+    chain.stop();
+}
