@@ -60,9 +60,12 @@ fn start(text: String) -> Running {
             let p = plan(&source, &file).unwrap();
             let router = Router::open(&p, &source).await.unwrap();
             router
-                .run(async {
-                    let _ = rx.await;
-                })
+                .run(
+                    async {
+                        let _ = rx.await;
+                    },
+                    None,
+                )
                 .await
                 .unwrap()
         })
