@@ -59,6 +59,12 @@ pub enum Command {
         #[command(subcommand)]
         command: host::esp::EspCommand,
     },
+    /// Routing tools: a router's table, from its metrics endpoint.
+    Route {
+        /// Which tool.
+        #[command(subcommand)]
+        command: host::route::RouteCommand,
+    },
     /// SNAP tools: assemble, disassemble, verify and run active packets; ping through
     /// routers.
     Snap {
@@ -94,6 +100,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
             out,
         ),
         Command::Esp { command } => return host::esp::run(command, out),
+        Command::Route { command } => return host::route::run(command, out),
         Command::Snap { command } => return snap_cli::run(command, out),
     };
     done.map(|()| 0)

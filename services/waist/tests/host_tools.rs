@@ -393,3 +393,56 @@ async fn the_waist_binary_pings_and_queries() {
     assert_eq!(json["error"], "missing-state");
     chain.stop();
 }
+
+#[test]
+fn route_show_reads_a_routers_table_from_its_metrics() {
+    let (local, peer) = (free(), free());
+    let text = format!(
+        "[node]\nname = \"rt\"\naddresses = [\"10.0.0.7\"]\n{}[[route]]\nprefix = \"10.5.0.0/16\"\nlink = \"host\"\n",
+        link("host", local, peer, false)
+    );
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let h = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let source = Source::new("rt.toml", text);
+            let file: RouterFile = source.parse().unwrap();
+            let p = plan(&source, &file).unwrap();
+            let router = Router::open(&p, &source).await.unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            let (handle, scrapes) = netio::metrics::channel();
+            let (tx2, rx2) = oneshot::channel::<()>();
+            tokio::spawn(netio::metrics::serve(listener, handle, async {
+                let _ = rx2.await;
+            }));
+            router
+                .run(
+                    async {
+                        let _ = stopped.await;
+                    },
+                    Some(scrapes),
+                )
+                .await
+                .unwrap();
+            let _ = tx2.send(());
+        })
+    });
+    let metrics = addr_rx.recv().unwrap();
+    let mut out = Vec::new();
+    let code =
+        waist::host::route::run(waist::host::route::RouteCommand::Show { metrics }, &mut out)
+            .unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("10.5.0.0/16") && out.contains("host") && out.contains("static"),
+        "{out}"
+    );
+    stop.send(()).unwrap();
+    h.join().unwrap();
+}

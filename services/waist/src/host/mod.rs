@@ -15,6 +15,7 @@
 
 pub mod esp;
 pub mod link;
+pub mod route;
 pub mod snap;
 
 use std::net::SocketAddr;

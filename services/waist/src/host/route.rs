@@ -1,0 +1,117 @@
+//! `waist route show`: a router's routing table, read from its metrics endpoint (the
+//! router publishes every route as a `waist_route{prefix,link,source}` sample whose value
+//! is the cost), so no second control protocol is needed.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+/// `waist route …`.
+#[derive(clap::Subcommand, Debug)]
+pub enum RouteCommand {
+    /// Print a router's routing table (static routes and what distance vector learned).
+    Show {
+        /// The router's metrics address (its `--metrics ADDR`).
+        #[arg(long)]
+        metrics: SocketAddr,
+    },
+}
+
+/// One route as the router reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouteRow {
+    /// `10.3.0.0/16`.
+    pub prefix: String,
+    /// The link it leaves by.
+    pub link: String,
+    /// `static` or `dv`.
+    pub source: String,
+    /// The cost (0 for static routes).
+    pub cost: f64,
+}
+
+/// The `waist_route` samples of a Prometheus text page.
+pub fn parse_routes(page: &str) -> Vec<RouteRow> {
+    page.lines()
+        .filter_map(|l| l.strip_prefix("waist_route{"))
+        .filter_map(|rest| {
+            let (labels, value) = rest.split_once("} ")?;
+            let label = |name: &str| {
+                labels.split(',').find_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    (k == name).then(|| v.trim_matches('"').to_string())
+                })
+            };
+            Some(RouteRow {
+                prefix: label("prefix")?,
+                link: label("link")?,
+                source: label("source")?,
+                cost: value.trim().parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Fetches `GET /metrics` from `addr` (plain text format).
+///
+/// # Errors
+///
+/// Connection or HTTP errors.
+pub fn fetch(addr: SocketAddr) -> anyhow::Result<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .with_context(|| format!("cannot reach the router's metrics at {addr}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: waist\r\nConnection: close\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    if !body.starts_with("HTTP/1.1 200") {
+        bail!("{addr}: {}", body.lines().next().unwrap_or("no answer"));
+    }
+    Ok(body)
+}
+
+/// Runs a route command; returns the exit code.
+///
+/// # Errors
+///
+/// The router cannot be reached.
+pub fn run(command: RouteCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
+    match command {
+        RouteCommand::Show { metrics } => {
+            let mut rows = parse_routes(&fetch(metrics)?);
+            rows.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+            writeln!(out, "{:<24} {:<12} {:<7} cost", "prefix", "link", "source")?;
+            for r in rows {
+                writeln!(
+                    out,
+                    "{:<24} {:<12} {:<7} {}",
+                    r.prefix, r.link, r.source, r.cost
+                )?;
+            }
+            Ok(0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_from_a_metrics_page() {
+        let page = "# HELP waist_route a route\n# TYPE waist_route gauge\nwaist_route{prefix=\"10.1.0.0/16\",link=\"host\",source=\"static\"} 0\nwaist_route{prefix=\"10.3.0.0/16\",link=\"r2\",source=\"dv\"} 2.0\nwaist_up 1\n";
+        let r = parse_routes(page);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r[1],
+            RouteRow {
+                prefix: "10.3.0.0/16".into(),
+                link: "r2".into(),
+                source: "dv".into(),
+                cost: 2.0
+            }
+        );
+    }
+}
