@@ -1,6 +1,6 @@
 //! TOML configuration with errors that name the file, the line and the key.
 //!
-//! A daemon deserialises its whole config with [`load`] (or [`parse`] for text already in
+//! A daemon deserialises its whole config with [`load`] (or [`Source::parse`] for text already in
 //! memory). Syntax and type errors come from `toml` with a byte span; [`ConfigError`] turns
 //! the span into a line and column and names the key written on that line. Checks a daemon
 //! makes after deserialising (an unknown link name, a prefix with host bits) use

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Time at the node is microseconds since the daemon started. The config is described in
-//! [`config`]; [`run`] is the loop.
+//! [`config`]; [`Router::run`] is the loop.
 
 pub mod config;
 mod metrics;
