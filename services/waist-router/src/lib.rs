@@ -15,6 +15,7 @@
 //! [`config`]; [`Router::run`] is the loop.
 
 pub mod config;
+pub mod embed;
 mod metrics;
 
 use std::future::Future;

@@ -7,12 +7,9 @@
 use std::net::{SocketAddr, UdpSocket as StdUdp};
 use std::time::Duration;
 
-use netio::config::Source;
 use tokio::net::UdpSocket;
-use tokio::sync::oneshot;
 use waist_ip::{IpHeader, emit_header};
-use waist_router::Router;
-use waist_router::config::{RouterFile, plan};
+use waist_router::embed::Embedded;
 
 fn free() -> SocketAddr {
     StdUdp::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
@@ -25,37 +22,8 @@ fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) -> String {
     )
 }
 
-/// Runs a router from `text` on its own thread and runtime (as a process would), until the
-/// sender fires.
-fn start(
-    text: String,
-) -> (
-    oneshot::Sender<()>,
-    std::thread::JoinHandle<waist_router::Summary>,
-) {
-    let (tx, rx) = oneshot::channel::<()>();
-    let h = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let source = Source::new("test.toml", text);
-            let file: RouterFile = source.parse().unwrap();
-            let p = plan(&source, &file).unwrap();
-            let router = Router::open(&p, &source).await.unwrap();
-            router
-                .run(
-                    async {
-                        let _ = rx.await;
-                    },
-                    None,
-                )
-                .await
-                .unwrap()
-        })
-    });
-    (tx, h)
+fn start(text: String) -> Embedded {
+    Embedded::start("test.toml", text, false).unwrap()
 }
 
 #[tokio::test]
@@ -140,9 +108,8 @@ async fn a_chain_of_three_routers_forwards_and_answers() {
     );
 
     let mut summaries = Vec::new();
-    for (tx, h) in routers {
-        tx.send(()).unwrap();
-        summaries.push(h.join().unwrap());
+    for r in routers {
+        summaries.push(r.stop().unwrap());
     }
     for s in &summaries {
         assert!(s.node.balanced(), "{:?}", s.node);

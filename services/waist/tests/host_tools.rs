@@ -16,13 +16,10 @@ use std::time::Duration;
 use esp_proto::instr::{CombineOp, Instruction};
 use esp_proto::wire::{ErrCode, Loc};
 use ess::{Tag, Value};
-use netio::config::Source;
-use tokio::sync::oneshot;
 use waist::host::esp::{self, Outcome, Query};
 use waist::host::snap::{self, Ping};
 use waist::host::{EXIT_ABORT, EXIT_ANSWER, EXIT_TIMEOUT, HostLink, Via};
-use waist_router::Router;
-use waist_router::config::{RouterFile, plan};
+use waist_router::embed::Embedded;
 
 const TOOL: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
 const R1: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -41,36 +38,11 @@ fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) -> String {
     )
 }
 
-type Running = (
-    oneshot::Sender<()>,
-    std::thread::JoinHandle<waist_router::Summary>,
-);
+type Running = Embedded;
 
-/// Runs a router from `text` on its own thread and runtime, until the sender fires.
+/// Runs a router from `text` on its own thread and runtime (as a process would).
 fn start(text: String) -> Running {
-    let (tx, rx) = oneshot::channel::<()>();
-    let h = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let source = Source::new("test.toml", text);
-            let file: RouterFile = source.parse().unwrap();
-            let p = plan(&source, &file).unwrap();
-            let router = Router::open(&p, &source).await.unwrap();
-            router
-                .run(
-                    async {
-                        let _ = rx.await;
-                    },
-                    None,
-                )
-                .await
-                .unwrap()
-        })
-    });
-    (tx, h)
+    Embedded::start("test.toml", text, false).unwrap()
 }
 
 /// R1 and R2 running, and the tool's side of R1's host link.
@@ -149,10 +121,7 @@ impl Chain {
     fn stop(self) -> Vec<waist_router::Summary> {
         self.routers
             .into_iter()
-            .map(|(tx, h)| {
-                tx.send(()).unwrap();
-                h.join().unwrap()
-            })
+            .map(|r| r.stop().unwrap())
             .collect()
     }
 }
@@ -401,38 +370,8 @@ fn route_show_reads_a_routers_table_from_its_metrics() {
         "[node]\nname = \"rt\"\naddresses = [\"10.0.0.7\"]\n{}[[route]]\nprefix = \"10.5.0.0/16\"\nlink = \"host\"\n",
         link("host", local, peer, false)
     );
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let h = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let source = Source::new("rt.toml", text);
-            let file: RouterFile = source.parse().unwrap();
-            let p = plan(&source, &file).unwrap();
-            let router = Router::open(&p, &source).await.unwrap();
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(listener.local_addr().unwrap()).unwrap();
-            let (handle, scrapes) = netio::metrics::channel();
-            let (tx2, rx2) = oneshot::channel::<()>();
-            tokio::spawn(netio::metrics::serve(listener, handle, async {
-                let _ = rx2.await;
-            }));
-            router
-                .run(
-                    async {
-                        let _ = stopped.await;
-                    },
-                    Some(scrapes),
-                )
-                .await
-                .unwrap();
-            let _ = tx2.send(());
-        })
-    });
-    let metrics = addr_rx.recv().unwrap();
+    let router = Embedded::start("rt.toml", text, true).unwrap();
+    let metrics = router.metrics().unwrap();
     let mut out = Vec::new();
     let code =
         waist::host::route::run(waist::host::route::RouteCommand::Show { metrics }, &mut out)
@@ -443,6 +382,5 @@ fn route_show_reads_a_routers_table_from_its_metrics() {
         out.contains("10.5.0.0/16") && out.contains("host") && out.contains("static"),
         "{out}"
     );
-    stop.send(()).unwrap();
-    h.join().unwrap();
+    router.stop().unwrap();
 }
