@@ -338,6 +338,7 @@ fuzz_target!(|input: Input| {
             },
             clean_interval: 1_000_000,
             clean_budget: 8,
+            sites: esp_proto::wire::Loc::from_bits(log2 >> 3 | 1),
         }
     });
     let config = Config {

@@ -124,6 +124,8 @@ pub struct EspNode {
     stats: NodeStats,
     /// The sweep schedule: next sweep, interval, budget per shard.
     sweeps: Option<(Instant, u64, usize)>,
+    /// The kinds of site that run instructions here (a router may offer only some).
+    sites: Loc,
 }
 
 impl EspNode {
@@ -149,7 +151,20 @@ impl EspNode {
             config,
             stats: NodeStats::default(),
             sweeps: None,
+            sites: Loc::ALL,
         }
+    }
+
+    /// Runs instructions only at these kinds of site (input ports, central, output ports);
+    /// a packet whose Loc selects only sites switched off is skipped there (counted), as
+    /// at a router without those contexts. All three by default.
+    pub fn set_sites(&mut self, sites: Loc) {
+        self.sites = sites;
+    }
+
+    /// The kinds of site that run instructions.
+    pub fn sites(&self) -> Loc {
+        self.sites
     }
 
     /// Sweeps every context for expired bindings every `interval` ticks from `now` on,
@@ -247,7 +262,11 @@ impl EspNode {
             self.stats.malformed += 1;
             return Outcome::NotEsp;
         };
-        if !header.loc().contains(site.loc()) || header.err() || header.rb() {
+        if !header.loc().contains(site.loc())
+            || !self.sites.contains(site.loc())
+            || header.err()
+            || header.rb()
+        {
             self.stats.skipped += 1;
             return Outcome::Skipped;
         }

@@ -231,3 +231,38 @@ fn large_instructions_are_refused_as_ipv4_options() {
     assert!(cswap.fits_ipv4_option());
     assert!(ep.piggyback(&udp4, &cswap).is_ok());
 }
+
+#[test]
+fn sites_switched_off_skip_what_their_loc_selects() {
+    use esp_proto::endpoint::Endpoint;
+    use esp_proto::instr::Instruction;
+    use esp_proto::node::{EspNode, NodeConfig};
+    use esp_proto::wire::Loc;
+    use ess::{EssConfig, HashKey, Instant, Tag};
+    let mut n = EspNode::new(NodeConfig {
+        ifaces: 2,
+        store: EssConfig::new(4, 1_000, 1, HashKey::from_seed(1)).unwrap(),
+        shards: 1,
+        node_id: 1,
+        idmap_key: HashKey::from_seed(2),
+        timestamp_shift: 0,
+    });
+    n.set_sites(Loc::CENTRAL);
+    assert_eq!(n.sites(), Loc::CENTRAL);
+    let ep = Endpoint::new(1, [10, 0, 0, 1].into()).with_loc(Loc::ALL);
+    let mut p = ep
+        .packet_to(
+            [10, 0, 0, 2].into(),
+            &Instruction::Count {
+                counter: Tag(1),
+                thresh: 9,
+            },
+            &[],
+        )
+        .unwrap();
+    let t = Instant::from_ticks(0);
+    assert!(n.ingress(t, 0, &mut p) && n.egress(t, 1, &mut p));
+    let s = n.stats();
+    // Only the central context ran it; input and output were skipped.
+    assert_eq!((s.executed, s.skipped), (1, 2));
+}

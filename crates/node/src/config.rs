@@ -57,6 +57,9 @@ pub struct EspConfig {
     pub clean_interval: u64,
     /// Bindings each shard may reclaim per sweep.
     pub clean_budget: usize,
+    /// The contexts that run instructions: input ports, central, output ports (all three
+    /// by default); a packet whose Loc selects only contexts switched off is skipped.
+    pub sites: esp_proto::wire::Loc,
 }
 
 impl EspConfig {
@@ -85,6 +88,7 @@ impl EspConfig {
             },
             clean_interval: 100 * crate::MILLIS,
             clean_budget: 64,
+            sites: esp_proto::wire::Loc::ALL,
         })
     }
 }

@@ -108,6 +108,7 @@ impl Node {
             c.ifaces = ifaces;
             let mut esp = EspNode::new(c);
             esp.schedule_sweeps(now.ess(), e.clean_interval, e.clean_budget);
+            esp.set_sites(e.sites);
             esp
         });
         let vm = match (config.snap, config.ipv4()) {

@@ -11,6 +11,7 @@
 //! rate = 10000                     # bindings created per second each context must hold
 //! lifetime_s = 10                  # τ (ESP §2.1)
 //! key_seed = 7                     # secrets derived from it (absent: random at start)
+//! contexts = ["input", "central", "output"]   # which contexts run instructions (default all)
 //!
 //! [snap]                           # absent: SNAP packets are forwarded as plain IP
 //! local_runs = 64
@@ -107,6 +108,9 @@ pub struct EspSection {
     pub shards: u32,
     /// Seed of the stores' secret keys (absent: random).
     pub key_seed: Option<u64>,
+    /// The contexts that run instructions: any of `input`, `central`, `output` (default
+    /// all three).
+    pub contexts: Option<Vec<Spanned<String>>>,
 }
 
 fn ten() -> u64 {
@@ -276,6 +280,28 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
             },
             clean_interval: 100 * waist_node::MILLIS,
             clean_budget: 256,
+            sites: match &e.contexts {
+                None => esp_proto::wire::Loc::ALL,
+                Some(list) => {
+                    let mut l = esp_proto::wire::Loc::NONE;
+                    for c in list {
+                        l = l | match c.get_ref().as_str() {
+                            "input" => esp_proto::wire::Loc::INPUT,
+                            "central" => esp_proto::wire::Loc::CENTRAL,
+                            "output" => esp_proto::wire::Loc::OUTPUT,
+                            other => {
+                                return Err(source.error_for(
+                                    c,
+                                    format!(
+                                        "unknown ESP context `{other}` (input, central, output)"
+                                    ),
+                                ));
+                            }
+                        };
+                    }
+                    l
+                }
+            },
         });
     }
     let mut snap_ess = None;
@@ -413,6 +439,12 @@ link = "a"
         assert_eq!(p.name, "r1");
         assert!(p.node.esp.is_some() && p.node.snap && p.node.dv.is_some());
         assert!(p.snap_ess.is_some());
+        let only = plan_of(&GOOD.replace("key_seed = 1", "key_seed = 1\ncontexts = [\"central\"]"))
+            .unwrap();
+        assert_eq!(only.node.esp.unwrap().sites, esp_proto::wire::Loc::CENTRAL);
+        let e = plan_of(&GOOD.replace("key_seed = 1", "key_seed = 1\ncontexts = [\"middle\"]"))
+            .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("contexts"), "{e}");
         assert_eq!(p.node.ifaces[0].dv_cost, Some(1));
         assert_eq!(p.routes.len(), 1);
         assert_eq!(p.originate.len(), 1);
