@@ -249,6 +249,41 @@ fn three_routers_between_two_namespaces() {
     }
     println!("(3) ESP COUNT ×{ESP_COUNT}: executed Δ {ESP_COUNT} at r1, r2, r3");
 
+    // COLLECT after a COUNT of one child: at every router the count falls to zero, so the
+    // value goes on (the paper's aggregation step, one leaf deep): two executions a router.
+    let count = ep
+        .packet(&Instruction::Count {
+            counter: ess::Tag(0xC011),
+            thresh: 1,
+        })
+        .unwrap();
+    let collect = ep
+        .packet(&Instruction::Collect {
+            value: ess::Tag(0xC012),
+            val: ess::Value(5),
+            counter: ess::Tag(0xC011),
+            op: esp_proto::instr::CombineOp::Add,
+        })
+        .unwrap();
+    tool.send(&count).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    tool.send(&collect).unwrap();
+    let collected = poll(Duration::from_secs(5), || {
+        let now: Vec<u64> = routers
+            .iter()
+            .map(|r| r.metric("waist_esp_executed_total"))
+            .collect();
+        now.iter()
+            .zip(&esp_after)
+            .all(|(n, b)| *n >= b + 2)
+            .then_some(now)
+    })
+    .unwrap_or_else(|| panic!("COUNT + COLLECT did not run at every router"));
+    for ((r, before), after) in routers.iter().zip(&esp_after).zip(&collected) {
+        assert_eq!(after - before, 2, "{}: COUNT + COLLECT executions", r.name);
+    }
+    println!("(3) ESP COUNT then COLLECT: executed at r1, r2, r3");
+
     let snap_before: Vec<u64> = routers
         .iter()
         .map(|r| r.metric("waist_snap_executed_total"))
