@@ -92,6 +92,58 @@ impl RunOutcome {
     }
 }
 
+/// What a leaf sends in one run: the first phase's instruction (COUNT, or RCHLD), the
+/// second's (COLLECT, or RCOLLECT, contributing 1), and how many copies of each (1, or the
+/// robust scheme's limit). `tags` are the run's six fresh tags; `key` draws a robust
+/// leaf's IDmap. The simulator's [`AggTree::run`] and live experiments on real routers
+/// send exactly these.
+pub fn leaf_instructions(
+    scheme: Scheme,
+    tags: &[Tag; 6],
+    cid: u32,
+    key: &HashKey,
+) -> (Instruction, Instruction, u16) {
+    match scheme {
+        Scheme::Plain => (
+            Instruction::Count {
+                counter: tags[0],
+                thresh: 1,
+            },
+            Instruction::Collect {
+                value: tags[1],
+                val: Value(1),
+                counter: tags[0],
+                op: CombineOp::Add,
+            },
+            1,
+        ),
+        Scheme::Robust { words, k, limit } => {
+            let robust = Robust {
+                thresh: limit,
+                k,
+                idmap: IdMap::for_node(key, cid, k, words),
+            };
+            (
+                Instruction::Rchld {
+                    children: tags[2],
+                    counter: tags[3],
+                    robust,
+                },
+                Instruction::Rcollect {
+                    value: tags[1],
+                    val: Value(1),
+                    heard: tags[4],
+                    children: tags[2],
+                    forwarded: tags[5],
+                    op: CombineOp::Add,
+                    robust,
+                },
+                limit,
+            )
+        }
+    }
+}
+
 /// An aggregation tree on a simulator. See the [module docs](self).
 #[derive(Debug)]
 pub struct AggTree {
@@ -219,46 +271,12 @@ impl AggTree {
             let ep = Endpoint::new(cid, addr_of(leaf).into())
                 .with_dest(dest)
                 .with_loc(Loc::OUTPUT);
-            let (first, second, copies) = match scheme {
-                Scheme::Plain => (
-                    Instruction::Count {
-                        counter: tags[0],
-                        thresh: 1,
-                    },
-                    Instruction::Collect {
-                        value: tags[1],
-                        val: Value(1),
-                        counter: tags[0],
-                        op: CombineOp::Add,
-                    },
-                    1,
-                ),
-                Scheme::Robust { words, k, limit } => {
-                    let key = HashKey::from_seed(rng.next_u64());
-                    let robust = Robust {
-                        thresh: limit,
-                        k,
-                        idmap: IdMap::for_node(&key, cid, k, words),
-                    };
-                    (
-                        Instruction::Rchld {
-                            children: tags[2],
-                            counter: tags[3],
-                            robust,
-                        },
-                        Instruction::Rcollect {
-                            value: tags[1],
-                            val: Value(1),
-                            heard: tags[4],
-                            children: tags[2],
-                            forwarded: tags[5],
-                            op: CombineOp::Add,
-                            robust,
-                        },
-                        limit,
-                    )
-                }
+            // A robust run draws each leaf's IDmap key from the run's generator.
+            let key = match scheme {
+                Scheme::Robust { .. } => HashKey::from_seed(rng.next_u64()),
+                Scheme::Plain => HashKey::from_seed(0),
             };
+            let (first, second, copies) = leaf_instructions(scheme, &tags, cid, &key);
             for (phase, instr) in [(0, first), (gap, second)] {
                 let Ok(packet) = ep.packet(&instr) else {
                     continue;
