@@ -204,6 +204,15 @@ impl Link {
         matches!(self.io, Io::UdpBatch(..))
     }
 
+    /// Counts and captures a frame just received into `buf[..len]`.
+    fn received(&mut self, buf: &[u8], len: usize) {
+        self.counters.rx_frames += 1;
+        self.counters.rx_bytes += len as u64;
+        if let Some(f) = buf.get(..len) {
+            self.capture(f);
+        }
+    }
+
     /// Records `frame` in the link's capture, if it has one (a failing capture is closed).
     fn capture(&mut self, frame: &[u8]) {
         if let Some(p) = &mut self.pcap
@@ -393,13 +402,7 @@ impl Links {
             if let Poll::Ready(r) = link.poll_recv(cx, buf) {
                 self.next = (i + 1) % n;
                 match &r {
-                    Ok(len) => {
-                        link.counters.rx_frames += 1;
-                        link.counters.rx_bytes += *len as u64;
-                        if let Some(f) = buf.get(..*len) {
-                            link.capture(f);
-                        }
-                    }
+                    Ok(len) => link.received(buf, *len),
                     Err(_) => link.counters.rx_errors += 1,
                 }
                 return Poll::Ready((i, r));
@@ -428,13 +431,7 @@ impl Links {
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         let r = link.try_recv(buf);
         match &r {
-            Ok(len) => {
-                link.counters.rx_frames += 1;
-                link.counters.rx_bytes += *len as u64;
-                if let Some(f) = buf.get(..*len) {
-                    link.capture(f);
-                }
-            }
+            Ok(len) => link.received(buf, *len),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(_) => link.counters.rx_errors += 1,
         }
@@ -582,6 +579,13 @@ mod tests {
         link: Vec<LinkConfig>,
     }
 
+    fn free() -> SocketAddr {
+        std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    }
+
     fn links_of(text: &str) -> (Source, Vec<LinkConfig>) {
         let s = Source::new("t.toml", text);
         let f: File = s.parse().unwrap();
@@ -591,12 +595,6 @@ mod tests {
     #[tokio::test]
     async fn two_udp_links_exchange_frames_and_count() {
         // Two free ports, then each link bound to one and connected to the other.
-        let free = || {
-            std::net::UdpSocket::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-        };
         let (pa, pb) = (free(), free());
         let conf = |name: &str, local: SocketAddr, peer: SocketAddr, extra: &str| {
             format!(
@@ -658,12 +656,6 @@ mod tests {
 
     #[tokio::test]
     async fn a_batched_link_takes_many_datagrams_a_call() {
-        let free = || {
-            std::net::UdpSocket::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-        };
         let (pa, pb) = (free(), free());
         let (s, c) = links_of(&format!(
             "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"{pa}\"\npeer = \"{pb}\"\nbatch = true\n"
