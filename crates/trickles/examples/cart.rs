@@ -15,9 +15,9 @@
 // Example harness: a failed run should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use trickles::app::Application;
 use trickles::app::{Absorbed, Binding, Minisocket, UcontKey, UserContinuation, absorb, bundle};
 use trickles::server::{EventKind, Server};
-use trickles::sim::app::Application;
 
 /// The cart server: just its key.
 pub struct Cart {

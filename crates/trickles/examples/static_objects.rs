@@ -22,9 +22,9 @@
 
 use std::collections::BTreeMap;
 
+use trickles::app::Application;
 use trickles::app::{Absorbed, Minisocket, UcontKey, UserContinuation, absorb, bundle};
 use trickles::server::{EventKind, Server};
-use trickles::sim::app::Application;
 
 /// The server: objects by name (and by the digest of their name), the user-continuation
 /// key, and the longest request line it accepts.

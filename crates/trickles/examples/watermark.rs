@@ -14,9 +14,9 @@
 // Example harness: a failed run should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use trickles::app::Application;
 use trickles::app::{Minisocket, UcontKey, UserContinuation};
 use trickles::server::{EventKind, Server};
-use trickles::sim::app::Application;
 
 /// Bytes per transform block.
 pub const BLOCK: usize = 64;

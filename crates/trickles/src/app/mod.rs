@@ -11,6 +11,7 @@
 //! queue holds unprocessed events only.
 
 pub mod minisock;
+pub mod object;
 pub mod ucont;
 
 pub use minisock::{
@@ -20,3 +21,15 @@ pub use ucont::{
     Absorbed, Binding, MAX_UCONT_BODY, UcontError, UcontKey, UserContinuation, absorb, bundle,
     unbundle,
 };
+
+use crate::server::Server;
+
+/// A stateless server application: answers one event at a time through its minisocket
+/// (send, refuse, or drop it), keeping nothing per connection between events.
+///
+/// [`ObjectApp`](object::ObjectApp) serves synthetic objects,
+/// `http::HttpApp` serves HTTP/1.1 GETs out of an object store.
+pub trait Application {
+    /// Answers `msk`, handing the TCP segments it sends to `sink`.
+    fn handle(&mut self, msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8]));
+}

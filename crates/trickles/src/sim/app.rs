@@ -16,21 +16,14 @@ use alloc::vec::Vec;
 
 use netsim::{Instant, LinkConfig, Node, Outbox, Simulator};
 
-use super::object_byte;
 pub use super::pipeline::PipelineApp;
 use super::{CLIENT_ADDR, SERVER_ADDR, flush_client, frame, unframe};
-use crate::app::{EventQueue, MigrationKey, Minisocket, UcontKey, UserContinuation};
+pub use crate::app::Application;
+pub use crate::app::object::ObjectApp;
+use crate::app::{EventQueue, MigrationKey, Minisocket};
 use crate::client::{Client, ClientConfig, ClientStats};
 use crate::conn::{Addr, FourTuple};
-use crate::server::EventKind;
 use crate::server::{Server, ServerConfig};
-
-/// A stateless server application: answers one event at a time through its minisocket
-/// (send, refuse, or drop it).
-pub trait Application {
-    /// Answers `msk`, handing any segments to `sink`.
-    fn handle(&mut self, msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8]));
-}
 
 /// Server-side counters of an application run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -441,65 +434,4 @@ pub fn run_app(
         };
     }
     outcome
-}
-
-/// The simulations' object server as an [`Application`]: the request (in the SYN) is the
-/// object's length, 8 bytes big-endian; byte `i` of the object is
-/// [`object_byte`]`(i)`; every response carries a MACed output continuation
-/// (`0..len`, no application data), so any replica with the key serves any range.
-pub struct ObjectApp {
-    key: UcontKey,
-}
-
-impl ObjectApp {
-    /// The server application under `key`.
-    pub fn new(key: &[u8; 16]) -> ObjectApp {
-        ObjectApp {
-            key: UcontKey::new(key),
-        }
-    }
-}
-
-impl Application for ObjectApp {
-    fn handle(&mut self, mut msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
-        if msk.kind() == EventKind::Close {
-            return;
-        }
-        let conn = msk.binding();
-        let ucont = msk.user_continuation().to_vec();
-        let (len, sealed) = match self.key.open(&conn, &ucont) {
-            Ok(UserContinuation::Output { valid_end, .. }) => (valid_end, ucont),
-            _ if ucont.is_empty() && msk.kind() == EventKind::Open => {
-                let Some(len) = msk
-                    .data()
-                    .first_chunk::<8>()
-                    .map(|b| u64::from_be_bytes(*b))
-                else {
-                    return;
-                };
-                let output = UserContinuation::Output {
-                    valid_start: 0,
-                    valid_end: len,
-                    skip_to: len,
-                    follows: None,
-                    app: &[],
-                };
-                let Ok(sealed) = self.key.seal(&conn, &output) else {
-                    return;
-                };
-                (len, sealed)
-            }
-            _ => return,
-        };
-        msk.set_ucont_all(&sealed);
-        let _ = msk.send_with(
-            server,
-            &mut |range, allowed, out| {
-                let end = range.start.saturating_add(allowed as u64).min(len);
-                out.extend((range.start.min(end)..end).map(object_byte));
-                end >= len
-            },
-            sink,
-        );
-    }
 }

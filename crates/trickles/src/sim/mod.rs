@@ -24,11 +24,7 @@ use crate::continuation::CONTINUATION_LEN;
 use crate::crypto::KeyConfig;
 use crate::server::{Event, EventKind, PlannedResponse, Rejected, Server, ServerConfig};
 
-/// Byte `i` of every simulated object: position-dependent, so misplaced data shows.
-pub fn object_byte(i: u64) -> u8 {
-    let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (x >> 56) as u8 ^ (i as u8)
-}
+pub use crate::app::object::object_byte;
 
 /// Fixed keys for simulations (never use constant keys outside one).
 pub fn sim_keys() -> KeyConfig {

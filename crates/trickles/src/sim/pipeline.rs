@@ -2,8 +2,8 @@
 
 use alloc::vec::Vec;
 
-use super::app::Application;
-use super::object_byte;
+use crate::app::Application;
+use crate::app::object::object_byte;
 use crate::app::{Absorbed, Binding, Minisocket, UcontKey, UserContinuation, absorb, bundle};
 use crate::server::{EventKind, Server};
 
