@@ -15,8 +15,8 @@
 //!
 //! * [`wire`] and [`continuation`]: TCP segments marked by option 253 carrying requests
 //!   (continuation, SACK blocks, byte ranges, user continuation, data) and responses. The
-//!   IP layer beneath them (IP headers in `compat::ip`, the Internet checksum summed into
-//!   each segment's) is the workspace's one, `waist-ip`.
+//!   IP layer beneath them ([`ip`]: whole IP packets in and out, and [`ip::mss_for_mtu`];
+//!   the Internet checksum summed into each segment's) is the workspace's one, `waist-ip`.
 //! * [`delta`]: delta-encoded continuations (§5.3): a client that asks for them gets only
 //!   the fields it cannot predict with [`cc::plan`], rebuilds the full continuation, and
 //!   presents it as usual.
@@ -94,6 +94,7 @@ pub mod continuation;
 pub mod crypto;
 pub mod cwnd;
 pub mod delta;
+pub mod ip;
 pub mod replay;
 pub mod sack;
 pub mod server;

@@ -14,7 +14,7 @@ use trickles::server::{Rejected, Server, ServerConfig};
 use trickles::sim::{self, Transfer};
 use trickles::wire::{self, Request, SegmentHeader};
 
-/// A recorded frame: arrival time and `[src] [dst] [TCP segment]`.
+/// A recorded frame: arrival time and the IP packet.
 type Frame = (u64, Vec<u8>);
 
 fn config(cache_entries: usize) -> ServerConfig {
@@ -27,7 +27,7 @@ fn config(cache_entries: usize) -> ServerConfig {
 /// What a server did with one frame: the rejection, or the event and every planned
 /// response with the segment it emits (with a fixed payload and user continuation).
 fn answer(server: &mut Server, now: u64, frame: &[u8]) -> Result<Vec<u8>, Rejected> {
-    let (src, dst, tcp) = sim::unframe_ipv4(frame).expect("recorded frames unframe");
+    let (src, dst, tcp) = trickles::ip::unwrap(frame).expect("recorded frames unframe");
     let reply = server.handle_request(now, src, dst, tcp)?;
     let mut out = format!("{:?}", reply.event).into_bytes();
     let payload = [0x5a; 1500];
@@ -127,7 +127,7 @@ fn replies_are_the_same_with_and_without_the_cache() {
 /// `frame` with bit `bit` of its continuation's byte `byte` flipped, re-framed with a
 /// valid checksum.
 fn flip(frame: &[u8], byte: usize, bit: u8) -> Vec<u8> {
-    let (src, dst, tcp) = sim::unframe_ipv4(frame).expect("recorded frames unframe");
+    let (src, dst, tcp) = trickles::ip::unwrap(frame).expect("recorded frames unframe");
     let seg = wire::parse_segment(&src, &dst, tcp).expect("recorded frames parse");
     let req = Request::parse(seg.payload).expect("recorded frames parse");
     let mut c = req.continuation.expect("a request with a continuation");
@@ -151,11 +151,7 @@ fn flip(frame: &[u8], byte: usize, bit: u8) -> Vec<u8> {
         ack: 0,
     };
     let len = wire::finish_segment(&src, &dst, &h, &mut out, n).expect("re-frames");
-    let mut f = Vec::with_capacity(8 + len);
-    f.extend_from_slice(src.as_bytes());
-    f.extend_from_slice(dst.as_bytes());
-    f.extend_from_slice(&out[..len]);
-    f
+    trickles::ip::wrap(&src, &dst, &out[..len]).expect("re-frames")
 }
 
 /// A loss-free transfer's frames, and a cache-on server that has handled the first

@@ -8,8 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use trickles::client::Client;
-use trickles::compat::{CompatConfig, Connection, Mode, ip};
+use trickles::compat::{CompatConfig, Connection, Mode};
 use trickles::conn::{Addr, FourTuple};
+use trickles::ip;
 use trickles::sim::compat::{FallbackOutcome, Peer, Script, Write, run_fallback, stream_of};
 use trickles::sim::{LinkConfig, Transfer};
 

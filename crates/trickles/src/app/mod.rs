@@ -7,16 +7,22 @@
 //!   transient minisockets the application answers through; extract and install move them
 //!   between replicas.
 //!
+//! * [`service`]: a whole server host for a daemon: IP packets in, the application's
+//!   answers out as IP packets.
+//! * [`object`]: synthetic objects named by their length (simulations, benchmarks).
+//!
 //! Both sit on [`Server`](crate::server::Server) and add no per-connection state: the
 //! queue holds unprocessed events only.
 
 pub mod minisock;
 pub mod object;
+pub mod service;
 pub mod ucont;
 
 pub use minisock::{
     EventQueue, MigrationKey, Minisocket, MskError, PushError, QueueStats, SendReport,
 };
+pub use service::{RejectedCounts, Service, ServiceError, ServiceStats};
 pub use ucont::{
     Absorbed, Binding, MAX_UCONT_BODY, UcontError, UcontKey, UserContinuation, absorb, bundle,
     unbundle,

@@ -16,14 +16,18 @@
 //! Calling order, as for every sans-IO core here: [`Client::connect`], then feed
 //! [`Client::handle_segment`] and [`Client::handle_timeout`], drain
 //! [`Client::poll_transmit`], re-read [`Client::poll_timeout`], and [`Client::read`] the
-//! stream.
+//! stream. Many connections behind one address: [`Demux`] (four-tuple → connection,
+//! local ports, whole IP packets in and out).
 
+pub mod demux;
 mod park;
 mod ranges;
 mod recv;
 mod send;
 mod timer;
 mod ucont;
+
+pub use demux::{ConnId, Demux, DemuxError};
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;

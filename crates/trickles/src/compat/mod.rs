@@ -25,7 +25,7 @@
 //!
 //! In both modes [`Connection::poll_transmit`] returns whole IP packets (IPv4 or IPv6, as
 //! the [`FourTuple`]'s addresses are) and [`Connection::handle_packet`] takes them: in
-//! Trickles mode the [`Client`]'s segments get a plain IP header ([`ip::wrap`]); in TCP
+//! Trickles mode the [`Client`]'s segments get a plain IP header ([`ip::wrap`](crate::ip::wrap)); in TCP
 //! mode the packets are smoltcp's own. So a shell hands the packets to a TUN device or a
 //! raw socket unchanged, whatever the mode.
 //!
@@ -53,7 +53,6 @@
 //! `request`s made before `connect`, then everything written after.
 
 mod device;
-pub mod ip;
 mod tcp;
 
 pub use device::MemDevice;
@@ -66,8 +65,9 @@ use smoltcp::wire::{TcpControl, TcpPacket, TcpRepr};
 
 use crate::client::{Client, ClientConfig, ClientError};
 use crate::conn::FourTuple;
+use crate::ip;
 use crate::wire::WireError;
-use ip::smol_addr;
+use tcp::smol_addr;
 use tcp::{SynShape, TcpLeg};
 
 /// The most sequence space a SYN with data covers: the SYN and a whole segment.

@@ -19,9 +19,10 @@ use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr, TcpOption, TcpPacket};
 
 use super::CompatConfig;
 use super::device::MemDevice;
-use super::ip::{self, smol_addr};
 use crate::conn::{Addr, FourTuple};
+use crate::ip;
 use crate::wire::{TRICKLES_EXID, TRICKLES_OPTION_KIND};
+use smoltcp::wire::{Ipv4Address, Ipv6Address};
 
 /// Longest TCP options field.
 const MAX_OPTIONS: usize = 40;
@@ -347,5 +348,13 @@ impl TcpLeg {
             moved = true;
         }
         moved
+    }
+}
+
+/// `addr` as smoltcp's address type.
+pub(crate) fn smol_addr(addr: &crate::conn::Addr) -> IpAddress {
+    match *addr {
+        crate::conn::Addr::V4(a) => IpAddress::Ipv4(Ipv4Address::from(a)),
+        crate::conn::Addr::V6(a) => IpAddress::Ipv6(Ipv6Address::from(a)),
     }
 }

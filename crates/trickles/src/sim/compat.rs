@@ -23,8 +23,9 @@ use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 
 use super::tcp::SimDevice;
 use super::{CLIENT_ADDR, SERVER_ADDR, Transfer, object_byte, sim_keys};
-use crate::compat::{CompatConfig, Connection, Mode, ip};
+use crate::compat::{CompatConfig, Connection, Mode};
 use crate::conn::{Addr, FourTuple};
+use crate::ip;
 use crate::server::{EventKind, Server, ServerConfig};
 use crate::wire::WireError;
 

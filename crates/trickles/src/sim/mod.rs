@@ -1,9 +1,8 @@
 //! Trickles over `netsim` (feature `sim`): a bulk-object server and its clients on
 //! simulated links, for tests and reproductions.
 //!
-//! Frames on the simulated links are `[src IPv4 (4)] [dst IPv4 (4)] [TCP segment]`: the
-//! addresses the MACs and checksums cover, without the rest of an IP header. One tick is
-//! one microsecond.
+//! The simulated links carry whole IPv4 packets ([`crate::ip`]), as a TUN device or an
+//! IP-in-UDP link does. One tick is one microsecond.
 //!
 //! The application is the simplest stateless one: the SYN's data is the object length
 //! (8 bytes, big-endian), the user continuation carries it back and forth, and byte `i` of
@@ -92,11 +91,7 @@ pub enum Host {
 }
 
 fn frame(src: &Addr, dst: &Addr, tcp: &[u8]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(8 + tcp.len());
-    f.extend_from_slice(src.as_bytes());
-    f.extend_from_slice(dst.as_bytes());
-    f.extend_from_slice(tcp);
-    f
+    crate::ip::wrap(src, dst, tcp).unwrap_or_default()
 }
 
 /// The length of the object a request of the simulations' application names: the SYN's
@@ -132,9 +127,7 @@ fn flush_client(client: &mut Client, iface: usize, out: &mut Outbox) {
 }
 
 fn unframe(f: &[u8]) -> Option<(Addr, Addr, &[u8])> {
-    let (src, rest) = f.split_first_chunk::<4>()?;
-    let (dst, tcp) = rest.split_first_chunk::<4>()?;
-    Some((Addr::V4(*src), Addr::V4(*dst), tcp))
+    crate::ip::unwrap(f)
 }
 
 impl Host {
@@ -369,12 +362,6 @@ pub fn run_recorded(
     client_cfg: ClientConfig,
 ) -> (Outcome, Vec<(u64, Vec<u8>)>) {
     run_inner(t, server_cfg, client_cfg, true)
-}
-
-/// Splits a simulated frame into its source and destination addresses and its TCP
-/// segment; `None` if it is shorter than the two addresses.
-pub fn unframe_ipv4(frame: &[u8]) -> Option<(Addr, Addr, &[u8])> {
-    unframe(frame)
 }
 
 fn run_inner(

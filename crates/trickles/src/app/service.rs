@@ -1,0 +1,292 @@
+//! A whole stateless server host: IP packets in, IP packets out.
+//!
+//! [`Service`] is what a daemon drives: the [`Server`] engine, its [`EventQueue`] and an
+//! [`Application`]. [`Service::handle_packet`] takes one IP packet as it came off the link
+//! (a TUN device, an IP-in-UDP datagram), checks it ([`ip::parse`]), runs the transport
+//! checks and queues the event; [`Service::serve`] lets the application answer every
+//! queued event and hands each response out as a whole IP packet, from the address the
+//! request was sent to, back to its client.
+//!
+//! Each queued event remembers one value of the caller's choosing, `P` (for an IP-in-UDP
+//! link, the UDP address the datagram came from), and gets it back with each of its
+//! response packets: transient like the minisocket itself, gone when the event is
+//! answered. Nothing outlives an event, so memory is bounded by the queue's capacity,
+//! whatever the number of connections ([`Service::memory_bytes`]).
+//!
+//! ```
+//! use trickles::app::object::ObjectApp;
+//! use trickles::app::Service;
+//! use trickles::client::{ClientConfig, Demux};
+//! use trickles::conn::Addr;
+//! use trickles::crypto::KeySchedule;
+//! use trickles::server::{Server, ServerConfig};
+//!
+//! let keys = KeySchedule::new(&[5; 16]);
+//! let server = Server::new(ServerConfig::new(keys.key_config(0)));
+//! let mut service = Service::new(server, ObjectApp::new(&keys.derive(b"ucont", 0)), 64);
+//! let (c, s) = (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2]));
+//! let mut clients = Demux::new(ClientConfig::default(), c, 99);
+//! // The synthetic object app's request: the object's length.
+//! let id = clients.open(0, s, 80, &3000u64.to_be_bytes()).unwrap();
+//! let mut now = 0;
+//! while !clients.get(id).unwrap().is_complete() {
+//!     now += 1_000;
+//!     while let Some((_, packet)) = clients.poll_transmit() {
+//!         // "peer" 7: where the answers go (here: nowhere in particular).
+//!         let _ = service.handle_packet(now, &packet, 7u8);
+//!     }
+//!     let mut answers = Vec::new();
+//!     service.serve(&mut |packet, peer| {
+//!         assert_eq!(peer, 7);
+//!         answers.push(packet.to_vec());
+//!     });
+//!     for a in answers {
+//!         clients.handle_packet(now, &a).unwrap();
+//!     }
+//! }
+//! let mut got = vec![0; 4000];
+//! assert_eq!(clients.read(id, &mut got), 3000);
+//! ```
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::{Application, EventQueue, PushError};
+use crate::ip::{self, PacketError};
+use crate::server::{Rejected, Server};
+
+/// Why [`Service::handle_packet`] queued nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServiceError {
+    /// Not an IP packet carrying an unfragmented TCP segment.
+    Packet(PacketError),
+    /// The transport refused the segment, or the queue was full.
+    Push(PushError),
+}
+
+impl fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServiceError::Packet(e) => write!(f, "packet refused: {e}"),
+            ServiceError::Push(e) => write!(f, "segment refused: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for ServiceError {}
+
+/// Packets refused by the transport, by reason ([`Rejected`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RejectedCounts {
+    /// Unparsable segments or messages ([`Rejected::Wire`]).
+    pub wire: u64,
+    /// Request kind and continuation disagree ([`Rejected::Malformed`]).
+    pub malformed: u64,
+    /// Continuation MACs that did not verify ([`Rejected::Mac`]).
+    pub mac: u64,
+    /// Continuations older than the horizon ([`Rejected::Stale`]).
+    pub stale: u64,
+    /// Replays stopped by the Bloom filters ([`Rejected::Replay`]).
+    pub replay: u64,
+    /// Continuations of another site ([`Rejected::OtherSite`]).
+    pub other_site: u64,
+    /// Bad SACK proofs ([`Rejected::Proof`]).
+    pub proof: u64,
+    /// Requests inconsistent with their proof ([`Rejected::Plan`]).
+    pub plan: u64,
+    /// Requests retransmitted too often ([`Rejected::TooManyRetries`]).
+    pub too_many_retries: u64,
+}
+
+impl RejectedCounts {
+    /// Counts one rejection.
+    pub fn count(&mut self, r: &Rejected) {
+        let c = match r {
+            Rejected::Wire(_) => &mut self.wire,
+            Rejected::Malformed => &mut self.malformed,
+            Rejected::Mac => &mut self.mac,
+            Rejected::Stale => &mut self.stale,
+            Rejected::Replay => &mut self.replay,
+            Rejected::OtherSite => &mut self.other_site,
+            Rejected::Proof(_) => &mut self.proof,
+            Rejected::Plan(_) => &mut self.plan,
+            Rejected::TooManyRetries => &mut self.too_many_retries,
+        };
+        *c += 1;
+    }
+
+    /// Every rejection.
+    pub fn total(&self) -> u64 {
+        self.wire
+            + self.malformed
+            + self.mac
+            + self.stale
+            + self.replay
+            + self.other_site
+            + self.proof
+            + self.plan
+            + self.too_many_retries
+    }
+}
+
+/// A [`Service`]'s counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServiceStats {
+    /// Packets given to [`Service::handle_packet`].
+    pub packets: u64,
+    /// Malformed IP packets ([`PacketError::Ip`]).
+    pub bad_ip: u64,
+    /// IP packets carrying something else than TCP.
+    pub not_tcp: u64,
+    /// IP fragments.
+    pub fragments: u64,
+    /// Segments the transport refused, by reason.
+    pub rejected: RejectedCounts,
+    /// Segments not examined because the event queue was full.
+    pub queue_full: u64,
+    /// Events queued.
+    pub events: u64,
+    /// Events the application answered.
+    pub answered: u64,
+    /// Response packets handed out.
+    pub responses: u64,
+    /// Bytes of those packets (IP headers included).
+    pub response_bytes: u64,
+}
+
+/// A stateless server host: engine, event queue and application, speaking whole IP
+/// packets. `P` travels with each event back to its responses (see the module docs).
+pub struct Service<A, P = ()> {
+    server: Server,
+    queue: EventQueue,
+    /// The `P` of each queued event, in queue order.
+    peers: VecDeque<P>,
+    app: A,
+    stats: ServiceStats,
+    /// Scratch for the response being wrapped, its allocation reused.
+    packet: Vec<u8>,
+}
+
+impl<A: Application, P: Copy> Service<A, P> {
+    /// A host running `app` on `server`, with room for `queue_capacity` unanswered events.
+    pub fn new(server: Server, app: A, queue_capacity: usize) -> Service<A, P> {
+        Service {
+            server,
+            queue: EventQueue::new(queue_capacity),
+            peers: VecDeque::new(),
+            app,
+            stats: ServiceStats::default(),
+            packet: Vec::new(),
+        }
+    }
+
+    /// Takes one IP packet that arrived at `now_us` from `peer` and queues its event. A
+    /// refused packet leaves nothing behind but a counter.
+    pub fn handle_packet(
+        &mut self,
+        now_us: u64,
+        packet: &[u8],
+        peer: P,
+    ) -> Result<(), ServiceError> {
+        self.stats.packets += 1;
+        let p = ip::parse(packet).map_err(|e| {
+            match e {
+                PacketError::Ip(_) => self.stats.bad_ip += 1,
+                PacketError::NotTcp => self.stats.not_tcp += 1,
+                PacketError::Fragment => self.stats.fragments += 1,
+            }
+            ServiceError::Packet(e)
+        })?;
+        match self
+            .queue
+            .push_segment(&mut self.server, now_us, p.src, p.dst, p.segment)
+        {
+            Ok(()) => {
+                self.peers.push_back(peer);
+                self.stats.events += 1;
+                Ok(())
+            }
+            Err(e) => {
+                match &e {
+                    PushError::Rejected(r) => self.stats.rejected.count(r),
+                    PushError::Full => self.stats.queue_full += 1,
+                }
+                Err(ServiceError::Push(e))
+            }
+        }
+    }
+
+    /// Lets the application answer every queued event, handing each response packet and
+    /// its event's `P` to `sink`. Returns the number of events answered.
+    pub fn serve(&mut self, sink: &mut dyn FnMut(&[u8], P)) -> usize {
+        let mut answered = 0;
+        while let Some(msk) = self.queue.pop() {
+            let Some(peer) = self.peers.pop_front() else {
+                break;
+            };
+            answered += 1;
+            let t = *msk.tuple();
+            let (packet, stats) = (&mut self.packet, &mut self.stats);
+            let mut wrap = |segment: &[u8]| {
+                if ip::wrap_into(&t.server_addr, &t.client_addr, segment, packet) {
+                    stats.responses += 1;
+                    stats.response_bytes += packet.len() as u64;
+                    sink(packet, peer);
+                }
+            };
+            self.app.handle(msk, &self.server, &mut wrap);
+        }
+        self.stats.answered += answered as u64;
+        answered
+    }
+
+    /// Events waiting for [`Service::serve`].
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> ServiceStats {
+        self.stats
+    }
+
+    /// The engine (its cache and replay statistics, its configuration).
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The engine, for key rotation ([`Server::keys_mut`]).
+    pub fn server_mut(&mut self) -> &mut Server {
+        &mut self.server
+    }
+
+    /// The application.
+    pub fn app(&self) -> &A {
+        &self.app
+    }
+
+    /// The application, mutably.
+    pub fn app_mut(&mut self) -> &mut A {
+        &mut self.app
+    }
+
+    /// Bytes of memory the host holds: the engine's (fixed) plus the queued events', never
+    /// a function of the number of connections.
+    pub fn memory_bytes(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + self.server.memory_bytes()
+            + self.queue.memory_bytes()
+            + self.peers.capacity() * core::mem::size_of::<P>()
+            + self.packet.capacity()
+    }
+}
+
+impl<A, P> fmt::Debug for Service<A, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("queued", &self.queue.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
