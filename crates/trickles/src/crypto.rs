@@ -192,7 +192,11 @@ impl KeySchedule {
     /// next period boundary call `keys_mut().rotate(schedule.mac_key(period + 1))`.
     pub fn key_config(&self, period: u64) -> KeyConfig {
         let mut mac_keys = [[0; 16]; 2];
-        let (cur, prev) = if period.is_multiple_of(2) { (0, 1) } else { (1, 0) };
+        let (cur, prev) = if period.is_multiple_of(2) {
+            (0, 1)
+        } else {
+            (1, 0)
+        };
         mac_keys[cur] = self.mac_key(period);
         mac_keys[prev] = self.mac_key(period.wrapping_sub(1));
         KeyConfig {
