@@ -7,7 +7,7 @@
 //!   transient minisockets the application answers through; extract and install move them
 //!   between replicas.
 //!
-//! Both sit on [`Server`](crate::server::Server) and add no per-connection state: the
+//! Both sit on [`Server`] and add no per-connection state: the
 //! queue holds unprocessed events only.
 
 pub mod http;
