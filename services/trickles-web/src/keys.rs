@@ -69,7 +69,8 @@ impl Keys {
                 {
                     tracing::warn!(path = %path.display(), "key file is readable by others: chmod 600 it");
                 }
-                let master = parse(&text).with_context(|| format!("key file {}", path.display()))?;
+                let master =
+                    parse(&text).with_context(|| format!("key file {}", path.display()))?;
                 Ok(Keys::new(&master, rotate))
             }
             Err(e) => Err(e).with_context(|| format!("creating key file {}", path.display())),
@@ -161,7 +162,10 @@ mod tests {
         let keys = Keys::new(&k, Duration::from_secs(100));
         let t = UNIX_EPOCH + Duration::from_secs(12_345);
         assert_eq!(keys.period_at(t), 123);
-        assert_eq!(keys.period_end(123), UNIX_EPOCH + Duration::from_secs(12_400));
+        assert_eq!(
+            keys.period_end(123),
+            UNIX_EPOCH + Duration::from_secs(12_400)
+        );
         assert_eq!(keys.key_config(123).current_epoch, 123);
     }
 }

@@ -115,7 +115,11 @@ pub struct Bound {
 impl std::fmt::Display for Bound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ready")?;
-        for (k, v) in [("udp", self.udp), ("tcp", self.tcp), ("metrics", self.metrics)] {
+        for (k, v) in [
+            ("udp", self.udp),
+            ("tcp", self.tcp),
+            ("metrics", self.metrics),
+        ] {
             if let Some(v) = v {
                 write!(f, " {k}={v}")?;
             }
@@ -168,7 +172,11 @@ impl Web {
     /// # Errors
     ///
     /// A bad root, an unreadable key file, a link that cannot be opened.
-    pub async fn open(opts: &Options, store: FileStore, tcp: Arc<TcpStats>) -> anyhow::Result<(Web, Option<SocketAddr>)> {
+    pub async fn open(
+        opts: &Options,
+        store: FileStore,
+        tcp: Arc<TcpStats>,
+    ) -> anyhow::Result<(Web, Option<SocketAddr>)> {
         let keys = Keys::load_or_create(&opts.keys, opts.rotate)?;
         let period = keys.period_at(SystemTime::now());
         let (io, udp, server_addr, mtu) = match &opts.listen {
@@ -180,11 +188,18 @@ impl Web {
                 } else {
                     trickles::ip::UDP_TUNNEL_OVERHEAD_V6
                 };
-                (Io::Udp(s), Some(local), Addr::from(a.ip()), opts.mtu.saturating_sub(overhead))
+                (
+                    Io::Udp(s),
+                    Some(local),
+                    Addr::from(a.ip()),
+                    opts.mtu.saturating_sub(overhead),
+                )
             }
             Listen::Tun { name, addresses } => {
                 let d = netio::link::open_tun(name, addresses, usize::from(opts.mtu))?;
-                let addr = addresses.first().map_or(Addr::V4([0; 4]), |(a, _)| Addr::from(*a));
+                let addr = addresses
+                    .first()
+                    .map_or(Addr::V4([0; 4]), |(a, _)| Addr::from(*a));
                 (Io::Tun(d), None, addr, opts.mtu)
             }
         };
@@ -326,26 +341,108 @@ impl Web {
         let h = self.service.app().stats();
         let r = s.rejected;
         let mut out = vec![
-            Sample::counter("trickles_packets", "Packets received on the Trickles link", s.packets as f64),
-            Sample::counter("trickles_events", "Requests accepted by the transport (events queued)", s.events as f64),
-            Sample::counter("trickles_responses", "Response packets sent", s.responses as f64),
-            Sample::counter("trickles_response_bytes", "Bytes of response packets sent", s.response_bytes as f64),
-            Sample::counter("trickles_queue_full", "Packets dropped unexamined: event queue full", s.queue_full as f64),
-            Sample::counter("trickles_send_errors", "Response packets the link could not send", self.send_errors as f64),
-            Sample::counter("trickles_key_rotations", "MAC key rotations", self.rotations as f64),
-            Sample::gauge("trickles_memory_bytes", "Bytes the server core holds (independent of connections)", self.service.memory_bytes() as f64),
-            Sample::gauge("trickles_queued_events", "Events waiting for the application", self.service.queued() as f64),
-            Sample::counter("http_opens", "Requests (SYNs) answered over Trickles", h.opens as f64),
-            Sample::counter("http_resumptions", "Requests resumed from a user continuation", h.requests as f64),
-            Sample::counter("http_bad_ucont", "Requests whose user continuation did not verify", h.bad_ucont as f64),
-            Sample::counter("http_stale", "Connections refused: the object changed", h.stale as f64),
-            Sample::counter("http_body_bytes", "Body bytes sent over Trickles", h.bytes_body as f64),
-            Sample::counter("http_responses", "Answers by status class", h.status_2xx as f64).with_label("class", "2xx"),
-            Sample::counter("http_responses", "Answers by status class", h.status_4xx as f64).with_label("class", "4xx"),
-            Sample::counter("tcp_connections", "Connections accepted by the TCP fallback", self.tcp.connections.load(Ordering::Relaxed) as f64),
-            Sample::gauge("tcp_open_connections", "TCP fallback connections open now", self.tcp.open.load(Ordering::Relaxed) as f64),
-            Sample::counter("tcp_requests", "Requests answered by the TCP fallback", self.tcp.requests.load(Ordering::Relaxed) as f64),
-            Sample::counter("tcp_body_bytes", "Body bytes sent by the TCP fallback", self.tcp.body_bytes.load(Ordering::Relaxed) as f64),
+            Sample::counter(
+                "trickles_packets",
+                "Packets received on the Trickles link",
+                s.packets as f64,
+            ),
+            Sample::counter(
+                "trickles_events",
+                "Requests accepted by the transport (events queued)",
+                s.events as f64,
+            ),
+            Sample::counter(
+                "trickles_responses",
+                "Response packets sent",
+                s.responses as f64,
+            ),
+            Sample::counter(
+                "trickles_response_bytes",
+                "Bytes of response packets sent",
+                s.response_bytes as f64,
+            ),
+            Sample::counter(
+                "trickles_queue_full",
+                "Packets dropped unexamined: event queue full",
+                s.queue_full as f64,
+            ),
+            Sample::counter(
+                "trickles_send_errors",
+                "Response packets the link could not send",
+                self.send_errors as f64,
+            ),
+            Sample::counter(
+                "trickles_key_rotations",
+                "MAC key rotations",
+                self.rotations as f64,
+            ),
+            Sample::gauge(
+                "trickles_memory_bytes",
+                "Bytes the server core holds (independent of connections)",
+                self.service.memory_bytes() as f64,
+            ),
+            Sample::gauge(
+                "trickles_queued_events",
+                "Events waiting for the application",
+                self.service.queued() as f64,
+            ),
+            Sample::counter(
+                "http_opens",
+                "Requests (SYNs) answered over Trickles",
+                h.opens as f64,
+            ),
+            Sample::counter(
+                "http_resumptions",
+                "Requests resumed from a user continuation",
+                h.requests as f64,
+            ),
+            Sample::counter(
+                "http_bad_ucont",
+                "Requests whose user continuation did not verify",
+                h.bad_ucont as f64,
+            ),
+            Sample::counter(
+                "http_stale",
+                "Connections refused: the object changed",
+                h.stale as f64,
+            ),
+            Sample::counter(
+                "http_body_bytes",
+                "Body bytes sent over Trickles",
+                h.bytes_body as f64,
+            ),
+            Sample::counter(
+                "http_responses",
+                "Answers by status class",
+                h.status_2xx as f64,
+            )
+            .with_label("class", "2xx"),
+            Sample::counter(
+                "http_responses",
+                "Answers by status class",
+                h.status_4xx as f64,
+            )
+            .with_label("class", "4xx"),
+            Sample::counter(
+                "tcp_connections",
+                "Connections accepted by the TCP fallback",
+                self.tcp.connections.load(Ordering::Relaxed) as f64,
+            ),
+            Sample::gauge(
+                "tcp_open_connections",
+                "TCP fallback connections open now",
+                self.tcp.open.load(Ordering::Relaxed) as f64,
+            ),
+            Sample::counter(
+                "tcp_requests",
+                "Requests answered by the TCP fallback",
+                self.tcp.requests.load(Ordering::Relaxed) as f64,
+            ),
+            Sample::counter(
+                "tcp_body_bytes",
+                "Body bytes sent by the TCP fallback",
+                self.tcp.body_bytes.load(Ordering::Relaxed) as f64,
+            ),
         ];
         for (reason, v) in [
             ("bad_ip", s.bad_ip),
