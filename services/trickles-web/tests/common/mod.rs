@@ -53,8 +53,21 @@ pub struct Web {
 impl Web {
     /// Starts trickles-web with `args` and waits for its `ready` line.
     pub fn start(args: &[&str]) -> Web {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_trickles-web"))
-            .args(args)
+        Web::spawn(Command::new(env!("CARGO_BIN_EXE_trickles-web")).args(args))
+    }
+
+    /// Starts trickles-web inside network namespace `ns` (`ip netns exec`, which execs it:
+    /// the child's pid is the server's).
+    pub fn start_in(ns: &str, args: &[&str]) -> Web {
+        Web::spawn(
+            Command::new("ip")
+                .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_trickles-web")])
+                .args(args),
+        )
+    }
+
+    fn spawn(cmd: &mut Command) -> Web {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
