@@ -858,6 +858,39 @@ const FLAG_HEAD_ONLY: u8 = 1;
 /// two versions' bytes in one body), regenerates the head, checks its length, and serves
 /// the asked ranges. Each response's bytes are read before any is sent, so a read that
 /// fails refuses the connection instead of leaving a hole. Nothing is kept between events.
+///
+/// ```
+/// use trickles::app::http::{HttpApp, MemStore};
+/// use trickles::app::{Application, EventQueue};
+/// use trickles::client::{Client, ClientConfig};
+/// use trickles::conn::{Addr, FourTuple};
+/// use trickles::crypto::KeyConfig;
+/// use trickles::server::{Server, ServerConfig};
+///
+/// let mut store = MemStore::new();
+/// store.insert("/hi.txt", b"hi!\n".to_vec());
+/// let mut app = HttpApp::new(&[7; 16], store);
+/// let keys = KeyConfig { mac_keys: [[1; 16], [2; 16]], current_epoch: 0, nonce_key: [3; 16], rtx_nonce_key: [4; 16] };
+/// let mut server = Server::new(ServerConfig::new(keys));
+/// let mut queue = EventQueue::new(16);
+/// let (c, s) = (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2]));
+/// let tuple = FourTuple { client_addr: c, client_port: 4000, server_addr: s, server_port: 80 };
+/// let mut client = Client::new(ClientConfig::default(), tuple, 7);
+/// // The whole request head rides in the SYN.
+/// client.connect(0, b"GET /hi.txt HTTP/1.1\r\nHost: s\r\n\r\n");
+/// let syn = client.poll_transmit().unwrap();
+/// queue.push_segment(&mut server, 1_000, c, s, &syn).unwrap();
+/// let mut segments = Vec::new();
+/// app.handle(queue.pop().unwrap(), &server, &mut |seg: &[u8]| segments.push(seg.to_vec()));
+/// for seg in &segments {
+///     let _ = client.handle_segment(2_000, seg);
+/// }
+/// let mut got = [0u8; 512];
+/// let n = client.read(&mut got);
+/// assert!(got[..n].starts_with(b"HTTP/1.1 200 OK\r\n"));
+/// assert!(got[..n].ends_with(b"Content-Length: 4\r\nAccept-Ranges: bytes\r\n\r\nhi!\n"));
+/// assert_eq!(app.stats().status_2xx, 1);
+/// ```
 pub struct HttpApp<S: Store> {
     key: UcontKey,
     store: S,
