@@ -195,7 +195,9 @@ fn trickles_as_real_ip_packets_through_the_kernel() {
         let lines = String::from_utf8_lossy(&o.stdout);
         let from_client = lines.lines().filter(|l| *l == "10.9.1.2").count();
         let from_server = lines.lines().filter(|l| *l == "10.9.0.2").count();
-        eprintln!("tshark: {from_client} requests from 10.9.1.2, {from_server} responses from 10.9.0.2 with option 253");
+        eprintln!(
+            "tshark: {from_client} requests from 10.9.1.2, {from_server} responses from 10.9.0.2 with option 253"
+        );
         assert!(
             from_client > 10 && from_server > 700,
             "tshark saw {from_client} requests, {from_server} responses"
