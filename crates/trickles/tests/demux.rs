@@ -63,7 +63,7 @@ fn run(sizes: &[usize], drop_every: usize, swap_every: usize, stagger: usize) {
         }
         for p in to_server {
             n += 1;
-            if drop_every > 0 && n % drop_every == 0 {
+            if drop_every > 0 && n.is_multiple_of(drop_every) {
                 continue;
             }
             let _ = host.handle_packet(now, &p, ());
@@ -77,7 +77,7 @@ fn run(sizes: &[usize], drop_every: usize, swap_every: usize, stagger: usize) {
         }
         for p in to_client {
             n += 1;
-            if drop_every > 0 && n % drop_every == 0 {
+            if drop_every > 0 && n.is_multiple_of(drop_every) {
                 continue;
             }
             let _ = demux.handle_packet(now, &p);
