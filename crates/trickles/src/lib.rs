@@ -33,6 +33,13 @@
 //!   window, refuse, or migrate to another replica under a MAC. The client files the
 //!   standard continuations, picks one per request, frames requests
 //!   ([`Client::request`](client::Client::request)) and skips unused output regions.
+//!   [`app::http`] serves HTTP/1.1 GETs out of an object store, the answer sealed in the
+//!   user continuation so any replica regenerates any byte of it.
+//! * **Hosts, in whole IP packets** — what a daemon drives: [`app::Service`] (server:
+//!   packets in, the application's answers out, each to the peer its request came from)
+//!   and [`client::Demux`] (client: many connections behind one address, four-tuple →
+//!   connection, ephemeral ports). [`crypto::KeySchedule`] derives every key from one
+//!   master secret by rotation period, so replicas sharing it agree without talking.
 //! * `compat` (feature `tcp-fallback`, on with `sim`): the client's transparent fallback
 //!   to TCP (§2.6). A `compat::Connection` opens with a Trickles SYN carrying the
 //!   queued data; a Trickles server's answer keeps it a Trickles client, a TCP-only
