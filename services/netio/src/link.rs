@@ -87,6 +87,40 @@ impl Batch {
         }
     }
 
+    /// Runs one receive into the buffers and records how many slots it filled; returns the
+    /// number of datagrams (a GRO slot holds several).
+    pub(crate) fn fill(
+        &mut self,
+        recv: impl FnOnce(&mut [Vec<u8>], &mut [quinn_udp::RecvMeta]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        self.filled = 0;
+        let n = recv(&mut self.bufs, &mut self.meta)?;
+        self.filled = n;
+        Ok(self
+            .meta
+            .iter()
+            .take(n)
+            .map(|m| m.len.div_ceil(m.stride.max(1)))
+            .sum())
+    }
+
+    /// The datagrams of the last receive with their sources (a GRO buffer split by its
+    /// stride).
+    pub fn datagrams(&mut self) -> impl Iterator<Item = (SocketAddr, &mut [u8])> {
+        self.bufs
+            .iter_mut()
+            .zip(self.meta.iter())
+            .take(self.filled)
+            .flat_map(|(buf, m)| {
+                let stride = m.stride.max(1);
+                let addr = m.addr;
+                buf.get_mut(..m.len)
+                    .unwrap_or_default()
+                    .chunks_mut(stride)
+                    .map(move |d| (addr, d))
+            })
+    }
+
     /// The frames of the last receive, one per datagram (a GRO buffer split by its stride).
     pub fn frames(&mut self) -> impl Iterator<Item = &mut [u8]> {
         self.bufs
