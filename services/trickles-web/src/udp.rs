@@ -324,6 +324,13 @@ impl Link {
         self.socket.local_addr()
     }
 
+    /// Sends what the connections have queued (through the emulation, if any) without
+    /// waiting: call it before closing a connection whose last packet (its FIN) should
+    /// still leave.
+    pub fn send_pending(&mut self) {
+        self.pump(Instant::now());
+    }
+
     /// One step of the driver: sends what is ready, waits for a datagram, a timer or room
     /// in the socket, then handles what came. Returns after anything happened (read the
     /// connections then). Cancel-safe: cancelled while waiting, it loses nothing.
