@@ -181,9 +181,11 @@ enum Output {
 impl Output {
     fn open(path: Option<&PathBuf>) -> anyhow::Result<Output> {
         match path {
-            Some(p) if p.as_os_str() != "-" => Ok(Output::File(
-                File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-            )),
+            Some(p) if p.as_os_str() != "-" => {
+                Ok(Output::File(File::create(p).with_context(|| {
+                    format!("cannot create {}", p.display())
+                })?))
+            }
             _ => Ok(Output::Stdout {
                 next: 0,
                 early: BTreeMap::new(),
@@ -193,7 +195,9 @@ impl Output {
 
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> anyhow::Result<()> {
         match self {
-            Output::File(f) => f.write_all_at(bytes, offset).context("writing the output")?,
+            Output::File(f) => f
+                .write_all_at(bytes, offset)
+                .context("writing the output")?,
             Output::Stdout { next, early } => {
                 if offset != *next {
                     early.insert(offset, bytes.to_vec());
@@ -280,11 +284,11 @@ impl Part {
 
     /// Checks the head against what was asked; returns the body's offset and length.
     fn accept(&self, head: &ResponseHead<'_>) -> anyhow::Result<(u64, u64, Learned)> {
-        if !head.is_success()
-            && !(self.expect == Expect::Probe
-                && head.status == 416
-                && head.content_range == Some(ContentRange::Unsatisfied { complete_len: 0 }))
-        {
+        // A probe's 416 saying the object is empty is an empty download.
+        let empty = self.expect == Expect::Probe
+            && head.status == 416
+            && head.content_range == Some(ContentRange::Unsatisfied { complete_len: 0 });
+        if !head.is_success() && !empty {
             return Err(StatusError {
                 status: head.status,
                 reason: head.reason.to_string(),
@@ -397,10 +401,9 @@ impl Download {
             if client.is_complete() && client.readable() == 0 {
                 match part.body {
                     Some((_, len)) if part.written == len => {}
-                    Some((_, len)) => bail!(
-                        "the body ended after {} of its {len} bytes",
-                        part.written
-                    ),
+                    Some((_, len)) => {
+                        bail!("the body ended after {} of its {len} bytes", part.written)
+                    }
                     None => bail!("the connection ended before a whole response head"),
                 }
                 part.done = true;
@@ -441,7 +444,8 @@ impl Download {
             let id = link
                 .open(&request)
                 .map_err(|e| anyhow::anyhow!("opening a connection: {e}"))?;
-            self.parts.push(Part::new(id, Expect::Range { first, last }));
+            self.parts
+                .push(Part::new(id, Expect::Range { first, last }));
             first = last + 1;
         }
         Ok(())
@@ -504,7 +508,10 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
         }
         match deadline {
             Some(d) => {
-                if tokio::time::timeout_at(d.into(), link.drive()).await.is_err() {
+                if tokio::time::timeout_at(d.into(), link.drive())
+                    .await
+                    .is_err()
+                {
                     let got: u64 = dl.parts.iter().map(|p| p.written).sum();
                     bail!(
                         "timed out after {} s with {got} bytes{}",

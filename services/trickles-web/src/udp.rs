@@ -14,9 +14,11 @@
 //! inner source address is the socket's local IP address. Which replica gets each packet:
 //!
 //! * [`Mode::Failover`]: all go to the current replica; when nothing has arrived for
-//!   [`LinkConfig::failover`] while some connection is unfinished, the next replica
-//!   becomes current (the clients' retransmit timers then resend their continuations
-//!   there).
+//!   [`LinkConfig::failover`] since a datagram was sent, while some connection is
+//!   unfinished, the next replica becomes current (the clients' retransmit timers then
+//!   resend their continuations there). Silence is counted from the first datagram sent
+//!   after the last one received, so a client whose retransmit timer has backed off
+//!   beyond the failover time does not skip past a live replica before asking it.
 //! * [`Mode::Spray`]: round-robin, packet by packet.
 //!
 //! Optional user-space emulation ([`netio::emulate::Emulator`], netsim's link model)
@@ -159,8 +161,9 @@ pub struct Link {
     /// The next replica [`Mode::Spray`] sends to.
     next_spray: usize,
     start: Instant,
-    /// Last datagram received, failover or connection opened: silence is measured from it.
-    last_heard: Instant,
+    /// The first datagram sent since the last one received or the last failover: silence
+    /// is measured from it.
+    awaiting: Option<Instant>,
     /// Datagrams ready for the socket, oldest first.
     outgoing: VecDeque<Vec<u8>>,
     emu_out: Option<Emulator>,
@@ -217,8 +220,8 @@ impl Link {
         if cfg.replicas.iter().any(|r| r.is_ipv4() != first.is_ipv4()) {
             anyhow::bail!("replicas mix IPv4 and IPv6 addresses");
         }
-        let local_ip = local_ip_towards(first)
-            .with_context(|| format!("no local address reaches {first}"))?;
+        let local_ip =
+            local_ip_towards(first).with_context(|| format!("no local address reaches {first}"))?;
         let socket = UdpSocket::bind((local_ip, 0))
             .await
             .with_context(|| format!("binding a UDP socket on {local_ip}"))?;
@@ -255,7 +258,7 @@ impl Link {
             current: 0,
             next_spray: 0,
             start,
-            last_heard: start,
+            awaiting: None,
             outgoing: VecDeque::new(),
             emu_out,
             emu_in,
@@ -277,23 +280,8 @@ impl Link {
     /// Opens a connection whose SYN carries `request`; its packets leave at the next
     /// [`Link::drive`].
     pub fn open(&mut self, request: &[u8]) -> Result<ConnId, DemuxError> {
-        let now = Instant::now();
-        let id = self
-            .demux
-            .open(self.now_us(now), self.server, SERVER_PORT, request)?;
-        if !self.has_unfinished_except(id) {
-            // The silence before failing over starts with the first unfinished connection.
-            self.last_heard = now;
-        }
-        Ok(id)
-    }
-
-    fn has_unfinished_except(&self, skip: ConnId) -> bool {
-        self.demux.ids().filter(|&id| id != skip).any(|id| {
-            self.demux
-                .get(id)
-                .is_some_and(|c| !c.is_complete() && !c.is_reset())
-        })
+        let now_us = self.now_us(Instant::now());
+        self.demux.open(now_us, self.server, SERVER_PORT, request)
     }
 
     /// The connections.
@@ -363,8 +351,9 @@ impl Link {
             .into_iter()
             .filter_map(|e| e.as_ref().and_then(Emulator::next_due));
         let failover = self
-            .watches_silence()
-            .then(|| self.last_heard + self.failover);
+            .awaiting
+            .filter(|_| self.watches_silence())
+            .map(|since| since + self.failover);
         timers.into_iter().chain(emu).chain(failover).min()
     }
 
@@ -396,7 +385,7 @@ impl Link {
             };
             self.stats.received[i] += 1;
             let now = Instant::now();
-            self.last_heard = now;
+            self.awaiting = None;
             let datagram = self.buf.get(..len).unwrap_or_default();
             match &mut self.emu_in {
                 Some(e) => e.send(now, datagram),
@@ -425,10 +414,14 @@ impl Link {
         if self.demux.poll_timeout().is_some_and(|d| d <= now_us) {
             self.demux.handle_timeout(now_us);
         }
-        if self.watches_silence() && now >= self.last_heard + self.failover {
+        if self
+            .awaiting
+            .is_some_and(|since| now >= since + self.failover)
+            && self.watches_silence()
+        {
             self.current = (self.current + 1) % self.replicas.len();
             self.stats.failovers += 1;
-            self.last_heard = now;
+            self.awaiting = None;
             tracing::info!(replica = %self.replicas[self.current], "failing over");
         }
         while let Some((_, packet)) = self.demux.poll_transmit() {
@@ -456,7 +449,10 @@ impl Link {
                 return;
             };
             match self.socket.try_send_to(packet, to) {
-                Ok(_) => self.stats.sent[i] += 1,
+                Ok(_) => {
+                    self.stats.sent[i] += 1;
+                    self.awaiting.get_or_insert_with(Instant::now);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
                     self.stats.send_errors += 1;
