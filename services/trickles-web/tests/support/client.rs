@@ -149,3 +149,56 @@ pub fn same(name: &str, got: &[u8], want: &[u8]) {
         want.len()
     );
 }
+
+/// A running trickles-proxy, killed on drop.
+pub struct Proxy {
+    pub child: Child,
+    pub tcp: SocketAddr,
+}
+
+impl Proxy {
+    /// Starts trickles-proxy on any local port with `args` and waits for its `ready` line.
+    pub fn start(args: &[&str]) -> Proxy {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_trickles-proxy"))
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("trickles-proxy starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let tcp = line
+            .trim()
+            .strip_prefix("ready tcp=")
+            .unwrap_or_else(|| panic!("first line: {line:?}"))
+            .parse()
+            .unwrap();
+        Proxy { child, tcp }
+    }
+
+    /// Stops it with SIGTERM and returns whether it exited successfully in time.
+    pub fn stop(mut self) -> bool {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
