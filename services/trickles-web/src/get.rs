@@ -31,7 +31,7 @@ pub const FIRST_PART: u64 = 1 << 20;
 
 /// Downloads a file from a Trickles web server (trickles-web) over IP-in-UDP.
 #[derive(clap::Parser, Debug, Clone)]
-#[command(version, about)]
+#[command(version)]
 pub struct Args {
     /// `trickles://HOST:PORT/path`: HOST:PORT is the server's UDP address.
     pub url: String,

@@ -39,7 +39,7 @@ use crate::udp::{DEFAULT_FAILOVER, Link, LinkConfig, Mode, parse_emulation};
 
 /// A local HTTP proxy relaying GETs to a Trickles web server (trickles-web).
 #[derive(clap::Parser, Debug, Clone)]
-#[command(version, about)]
+#[command(version)]
 pub struct Args {
     /// Where TCP clients connect (port 0: any; the `ready` line on stdout says which).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
