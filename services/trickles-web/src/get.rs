@@ -1,1 +1,567 @@
-//! (in progress)
+//! `trickles-get`: downloads one URL over Trickles, from one server or several replicas,
+//! over one connection or several (byte ranges), to a file or to stdout.
+//!
+//! ```text
+//!  URL ─► GET head in the SYN ─► udp::Link ─► output stream ─► ResponseHead::parse
+//!                                                 └─► body ─► Output::write_at(offset)
+//! ```
+//!
+//! With `--parallel N` (N > 1) the first connection asks for the first
+//! [`FIRST_PART`] bytes; the `Content-Range` of its answer gives the file's length, and
+//! the rest is split among N − 1 more connections, each writing at its own offset. To
+//! stdout, parts that arrive ahead of their turn wait in memory.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use trickles::app::http::{ContentRange, HttpError, ResponseHead};
+use trickles::client::ConnId;
+
+use crate::udp::{DEFAULT_FAILOVER, Link, LinkConfig, LinkStats, Mode, parse_emulation};
+
+/// Bytes the first connection of a parallel download asks for.
+pub const FIRST_PART: u64 = 1 << 20;
+
+/// Downloads a file from a Trickles web server (trickles-web) over IP-in-UDP.
+#[derive(clap::Parser, Debug, Clone)]
+#[command(version)]
+pub struct Args {
+    /// `trickles://HOST:PORT/path`: HOST:PORT is the server's UDP address.
+    pub url: String,
+    /// Write the body here (`-` or absent: stdout).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Fetch the file over N connections by byte ranges.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub parallel: u16,
+    /// Another replica's UDP address (repeatable; the URL's server comes first).
+    #[arg(long = "server", value_name = "ADDR")]
+    pub servers: Vec<String>,
+    /// Spread the packets over all replicas round-robin instead of failing over.
+    #[arg(long)]
+    pub spray: bool,
+    /// Silence (milliseconds) after which the next replica takes over.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_FAILOVER.as_millis() as u64)]
+    pub failover_ms: u64,
+    /// Emulate loss, delay and jitter on what is sent and what is received, e.g.
+    /// `loss=0.05,delay_ms=5,jitter_ms=5` (keys: delay_ms, jitter_ms, loss, duplicate,
+    /// rate_mbps, queue_ms, seed).
+    #[arg(long, value_name = "SPEC")]
+    pub emulate: Option<String>,
+    /// Give up after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout_s: Option<u64>,
+}
+
+/// What a finished download did.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// Body bytes written.
+    pub bytes: u64,
+    /// Time from the first SYN to the last byte.
+    pub elapsed: Duration,
+    /// Connections used.
+    pub connections: usize,
+    /// The link's counters.
+    pub link: LinkStats,
+    /// The replicas, in the order of the link's counters.
+    pub replicas: Vec<SocketAddr>,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = self.elapsed.as_secs_f64();
+        let rate = if secs > 0.0 {
+            self.bytes as f64 / secs / 1e6
+        } else {
+            0.0
+        };
+        write!(
+            f,
+            "{} bytes in {secs:.3} s, {rate:.2} MB/s, {} connection(s)",
+            self.bytes, self.connections
+        )?;
+        for (i, r) in self.replicas.iter().enumerate() {
+            let sent = self.link.sent.get(i).copied().unwrap_or(0);
+            let received = self.link.received.get(i).copied().unwrap_or(0);
+            write!(f, "; {r} sent {sent} received {received}")?;
+        }
+        if self.link.failovers > 0 {
+            write!(f, "; {} failover(s)", self.link.failovers)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a download failed in a way worth its own message.
+#[derive(Debug)]
+pub struct StatusError {
+    /// The status code.
+    pub status: u16,
+    /// The reason phrase.
+    pub reason: String,
+}
+
+impl std::fmt::Display for StatusError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the server answered {} {}", self.status, self.reason)
+    }
+}
+
+impl std::error::Error for StatusError {}
+
+/// A parsed `trickles://HOST:PORT/path`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Url {
+    /// `HOST:PORT` as written (also the `Host` header).
+    pub authority: String,
+    /// The path (and query), starting with `/`.
+    pub path: String,
+}
+
+impl std::str::FromStr for Url {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<Url> {
+        let rest = s
+            .strip_prefix("trickles://")
+            .with_context(|| format!("{s:?}: the URL must start with trickles://"))?;
+        let (authority, path) = match rest.find('/') {
+            Some(at) => rest.split_at(at),
+            None => (rest, "/"),
+        };
+        if authority.is_empty() || !authority.contains(':') {
+            bail!("{s:?}: the URL needs HOST:PORT (the server's UDP address)");
+        }
+        if !path.bytes().all(|b| b.is_ascii_graphic()) || authority.contains('@') {
+            bail!("{s:?}: spaces and control characters must be percent-encoded");
+        }
+        Ok(Url {
+            authority: authority.to_string(),
+            path: path.to_string(),
+        })
+    }
+}
+
+/// The GET request head for `url`, optionally for bytes `first..=last`.
+pub fn request_head(url: &Url, range: Option<(u64, u64)>) -> Vec<u8> {
+    let mut head = format!("GET {} HTTP/1.1\r\nHost: {}\r\n", url.path, url.authority);
+    if let Some((first, last)) = range {
+        head.push_str(&format!("Range: bytes={first}-{last}\r\n"));
+    }
+    head.push_str("\r\n");
+    head.into_bytes()
+}
+
+async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
+    tokio::net::lookup_host(addr)
+        .await
+        .with_context(|| format!("cannot resolve {addr}"))?
+        .next()
+        .with_context(|| format!("{addr} has no address"))
+}
+
+/// Where the body goes.
+enum Output {
+    File(File),
+    /// Stdout in order: bytes ahead of `next` wait in `early`.
+    Stdout {
+        next: u64,
+        early: BTreeMap<u64, Vec<u8>>,
+    },
+}
+
+impl Output {
+    fn open(path: Option<&PathBuf>) -> anyhow::Result<Output> {
+        match path {
+            Some(p) if p.as_os_str() != "-" => {
+                Ok(Output::File(File::create(p).with_context(|| {
+                    format!("cannot create {}", p.display())
+                })?))
+            }
+            _ => Ok(Output::Stdout {
+                next: 0,
+                early: BTreeMap::new(),
+            }),
+        }
+    }
+
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Output::File(f) => f
+                .write_all_at(bytes, offset)
+                .context("writing the output")?,
+            Output::Stdout { next, early } => {
+                if offset != *next {
+                    early.insert(offset, bytes.to_vec());
+                    return Ok(());
+                }
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).context("writing to stdout")?;
+                *next += bytes.len() as u64;
+                while let Some(chunk) = early.remove(next) {
+                    out.write_all(&chunk).context("writing to stdout")?;
+                    *next += chunk.len() as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self, len: u64) -> anyhow::Result<()> {
+        match self {
+            Output::File(f) => {
+                f.set_len(len).context("sizing the output")?;
+                f.sync_all().ok();
+            }
+            Output::Stdout { early, .. } => {
+                if !early.is_empty() {
+                    bail!("parts of the body never joined up");
+                }
+                std::io::stdout().flush().context("writing to stdout")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a connection's answer must look like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    /// A plain GET: any 2xx.
+    Whole,
+    /// The first part of a parallel download: 206 with the length, 200, or 416 for an
+    /// empty file.
+    Probe,
+    /// A later part: 206 for exactly these bytes.
+    Range { first: u64, last: u64 },
+}
+
+/// One connection's progress.
+struct Part {
+    id: ConnId,
+    expect: Expect,
+    /// The output stream until the head is whole.
+    head_buf: Vec<u8>,
+    /// Body offset in the file and length, once the head has arrived.
+    body: Option<(u64, u64)>,
+    /// Body bytes taken.
+    written: u64,
+    /// Whether the body is the file's (an empty file's 416 brings an error text).
+    keep: bool,
+    done: bool,
+}
+
+/// What a connection's head said, for the download as a whole.
+enum Learned {
+    /// Nothing (a later part).
+    Nothing,
+    /// The whole object comes on this connection, this long.
+    Whole(u64),
+    /// The object is this long and the probe brings only its start: split the rest.
+    Split(u64),
+}
+
+impl Part {
+    fn new(id: ConnId, expect: Expect) -> Part {
+        Part {
+            id,
+            expect,
+            head_buf: Vec::new(),
+            body: None,
+            written: 0,
+            keep: true,
+            done: false,
+        }
+    }
+
+    /// Checks the head against what was asked; returns the body's offset and length.
+    fn accept(&self, head: &ResponseHead<'_>) -> anyhow::Result<(u64, u64, Learned)> {
+        // A probe's 416 saying the object is empty is an empty download.
+        let empty = self.expect == Expect::Probe
+            && head.status == 416
+            && head.content_range == Some(ContentRange::Unsatisfied { complete_len: 0 });
+        if !head.is_success() && !empty {
+            return Err(StatusError {
+                status: head.status,
+                reason: head.reason.to_string(),
+            }
+            .into());
+        }
+        if head.transfer_encoded {
+            bail!("the server sent a Transfer-Encoding, which is not supported");
+        }
+        let len = head
+            .content_length
+            .context("the server sent no Content-Length")?;
+        match (self.expect, head.status, head.content_range) {
+            (Expect::Whole, _, _) | (Expect::Probe, 200, _) => Ok((0, len, Learned::Whole(len))),
+            (Expect::Probe, 416, _) => Ok((0, len, Learned::Whole(0))),
+            (
+                Expect::Probe,
+                206,
+                Some(ContentRange::Bytes {
+                    first: 0,
+                    last,
+                    complete_len: Some(total),
+                }),
+            ) if last + 1 == len => Ok((0, len, Learned::Split(total))),
+            (
+                Expect::Range { first, last },
+                206,
+                Some(ContentRange::Bytes {
+                    first: f, last: l, ..
+                }),
+            ) if (f, l) == (first, last) && len == last - first + 1 => {
+                Ok((first, len, Learned::Nothing))
+            }
+            _ => bail!(
+                "unexpected answer {} {} ({:?}) to a {:?} request",
+                head.status,
+                head.reason,
+                head.content_range,
+                self.expect
+            ),
+        }
+    }
+}
+
+/// A download in progress.
+struct Download {
+    url: Url,
+    parallel: u16,
+    parts: Vec<Part>,
+    output: Output,
+    progress: ProgressBar,
+    /// The object's length, once known.
+    total: Option<u64>,
+    buf: Vec<u8>,
+}
+
+impl Download {
+    /// Reads every connection's new output and writes its body. Returns whether every
+    /// part is done.
+    fn read(&mut self, link: &mut Link) -> anyhow::Result<bool> {
+        let mut i = 0;
+        while let Some(part) = self.parts.get_mut(i) {
+            i += 1;
+            if part.done {
+                continue;
+            }
+            let mut learned = Learned::Nothing;
+            loop {
+                let n = link.demux_mut().read(part.id, &mut self.buf);
+                if n == 0 {
+                    break;
+                }
+                let mut chunk = self.buf.get(..n).unwrap_or_default();
+                let head_rest;
+                if part.body.is_none() {
+                    part.head_buf.extend_from_slice(chunk);
+                    let head_len = match ResponseHead::parse(&part.head_buf) {
+                        Ok((head, head_len)) => {
+                            let (offset, len, l) = part.accept(&head)?;
+                            part.body = Some((offset, len));
+                            part.keep = head.is_success();
+                            learned = l;
+                            head_len
+                        }
+                        Err(HttpError::Incomplete) => continue,
+                        Err(e) => bail!("bad response head: {e}"),
+                    };
+                    head_rest = part.head_buf.split_off(head_len);
+                    part.head_buf = Vec::new();
+                    chunk = &head_rest;
+                }
+                let Some((offset, len)) = part.body else {
+                    continue;
+                };
+                if part.written + chunk.len() as u64 > len {
+                    bail!("the server sent more than its Content-Length of {len}");
+                }
+                if part.keep {
+                    self.output.write_at(offset + part.written, chunk)?;
+                    self.progress.inc(chunk.len() as u64);
+                }
+                part.written += chunk.len() as u64;
+            }
+            let Some(client) = link.demux().get(part.id) else {
+                bail!("connection {} vanished", part.id);
+            };
+            if client.is_reset() {
+                bail!("the server reset the connection");
+            }
+            if client.is_complete() && client.readable() == 0 {
+                match part.body {
+                    Some((_, len)) if part.written == len => {}
+                    Some((_, len)) => {
+                        bail!("the body ended after {} of its {len} bytes", part.written)
+                    }
+                    None => bail!("the connection ended before a whole response head"),
+                }
+                part.done = true;
+                tracing::debug!(conn = %part.id, stats = ?client.stats(), srtt_us = ?client.srtt_us(), "part done");
+                // Let its FIN leave before the connection goes.
+                link.send_pending();
+                link.demux_mut().close(part.id);
+            }
+            match learned {
+                Learned::Nothing => {}
+                Learned::Whole(len) => {
+                    self.total = Some(len);
+                    self.progress.set_length(len);
+                }
+                Learned::Split(total) => {
+                    self.total = Some(total);
+                    self.progress.set_length(total);
+                    self.split_rest(link, total)?;
+                }
+            }
+        }
+        Ok(self.parts.iter().all(|p| p.done))
+    }
+
+    /// Opens the connections for the bytes the probe did not ask for.
+    fn split_rest(&mut self, link: &mut Link, total: u64) -> anyhow::Result<()> {
+        let start = FIRST_PART.min(total);
+        let rest = total - start;
+        if rest == 0 {
+            return Ok(());
+        }
+        let n = u64::from(self.parallel.saturating_sub(1).max(1)).min(rest);
+        let share = rest.div_ceil(n);
+        let mut first = start;
+        while first < total {
+            let last = (first + share).min(total) - 1;
+            let request = request_head(&self.url, Some((first, last)));
+            let id = link
+                .open(&request)
+                .map_err(|e| anyhow::anyhow!("opening a connection: {e}"))?;
+            self.parts
+                .push(Part::new(id, Expect::Range { first, last }));
+            first = last + 1;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the download `args` describes and returns its summary (print it on stderr).
+pub async fn run(args: &Args) -> anyhow::Result<Summary> {
+    let url: Url = args.url.parse()?;
+    let mut replicas = vec![resolve(&url.authority).await?];
+    for s in &args.servers {
+        replicas.push(resolve(s).await?);
+    }
+    let emulation = args.emulate.as_deref().map(parse_emulation).transpose()?;
+    let cfg = LinkConfig {
+        replicas: replicas.clone(),
+        mode: if args.spray {
+            Mode::Spray
+        } else {
+            Mode::Failover
+        },
+        failover: Duration::from_millis(args.failover_ms.max(1)),
+        emulation,
+    };
+    let mut link = Link::bind(cfg).await?;
+    let output = Output::open(args.output.as_ref())?;
+    let progress = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(0);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{bytes}/{total_bytes} {wide_bar} {binary_bytes_per_sec} eta {eta}",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let started = Instant::now();
+    let deadline = args.timeout_s.map(|s| started + Duration::from_secs(s));
+    let (expect, range) = if args.parallel > 1 {
+        (Expect::Probe, Some((0, FIRST_PART - 1)))
+    } else {
+        (Expect::Whole, None)
+    };
+    let id = link
+        .open(&request_head(&url, range))
+        .map_err(|e| anyhow::anyhow!("opening a connection: {e}"))?;
+    let mut dl = Download {
+        url,
+        parallel: args.parallel,
+        parts: vec![Part::new(id, expect)],
+        output,
+        progress,
+        total: None,
+        buf: vec![0; 1 << 16],
+    };
+    loop {
+        if dl.read(&mut link)? {
+            break;
+        }
+        match deadline {
+            Some(d) => {
+                if tokio::time::timeout_at(d.into(), link.drive())
+                    .await
+                    .is_err()
+                {
+                    let got: u64 = dl.parts.iter().map(|p| p.written).sum();
+                    bail!(
+                        "timed out after {} s with {got} bytes{}",
+                        args.timeout_s.unwrap_or(0),
+                        dl.total.map(|t| format!(" of {t}")).unwrap_or_default()
+                    );
+                }
+            }
+            None => link.drive().await?,
+        }
+    }
+    let elapsed = started.elapsed();
+    let bytes: u64 = dl.parts.iter().filter(|p| p.keep).map(|p| p.written).sum();
+    dl.progress.finish_and_clear();
+    dl.output.finish(bytes)?;
+    Ok(Summary {
+        bytes,
+        elapsed,
+        connections: dl.parts.len(),
+        link: link.stats(),
+        replicas,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u: Url = "trickles://127.0.0.1:7700/a/b.txt?x=1".parse().unwrap();
+        assert_eq!(u.authority, "127.0.0.1:7700");
+        assert_eq!(u.path, "/a/b.txt?x=1");
+        let u: Url = "trickles://localhost:1".parse().unwrap();
+        assert_eq!(u.path, "/");
+        assert!("http://h:1/".parse::<Url>().is_err());
+        assert!("trickles://h/".parse::<Url>().is_err());
+        assert!("trickles://h:1/a b".parse::<Url>().is_err());
+    }
+
+    #[test]
+    fn request_heads_parse_on_the_server_side() {
+        let u: Url = "trickles://h:1/f".parse().unwrap();
+        let head = request_head(&u, Some((5, 9)));
+        let (req, used) = trickles::app::http::parse_request(&head).unwrap();
+        assert_eq!(used, head.len());
+        assert_eq!(
+            req.range,
+            Some(trickles::app::http::RangeSpec::FromTo { first: 5, last: 9 })
+        );
+        assert_eq!((&*req.path, req.host), ("/f", Some("h:1")));
+    }
+}

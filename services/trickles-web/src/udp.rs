@@ -1,1 +1,489 @@
-//! (in progress)
+//! The client side's link: one UDP socket to one or more replicas of a Trickles server,
+//! carrying one whole IP packet per datagram, and the [`Demux`] of the client's
+//! connections behind it.
+//!
+//! ```text
+//!   Demux::poll_transmit ─► [emulated loss/delay] ─► replica (failover or spray) ─► UDP
+//!   UDP ─► count per replica ─► [emulated loss/delay] ─► Demux::handle_packet
+//!   tokio clock (µs since the link was made) ─► Demux::poll_timeout / handle_timeout
+//! ```
+//!
+//! Every connection names the **first** replica's IP address as its server, whichever
+//! replica a packet goes to: the continuations' MACs bind the inner addresses, and the
+//! replicas share keys, so any replica can carry on a transfer another one started. The
+//! inner source address is the socket's local IP address. Which replica gets each packet:
+//!
+//! * [`Mode::Failover`]: all go to the current replica; when nothing has arrived for
+//!   [`LinkConfig::failover`] since a datagram was sent, while some connection is
+//!   unfinished, the next replica becomes current (the clients' retransmit timers then
+//!   resend their continuations there). Silence is counted from the first datagram sent
+//!   after the last one received, so a client whose retransmit timer has backed off
+//!   beyond the failover time does not skip past a live replica before asking it.
+//! * [`Mode::Spray`]: round-robin, packet by packet.
+//!
+//! Optional user-space emulation ([`netio::emulate::Emulator`], netsim's link model)
+//! applies the same loss, delay and jitter to what is sent and to what is received.
+//!
+//! [`Link::drive`] is the driver's one step; it is cancel-safe, so a task owning the link
+//! can `select!` it against its own commands:
+//!
+//! ```no_run
+//! # async fn f() -> anyhow::Result<()> {
+//! use trickles_web::udp::{Link, LinkConfig};
+//! let mut link = Link::bind(LinkConfig::new(vec!["127.0.0.1:8000".parse()?])).await?;
+//! let id = link.open(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")?;
+//! while !link.demux().get(id).is_some_and(|c| c.is_complete()) {
+//!     link.drive().await?;
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use netio::config::EmulationConfig;
+use netio::emulate::Emulator;
+use tokio::net::UdpSocket;
+use tokio::time::Sleep;
+use trickles::client::{ClientConfig, ConnId, Demux, DemuxError};
+use trickles::conn::Addr;
+use trickles::ip::{UDP_TUNNEL_OVERHEAD_V4, UDP_TUNNEL_OVERHEAD_V6, mss_for_mtu};
+
+/// The server port every connection names (the inner TCP header's).
+pub const SERVER_PORT: u16 = 80;
+
+/// The MTU of the path the datagrams take (Ethernet's).
+pub const PATH_MTU: u16 = 1500;
+
+/// Default silence before failing over.
+pub const DEFAULT_FAILOVER: Duration = Duration::from_millis(300);
+
+/// Datagrams received per [`Link::drive`] at most, so timers and sends keep their turn.
+const RECV_BATCH: usize = 256;
+
+/// Which replica each packet goes to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// All to the current replica; the next one after [`LinkConfig::failover`] of silence.
+    #[default]
+    Failover,
+    /// Round-robin over all replicas, packet by packet.
+    Spray,
+}
+
+/// How to build a [`Link`].
+#[derive(Clone, Debug)]
+pub struct LinkConfig {
+    /// The replicas' UDP addresses; the first one's IP is every connection's server
+    /// address. At least one.
+    pub replicas: Vec<SocketAddr>,
+    /// Failover or spraying.
+    pub mode: Mode,
+    /// Silence after which [`Mode::Failover`] moves to the next replica.
+    pub failover: Duration,
+    /// Emulated loss, delay and jitter, applied to each direction.
+    pub emulation: Option<EmulationConfig>,
+}
+
+impl LinkConfig {
+    /// Failover over `replicas` after [`DEFAULT_FAILOVER`], no emulation.
+    pub fn new(replicas: Vec<SocketAddr>) -> LinkConfig {
+        LinkConfig {
+            replicas,
+            mode: Mode::Failover,
+            failover: DEFAULT_FAILOVER,
+            emulation: None,
+        }
+    }
+}
+
+/// Parses an emulation spec `key=value,…` with the keys of [`EmulationConfig`]
+/// (`delay_ms`, `jitter_ms`, `loss`, `duplicate`, `rate_mbps`, `queue_ms`, `seed`), for
+/// example `loss=0.05,delay_ms=5,jitter_ms=5`, and checks its ranges.
+pub fn parse_emulation(spec: &str) -> anyhow::Result<EmulationConfig> {
+    // The spec is the TOML table's lines joined by commas.
+    let toml_text = spec.replace(',', "\n");
+    let config: EmulationConfig = toml::from_str(&toml_text)
+        .with_context(|| format!("bad emulation spec {spec:?} (want e.g. loss=0.05,delay_ms=5)"))?;
+    config
+        .model(usize::from(PATH_MTU))
+        .map_err(|e| anyhow::anyhow!("bad emulation spec {spec:?}: {e}"))?;
+    Ok(config)
+}
+
+/// A [`Link`]'s counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Datagrams sent to each replica, in [`LinkConfig::replicas`] order.
+    pub sent: Vec<u64>,
+    /// Datagrams received from each replica.
+    pub received: Vec<u64>,
+    /// Times [`Mode::Failover`] moved to the next replica.
+    pub failovers: u64,
+    /// Datagrams from addresses that are no replica (dropped).
+    pub strangers: u64,
+    /// Packets the demultiplexer refused (late packets of closed connections, forgeries).
+    pub refused: u64,
+    /// Datagrams the socket refused to send (dropped; the transport recovers).
+    pub send_errors: u64,
+    /// Datagrams the emulation dropped on the way out.
+    pub emulated_lost_out: u64,
+    /// Datagrams the emulation dropped on the way in.
+    pub emulated_lost_in: u64,
+}
+
+impl LinkStats {
+    /// Datagrams sent to all replicas.
+    pub fn total_sent(&self) -> u64 {
+        self.sent.iter().sum()
+    }
+
+    /// Datagrams received from all replicas.
+    pub fn total_received(&self) -> u64 {
+        self.received.iter().sum()
+    }
+}
+
+/// The client's UDP link and its connections; see the module docs.
+pub struct Link {
+    socket: UdpSocket,
+    demux: Demux,
+    server: Addr,
+    replicas: Vec<SocketAddr>,
+    mode: Mode,
+    failover: Duration,
+    /// The replica [`Mode::Failover`] sends to.
+    current: usize,
+    /// The next replica [`Mode::Spray`] sends to.
+    next_spray: usize,
+    start: Instant,
+    /// The first datagram sent since the last one received or the last failover: silence
+    /// is measured from it.
+    awaiting: Option<Instant>,
+    /// Datagrams ready for the socket, oldest first.
+    outgoing: VecDeque<Vec<u8>>,
+    emu_out: Option<Emulator>,
+    emu_in: Option<Emulator>,
+    sleep: Pin<Box<Sleep>>,
+    buf: Vec<u8>,
+    stats: LinkStats,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("replicas", &self.replicas)
+            .field("mode", &self.mode)
+            .field("current", &self.current)
+            .field("connections", &self.demux.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The local IP address the system would use towards `peer`.
+fn local_ip_towards(peer: SocketAddr) -> io::Result<IpAddr> {
+    let any: IpAddr = match peer {
+        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let probe = std::net::UdpSocket::bind((any, 0))?;
+    probe.connect(peer)?;
+    Ok(probe.local_addr()?.ip())
+}
+
+/// The connections' settings for server `server`: the MSS that makes each response fit
+/// one datagram on a [`PATH_MTU`] path.
+pub fn client_config(server: &Addr) -> ClientConfig {
+    let overhead = match server {
+        Addr::V4(_) => UDP_TUNNEL_OVERHEAD_V4,
+        Addr::V6(_) => UDP_TUNNEL_OVERHEAD_V6,
+    };
+    ClientConfig {
+        mss: mss_for_mtu(PATH_MTU - overhead, server),
+        ..ClientConfig::default()
+    }
+}
+
+impl Link {
+    /// Binds a socket on the local IP address that reaches the first replica (any port)
+    /// and makes an empty [`Demux`] seeded from the operating system.
+    pub async fn bind(cfg: LinkConfig) -> anyhow::Result<Link> {
+        let first = *cfg
+            .replicas
+            .first()
+            .context("a link needs at least one replica")?;
+        if cfg.replicas.iter().any(|r| r.is_ipv4() != first.is_ipv4()) {
+            anyhow::bail!("replicas mix IPv4 and IPv6 addresses");
+        }
+        let local_ip =
+            local_ip_towards(first).with_context(|| format!("no local address reaches {first}"))?;
+        let socket = UdpSocket::bind((local_ip, 0))
+            .await
+            .with_context(|| format!("binding a UDP socket on {local_ip}"))?;
+        let server = Addr::from(first.ip());
+        let mut seed = [0u8; 8];
+        getrandom::fill(&mut seed).context("no randomness from the operating system")?;
+        let demux = Demux::new(
+            client_config(&server),
+            Addr::from(local_ip),
+            u64::from_le_bytes(seed),
+        );
+        let start = Instant::now();
+        let (emu_out, emu_in) = match &cfg.emulation {
+            Some(e) => {
+                let model = e
+                    .model(usize::from(u16::MAX))
+                    .map_err(|msg| anyhow::anyhow!("emulation: {msg}"))?;
+                let seed = e.seed.unwrap_or(1);
+                (
+                    Some(Emulator::new(model, seed, start)),
+                    Some(Emulator::new(model, seed.wrapping_add(1), start)),
+                )
+            }
+            None => (None, None),
+        };
+        let n = cfg.replicas.len();
+        Ok(Link {
+            socket,
+            demux,
+            server,
+            replicas: cfg.replicas,
+            mode: cfg.mode,
+            failover: cfg.failover,
+            current: 0,
+            next_spray: 0,
+            start,
+            awaiting: None,
+            outgoing: VecDeque::new(),
+            emu_out,
+            emu_in,
+            sleep: Box::pin(tokio::time::sleep_until(start.into())),
+            buf: vec![0; usize::from(u16::MAX)],
+            stats: LinkStats {
+                sent: vec![0; n],
+                received: vec![0; n],
+                ..LinkStats::default()
+            },
+        })
+    }
+
+    /// Microseconds since the link was made: the connections' clock.
+    fn now_us(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.start).as_micros() as u64
+    }
+
+    /// Opens a connection whose SYN carries `request`; its packets leave at the next
+    /// [`Link::drive`].
+    pub fn open(&mut self, request: &[u8]) -> Result<ConnId, DemuxError> {
+        let now_us = self.now_us(Instant::now());
+        self.demux.open(now_us, self.server, SERVER_PORT, request)
+    }
+
+    /// The connections.
+    pub fn demux(&self) -> &Demux {
+        &self.demux
+    }
+
+    /// The connections, mutably (read them, close them).
+    pub fn demux_mut(&mut self) -> &mut Demux {
+        &mut self.demux
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> LinkStats {
+        let mut s = self.stats.clone();
+        s.emulated_lost_out = self.emu_out.as_ref().map_or(0, |e| e.stats().lost);
+        s.emulated_lost_in = self.emu_in.as_ref().map_or(0, |e| e.stats().lost);
+        s
+    }
+
+    /// The replicas, in order.
+    pub fn replicas(&self) -> &[SocketAddr] {
+        &self.replicas
+    }
+
+    /// The socket's local address (its IP is every connection's client address).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// Sends what the connections have queued (through the emulation, if any) without
+    /// waiting: call it before closing a connection whose last packet (its FIN) should
+    /// still leave.
+    pub fn send_pending(&mut self) {
+        self.pump(Instant::now());
+    }
+
+    /// One step of the driver: sends what is ready, waits for a datagram, a timer or room
+    /// in the socket, then handles what came. Returns after anything happened (read the
+    /// connections then). Cancel-safe: cancelled while waiting, it loses nothing.
+    pub async fn drive(&mut self) -> io::Result<()> {
+        self.pump(Instant::now());
+        let deadline = self.deadline();
+        if let Some(d) = deadline {
+            self.sleep.as_mut().reset(d.into());
+        }
+        let wants_room = !self.outgoing.is_empty();
+        let Link { socket, sleep, .. } = self;
+        tokio::select! {
+            r = socket.readable() => r?,
+            r = socket.writable(), if wants_room => r?,
+            () = sleep.as_mut(), if deadline.is_some() => {}
+        }
+        self.receive();
+        self.pump(Instant::now());
+        Ok(())
+    }
+
+    /// The earliest of the connections' timers, the emulation's next delivery and the
+    /// failover check.
+    fn deadline(&self) -> Option<Instant> {
+        let timers = self
+            .demux
+            .poll_timeout()
+            .map(|us| self.start + Duration::from_micros(us));
+        let emu = [&self.emu_out, &self.emu_in]
+            .into_iter()
+            .filter_map(|e| e.as_ref().and_then(Emulator::next_due));
+        let failover = self
+            .awaiting
+            .filter(|_| self.watches_silence())
+            .map(|since| since + self.failover);
+        timers.into_iter().chain(emu).chain(failover).min()
+    }
+
+    fn watches_silence(&self) -> bool {
+        self.mode == Mode::Failover
+            && self.replicas.len() > 1
+            && self.demux.ids().any(|id| {
+                self.demux
+                    .get(id)
+                    .is_some_and(|c| !c.is_complete() && !c.is_reset())
+            })
+    }
+
+    /// Takes every datagram waiting in the socket (at most [`RECV_BATCH`]).
+    fn receive(&mut self) {
+        for _ in 0..RECV_BATCH {
+            let (len, from) = match self.socket.try_recv_from(&mut self.buf) {
+                Ok(got) => got,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    // ICMP errors from earlier sends and the like: nothing to receive.
+                    tracing::debug!(error = %e, "receive failed");
+                    return;
+                }
+            };
+            let Some(i) = self.replicas.iter().position(|r| *r == from) else {
+                self.stats.strangers += 1;
+                continue;
+            };
+            self.stats.received[i] += 1;
+            let now = Instant::now();
+            self.awaiting = None;
+            let datagram = self.buf.get(..len).unwrap_or_default();
+            match &mut self.emu_in {
+                Some(e) => e.send(now, datagram),
+                None => {
+                    let now_us = self.now_us(now);
+                    if self.demux.handle_packet(now_us, datagram).is_err() {
+                        self.stats.refused += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Everything that does not wait: emulated arrivals, due timers, failover, the
+    /// connections' packets into the emulation or the send queue, and the send queue into
+    /// the socket.
+    fn pump(&mut self, now: Instant) {
+        let now_us = self.now_us(now);
+        if let Some(e) = &mut self.emu_in {
+            while let Some(datagram) = e.pop_due(now) {
+                if self.demux.handle_packet(now_us, &datagram).is_err() {
+                    self.stats.refused += 1;
+                }
+            }
+        }
+        if self.demux.poll_timeout().is_some_and(|d| d <= now_us) {
+            self.demux.handle_timeout(now_us);
+        }
+        if self
+            .awaiting
+            .is_some_and(|since| now >= since + self.failover)
+            && self.watches_silence()
+        {
+            self.current = (self.current + 1) % self.replicas.len();
+            self.stats.failovers += 1;
+            self.awaiting = None;
+            tracing::info!(replica = %self.replicas[self.current], "failing over");
+        }
+        while let Some((_, packet)) = self.demux.poll_transmit() {
+            match &mut self.emu_out {
+                Some(e) => e.send(now, &packet),
+                None => self.outgoing.push_back(packet),
+            }
+        }
+        if let Some(e) = &mut self.emu_out {
+            while let Some(packet) = e.pop_due(now) {
+                self.outgoing.push_back(packet);
+            }
+        }
+        self.flush();
+    }
+
+    /// Sends queued datagrams until the socket has no room.
+    fn flush(&mut self) {
+        while let Some(packet) = self.outgoing.front() {
+            let i = match self.mode {
+                Mode::Failover => self.current,
+                Mode::Spray => self.next_spray,
+            };
+            let Some(&to) = self.replicas.get(i) else {
+                return;
+            };
+            match self.socket.try_send_to(packet, to) {
+                Ok(_) => {
+                    self.stats.sent[i] += 1;
+                    self.awaiting.get_or_insert_with(Instant::now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    self.stats.send_errors += 1;
+                    tracing::debug!(error = %e, %to, "send failed");
+                }
+            }
+            if self.mode == Mode::Spray {
+                self.next_spray = (self.next_spray + 1) % self.replicas.len();
+            }
+            self.outgoing.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emulation_specs() {
+        let e = parse_emulation("loss=0.05,delay_ms=5,jitter_ms=3").unwrap();
+        assert_eq!((e.loss, e.delay_ms, e.jitter_ms), (0.05, 5.0, 3.0));
+        assert_eq!(parse_emulation("seed=7").unwrap().seed, Some(7));
+        assert!(parse_emulation("loss=2").is_err());
+        assert!(parse_emulation("lose=0.1").is_err());
+        assert!(parse_emulation("loss").is_err());
+    }
+
+    #[test]
+    fn mss_fits_a_datagram() {
+        let c = client_config(&Addr::V4([127, 0, 0, 1]));
+        assert_eq!(c.mss, 1334);
+    }
+}

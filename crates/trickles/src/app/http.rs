@@ -10,6 +10,9 @@
 //!   the object (or a short fixed text for errors): an [`Answer`].
 //! * [`write_head`]: the response head, deterministic (no `Date`, no `Connection`), so
 //!   any replica regenerates it byte for byte at any time.
+//! * [`ResponseHead::parse`]: the client's side: a response head's status,
+//!   `Content-Length` and `Content-Range` (the downloader and the proxy frame bodies with
+//!   it).
 //!
 //! [`HttpApp`] puts them on Trickles, one GET per connection. The request head rides in
 //! the SYN; the server's output stream is the response head followed by the body. The
@@ -58,6 +61,9 @@ use core::ops::Range;
 use super::{Application, Binding, Minisocket, UcontKey, UserContinuation};
 use crate::server::{EventKind, Server};
 use crate::wire::{ByteRange, Reader};
+
+mod response;
+pub use response::{ContentRange, ResponseHead};
 
 /// Longest request head accepted, its final CRLFCRLF included.
 pub const MAX_HEAD: usize = 8192;
@@ -227,6 +233,13 @@ pub enum HttpError {
     /// A `Range` value that is not one `bytes=` range (from [`RangeSpec::parse`];
     /// [`parse_request`] ignores such a header instead).
     BadRange,
+    /// A response's status line is not `HTTP/1.x SP 3DIGIT SP reason`
+    /// ([`ResponseHead::parse`]).
+    BadStatusLine,
+    /// A response's `Content-Length` is not a number, or repeats disagree.
+    BadContentLength,
+    /// A response's `Content-Range` is not one valid byte range, or is repeated.
+    BadContentRange,
 }
 
 impl HttpError {
@@ -252,6 +265,9 @@ impl fmt::Display for HttpError {
             HttpError::BodyNotAllowed => "request with a body",
             HttpError::MethodNotAllowed => "method not allowed",
             HttpError::BadRange => "malformed Range header",
+            HttpError::BadStatusLine => "malformed status line",
+            HttpError::BadContentLength => "malformed or conflicting Content-Length",
+            HttpError::BadContentRange => "malformed or repeated Content-Range",
         })
     }
 }
