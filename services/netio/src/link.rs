@@ -240,6 +240,34 @@ impl Link {
     }
 }
 
+/// A TUN device, as [`open_tun`] returns it.
+pub use tun_rs::AsyncDevice;
+
+/// Creates (or opens) the TUN device `name` with `addresses` (address, prefix length) and
+/// `mtu`, offloads off, for a daemon that drives one device itself. Needs root.
+///
+/// # Errors
+///
+/// The device cannot be created (no permission, a bad name).
+pub fn open_tun(
+    name: &str,
+    addresses: &[(IpAddr, u8)],
+    mtu: usize,
+) -> anyhow::Result<tun_rs::AsyncDevice> {
+    let mut b = tun_rs::DeviceBuilder::new()
+        .name(name.to_string())
+        .mtu(u16::try_from(mtu).unwrap_or(1500))
+        .offload(false);
+    for &(addr, len) in addresses {
+        b = match addr {
+            IpAddr::V4(v4) => b.ipv4(v4, len, None),
+            IpAddr::V6(v6) => b.ipv6(v6, len),
+        };
+    }
+    b.build_async()
+        .map_err(|e| anyhow::anyhow!("cannot create TUN device `{name}`: {e} (root needed)"))
+}
+
 /// The links of a daemon. See the [module docs](self).
 #[derive(Debug)]
 pub struct Links {
@@ -316,24 +344,12 @@ impl Links {
                             .error_for(&c.kind, "a tun link needs `device`")
                             .into());
                     };
-                    let mut b = tun_rs::DeviceBuilder::new()
-                        .name(dev.get_ref().clone())
-                        .mtu(u16::try_from(mtu).unwrap_or(1500))
-                        .offload(false);
+                    let mut addrs = Vec::with_capacity(c.addresses.len());
                     for a in &c.addresses {
-                        let (addr, len) =
-                            parse_cidr(a.get_ref()).map_err(|m| source.error_for(a, m))?;
-                        b = match addr {
-                            IpAddr::V4(v4) => b.ipv4(v4, len, None),
-                            IpAddr::V6(v6) => b.ipv6(v6, len),
-                        };
+                        addrs.push(parse_cidr(a.get_ref()).map_err(|m| source.error_for(a, m))?);
                     }
-                    let d = b.build_async().map_err(|e| {
-                        anyhow::anyhow!(
-                            "link `{name}`: cannot create TUN device `{}`: {e} (root needed)",
-                            dev.get_ref()
-                        )
-                    })?;
+                    let d = open_tun(dev.get_ref(), &addrs, mtu)
+                        .map_err(|e| anyhow::anyhow!("link `{name}`: {e}"))?;
                     (Io::Tun(d), None)
                 }
             };

@@ -1,1 +1,171 @@
-//! (in progress)
+//! The key file and the rotation clock.
+//!
+//! A key file holds one 16-byte master secret as 32 hex digits (lines starting with `#`
+//! are comments). Everything else is derived from it by [`trickles::crypto::KeySchedule`]:
+//! the continuation MAC key of each rotation period (wall-clock seconds since the Unix
+//! epoch divided by the rotation interval), the nonce keys and the application's user
+//! continuation key. So every server process given the same file — replicas, or one
+//! process restarted — holds the same two live keys at the same moment without talking to
+//! the others, and any of them accepts the continuations any other issued.
+//!
+//! A missing file is created with fresh random bytes from the operating system, mode 0600,
+//! never overwriting one that appears meanwhile (`O_EXCL`).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use trickles::crypto::{KeyConfig, KeySchedule};
+
+/// A service's secrets: the schedule derived from the key file's master secret.
+#[derive(Clone, Debug)]
+pub struct Keys {
+    schedule: KeySchedule,
+    rotate: Duration,
+}
+
+impl Keys {
+    /// Keys from `master`, rotating every `rotate` (at least one second).
+    pub fn new(master: &[u8; 16], rotate: Duration) -> Keys {
+        Keys {
+            schedule: KeySchedule::new(master),
+            rotate: rotate.max(Duration::from_secs(1)),
+        }
+    }
+
+    /// Reads the key file at `path`, creating it with a fresh secret when missing.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read or created, or does not hold 32 hex digits.
+    pub fn load_or_create(path: &Path, rotate: Duration) -> anyhow::Result<Keys> {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+        {
+            Ok(mut f) => {
+                let mut master = [0u8; 16];
+                getrandom::fill(&mut master)
+                    .map_err(|e| anyhow::anyhow!("no randomness from the OS: {e}"))?;
+                writeln!(
+                    f,
+                    "# trickles-web master secret: share with the replicas, keep private\n{}",
+                    hex(&master)
+                )
+                .with_context(|| format!("writing key file {}", path.display()))?;
+                tracing::info!(path = %path.display(), "created a new key file");
+                Ok(Keys::new(&master, rotate))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading key file {}", path.display()))?;
+                if let Ok(meta) = std::fs::metadata(path)
+                    && meta.permissions().mode() & 0o077 != 0
+                {
+                    tracing::warn!(path = %path.display(), "key file is readable by others: chmod 600 it");
+                }
+                let master =
+                    parse(&text).with_context(|| format!("key file {}", path.display()))?;
+                Ok(Keys::new(&master, rotate))
+            }
+            Err(e) => Err(e).with_context(|| format!("creating key file {}", path.display())),
+        }
+    }
+
+    /// The rotation period `t` falls in.
+    pub fn period_at(&self, t: SystemTime) -> u64 {
+        let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        secs / self.rotate.as_secs().max(1)
+    }
+
+    /// When `period` ends (and the next key becomes current).
+    pub fn period_end(&self, period: u64) -> SystemTime {
+        let secs = period
+            .saturating_add(1)
+            .saturating_mul(self.rotate.as_secs().max(1));
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    /// The server's keys during `period`.
+    pub fn key_config(&self, period: u64) -> KeyConfig {
+        self.schedule.key_config(period)
+    }
+
+    /// The MAC key that becomes current in `period` (for `ServerKeys::rotate`).
+    pub fn mac_key(&self, period: u64) -> [u8; 16] {
+        self.schedule.mac_key(period)
+    }
+
+    /// The application's user-continuation key (fixed; it binds to the connection).
+    pub fn ucont_key(&self) -> [u8; 16] {
+        self.schedule.derive(b"ucont", 0)
+    }
+}
+
+/// 32 hex digits on the first line that is not a comment.
+fn parse(text: &str) -> anyhow::Result<[u8; 16]> {
+    let Some(line) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+    else {
+        bail!("no key line (32 hex digits)");
+    };
+    if line.len() != 32 || !line.is_ascii() {
+        bail!("the key line must be 32 hex digits");
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        let pair = line.get(2 * i..2 * i + 2).unwrap_or_default();
+        *o = u8::from_str_radix(pair, 16)
+            .map_err(|_| anyhow::anyhow!("the key line must be 32 hex digits"))?;
+    }
+    Ok(out)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_once_mode_0600_then_read_back() {
+        let dir = std::env::temp_dir().join(format!("tw-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keys");
+        let _ = std::fs::remove_file(&path);
+        let a = Keys::load_or_create(&path, Duration::from_secs(60)).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let b = Keys::load_or_create(&path, Duration::from_secs(60)).unwrap();
+        assert_eq!(a.mac_key(5), b.mac_key(5));
+        assert_eq!(a.ucont_key(), b.ucont_key());
+        std::fs::write(&path, "# c\nzz\n").unwrap();
+        assert!(Keys::load_or_create(&path, Duration::from_secs(60)).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn parse_and_periods() {
+        let k = parse("# x\n000102030405060708090a0b0c0d0e0f\n").unwrap();
+        assert_eq!(k[15], 15);
+        assert!(parse("0001").is_err());
+        assert!(parse("").is_err());
+        let keys = Keys::new(&k, Duration::from_secs(100));
+        let t = UNIX_EPOCH + Duration::from_secs(12_345);
+        assert_eq!(keys.period_at(t), 123);
+        assert_eq!(
+            keys.period_end(123),
+            UNIX_EPOCH + Duration::from_secs(12_400)
+        );
+        assert_eq!(keys.key_config(123).current_epoch, 123);
+    }
+}

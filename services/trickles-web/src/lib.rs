@@ -12,7 +12,7 @@
 //! * [`tcp`]: the plain-TCP fallback serving the same directory.
 //! * [`udp`]: the client side's link: one UDP socket to one or more replicas (failover,
 //!   spraying), with optional emulation.
-//! * [`get`]: `trickles-get`.
+//! * [`get`]: the downloader, `trickles-get`.
 //! * [`proxy`]: `trickles-proxy`, relaying TCP clients' GETs over Trickles.
 //! * [`load`]: `trickles-load`, the load generator of the benchmarks (Trickles or TCP).
 

@@ -10,15 +10,18 @@
 //! * [`service`]: a whole server host for a daemon: IP packets in, the application's
 //!   answers out as IP packets.
 //! * [`object`]: synthetic objects named by their length (simulations, benchmarks).
+//! * [`http`]: HTTP/1.1 GET and HEAD out of an object store.
 //!
-//! Both sit on [`Server`](crate::server::Server) and add no per-connection state: the
+//! All sit on [`Server`] and add no per-connection state: the
 //! queue holds unprocessed events only.
 
+pub mod http;
 pub mod minisock;
 pub mod object;
 pub mod service;
 pub mod ucont;
 
+pub use http::{Answer, HttpApp, HttpError, HttpStats, MemStore, ObjectInfo, Request, Store};
 pub use minisock::{
     EventQueue, MigrationKey, Minisocket, MskError, PushError, QueueStats, SendReport,
 };
@@ -34,7 +37,7 @@ use crate::server::Server;
 /// (send, refuse, or drop it), keeping nothing per connection between events.
 ///
 /// [`ObjectApp`](object::ObjectApp) serves synthetic objects,
-/// `http::HttpApp` serves HTTP/1.1 GETs out of an object store.
+/// [`HttpApp`] serves HTTP/1.1 GETs out of an object store.
 pub trait Application {
     /// Answers `msk`, handing the TCP segments it sends to `sink`.
     fn handle(&mut self, msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8]));
