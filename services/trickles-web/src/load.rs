@@ -47,6 +47,9 @@ pub const SERVER_PORT: u16 = 80;
 /// IPv4 and UDP headers).
 pub const LINK_MTU: u16 = 1472;
 
+/// Bytes asked for each of the UDP socket's buffers.
+pub const SOCKET_BUFFER: usize = 4 << 20;
+
 /// Most datagrams handled between two looks at the timers and the socket's send side.
 const RECV_BATCH: usize = 256;
 
@@ -208,14 +211,28 @@ struct Outstanding {
     bytes: u64,
 }
 
+/// A nonblocking UDP socket for talking to `server`, with buffers of [`SOCKET_BUFFER`] (as
+/// large as the system allows): a server's bursts to a thousand clients must not overflow
+/// it.
+fn udp_socket(server: SocketAddr) -> io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let (domain, bind): (Domain, SocketAddr) = if server.is_ipv4() {
+        (Domain::IPV4, (std::net::Ipv4Addr::UNSPECIFIED, 0).into())
+    } else {
+        (Domain::IPV6, (std::net::Ipv6Addr::UNSPECIFIED, 0).into())
+    };
+    let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    // Best effort: the system caps them at net.core.{r,w}mem_max.
+    let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = s.set_send_buffer_size(SOCKET_BUFFER);
+    s.set_nonblocking(true)?;
+    s.bind(&bind.into())?;
+    UdpSocket::from_std(s.into())
+}
+
 /// The Trickles half: see the module docs.
 pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Result<Report> {
-    let bind: SocketAddr = if server.is_ipv4() {
-        "0.0.0.0:0".parse()?
-    } else {
-        "[::]:0".parse()?
-    };
-    let socket = UdpSocket::bind(bind).await?;
+    let socket = udp_socket(server).context("UDP socket")?;
     socket.connect(server).await?;
     let local = Addr::from(socket.local_addr()?.ip());
     let server_ip = Addr::from(server.ip());
