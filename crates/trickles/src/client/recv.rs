@@ -259,9 +259,14 @@ impl Reassembly {
     /// Moves up to `buf.len()` in-order bytes into `buf`; returns how many.
     pub(crate) fn read(&mut self, buf: &mut [u8]) -> usize {
         let n = buf.len().min(self.ready.len());
-        for (slot, b) in buf.iter_mut().zip(self.ready.drain(..n)) {
-            *slot = b;
-        }
+        // Two slice copies: a byte-by-byte drain cost a dozen instructions per byte, over
+        // half of a bulk download's client CPU (callgrind on trickles-load, 10 MB).
+        let (front, back) = self.ready.as_slices();
+        let from_front = n.min(front.len());
+        let (to_front, to_back) = buf[..n].split_at_mut(from_front);
+        to_front.copy_from_slice(&front[..from_front]);
+        to_back.copy_from_slice(&back[..n - from_front]);
+        self.ready.drain(..n);
         n
     }
 
@@ -292,6 +297,28 @@ mod tests {
         let mut out = [0u8; 64];
         let n = r.read(&mut out);
         assert_eq!(&out[..n], b"helloworld56789!");
+    }
+
+    #[test]
+    fn reads_in_pieces_across_the_buffer_wrapping() {
+        let mut r = Reassembly::default();
+        let data: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+        let mut got = Vec::new();
+        let mut out = [0u8; 700];
+        for (i, piece) in data.chunks(500).enumerate() {
+            r.insert(i as u64 * 500, piece);
+            // Read less than arrived, so the queue's front moves and its storage wraps.
+            let n = r.read(&mut out[..300]);
+            got.extend_from_slice(&out[..n]);
+        }
+        loop {
+            let n = r.read(&mut out);
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&out[..n]);
+        }
+        assert_eq!(got, data);
     }
 
     #[test]
