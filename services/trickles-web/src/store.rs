@@ -227,7 +227,7 @@ mod tests {
         let store = FileStore::open(&dir).unwrap();
         assert_eq!(store.len(), 2);
         let a = store.lookup("/a.txt").unwrap();
-        assert_eq!((a.len, a.content_type), (5, "text/plain"));
+        assert_eq!((a.len, a.content_type), (5, "text/plain; charset=utf-8"));
         // Another process (a fresh store) resolves the same id without a lookup.
         let other = FileStore::open(&dir).unwrap();
         assert_eq!(other.info(a.id), Some(a));
