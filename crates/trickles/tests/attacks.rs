@@ -211,12 +211,31 @@ fn timeout_requests_cannot_buy_bandwidth() {
             }
         }
     }
-    // At most one timeout per connection per horizon, each worth initialCwnd responses.
+    // The same timeout request (one retry slot) is answered at most once per horizon,
+    // worth initialCwnd responses.
     assert!(
         responses <= 10 * 3,
         "{responses} responses from timeout requests"
     );
     assert!(responses >= 3);
+    // Cycling the retry field through every value buys TIMEOUTS_PER_HORIZON per horizon.
+    let mut responses = 0;
+    let start = now + 20_000_000;
+    for horizon in 0..10u64 {
+        for retry in 0..=255u8 {
+            let t = Request { retry, ..timeout };
+            let at = start + horizon * 1_000_000 + u64::from(retry) * 1_000;
+            if let Ok(r) = answer(&mut server, at, &reframe(&t, &tuple())) {
+                responses += r.len();
+            }
+        }
+    }
+    let cap = 10 * 3 * usize::from(trickles::server::TIMEOUTS_PER_HORIZON);
+    assert!(
+        responses <= cap,
+        "{responses} responses from timeout requests"
+    );
+    assert!(responses > 10 * 3);
 }
 
 proptest! {

@@ -152,3 +152,29 @@ fn a_hundred_megabytes_arrive_byte_exact() {
         assert_eq!(o.received, 100_000_000);
     }
 }
+
+/// 5% loss each way on a path that also reorders (jitter 3 ms over a 1 ms RTT): timeout
+/// requests are answered TIMEOUTS_PER_HORIZON times per horizon, so a lost timeout or a
+/// second stall within the horizon does not wait out the interval. 200 kB took 6.4–9.4 s
+/// (simulated) with one timeout per horizon; now about 2 s.
+#[test]
+fn loss_with_reordering_recovers_without_waiting_out_the_horizon() {
+    for seed in 1..4 {
+        let mut t = Transfer::new(200_000, 500);
+        t.link = sim::LinkConfig {
+            jitter: 3_000,
+            ..sim::LinkConfig::with_delay(500)
+        };
+        t.loss_fwd_ppm = 50_000;
+        t.loss_rev_ppm = 50_000;
+        t.seed = seed;
+        let o = fetch(&t);
+        assert!(o.complete && o.byte_exact, "seed {seed}");
+        assert!(
+            o.elapsed_us < 4_000_000,
+            "seed {seed}: {} ms, {:?}",
+            o.elapsed_us / 1000,
+            o.client
+        );
+    }
+}

@@ -211,7 +211,10 @@ mod tests {
                 }
             }
         }
-        assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), [100, 100, 100, 40, 100]);
+        assert_eq!(
+            got.iter().map(Vec::len).collect::<Vec<_>>(),
+            [100, 100, 100, 40, 100]
+        );
         for (i, d) in got.iter().enumerate() {
             assert!(d.iter().all(|&x| usize::from(x) == i), "datagram {i}");
         }

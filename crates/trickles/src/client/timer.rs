@@ -67,7 +67,9 @@ impl Client {
         self.abandon();
         self.floor = slots.first().map_or(self.floor, |s| s.number);
         self.stats.timeouts += 1;
-        let retry = self.timeouts_in_row;
+        // The server answers TIMEOUTS_PER_HORIZON timeouts per connection per horizon, one
+        // per value of this field modulo that: cycle through them.
+        let retry = (self.stats.timeouts % u64::from(crate::server::TIMEOUTS_PER_HORIZON)) as u8;
         let planned = Planned {
             slots: &slots,
             proof: &blocks,

@@ -107,6 +107,14 @@ pub fn payload_limit(mss: u16, with_continuation: bool) -> u16 {
 /// data of the one before, and never with a continuation).
 pub const MAX_RETRY: u8 = 3;
 
+/// Most retransmit-timeout requests one connection gets answered per replay-horizon
+/// interval (the paper's rate limit on timeouts, §2.2). One is the strictest reading; with
+/// one, a connection on a lossy path whose timeout request or its answers are lost stalls
+/// until the next interval with its timer backed off, which at 5% loss each way costs
+/// seconds per transfer. Four bound what timeouts can win (4 × `initial_cwnd` responses per
+/// connection per horizon) and recover such paths within a few RTOs.
+pub const TIMEOUTS_PER_HORIZON: u8 = 4;
+
 /// Why a segment got no answer. Every rejection is silent on the wire (§2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rejected {
@@ -502,11 +510,16 @@ impl Server {
     }
 
     /// The replay-filter key: at-most-once for normal requests (the tag and the retry
-    /// counter); at most one timeout per connection per horizon interval.
+    /// counter); at most [`TIMEOUTS_PER_HORIZON`] timeouts per connection per horizon
+    /// interval (the request's retry field, modulo that, picks the slot).
     fn fresh_key(&self, now_us: u64, c: &Continuation, kind: RequestKind, retry: u8) -> u64 {
         if kind == RequestKind::Timeout {
             let interval = now_us / self.cfg.replay.horizon_us.max(1);
-            replay::timeout_hash(c.conn_nonce, interval, &self.keys)
+            let slot = u64::from(retry % TIMEOUTS_PER_HORIZON);
+            let key = interval
+                .wrapping_mul(u64::from(TIMEOUTS_PER_HORIZON))
+                .wrapping_add(slot);
+            replay::timeout_hash(c.conn_nonce, key, &self.keys)
         } else {
             replay::replay_hash(&c.tag, retry)
         }
