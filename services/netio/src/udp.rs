@@ -80,6 +80,30 @@ impl UdpIo {
         self.sock.readable().await
     }
 
+    /// Waits until a datagram may be sent.
+    ///
+    /// # Errors
+    ///
+    /// The socket's error.
+    pub async fn writable(&self) -> io::Result<()> {
+        self.sock.writable().await
+    }
+
+    /// Sends one datagram to `dest` if the socket has room (tokio's readiness: after
+    /// `WouldBlock`, await [`UdpIo::writable`]).
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when the socket is full; the socket's error.
+    pub fn try_send_to(&mut self, packet: &[u8], dest: SocketAddr) -> io::Result<usize> {
+        let r = self.sock.try_send_to(packet, dest);
+        if r.is_ok() {
+            self.counters.tx_calls += 1;
+            self.counters.tx_datagrams += 1;
+        }
+        r
+    }
+
     /// Most segments one GSO send may carry here (1 without GSO).
     pub fn max_segments(&self) -> usize {
         self.state.max_gso_segments()

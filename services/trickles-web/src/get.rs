@@ -218,7 +218,10 @@ impl Output {
     fn finish(self, len: u64) -> anyhow::Result<()> {
         match self {
             Output::File(f) => {
-                f.set_len(len).context("sizing the output")?;
+                // Only a regular file has a length to set (not /dev/null, a pipe, a tty).
+                if f.metadata().is_ok_and(|m| m.is_file()) {
+                    f.set_len(len).context("sizing the output")?;
+                }
                 f.sync_all().ok();
             }
             Output::Stdout { early, .. } => {

@@ -19,9 +19,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use netio::link::Batch;
 use netio::metrics::{Sample, ScrapeRequests};
 use netio::pcap::PcapWriter;
-use tokio::net::UdpSocket;
+use netio::udp::{Outbox, UdpIo};
 use trickles::app::http::HttpApp;
 use trickles::app::{Service, ServiceStats};
 use trickles::conn::Addr;
@@ -129,7 +130,8 @@ impl std::fmt::Display for Bound {
 }
 
 enum Io {
-    Udp(UdpSocket),
+    /// The socket, its receive buffers and the GSO runs being built.
+    Udp(Box<(UdpIo, Batch, Outbox)>),
     Tun(netio::link::AsyncDevice),
 }
 
@@ -154,18 +156,6 @@ fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-/// A UDP socket on `addr` with large buffers.
-fn udp_socket(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-    let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
-    let _ = s.set_send_buffer_size(SOCKET_BUFFER);
-    s.set_nonblocking(true)?;
-    s.bind(&addr.into())
-        .map_err(|e| anyhow::anyhow!("--listen udp:{addr}: {e}"))?;
-    Ok(UdpSocket::from_std(s.into())?)
-}
-
 impl Web {
     /// Opens the store, the keys and the link; `tcp` are the fallback's counters.
     ///
@@ -181,7 +171,8 @@ impl Web {
         let period = keys.period_at(SystemTime::now());
         let (io, udp, server_addr, mtu) = match &opts.listen {
             Listen::Udp(a) => {
-                let s = udp_socket(*a)?;
+                let s = UdpIo::bind(*a, SOCKET_BUFFER)
+                    .map_err(|e| anyhow::anyhow!("--listen udp:{a}: {e}"))?;
                 let local = s.local_addr()?;
                 let overhead = if a.is_ipv4() {
                     trickles::ip::UDP_TUNNEL_OVERHEAD_V4
@@ -189,7 +180,7 @@ impl Web {
                     trickles::ip::UDP_TUNNEL_OVERHEAD_V6
                 };
                 (
-                    Io::Udp(s),
+                    Io::Udp(Box::new((s, Batch::new(), Outbox::new()))),
                     Some(local),
                     Addr::from(a.ip()),
                     opts.mtu.saturating_sub(overhead),
@@ -242,44 +233,62 @@ impl Web {
         }
     }
 
-    /// Reads what the link has ready (up to [`BATCH`] packets), then answers.
+    /// Reads what the link has ready (a batch of datagrams, or up to [`BATCH`] packets
+    /// from TUN), then answers: over UDP, each run of equal-size responses to one client
+    /// leaves in one GSO send.
     fn drain(&mut self, buf: &mut [u8]) {
         let now = now_us();
-        for _ in 0..BATCH {
-            let (n, peer) = match &self.io {
-                Io::Udp(s) => match s.try_recv_from(buf) {
-                    Ok((n, p)) => (n, Some(p)),
-                    Err(_) => break,
-                },
-                Io::Tun(d) => match d.try_recv(buf) {
-                    Ok(n) => (n, None),
-                    Err(_) => break,
-                },
-            };
-            let packet = buf.get(..n).unwrap_or_default();
-            Self::capture(&mut self.pcap, packet);
-            if let Err(e) = self.service.handle_packet(now, packet, peer) {
-                tracing::trace!(?peer, "refused: {e}");
+        let Web {
+            io,
+            service,
+            pcap,
+            send_errors,
+            ..
+        } = self;
+        match io {
+            Io::Udp(udp) => {
+                let (sock, batch, outbox) = &mut **udp;
+                if sock.try_recv_batch(batch).is_ok() {
+                    for (peer, packet) in batch.datagrams() {
+                        Self::capture(pcap, packet);
+                        if let Err(e) = service.handle_packet(now, packet, Some(peer)) {
+                            tracing::trace!(%peer, "refused: {e}");
+                        }
+                    }
+                }
+                let dropped = sock.counters().tx_dropped;
+                service.serve(&mut |packet, peer| {
+                    if let Some(peer) = peer {
+                        Self::capture(pcap, packet);
+                        outbox.push(sock, peer, packet);
+                    }
+                });
+                outbox.flush(sock);
+                *send_errors += sock.counters().tx_dropped - dropped;
+            }
+            Io::Tun(d) => {
+                for _ in 0..BATCH {
+                    let Ok(n) = d.try_recv(buf) else { break };
+                    let packet = buf.get(..n).unwrap_or_default();
+                    Self::capture(pcap, packet);
+                    if let Err(e) = service.handle_packet(now, packet, None) {
+                        tracing::trace!("refused: {e}");
+                    }
+                }
+                service.serve(&mut |packet, _| {
+                    if d.try_send(packet).is_ok() {
+                        Self::capture(pcap, packet);
+                    } else {
+                        *send_errors += 1;
+                    }
+                });
             }
         }
-        let (io, pcap, errors) = (&self.io, &mut self.pcap, &mut self.send_errors);
-        self.service.serve(&mut |packet, peer| {
-            let sent = match (io, peer) {
-                (Io::Udp(s), Some(p)) => s.try_send_to(packet, p).is_ok(),
-                (Io::Tun(d), _) => d.try_send(packet).is_ok(),
-                (Io::Udp(_), None) => false,
-            };
-            if sent {
-                Self::capture(pcap, packet);
-            } else {
-                *errors += 1;
-            }
-        });
     }
 
     async fn readable(&self) -> std::io::Result<()> {
         match &self.io {
-            Io::Udp(s) => s.readable().await,
+            Io::Udp(u) => u.0.readable().await,
             Io::Tun(d) => d.readable().await,
         }
     }

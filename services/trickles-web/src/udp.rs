@@ -47,7 +47,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use netio::config::EmulationConfig;
 use netio::emulate::Emulator;
-use tokio::net::UdpSocket;
+use netio::link::Batch;
+use netio::udp::UdpIo;
 use tokio::time::Sleep;
 use trickles::client::{ClientConfig, ConnId, Demux, DemuxError};
 use trickles::conn::Addr;
@@ -62,8 +63,12 @@ pub const PATH_MTU: u16 = 1500;
 /// Default silence before failing over.
 pub const DEFAULT_FAILOVER: Duration = Duration::from_millis(300);
 
-/// Datagrams received per [`Link::drive`] at most, so timers and sends keep their turn.
-const RECV_BATCH: usize = 256;
+/// Batched receive calls per [`Link::drive`] at most (each up to 32 slots, a slot possibly a
+/// GRO run), so timers and sends keep their turn.
+const RECV_BATCH: usize = 16;
+
+/// Socket buffers asked for (the kernel caps them at `net.core.{r,w}mem_max`).
+const SOCKET_BUFFER: usize = 4 << 20;
 
 /// Which replica each packet goes to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -150,7 +155,9 @@ impl LinkStats {
 
 /// The client's UDP link and its connections; see the module docs.
 pub struct Link {
-    socket: UdpSocket,
+    socket: UdpIo,
+    /// Receive buffers (recvmmsg slots, each possibly a GRO run).
+    batch: Batch,
     demux: Demux,
     server: Addr,
     replicas: Vec<SocketAddr>,
@@ -169,7 +176,6 @@ pub struct Link {
     emu_out: Option<Emulator>,
     emu_in: Option<Emulator>,
     sleep: Pin<Box<Sleep>>,
-    buf: Vec<u8>,
     stats: LinkStats,
 }
 
@@ -222,8 +228,7 @@ impl Link {
         }
         let local_ip =
             local_ip_towards(first).with_context(|| format!("no local address reaches {first}"))?;
-        let socket = UdpSocket::bind((local_ip, 0))
-            .await
+        let socket = UdpIo::bind(SocketAddr::new(local_ip, 0), SOCKET_BUFFER)
             .with_context(|| format!("binding a UDP socket on {local_ip}"))?;
         let server = Addr::from(first.ip());
         let mut seed = [0u8; 8];
@@ -250,6 +255,7 @@ impl Link {
         let n = cfg.replicas.len();
         Ok(Link {
             socket,
+            batch: Batch::new(),
             demux,
             server,
             replicas: cfg.replicas,
@@ -263,7 +269,6 @@ impl Link {
             emu_out,
             emu_in,
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
-            buf: vec![0; usize::from(u16::MAX)],
             stats: LinkStats {
                 sent: vec![0; n],
                 received: vec![0; n],
@@ -367,32 +372,34 @@ impl Link {
             })
     }
 
-    /// Takes every datagram waiting in the socket (at most [`RECV_BATCH`]).
+    /// Takes every datagram waiting in the socket (at most [`RECV_BATCH`] receive calls,
+    /// each a batch of datagrams).
     fn receive(&mut self) {
         for _ in 0..RECV_BATCH {
-            let (len, from) = match self.socket.try_recv_from(&mut self.buf) {
-                Ok(got) => got,
+            match self.socket.try_recv_batch(&mut self.batch) {
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
                     // ICMP errors from earlier sends and the like: nothing to receive.
                     tracing::debug!(error = %e, "receive failed");
                     return;
                 }
-            };
-            let Some(i) = self.replicas.iter().position(|r| *r == from) else {
-                self.stats.strangers += 1;
-                continue;
-            };
-            self.stats.received[i] += 1;
+            }
             let now = Instant::now();
-            self.awaiting = None;
-            let datagram = self.buf.get(..len).unwrap_or_default();
-            match &mut self.emu_in {
-                Some(e) => e.send(now, datagram),
-                None => {
-                    let now_us = self.now_us(now);
-                    if self.demux.handle_packet(now_us, datagram).is_err() {
-                        self.stats.refused += 1;
+            let now_us = self.now_us(now);
+            for (from, datagram) in self.batch.datagrams() {
+                let Some(i) = self.replicas.iter().position(|r| *r == from) else {
+                    self.stats.strangers += 1;
+                    continue;
+                };
+                self.stats.received[i] += 1;
+                self.awaiting = None;
+                match &mut self.emu_in {
+                    Some(e) => e.send(now, datagram),
+                    None => {
+                        if self.demux.handle_packet(now_us, datagram).is_err() {
+                            self.stats.refused += 1;
+                        }
                     }
                 }
             }

@@ -1018,15 +1018,35 @@ impl<S: Store> HttpApp<S> {
     ) {
         let head_len = head.len() as u64;
         let total = answer.output_len(head_len);
-        let mut chunks: Vec<(ByteRange, Vec<u8>)> = Vec::new();
         let ranges: Vec<ByteRange> = msk.ranges().collect();
-        for range in ranges {
-            let end = range.start.saturating_add(u64::from(range.len)).min(total);
-            let mut chunk = Vec::new();
-            if !self.output(answer, head, range.start..end, &mut chunk) {
+        // One read for the span the ranges cover when they lie close together (the usual
+        // case: a window of consecutive ranges), else one per range. Either way every byte
+        // is read before any response is sent.
+        let spans: Vec<Range<u64>> = ranges
+            .iter()
+            .map(|r| r.start.min(total)..r.start.saturating_add(u64::from(r.len)).min(total))
+            .collect();
+        let lo = spans.iter().map(|s| s.start).min().unwrap_or(0);
+        let hi = spans.iter().map(|s| s.end).max().unwrap_or(0);
+        let asked: u64 = spans.iter().map(|s| s.end - s.start).sum();
+        let mut chunks: Vec<(ByteRange, Vec<u8>)> = Vec::with_capacity(ranges.len());
+        let mut all = Vec::new();
+        if hi > lo && hi - lo <= asked.saturating_mul(2) {
+            if !self.output(answer, head, lo..hi, &mut all) {
                 return self.refuse(msk, server, sink);
             }
-            chunks.push((range, chunk));
+            for (range, span) in ranges.iter().zip(&spans) {
+                let (a, b) = ((span.start - lo) as usize, (span.end - lo) as usize);
+                chunks.push((*range, all.get(a..b).unwrap_or_default().to_vec()));
+            }
+        } else {
+            for (range, span) in ranges.iter().zip(&spans) {
+                let mut chunk = Vec::new();
+                if !self.output(answer, head, span.clone(), &mut chunk) {
+                    return self.refuse(msk, server, sink);
+                }
+                chunks.push((*range, chunk));
+            }
         }
         let stats = &mut self.stats;
         let mut chunks = chunks.into_iter();
