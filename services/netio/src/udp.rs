@@ -18,6 +18,12 @@ use tokio::net::UdpSocket;
 
 use crate::link::{BATCH, Batch};
 
+/// Most datagrams one GSO run carries. Longer runs save syscalls but land at the receiver
+/// as one burst: with a thousand Trickles connections behind one client socket, runs of
+/// 64 overflowed it often enough that a tenth of the transfers stalled in timeouts; 16 kept
+/// them flowing (tests/memory.rs of trickles-web).
+pub const MAX_RUN: usize = 16;
+
 /// Counters of a [`UdpIo`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UdpCounters {
@@ -180,7 +186,7 @@ impl Outbox {
         let joins = self.dest == Some(dest)
             && !self.closed
             && packet.len() <= self.segment
-            && self.count < io.max_segments().min(64);
+            && self.count < io.max_segments().min(MAX_RUN);
         if !joins {
             self.flush(io);
             self.dest = Some(dest);
