@@ -72,11 +72,7 @@ impl Web {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("trickles-web starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.starts_with("ready"), "first line: {line:?}");
+        let line = ready_line(&mut child);
         let field = |k: &str| {
             line.split_whitespace()
                 .find_map(|f| f.strip_prefix(k))
@@ -104,17 +100,7 @@ impl Web {
 
     /// Stops it with SIGTERM and returns whether it exited successfully.
     pub fn stop(mut self) -> bool {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                return s.success();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        terminate(&mut self.child)
     }
 }
 
@@ -123,6 +109,31 @@ impl Drop for Web {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// SIGTERM to `child`, then whether it exited successfully within 5 s.
+pub fn terminate(child: &mut Child) -> bool {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(s)) = child.try_wait() {
+            return s.success();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// The first line a daemon prints on stdout, which must be its `ready …` line.
+pub fn ready_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("ready"), "first line: {line:?}");
+    line
 }
 
 /// A plain HTTP/1.1 GET with `Connection: close`, returning the body (status checked 200).

@@ -159,7 +159,6 @@ pub struct Proxy {
 impl Proxy {
     /// Starts trickles-proxy on any local port with `args` and waits for its `ready` line.
     pub fn start(args: &[&str]) -> Proxy {
-        use std::io::{BufRead, BufReader};
         let mut child = Command::new(env!("CARGO_BIN_EXE_trickles-proxy"))
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
@@ -167,10 +166,7 @@ impl Proxy {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("trickles-proxy starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = crate::common::ready_line(&mut child);
         let tcp = line
             .trim()
             .strip_prefix("ready tcp=")
@@ -182,17 +178,7 @@ impl Proxy {
 
     /// Stops it with SIGTERM and returns whether it exited successfully in time.
     pub fn stop(mut self) -> bool {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                return s.success();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        crate::common::terminate(&mut self.child)
     }
 }
 
