@@ -18,7 +18,9 @@
 //! assert!(head.is_success());
 //! ```
 
-use super::{HttpError, MAX_HEAD, decimal, is_tchar, split_once, trim_ows};
+use super::MAX_HEAD;
+use super::fields::{decimal, is_tchar, split_once, trim_ows};
+use super::status::HttpError;
 
 /// A `Content-Range` value (RFC 9110 §14.4), bytes only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,451 @@
+//! [`HttpApp`]: HTTP on a stateless Trickles server, and the sealed-answer encoding its
+//! user continuations carry.
+
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use super::answer::{Answer, Body, answer, write_head};
+use super::request::parse_request;
+use super::status::Status;
+use super::{ObjectInfo, Store};
+use crate::app::{Application, Binding, Minisocket, UcontKey, UserContinuation};
+use crate::server::{EventKind, Server};
+use crate::wire::{ByteRange, Reader};
+
+/// Counters of an [`HttpApp`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HttpStats {
+    /// OPEN events answered (each SYN, retransmitted ones included).
+    pub opens: u64,
+    /// REQUEST events (resumptions through the user continuation).
+    pub requests: u64,
+    /// OPENs answered 200 or 206.
+    pub status_2xx: u64,
+    /// OPENs answered 400, 404, 405 or 416.
+    pub status_4xx: u64,
+    /// REQUESTs dropped because their user continuation did not open (forged, altered,
+    /// another connection's, or none).
+    pub bad_ucont: u64,
+    /// Connections refused because the object changed or vanished since the answer.
+    pub stale: u64,
+    /// Response-head bytes sent (retransmissions included).
+    pub bytes_head: u64,
+    /// Body bytes sent (retransmissions included).
+    pub bytes_body: u64,
+}
+
+/// Sealed-answer format: the first byte of the user continuation's application data.
+const SEAL_FORMAT: u8 = 1;
+/// Flag bit: HEAD.
+const FLAG_HEAD_ONLY: u8 = 1;
+
+/// HTTP/1.1 GET and HEAD on a stateless Trickles server, one request per connection.
+///
+/// **The whole request head must ride in the SYN's data** (so at most the client's
+/// `max_request_data`, 1024 bytes by default): an OPEN whose data is not one complete,
+/// valid head is answered 400. The server's output stream is the response head followed
+/// by the body. Every response carries the same output user continuation
+/// (`0..total`, SKIP to `total`), MACed under the application's key and bound to the
+/// connection, whose application data is the sealed [`Answer`]:
+///
+/// ```text
+///  format (1) = 1 │ status code (2) │ flags (1): bit 0 HEAD │ id │ version │ object_len
+///    │ body start │ body end │ head_len        (the last six LEB128, at most 10 bytes each)
+/// ```
+///
+/// A REQUEST opens it (a bad one is dropped and counted), checks that the object still
+/// has that version and length (else the connection is refused: a client must never get
+/// two versions' bytes in one body), regenerates the head, checks its length, and serves
+/// the asked ranges. Each response's bytes are read before any is sent, so a read that
+/// fails refuses the connection instead of leaving a hole. Nothing is kept between events.
+///
+/// ```
+/// use trickles::app::http::{HttpApp, MemStore};
+/// use trickles::app::{Application, EventQueue};
+/// use trickles::client::{Client, ClientConfig};
+/// use trickles::conn::{Addr, FourTuple};
+/// use trickles::crypto::KeyConfig;
+/// use trickles::server::{Server, ServerConfig};
+///
+/// let mut store = MemStore::new();
+/// store.insert("/hi.txt", b"hi!\n".to_vec());
+/// let mut app = HttpApp::new(&[7; 16], store);
+/// let keys = KeyConfig { mac_keys: [[1; 16], [2; 16]], current_epoch: 0, nonce_key: [3; 16], rtx_nonce_key: [4; 16] };
+/// let mut server = Server::new(ServerConfig::new(keys));
+/// let mut queue = EventQueue::new(16);
+/// let (c, s) = (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2]));
+/// let tuple = FourTuple { client_addr: c, client_port: 4000, server_addr: s, server_port: 80 };
+/// let mut client = Client::new(ClientConfig::default(), tuple, 7);
+/// // The whole request head rides in the SYN.
+/// client.connect(0, b"GET /hi.txt HTTP/1.1\r\nHost: s\r\n\r\n");
+/// let syn = client.poll_transmit().unwrap();
+/// queue.push_segment(&mut server, 1_000, c, s, &syn).unwrap();
+/// let mut segments = Vec::new();
+/// app.handle(queue.pop().unwrap(), &server, &mut |seg: &[u8]| segments.push(seg.to_vec()));
+/// for seg in &segments {
+///     let _ = client.handle_segment(2_000, seg);
+/// }
+/// let mut got = [0u8; 512];
+/// let n = client.read(&mut got);
+/// assert!(got[..n].starts_with(b"HTTP/1.1 200 OK\r\n"));
+/// assert!(got[..n].ends_with(b"Content-Length: 4\r\nAccept-Ranges: bytes\r\n\r\nhi!\n"));
+/// assert_eq!(app.stats().status_2xx, 1);
+/// ```
+pub struct HttpApp<S: Store> {
+    key: UcontKey,
+    store: S,
+    stats: HttpStats,
+}
+
+impl<S: Store> HttpApp<S> {
+    /// The application serving `store`, sealing under `key` (shared by all replicas).
+    pub fn new(key: &[u8; 16], store: S) -> HttpApp<S> {
+        HttpApp {
+            key: UcontKey::new(key),
+            store,
+            stats: HttpStats::default(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The store, to change objects (their continuations then go stale).
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> HttpStats {
+        self.stats
+    }
+
+    fn open(&mut self, mut msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
+        self.stats.opens += 1;
+        let answer = match parse_request(msk.data()) {
+            Ok((req, _)) => answer(&self.store, &req),
+            Err(e) => Answer::error(e.status()),
+        };
+        if answer.status.serves_object() {
+            self.stats.status_2xx += 1;
+        } else {
+            self.stats.status_4xx += 1;
+        }
+        let Some(info) = self.current(&answer) else {
+            return self.refuse(msk, server, sink);
+        };
+        let mut head = Vec::new();
+        let head_len = write_head(&answer, info.as_ref(), &mut head) as u64;
+        let total = answer.output_len(head_len);
+        let mut app = Vec::new();
+        encode_answer(&answer, head_len, &mut app);
+        let output = UserContinuation::Output {
+            valid_start: 0,
+            valid_end: total,
+            skip_to: total,
+            follows: None,
+            app: &app,
+        };
+        // Cannot fail: the range is in order and `app` is far below MAX_UCONT_BODY.
+        let Ok(sealed) = self.key.seal(&msk.binding(), &output) else {
+            return;
+        };
+        msk.set_ucont_all(&sealed);
+        self.send(msk, server, sink, &answer, &head);
+    }
+
+    fn resume(&mut self, mut msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
+        self.stats.requests += 1;
+        let Some((answer, head_len)) = unseal(&self.key, &msk.binding(), msk.user_continuation())
+        else {
+            self.stats.bad_ucont += 1;
+            return;
+        };
+        let Some(info) = self.current(&answer) else {
+            return self.refuse(msk, server, sink);
+        };
+        let mut head = Vec::new();
+        if write_head(&answer, info.as_ref(), &mut head) as u64 != head_len {
+            // Same version, another content type: not the head the client has part of.
+            return self.refuse(msk, server, sink);
+        }
+        let sealed = msk.user_continuation().to_vec();
+        msk.set_ucont_all(&sealed);
+        self.send(msk, server, sink, &answer, &head);
+    }
+
+    /// The object `answer` serves, if it still has the answer's version and length:
+    /// `Some(None)` for answers that read no object, `None` when it changed.
+    fn current(&self, answer: &Answer) -> Option<Option<ObjectInfo>> {
+        if !answer.status.serves_object() {
+            return Some(None);
+        }
+        let info = self.store.info(answer.id)?;
+        (info.version == answer.version && info.len == answer.object_len).then_some(Some(info))
+    }
+
+    fn refuse(&mut self, msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
+        self.stats.stale += 1;
+        let _ = msk.refuse(server, sink);
+    }
+
+    /// Serves the ranges `msk` asks for of `head` ++ the answer's body.
+    fn send(
+        &mut self,
+        msk: Minisocket,
+        server: &Server,
+        sink: &mut dyn FnMut(&[u8]),
+        answer: &Answer,
+        head: &[u8],
+    ) {
+        let head_len = head.len() as u64;
+        let total = answer.output_len(head_len);
+        let ranges: Vec<ByteRange> = msk.ranges().collect();
+        // One read for the span the ranges cover when they lie close together (the usual
+        // case: a window of consecutive ranges), else one per range. Either way every byte
+        // is read before any response is sent.
+        let spans: Vec<Range<u64>> = ranges
+            .iter()
+            .map(|r| r.start.min(total)..r.start.saturating_add(u64::from(r.len)).min(total))
+            .collect();
+        let lo = spans.iter().map(|s| s.start).min().unwrap_or(0);
+        let hi = spans.iter().map(|s| s.end).max().unwrap_or(0);
+        let asked: u64 = spans.iter().map(|s| s.end - s.start).sum();
+        let mut chunks: Vec<(ByteRange, Vec<u8>)> = Vec::with_capacity(ranges.len());
+        let mut all = Vec::new();
+        if hi > lo && hi - lo <= asked.saturating_mul(2) {
+            if !self.output(answer, head, lo..hi, &mut all) {
+                return self.refuse(msk, server, sink);
+            }
+            for (range, span) in ranges.iter().zip(&spans) {
+                let (a, b) = ((span.start - lo) as usize, (span.end - lo) as usize);
+                chunks.push((*range, all.get(a..b).unwrap_or_default().to_vec()));
+            }
+        } else {
+            for (range, span) in ranges.iter().zip(&spans) {
+                let mut chunk = Vec::new();
+                if !self.output(answer, head, span.clone(), &mut chunk) {
+                    return self.refuse(msk, server, sink);
+                }
+                chunks.push((*range, chunk));
+            }
+        }
+        let stats = &mut self.stats;
+        let mut chunks = chunks.into_iter();
+        let _ = msk.send_with(
+            server,
+            &mut |range, allowed, out| {
+                // Called once per range, in the order of `msk.ranges()`.
+                let chunk = chunks
+                    .next()
+                    .filter(|(r, _)| *r == range)
+                    .map(|(_, c)| c)
+                    .unwrap_or_default();
+                let sent = chunk.get(..allowed).unwrap_or(chunk.as_slice());
+                out.extend_from_slice(sent);
+                let n = sent.len() as u64;
+                let in_head = head_len.saturating_sub(range.start).min(n);
+                stats.bytes_head += in_head;
+                stats.bytes_body += n - in_head;
+                range.start.saturating_add(n) >= total
+            },
+            sink,
+        );
+    }
+
+    /// Appends bytes `span` of the output (`head` ++ body) to `out`; `false` if the store
+    /// could not supply them all.
+    fn output(&self, answer: &Answer, head: &[u8], span: Range<u64>, out: &mut Vec<u8>) -> bool {
+        let head_len = head.len() as u64;
+        if span.start < head_len {
+            let to = span.end.min(head_len);
+            out.extend_from_slice(
+                head.get(span.start as usize..to as usize)
+                    .unwrap_or_default(),
+            );
+        }
+        let from = span.start.max(head_len);
+        if from >= span.end {
+            return true;
+        }
+        let (Ok(len), offset) = (usize::try_from(span.end - from), from - head_len) else {
+            return false;
+        };
+        match answer.body {
+            Body::Fixed(text) => {
+                let part = usize::try_from(offset)
+                    .ok()
+                    .and_then(|o| text.get(o..o.checked_add(len)?));
+                part.map(|p| out.extend_from_slice(p)).is_some()
+            }
+            Body::Object { start, .. } => {
+                let before = out.len();
+                self.store
+                    .read(answer.id, start.saturating_add(offset), len, out)
+                    && out.len() - before == len
+            }
+        }
+    }
+}
+
+impl<S: Store> Application for HttpApp<S> {
+    fn handle(&mut self, msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
+        match msk.kind() {
+            EventKind::Open => self.open(msk, server, sink),
+            EventKind::Request => self.resume(msk, server, sink),
+            EventKind::Close => {}
+        }
+    }
+}
+
+/// Appends the sealed-answer encoding of `answer` with a head of `head_len` bytes.
+fn encode_answer(answer: &Answer, head_len: u64, out: &mut Vec<u8>) {
+    let (start, end) = match answer.body {
+        Body::Object { start, end } => (start, end),
+        Body::Fixed(text) => (0, text.len() as u64),
+    };
+    out.push(SEAL_FORMAT);
+    out.extend_from_slice(&answer.status.code().to_be_bytes());
+    out.push(if answer.head_only { FLAG_HEAD_ONLY } else { 0 });
+    for n in [
+        answer.id,
+        answer.version,
+        answer.object_len,
+        start,
+        end,
+        head_len,
+    ] {
+        put_varint(out, n);
+    }
+}
+
+/// Opens a sealed answer for `conn`: the answer and its head's length, if the user
+/// continuation verifies, is this application's output continuation, and is consistent.
+fn unseal(key: &UcontKey, conn: &Binding, ucont: &[u8]) -> Option<(Answer, u64)> {
+    let UserContinuation::Output {
+        valid_start: 0,
+        valid_end,
+        skip_to,
+        follows: None,
+        app,
+    } = key.open(conn, ucont).ok()?
+    else {
+        return None;
+    };
+    let mut r = Reader::new(app);
+    if r.u8().ok()? != SEAL_FORMAT {
+        return None;
+    }
+    let status = Status::from_code(r.u16().ok()?)?;
+    let head_only = match r.u8().ok()? {
+        0 => false,
+        FLAG_HEAD_ONLY => true,
+        _ => return None,
+    };
+    let mut next = || get_varint(&mut r);
+    let (id, version, object_len) = (next()?, next()?, next()?);
+    let (start, end, head_len) = (next()?, next()?, next()?);
+    if r.remaining() != 0 {
+        return None;
+    }
+    let body = if status.serves_object() {
+        (start <= end && end <= object_len).then_some(Body::Object { start, end })?
+    } else {
+        let text = status.error_body();
+        (start == 0 && end == text.len() as u64).then_some(Body::Fixed(text))?
+    };
+    let answer = Answer {
+        status,
+        head_only,
+        id,
+        version,
+        object_len,
+        body,
+    };
+    (valid_end == skip_to && valid_end == answer.output_len(head_len)).then_some((answer, head_len))
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn get_varint(r: &mut Reader<'_>) -> Option<u64> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = r.u8().ok()?;
+        if shift == 63 && b > 1 {
+            return None;
+        }
+        n |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(n);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_answers_round_trip_and_varints_are_bounded() {
+        use crate::conn::{Addr, FourTuple};
+        let key = UcontKey::new(&[1; 16]);
+        let conn = Binding {
+            tuple: FourTuple {
+                client_addr: Addr::V4([1, 2, 3, 4]),
+                client_port: 1,
+                server_addr: Addr::V4([5, 6, 7, 8]),
+                server_port: 80,
+            },
+            conn_nonce: 9,
+        };
+        let answers = [
+            Answer {
+                status: Status::PartialContent,
+                head_only: true,
+                id: u64::MAX,
+                version: 1 << 63,
+                object_len: 1000,
+                body: Body::Object { start: 5, end: 999 },
+            },
+            Answer::error(Status::NotFound),
+        ];
+        for a in answers {
+            let mut app = Vec::new();
+            encode_answer(&a, 150, &mut app);
+            let total = a.output_len(150);
+            let uc = UserContinuation::Output {
+                valid_start: 0,
+                valid_end: total,
+                skip_to: total,
+                follows: None,
+                app: &app,
+            };
+            let sealed = key.seal(&conn, &uc).unwrap();
+            assert_eq!(unseal(&key, &conn, &sealed), Some((a, 150)));
+            // A total that does not match the answer is refused even under a good MAC.
+            let off = UserContinuation::Output {
+                valid_start: 0,
+                valid_end: total + 1,
+                skip_to: total + 1,
+                follows: None,
+                app: &app,
+            };
+            assert_eq!(unseal(&key, &conn, &key.seal(&conn, &off).unwrap()), None);
+        }
+        let mut v = Vec::new();
+        put_varint(&mut v, u64::MAX);
+        assert_eq!(v.len(), 10);
+        assert_eq!(get_varint(&mut Reader::new(&v)), Some(u64::MAX));
+        assert_eq!(get_varint(&mut Reader::new(&[0xff; 10])), None);
+        assert_eq!(get_varint(&mut Reader::new(&[0x80])), None);
+    }
+}

@@ -1,0 +1,204 @@
+//! Header fields: the one byte range a `Range` value may ask for ([`RangeSpec`]), what a
+//! request's header lines say ([`Fields`]), and the token grammar requests and responses
+//! share.
+
+use core::ops::Range;
+
+use super::status::HttpError;
+
+/// One byte range of a `Range: bytes=…` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeSpec {
+    /// `bytes=first-last` (inclusive; `first <= last`).
+    FromTo {
+        /// First byte.
+        first: u64,
+        /// Last byte, clamped to the object's.
+        last: u64,
+    },
+    /// `bytes=first-`: to the end.
+    From {
+        /// First byte.
+        first: u64,
+    },
+    /// `bytes=-len`: the last `len` bytes.
+    Suffix {
+        /// How many.
+        len: u64,
+    },
+}
+
+impl RangeSpec {
+    /// Parses a `Range` value holding a single byte range (the unit in any case, optional
+    /// whitespace around the range; numbers too long for `u64` saturate). A list of
+    /// ranges, another unit, or `first > last` is [`HttpError::BadRange`].
+    pub fn parse(value: &[u8]) -> Result<RangeSpec, HttpError> {
+        let value = trim_ows(value);
+        let (unit, set) = split_once(value, b'=').ok_or(HttpError::BadRange)?;
+        if !unit.eq_ignore_ascii_case(b"bytes") || set.contains(&b',') {
+            return Err(HttpError::BadRange);
+        }
+        let (first, last) = split_once(trim_ows(set), b'-').ok_or(HttpError::BadRange)?;
+        match (decimal(first), decimal(last)) {
+            (Some(first), Some(last)) if first <= last => Ok(RangeSpec::FromTo { first, last }),
+            (Some(first), None) if last.is_empty() => Ok(RangeSpec::From { first }),
+            (None, Some(len)) if first.is_empty() => Ok(RangeSpec::Suffix { len }),
+            _ => Err(HttpError::BadRange),
+        }
+    }
+
+    /// The span of an object of `len` bytes it selects, or `None` if it selects nothing
+    /// (416). A nonzero suffix of an empty object selects the empty span `0..0`.
+    pub fn resolve(self, len: u64) -> Option<Range<u64>> {
+        match self {
+            RangeSpec::FromTo { first, last } => {
+                (first < len).then(|| first..last.saturating_add(1).min(len))
+            }
+            RangeSpec::From { first } => (first < len).then_some(first..len),
+            RangeSpec::Suffix { len: n } => (n > 0).then(|| len - n.min(len)..len),
+        }
+    }
+}
+
+/// What the header lines said, as far as serving a GET cares.
+#[derive(Default)]
+pub(super) struct Fields<'a> {
+    pub(super) host: Option<&'a str>,
+    pub(super) hosts: usize,
+    pub(super) range: Option<&'a [u8]>,
+    pub(super) ranges: usize,
+    pub(super) if_range: bool,
+    pub(super) close: bool,
+    pub(super) keep_alive: bool,
+}
+
+impl<'a> Fields<'a> {
+    /// Takes one header line (without its CRLF).
+    pub(super) fn add(&mut self, line: &'a [u8]) -> Result<(), HttpError> {
+        let (name, value) = split_once(line, b':').ok_or(HttpError::BadHeader)?;
+        let value = trim_ows(value);
+        let value_ok = value
+            .iter()
+            .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80);
+        // A name starting with whitespace is line folding; inner whitespace is refused too.
+        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) || !value_ok {
+            return Err(HttpError::BadHeader);
+        }
+        let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
+        if is("host") {
+            self.hosts += 1;
+            if !value.iter().all(u8::is_ascii_graphic) {
+                return Err(HttpError::BadHost);
+            }
+            self.host = core::str::from_utf8(value).ok();
+        } else if is("range") {
+            self.ranges += 1;
+            self.range = Some(value);
+        } else if is("if-range") {
+            self.if_range = true;
+        } else if is("connection") {
+            for option in value.split(|&b| b == b',').map(trim_ows) {
+                self.close |= option.eq_ignore_ascii_case(b"close");
+                self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if is("transfer-encoding") || (is("content-length") && value != b"0") {
+            return Err(HttpError::BodyNotAllowed);
+        }
+        Ok(())
+    }
+}
+
+/// RFC 9110's `tchar`: the bytes of methods and header names.
+pub(super) fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+pub(super) fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+pub(super) fn split_once(s: &[u8], sep: u8) -> Option<(&[u8], &[u8])> {
+    let at = s.iter().position(|&b| b == sep)?;
+    let (a, b) = s.split_at(at);
+    Some((a, b.get(1..).unwrap_or_default()))
+}
+
+/// A nonempty run of ASCII digits, saturating at `u64::MAX`.
+pub(super) fn decimal(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(s.iter().fold(0u64, |n, &d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::http::parse_request;
+
+    #[test]
+    fn range_forms() {
+        let range = |v: &[u8]| RangeSpec::parse(v);
+        assert_eq!(
+            range(b"bytes=2-5"),
+            Ok(RangeSpec::FromTo { first: 2, last: 5 })
+        );
+        assert_eq!(range(b" Bytes= 7- "), Ok(RangeSpec::From { first: 7 }));
+        assert_eq!(range(b"bytes=-3"), Ok(RangeSpec::Suffix { len: 3 }));
+        assert_eq!(
+            range(b"bytes=99999999999999999999999-"),
+            Ok(RangeSpec::From { first: u64::MAX })
+        );
+        for bad in [
+            &b"bytes=5-2"[..],
+            b"bytes=0-1,4-5",
+            b"bytes=-",
+            b"bytes=a-b",
+            b"bytes 0-1",
+            b"items=0-1",
+            b"bytes=1-2-3",
+            b"",
+        ] {
+            assert_eq!(range(bad), Err(HttpError::BadRange), "{bad:?}");
+        }
+        assert_eq!(
+            RangeSpec::FromTo { first: 2, last: 50 }.resolve(10),
+            Some(2..10)
+        );
+        assert_eq!(
+            RangeSpec::FromTo {
+                first: 10,
+                last: 50
+            }
+            .resolve(10),
+            None
+        );
+        assert_eq!(RangeSpec::From { first: 9 }.resolve(10), Some(9..10));
+        assert_eq!(RangeSpec::Suffix { len: 30 }.resolve(10), Some(0..10));
+        assert_eq!(RangeSpec::Suffix { len: 3 }.resolve(10), Some(7..10));
+        assert_eq!(RangeSpec::Suffix { len: 0 }.resolve(10), None);
+        assert_eq!(RangeSpec::Suffix { len: 1 }.resolve(0), Some(0..0));
+
+        // In a request: a usable single range is kept; anything else is ignored.
+        let with = |h: &str| {
+            let bytes = ["GET / HTTP/1.1\r\nHost: h\r\n", h, "\r\n"].concat();
+            parse_request(bytes.as_bytes()).unwrap().0.range
+        };
+        assert_eq!(
+            with("range: bytes=1-2\r\n"),
+            Some(RangeSpec::FromTo { first: 1, last: 2 })
+        );
+        assert_eq!(with("Range: bytes=1-2,5-6\r\n"), None);
+        assert_eq!(with("Range: bytes=x\r\n"), None);
+        assert_eq!(with("Range: bytes=1-2\r\nRange: bytes=1-2\r\n"), None);
+        assert_eq!(with("Range: bytes=1-2\r\nIf-Range: \"e\"\r\n"), None);
+    }
+}

@@ -1,0 +1,301 @@
+//! The Trickles half of a run: one UDP socket, one [`Demux`], a new connection per
+//! request (see the module docs of [`load`](super)).
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::net::UdpSocket;
+use trickles::client::{ClientConfig, ConnId, Demux};
+use trickles::conn::Addr;
+
+use super::{
+    Budget, LINK_MTU, LoadConfig, Report, SERVER_PORT, SOCKET_BUFFER, cpu_seconds, request_bytes,
+};
+
+/// Most datagrams handled between two looks at the timers and the socket's send side.
+const RECV_BATCH: usize = 256;
+
+/// One outstanding Trickles request.
+struct Outstanding {
+    started_us: u64,
+    bytes: u64,
+}
+
+/// A nonblocking UDP socket for talking to `server`, with buffers of [`SOCKET_BUFFER`] (as
+/// large as the system allows): a server's bursts to a thousand clients must not overflow
+/// it.
+fn udp_socket(server: SocketAddr) -> io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let (domain, bind): (Domain, SocketAddr) = if server.is_ipv4() {
+        (Domain::IPV4, (std::net::Ipv4Addr::UNSPECIFIED, 0).into())
+    } else {
+        (Domain::IPV6, (std::net::Ipv6Addr::UNSPECIFIED, 0).into())
+    };
+    let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    // Best effort: the system caps them at net.core.{r,w}mem_max.
+    let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = s.set_send_buffer_size(SOCKET_BUFFER);
+    s.set_nonblocking(true)?;
+    s.bind(&bind.into())?;
+    UdpSocket::from_std(s.into())
+}
+
+/// The Trickles half: see the module docs.
+pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Result<Report> {
+    let socket = udp_socket(server).context("UDP socket")?;
+    socket.connect(server).await?;
+    let local = Addr::from(socket.local_addr()?.ip());
+    let server_ip = Addr::from(server.ip());
+    let ccfg = ClientConfig {
+        mss: trickles::ip::mss_for_mtu(LINK_MTU, &server_ip),
+        ..ClientConfig::default()
+    };
+    let mut seed = [0u8; 8];
+    getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+    let mut demux = Demux::new(ccfg, local, u64::from_le_bytes(seed));
+    let request = request_bytes(&cfg.path, false);
+    let stall_us = cfg.stall.as_micros() as u64;
+
+    let cpu0 = cpu_seconds();
+    let start = Instant::now();
+    let budget = Budget::new(cfg, start);
+    let end_us = cfg.duration.as_micros() as u64;
+    let now_us = || start.elapsed().as_micros() as u64;
+    let mut report = Report::default();
+    let mut live: HashMap<ConnId, Outstanding> = HashMap::with_capacity(cfg.concurrency);
+    let mut datagram = vec![0u8; 65536];
+    let mut output = vec![0u8; 1 << 18];
+    let mut next_scan_us = 0;
+    let mut sleep = std::pin::pin!(tokio::time::sleep_until(budget.end.into()));
+
+    loop {
+        let now = now_us();
+        if now >= end_us {
+            break;
+        }
+        while live.len() < cfg.concurrency && budget.claim() {
+            let id = demux
+                .open(now, server_ip, SERVER_PORT, &request)
+                .map_err(|e| anyhow::anyhow!("open: {e}"))?;
+            live.insert(
+                id,
+                Outstanding {
+                    started_us: now,
+                    bytes: 0,
+                },
+            );
+        }
+        if live.is_empty() {
+            break;
+        }
+        while let Some((_, packet)) = demux.poll_transmit() {
+            if let Err(e) = socket.try_send(&packet) {
+                if e.kind() != io::ErrorKind::WouldBlock {
+                    return Err(e).context("send");
+                }
+                socket.send(&packet).await.context("send")?;
+            }
+        }
+
+        let mut got = 0;
+        while got < RECV_BATCH {
+            let n = match socket.try_recv(&mut datagram) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // Loopback ICMP port unreachable (server gone or not yet there).
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) => return Err(e).context("recv"),
+            };
+            got += 1;
+            let Some(packet) = datagram.get(..n) else {
+                continue;
+            };
+            let Ok(id) = demux.handle_packet(now, packet) else {
+                continue;
+            };
+            if let Some(o) = live.get_mut(&id) {
+                loop {
+                    let r = demux.read(id, &mut output);
+                    if r == 0 {
+                        break;
+                    }
+                    o.bytes += r as u64;
+                }
+            }
+            if demux.get(id).is_some_and(|c| c.is_complete()) {
+                finish(&mut demux, &mut live, id, true, &mut report);
+            }
+        }
+
+        let now = now_us();
+        if demux.poll_timeout().is_some_and(|d| d <= now) {
+            demux.handle_timeout(now);
+        }
+        if now >= next_scan_us {
+            // Stalled or reset connections: counted as errors, replaced.
+            let dead: Vec<ConnId> = live
+                .iter()
+                .filter(|(id, o)| {
+                    now.saturating_sub(o.started_us) > stall_us
+                        || demux.get(**id).is_none_or(|c| c.is_reset())
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            for id in dead {
+                finish(&mut demux, &mut live, id, false, &mut report);
+            }
+            next_scan_us = now + 100_000;
+        }
+        if got == 0 {
+            let deadline = [demux.poll_timeout(), Some(next_scan_us), Some(end_us)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(end_us);
+            if deadline > now {
+                sleep
+                    .as_mut()
+                    .reset((start + Duration::from_micros(deadline)).into());
+                tokio::select! {
+                    r = socket.readable() => r.context("recv")?,
+                    () = &mut sleep => {}
+                }
+            }
+        }
+    }
+    report.seconds = start.elapsed().as_secs_f64();
+    report.cpu = (cpu_seconds() - cpu0) / report.seconds.max(1e-9);
+    Ok(report)
+}
+
+/// Retires connection `id`: a completed response (`ok`) of the right length is counted,
+/// anything else is an error.
+fn finish(
+    demux: &mut Demux,
+    live: &mut HashMap<ConnId, Outstanding>,
+    id: ConnId,
+    ok: bool,
+    report: &mut Report,
+) {
+    let Some(o) = live.remove(&id) else {
+        return;
+    };
+    if let Some(client) = demux.close(id) {
+        let s = client.stats();
+        report.timeouts += s.timeouts;
+        report.losses += s.losses;
+    }
+    if ok && report.response_len == 0 {
+        report.response_len = o.bytes;
+    }
+    if ok && o.bytes == report.response_len {
+        report.requests += 1;
+        report.bytes += o.bytes;
+    } else {
+        report.errors += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::tests::config;
+    use crate::load::{Target, run};
+    use trickles::app::object::object_byte;
+    use trickles::app::{Application, Minisocket, Service, UcontKey, UserContinuation};
+    use trickles::crypto::KeySchedule;
+    use trickles::server::{EventKind, Server, ServerConfig};
+
+    /// Answers every GET with the same `len`-byte synthetic object (as `ObjectApp`, whose
+    /// request is the length itself).
+    struct Fixed {
+        key: UcontKey,
+        len: u64,
+    }
+
+    impl Application for Fixed {
+        fn handle(&mut self, mut msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
+            if msk.kind() == EventKind::Close {
+                return;
+            }
+            let (conn, len) = (msk.binding(), self.len);
+            let ucont = msk.user_continuation().to_vec();
+            let sealed = if ucont.is_empty() {
+                let output = UserContinuation::Output {
+                    valid_start: 0,
+                    valid_end: len,
+                    skip_to: len,
+                    follows: None,
+                    app: &[],
+                };
+                self.key.seal(&conn, &output).unwrap()
+            } else {
+                assert!(self.key.open(&conn, &ucont).is_ok());
+                ucont
+            };
+            msk.set_ucont_all(&sealed);
+            let _ = msk.send_with(
+                server,
+                &mut |range, allowed, out| {
+                    let end = range.start.saturating_add(allowed as u64).min(len);
+                    out.extend((range.start.min(end)..end).map(object_byte));
+                    end >= len
+                },
+                sink,
+            );
+        }
+    }
+
+    /// An in-process Trickles server over IP-in-UDP serving `len`-byte objects.
+    async fn trickles_server(len: u64) -> SocketAddr {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let keys = KeySchedule::new(&[7; 16]);
+        let mut cfg = ServerConfig::new(keys.key_config(0));
+        cfg.mss = trickles::ip::mss_for_mtu(LINK_MTU, &Addr::from(addr.ip()));
+        let app = Fixed {
+            key: UcontKey::new(&keys.derive(b"ucont", 0)),
+            len,
+        };
+        let mut service: Service<Fixed, SocketAddr> = Service::new(Server::new(cfg), app, 1024);
+        let start = Instant::now();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65536];
+            loop {
+                let (n, peer) = socket.recv_from(&mut buf).await.unwrap();
+                let now = start.elapsed().as_micros() as u64;
+                let _ = service.handle_packet(now, &buf[..n], peer);
+                let mut out = Vec::new();
+                service.serve(&mut |p, peer| out.push((p.to_vec(), peer)));
+                for (p, peer) in out {
+                    socket.send_to(&p, peer).await.unwrap();
+                }
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn trickles_requests_complete_and_are_counted() {
+        let server = trickles_server(5000).await;
+        let r = run(&config(Target::Trickles(server), 8, 40)).await.unwrap();
+        assert_eq!((r.requests, r.errors), (40, 0), "{r:?}");
+        assert_eq!(r.response_len, 5000);
+        assert_eq!(r.bytes, 40 * 5000);
+        assert!(r.seconds > 0.0 && r.requests_per_s() > 0.0);
+    }
+
+    #[tokio::test]
+    async fn trickles_without_a_server_counts_stalls_as_errors() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let mut cfg = config(Target::Trickles(addr), 2, 4);
+        cfg.stall = Duration::from_millis(200);
+        let r = run(&cfg).await.unwrap();
+        assert_eq!((r.requests, r.errors), (0, 4), "{r:?}");
+        drop(socket);
+    }
+}
