@@ -211,6 +211,19 @@ mem_run() { # mem_run KEY PID LOAD-ARGS…
     echo "   $key: VmRSS $rss kB VmHWM $hwm kB; $(cat "$tmp/mem.line")" >&2
 }
 echo "== memory" >&2
+# A fresh trickles-web for the memory rows: the throughput rounds above (the TCP fallback's
+# per-connection buffers above all) leave the first process's heap larger than a server
+# that only ever spoke Trickles.
+taskset -c "$server_cpu" "$bin/trickles-web" --root "$tmp/www" --keys "$tmp/keys" \
+    --listen udp:127.0.0.1:0 --tcp 127.0.0.1:0 >"$tmp/web2.out" 2>"$tmp/web2.err" &
+web_pid=$!
+pids+=("$web_pid")
+for _ in $(seq 100); do
+    [ -s "$tmp/web2.out" ] && break
+    sleep 0.05
+done
+udp=$(sed -n 's/.*udp=\([^ ]*\).*/\1/p' "$tmp/web2.out")
+tcp=$(sed -n 's/.*tcp=\([^ ]*\).*/\1/p' "$tmp/web2.out")
 clients=(1 10 100 1000)
 # trickles-web's Trickles runs come before its TCP fallback's: VmHWM is the process's peak.
 for n in "${clients[@]}"; do

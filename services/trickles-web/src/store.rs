@@ -23,6 +23,10 @@ use trickles::app::http::{ObjectInfo, Store, content_type_for};
 /// Files kept open at once (the oldest is closed beyond this).
 const OPEN_FILES: usize = 256;
 
+/// How long a path lookup is trusted before the file is looked at again (a file changed
+/// within it is still caught: its version is checked when continuations come back).
+const LOOKUP_TTL: Duration = Duration::from_millis(500);
+
 /// Fewest time between two walks of the directory.
 const RESCAN_EVERY: Duration = Duration::from_secs(1);
 
@@ -39,6 +43,9 @@ struct Inner {
     paths: HashMap<u64, String>,
     /// Open files by id, with their info.
     open: HashMap<u64, (File, ObjectInfo)>,
+    /// Recent lookups by request path, with when they were made: a path looked up again
+    /// within [`LOOKUP_TTL`] costs no system call.
+    recent: HashMap<String, (ObjectInfo, Instant)>,
     last_scan: Option<Instant>,
 }
 
@@ -154,6 +161,9 @@ impl FileStore {
         if inner.open.len() >= OPEN_FILES {
             inner.open.clear();
         }
+        if inner.recent.len() >= OPEN_FILES {
+            inner.recent.clear();
+        }
         inner.paths.insert(info.id, rel);
         inner.open.insert(info.id, (file, info));
     }
@@ -161,8 +171,16 @@ impl FileStore {
 
 impl Store for FileStore {
     fn lookup(&self, path: &str) -> Option<ObjectInfo> {
+        if let Some((info, at)) = self.lock().recent.get(path)
+            && at.elapsed() < LOOKUP_TTL
+        {
+            return Some(*info);
+        }
         let (file, info, rel) = self.open_rel(path)?;
         self.remember(file, info, rel);
+        self.lock()
+            .recent
+            .insert(path.to_string(), (info, Instant::now()));
         Some(info)
     }
 

@@ -84,7 +84,9 @@ async fn connection(
 ) -> std::io::Result<()> {
     let _ = stream.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::with_capacity(2048);
-    let mut out = Vec::with_capacity(CHUNK);
+    // Grows to what the largest answer needs (a small object's head and body, or one
+    // CHUNK of a large one), not CHUNK up front for every connection.
+    let mut out = Vec::new();
     loop {
         // Read until a whole head is buffered.
         let (answer, close, used) = loop {
