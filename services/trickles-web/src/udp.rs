@@ -48,7 +48,7 @@ use anyhow::Context as _;
 use netio::config::EmulationConfig;
 use netio::emulate::Emulator;
 use netio::link::Batch;
-use netio::udp::UdpIo;
+use netio::udp::{Outbox, UdpIo};
 use tokio::time::Sleep;
 use trickles::client::{ClientConfig, ConnId, Demux, DemuxError};
 use trickles::conn::Addr;
@@ -158,6 +158,8 @@ pub struct Link {
     socket: UdpIo,
     /// Receive buffers (recvmmsg slots, each possibly a GRO run).
     batch: Batch,
+    /// Requests being cut into GSO runs.
+    outbox: Outbox,
     demux: Demux,
     server: Addr,
     replicas: Vec<SocketAddr>,
@@ -256,6 +258,7 @@ impl Link {
         Ok(Link {
             socket,
             batch: Batch::new(),
+            outbox: Outbox::new(),
             demux,
             server,
             replicas: cfg.replicas,
@@ -445,9 +448,12 @@ impl Link {
         self.flush();
     }
 
-    /// Sends queued datagrams until the socket has no room.
+    /// Sends the queued datagrams: consecutive ones of one size to one replica leave as
+    /// one GSO run (a window of requests costs a few system calls, not one each). A full
+    /// socket drops them, counted as send errors, as a lost request would be.
     fn flush(&mut self) {
-        while let Some(packet) = self.outgoing.front() {
+        let dropped = self.socket.counters().tx_dropped;
+        while let Some(packet) = self.outgoing.pop_front() {
             let i = match self.mode {
                 Mode::Failover => self.current,
                 Mode::Spray => self.next_spray,
@@ -455,22 +461,15 @@ impl Link {
             let Some(&to) = self.replicas.get(i) else {
                 return;
             };
-            match self.socket.try_send_to(packet, to) {
-                Ok(_) => {
-                    self.stats.sent[i] += 1;
-                    self.awaiting.get_or_insert_with(Instant::now);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => {
-                    self.stats.send_errors += 1;
-                    tracing::debug!(error = %e, %to, "send failed");
-                }
-            }
+            self.outbox.push(&mut self.socket, to, &packet);
+            self.stats.sent[i] += 1;
+            self.awaiting.get_or_insert_with(Instant::now);
             if self.mode == Mode::Spray {
                 self.next_spray = (self.next_spray + 1) % self.replicas.len();
             }
-            self.outgoing.pop_front();
         }
+        self.outbox.flush(&mut self.socket);
+        self.stats.send_errors += self.socket.counters().tx_dropped - dropped;
     }
 }
 
