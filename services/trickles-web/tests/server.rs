@@ -279,3 +279,24 @@ fn config_errors_name_file_line_and_key() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// With a one-second rotation, transfers keep running across key rotations (the previous
+/// period's key stays live), and the server counts each rotation.
+#[test]
+fn keys_rotate_every_period_and_transfers_run_across_rotations() {
+    let dir = TempDir::new("rotate");
+    let bytes = dir.file("f", 300_000);
+    let web = start(&dir, &["--rotate-s", "1"]);
+    let mut g = Getter::new(web.udp.unwrap());
+    let started = std::time::Instant::now();
+    let mut transfers = 0;
+    while started.elapsed() < Duration::from_millis(3_500) {
+        let out = g.get("/f", Duration::from_secs(30));
+        assert!(split(&out).1 == &bytes[..], "transfer {transfers}");
+        transfers += 1;
+    }
+    let rotations = web.metric("trickles_key_rotations_total");
+    eprintln!("{transfers} transfers across {rotations} rotations");
+    assert!(rotations >= 2.0, "{rotations} rotations in 3.5 s");
+    assert_eq!(web.metric("trickles_refused_total{reason=\"mac\"}"), 0.0);
+}
