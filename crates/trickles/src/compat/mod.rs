@@ -25,7 +25,7 @@
 //!
 //! In both modes [`Connection::poll_transmit`] returns whole IP packets (IPv4 or IPv6, as
 //! the [`FourTuple`]'s addresses are) and [`Connection::handle_packet`] takes them: in
-//! Trickles mode the [`Client`]'s segments get a plain IP header ([`ip::wrap`](crate::ip::wrap)); in TCP
+//! Trickles mode the [`Client`]'s segments get a plain IP header ([`ip::wrap`]); in TCP
 //! mode the packets are smoltcp's own. So a shell hands the packets to a TUN device or a
 //! raw socket unchanged, whatever the mode.
 //!

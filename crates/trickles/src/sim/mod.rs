@@ -353,8 +353,8 @@ pub fn run(t: &Transfer, server_cfg: ServerConfig, client_cfg: ClientConfig) -> 
 }
 
 /// [`run`], also returning every frame that reached the server, in order, with its
-/// arrival time in µs: frames are `[src IPv4] [dst IPv4] [TCP segment]` (see
-/// [`unframe_ipv4`]). Feeding them to a fresh [`Server`] with the same configuration at
+/// arrival time in µs: frames are whole IPv4 packets (read them with
+/// [`ip::unwrap`](crate::ip::unwrap)). Feeding them to a fresh [`Server`] with the same configuration at
 /// those times reproduces the server's part of the transfer request by request.
 pub fn run_recorded(
     t: &Transfer,

@@ -5,7 +5,7 @@
 //! counted and replaced at once.
 //!
 //! * Trickles ([`run_trickles`]): one UDP socket carrying whole IP packets (IP-in-UDP) and
-//!   one [`Demux`]. Every request opens a new connection whose SYN carries the GET, and the
+//!   one [`Demux`](::trickles::client::Demux). Every request opens a new connection whose SYN carries the GET, and the
 //!   connection is closed when its output is complete: Trickles' new-connection rate.
 //! * TCP ([`run_tcp`]): `concurrency` tasks, each opening a new TCP connection per request
 //!   with `Connection: close` and reading to end of file (the fair peer of one Trickles
