@@ -26,6 +26,7 @@ use netio::udp::{Outbox, UdpIo};
 use trickles::app::http::HttpApp;
 use trickles::app::{Service, ServiceStats};
 use trickles::conn::Addr;
+use trickles::crypto::ServerKeys;
 use trickles::server::{Server, ServerConfig};
 
 use crate::keys::Keys;
@@ -293,9 +294,19 @@ impl Web {
         }
     }
 
-    /// Moves to the next key period if its time has come.
+    /// Moves to the current key period if its time has come: one rotation per period
+    /// passed, or, after a jump of more than two periods (a suspended machine, a clock
+    /// set forward), the period's keys installed at once. A clock set back changes
+    /// nothing (the keys in use stay until their period ends).
     fn rotate_if_due(&mut self) {
         let period = self.keys.period_at(SystemTime::now());
+        if period > self.period.saturating_add(2) {
+            *self.service.server_mut().keys_mut() = ServerKeys::new(&self.keys.key_config(period));
+            self.period = period;
+            self.rotations += 1;
+            tracing::info!(period, "clock jumped: installed this period's keys");
+            return;
+        }
         while self.period < period {
             self.period += 1;
             let key = self.keys.mac_key(self.period);
