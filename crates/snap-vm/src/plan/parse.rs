@@ -41,9 +41,9 @@ struct Parser {
     depth: u32,
 }
 
-const KEYWORDS: [&str; 14] = [
+const KEYWORDS: [&str; 15] = [
     "fun", "val", "let", "in", "end", "if", "then", "else", "andalso", "orelse", "not", "true",
-    "false", "foldl",
+    "false", "foldl", "OnRemote",
 ];
 
 fn describe(t: &Tok) -> String {

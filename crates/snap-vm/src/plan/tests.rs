@@ -278,6 +278,17 @@ fn hosts_compare_by_address_and_sequences_discard() {
 }
 
 #[test]
+fn strings_are_blobs_on_the_heap() {
+    let src = "fun main(port:int) = deliverUDP(if getDst() = thisHost() then \"yes \\\"here\\\"\" else \"no\", port)";
+    let c = compile(src, &opts("main", 1)).unwrap();
+    let out = run_here(&c, vec![Value::int(2)], |_| vec![]);
+    assert_eq!(
+        out.delivery.unwrap().value,
+        Delivered::Bytes(b"yes \"here\"".to_vec())
+    );
+}
+
+#[test]
 fn no_input_panics() {
     let junk = [
         "",
@@ -486,7 +497,60 @@ mod reference {
         .boxed()
     }
 
+    const SOUP: [&str; 40] = [
+        "fun ",
+        "f",
+        "g",
+        "x",
+        "(",
+        ")",
+        "[",
+        "]",
+        ",",
+        ";",
+        ":",
+        "int",
+        "bool",
+        "host",
+        "list",
+        "=",
+        "<>",
+        "<",
+        "+",
+        "*",
+        "~",
+        "::",
+        "1",
+        "true",
+        "if ",
+        " then ",
+        " else ",
+        "let ",
+        "val ",
+        " in ",
+        " end",
+        "hd",
+        "foldl",
+        "OnRemote",
+        "|",
+        "getSrc()",
+        "deliverUDP",
+        "defaultRoute",
+        "andalso",
+        " ",
+    ];
+
     proptest! {
+        #[test]
+        fn token_soup_never_panics(toks in prop::collection::vec(prop::sample::select(&SOUP[..]), 0..60)) {
+            let src: String = toks.concat();
+            for entry in ["f", "g"] {
+                if let Ok(c) = compile(&src, &opts(entry, 2)) {
+                    prop_assert_eq!(asm::assemble(&c.assembly), Ok(c.program));
+                }
+            }
+        }
+
         #[test]
         fn compiled_expressions_agree_with_the_evaluator(e in int_s(4), a in -100i32..100, b in -100i32..100) {
             let src = format!("fun main(a:int, b:int, port:int) = deliverUDP({}, port)", show(&e));
