@@ -18,7 +18,8 @@
 //! * [`asm`]: the assembler and disassembler (the paper's notation, plus data directives);
 //! * [`fixtures`]: ready-made programs — Figs. 1 and 2's pings, traceroute, multicast;
 //! * [`service`]: node-resident services, including the ESS (SNAP as ESP microcode);
-//! * [`ip`]: SNAP in IPv4 protocol 254.
+//! * [`ip`]: SNAP in IPv4 protocol 254;
+//! * [`plan`]: a compiler from a PLAN subset to SNAP (§V: inlining, unrolled folds).
 //!
 //! Running SNAP at a router, and on simulated networks, is the router node's business
 //! (`waist-node`: `waist_node::sim::snap`).
@@ -65,6 +66,7 @@ pub mod asm;
 pub mod fixtures;
 pub mod ip;
 pub mod op;
+pub mod plan;
 pub mod program;
 pub mod service;
 pub mod value;

@@ -1,0 +1,178 @@
+//! The syntax tree of the PLAN subset, every node with its source position.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// A source position: line and column, both counting from 1.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pos {
+    /// Line, from 1.
+    pub line: u32,
+    /// Column (in characters), from 1.
+    pub col: u32,
+}
+
+/// A PLAN type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// A 25-bit integer (SNAP's small integer).
+    Int,
+    /// A boolean (0 or 1 on the stack).
+    Bool,
+    /// A host address (a boxed SNAP address).
+    Host,
+    /// A byte array; `string` is the same type.
+    Blob,
+    /// The unit value (0 on the stack).
+    Unit,
+    /// A list (nil is 0, a cell is the tuple `(head, tail)`).
+    List(Box<Ty>),
+    /// The element type of `[]`, compatible with every type.
+    Any,
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Int => f.write_str("int"),
+            Ty::Bool => f.write_str("bool"),
+            Ty::Host => f.write_str("host"),
+            Ty::Blob => f.write_str("blob"),
+            Ty::Unit => f.write_str("unit"),
+            Ty::List(t) => write!(f, "{t} list"),
+            Ty::Any => f.write_str("'a"),
+        }
+    }
+}
+
+/// A binary operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `=` on ints and bools.
+    Eq,
+    /// `<>` on ints and bools.
+    Ne,
+    /// `=` on hosts (the type checker rewrites `Eq` to it).
+    HostEq,
+    /// `<>` on hosts.
+    HostNe,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `andalso` (short-circuit)
+    And,
+    /// `orelse` (short-circuit)
+    Or,
+    /// `::`
+    Cons,
+}
+
+impl BinOp {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Eq | BinOp::HostEq => "=",
+            BinOp::Ne | BinOp::HostNe => "<>",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "andalso",
+            BinOp::Or => "orelse",
+            BinOp::Cons => "::",
+        }
+    }
+}
+
+/// An expression and where it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expr {
+    /// What it is.
+    pub kind: ExprKind,
+    /// Where it starts.
+    pub pos: Pos,
+}
+
+/// The kinds of expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExprKind {
+    /// An integer literal.
+    Int(i64),
+    /// `true` or `false`.
+    Bool(bool),
+    /// A string literal (a blob).
+    Str(Vec<u8>),
+    /// `()`
+    Unit,
+    /// A variable.
+    Var(String),
+    /// `let val x = e in body end` (several `val`s nest).
+    Let(String, Box<Expr>, Box<Expr>),
+    /// `if c then t else e`
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A binary operation.
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// `not e`
+    Not(Box<Expr>),
+    /// `~e` or `-e`
+    Neg(Box<Expr>),
+    /// `f(e, …)`: a PLAN function, a primitive or a service.
+    Call(String, Vec<Expr>),
+    /// `OnRemote(|f|(args), dest, rb, route)`
+    OnRemote {
+        /// The function run at `dest`.
+        func: String,
+        /// Its arguments.
+        args: Vec<Expr>,
+        /// Where.
+        dest: Box<Expr>,
+        /// How much resource bound to give.
+        rb: Box<Expr>,
+        /// The routing function's name (only `defaultRoute`).
+        route: String,
+        /// Where the routing function is named.
+        route_pos: Pos,
+    },
+    /// `foldl(f, init, list)` with `f(acc, x)`.
+    Foldl {
+        /// The iterator function.
+        func: String,
+        /// The initial accumulator.
+        init: Box<Expr>,
+        /// The list.
+        list: Box<Expr>,
+    },
+    /// `[e, …]`
+    List(Vec<Expr>),
+    /// `(e; e; …)`
+    Seq(Vec<Expr>),
+}
+
+/// `fun name(x: ty, …) = body`
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunDef {
+    /// Its name.
+    pub name: String,
+    /// Where `fun` stands.
+    pub pos: Pos,
+    /// Parameters and their types.
+    pub params: Vec<(String, Ty)>,
+    /// The body.
+    pub body: Expr,
+}

@@ -1,0 +1,137 @@
+//! PLAN to SNAP (paper §V): a compiler from a subset of PLAN, the packet language SNAP
+//! succeeded, to SNAP assembly, assembled and verified.
+//!
+//! ```text
+//!  PLAN text ─lex/parse─► funs ─types─► checked funs ─codegen─► assembly ─asm─► Program ─verify─► Bounds
+//!                                  (no recursion, inlining,                       (forward branches,
+//!                                   lists ≤ bound) unrolled folds                  linear bounds)
+//! ```
+//!
+//! SNAP branches only forward, so PLAN functions are inlined (PLAN forbids recursion; a
+//! cycle is an error naming it), `foldl` is unrolled to the caller's
+//! [`fold_bound`](Options::fold_bound), and `OnRemote` sends a child packet that runs a
+//! per-hop preamble (`forw; paj -1`, for `defaultRoute`) until it arrives, then jumps to the
+//! function named in it.
+//!
+//! # The subset
+//!
+//! * Definitions `fun name(x: ty, …) = expr`; types `int`, `bool`, `host`, `blob` (and
+//!   `string`, the same), `unit`, `ty list`.
+//! * Expressions: integer (25-bit) and boolean literals, string literals (blobs),
+//!   variables, `let val x = e … in e end`, `if e then e else e`, `+ - *`, `= <>` (ints,
+//!   bools, hosts), `< <= > >=`, `andalso`, `orelse`, `not`, `~`, calls `f(e, …)`,
+//!   `(e; e)`, `[e, …]`, `::`, `hd`, `tl`, `null`, `foldl(f, init, list)` with
+//!   `f(acc, x)`, `OnRemote(|f|(args), dest, rb, defaultRoute)`, and the primitives
+//!   `getSrc()`, `getDst()`, `getRB()`, `thisHost()`, `deliverUDP(v, port)` (`demux`).
+//! * Any other call names a service ([`Options::services`]): its arguments are pushed, it
+//!   is expected to pop them all and push one result, typed `int`.
+//! * Left out: tuples, exceptions, `real`, routing functions other than `defaultRoute`,
+//!   host literals, polymorphic functions.
+//!
+//! # The packet
+//!
+//! The code starts with the routing preamble at index 0 (the program's entry point) and then
+//! one block per function that runs at a node: the entry function and every `OnRemote`
+//! target. The stack the caller builds is the entry function's arguments, **first argument
+//! at the bottom**, then [`Compiled::entry_index`] on top: the preamble's `paj` pops it and
+//! jumps there. That is exactly the stack `OnRemote(|entry|(args), …)` would give a child.
+//!
+//! # Example: Fig. 2's ping
+//!
+//! ```
+//! use snap_vm::plan::{compile, Options};
+//! use snap_vm::value::Value;
+//! use snap_vm::vm::{Delivered, NodeConfig, Vm};
+//!
+//! let src = "
+//!     fun r(w:blob, n:int) = deliverUDP(w, n)
+//!     fun p(w:blob, n:int) = OnRemote(|r|(w, n), getSrc(), getRB(), defaultRoute)";
+//! let opts = Options { fold_bound: 4, services: vec![], entry: "p".into() };
+//! let c = compile(src, &opts)?;
+//! assert!(c.assembly.contains("send"));
+//!
+//! // The packet: from A to B, stack [w :: n :: p] with p's index on top.
+//! let mut ping = c.program.clone();
+//! (ping.src, ping.dst, ping.rb) = ([10, 0, 0, 1], [10, 0, 0, 2], 8);
+//! let w = ping.heap_bytes(b"hello");
+//! ping.stack = vec![w, Value::int(7), Value::int(c.entry_index.into())];
+//!
+//! let mut b = Vm::new(NodeConfig { address: [10, 0, 0, 2], ifaces: 2, mtu: 1500 });
+//! let out = b.run(0, 0, ping.to_bytes()?);
+//! let mut a = Vm::new(NodeConfig { address: [10, 0, 0, 1], ifaces: 2, mtu: 1500 });
+//! let back = a.run(1, 0, out.transmits[0].packet.clone());
+//! let d = back.delivery.expect("delivered at A");
+//! assert_eq!((d.port, d.value), (7, Delivered::Bytes(b"hello".to_vec())));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod ast;
+mod codegen;
+mod error;
+mod lex;
+mod parse;
+mod types;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+pub use error::PlanError;
+
+use crate::asm;
+use crate::program::Program;
+use crate::verify::{self, Bounds};
+use crate::vm::NodeConfig;
+
+/// What the compiler needs beyond the source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// How many times a `foldl` over a list of unknown length is unrolled; also the longest
+    /// list literal allowed.
+    pub fold_bound: u32,
+    /// The services nodes offer (called by name, compiled to `calls "name"`).
+    pub services: Vec<String>,
+    /// The function the packet runs first.
+    pub entry: String,
+}
+
+/// A compiled PLAN program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compiled {
+    /// The generated SNAP assembly (accepted by [`asm::assemble`]).
+    pub assembly: String,
+    /// The assembled program: code and heap filled, header fields and stack left for the
+    /// caller (see the [module docs](self) for the stack).
+    pub program: Program,
+    /// The verifier's bounds for one execution (on a node of two interfaces).
+    pub bounds: Bounds,
+    /// The entry function's instruction index, to push on top of its arguments.
+    pub entry_index: u16,
+}
+
+/// Compiles PLAN `source` to SNAP, entering at `opts.entry`.
+///
+/// # Errors
+///
+/// [`PlanError`] for the first problem found: syntax, types, recursion, unknown names, list
+/// literals longer than the bound, or a program too large for a packet.
+pub fn compile(source: &str, opts: &Options) -> Result<Compiled, PlanError> {
+    let mut funs = parse::parse(source)?;
+    types::check(&mut funs, opts)?;
+    let g = codegen::generate(&funs, opts)?;
+    let program = asm::assemble(&g.assembly)?;
+    let node = NodeConfig {
+        address: [0; 4],
+        ifaces: 2,
+        mtu: 1500,
+    };
+    let bounds = verify::verify(&program, &node)?;
+    Ok(Compiled {
+        assembly: g.assembly,
+        program,
+        bounds,
+        entry_index: g.entry_index,
+    })
+}
+
+#[cfg(test)]
+mod tests;
