@@ -16,6 +16,7 @@ pub mod demo_fastpath;
 pub mod demo_ixp;
 pub mod demo_trickles;
 pub mod host;
+pub mod plan_cli;
 pub mod plot;
 pub mod repro;
 pub mod snap_cli;
@@ -65,6 +66,12 @@ pub enum Command {
         #[command(subcommand)]
         command: host::route::RouteCommand,
     },
+    /// PLAN tools: compile a PLAN program to SNAP (the SNAP paper's §V).
+    Plan {
+        /// Which tool.
+        #[command(subcommand)]
+        command: plan_cli::PlanCommand,
+    },
     /// SNAP tools: assemble, disassemble, verify and run active packets; ping through
     /// routers.
     Snap {
@@ -102,6 +109,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         Command::Esp { command } => return host::esp::run(command, out),
         Command::Route { command } => return host::route::run(command, out),
         Command::Snap { command } => return snap_cli::run(command, out),
+        Command::Plan { command } => return plan_cli::run(command, out),
     };
     done.map(|()| 0)
 }

@@ -133,5 +133,15 @@ pub fn compile(source: &str, opts: &Options) -> Result<Compiled, PlanError> {
     })
 }
 
+/// The names of the functions `source` defines, in order (PLAN's convention puts the one a
+/// packet runs first last, after the functions it uses).
+///
+/// # Errors
+///
+/// [`PlanError::Syntax`] (with line and column) if `source` does not parse.
+pub fn functions(source: &str) -> Result<Vec<String>, PlanError> {
+    Ok(parse::parse(source)?.into_iter().map(|f| f.name).collect())
+}
+
 #[cfg(test)]
 mod tests;
