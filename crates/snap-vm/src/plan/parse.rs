@@ -50,6 +50,7 @@ fn describe(t: &Tok) -> String {
     match t {
         Tok::Int(n) => n.to_string(),
         Tok::Str(_) => "a string".into(),
+        Tok::Host(h) => format!("{}.{}.{}.{}", h[0], h[1], h[2], h[3]),
         Tok::Ident(s) => format!("`{s}`"),
         Tok::Punct(p) => format!("`{p}`"),
         Tok::Eof => "the end of the text".into(),
@@ -312,6 +313,11 @@ impl Parser {
                 let n = *n;
                 self.bump();
                 ExprKind::Int(n)
+            }
+            Tok::Host(h) => {
+                let h = *h;
+                self.bump();
+                ExprKind::Host(h)
             }
             Tok::Str(_) => match self.bump() {
                 Tok::Str(s) => ExprKind::Str(s),
