@@ -152,6 +152,17 @@ pub enum ExprKind {
         /// Where the routing function is named.
         route_pos: Pos,
     },
+    /// `OnNeighbor(|f|(args), neighbor, rb)`: one hop, no routing.
+    OnNeighbor {
+        /// The function run at `neighbor`.
+        func: String,
+        /// Its arguments.
+        args: Vec<Expr>,
+        /// The adjacent node.
+        dest: Box<Expr>,
+        /// How much resource bound to give.
+        rb: Box<Expr>,
+    },
     /// `foldl(f, init, list)` with `f(acc, x)`.
     Foldl {
         /// The iterator function.

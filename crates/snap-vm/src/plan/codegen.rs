@@ -15,6 +15,10 @@
 //!   index and the final destination; it is sent to `r(dest)` and enters `r`'s per-hop
 //!   block (placed before every function block, so its `paj` jumps forward): at the
 //!   destination `pop; paj`, elsewhere `r` inlined and `forwto` its next hop.
+//! * `OnNeighbor(|f|(args), neighbor, rb)` is `send` of a child with just `args` that enters
+//!   `f`'s block directly: no preamble, so `f` runs at the first SNAP node the child
+//!   reaches, which is `neighbor` when it is adjacent (PLAN's requirement, not checked: SNAP
+//!   has no neighbour-table instruction).
 //! * Every branch is forward by construction: `if`, `andalso`, `orelse` and the fold guards
 //!   jump to labels emitted after them.
 //!
@@ -176,6 +180,11 @@ fn route_names(e: &Expr, out: &mut Vec<String>) {
             route_names(dest, out);
             route_names(rb, out);
         }
+        ExprKind::OnNeighbor { args, dest, rb, .. } => {
+            args.iter().for_each(|a| route_names(a, out));
+            route_names(dest, out);
+            route_names(rb, out);
+        }
         ExprKind::Foldl { init, list, .. } => {
             route_names(init, out);
             route_names(list, out);
@@ -279,14 +288,7 @@ impl Gen<'_> {
             ExprKind::List(items) => self.list(items)?,
             ExprKind::Seq(items) => self.seq(items)?,
             ExprKind::Call(name, args) => self.call(name, args, e.pos)?,
-            ExprKind::OnRemote {
-                func,
-                args,
-                dest,
-                rb,
-                route,
-                ..
-            } => self.on_remote(func, args, dest, rb, route)?,
+            ExprKind::OnRemote { .. } | ExprKind::OnNeighbor { .. } => self.send(&e.kind)?,
             ExprKind::Foldl { func, init, list } => self.foldl(func, init, list, e.pos)?,
         }
         Ok(())
@@ -449,6 +451,53 @@ impl Gen<'_> {
         }
         self.push("defaultRoute");
         let n = args.len() + 1;
+        self.push(n);
+        self.expr(rb)?;
+        self.expr(dest)?;
+        self.op("send", "");
+        self.depth -= 3;
+        self.slide(n as u32);
+        Ok(())
+    }
+
+    /// `OnRemote` or `OnNeighbor` (out of line: `expr_inner`'s frame stays small).
+    #[inline(never)]
+    fn send(&mut self, kind: &ExprKind) -> Result<(), PlanError> {
+        match kind {
+            ExprKind::OnRemote {
+                func,
+                args,
+                dest,
+                rb,
+                route,
+                ..
+            } => self.on_remote(func, args, dest, rb, route),
+            ExprKind::OnNeighbor {
+                func,
+                args,
+                dest,
+                rb,
+            } => self.on_neighbor(func, args, dest, rb),
+            _ => Ok(()),
+        }
+    }
+
+    /// One hop: a child with just `args`, entering `f`'s block itself (no preamble, no
+    /// index on its stack), `send` to the neighbour.
+    #[inline(never)]
+    fn on_neighbor(
+        &mut self,
+        func: &str,
+        args: &[Expr],
+        dest: &Expr,
+        rb: &Expr,
+    ) -> Result<(), PlanError> {
+        for a in args {
+            self.expr(a)?;
+        }
+        let label = self.block_label(func);
+        self.push(label);
+        let n = args.len();
         self.push(n);
         self.expr(rb)?;
         self.expr(dest)?;

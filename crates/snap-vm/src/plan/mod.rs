@@ -26,6 +26,9 @@
 //!   `f(acc, x)`, `OnRemote(|f|(args), dest, rb, route)`, host literals `10.0.0.3`, and
 //!   the primitives
 //!   `getSrc()`, `getDst()`, `getRB()`, `thisHost()`, `deliverUDP(v, port)` (`demux`).
+//! * `OnNeighbor(|f|(args), neighbor, rb)`: a `send` of a child that enters `f` itself, one
+//!   hop with no per-hop preamble (so `f` runs at the first node the child reaches:
+//!   `neighbor` must be adjacent, as in PLAN; nothing checks it).
 //! * `route` is `defaultRoute` (the node's table, `forw`) or a PLAN function
 //!   `fun route(d: host) = …` returning the next hop toward `d`. It picks every hop, the
 //!   first one at the sender too; at the destination the target runs; a next hop that is

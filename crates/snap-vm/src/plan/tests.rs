@@ -136,6 +136,31 @@ fn a_user_routing_function_picks_every_hop_and_the_entry_runs_at_the_destination
 }
 
 #[test]
+fn on_neighbor_sends_one_hop_entering_the_function_itself() {
+    let src = "
+fun r(n:int, m:int) = deliverUDP(n - m, 9)
+fun p(n:int) = OnNeighbor(|r|(n, 2), getSrc(), getRB())";
+    let c = compile(src, &opts("p", 4)).unwrap();
+    let mut p = c.program.clone();
+    (p.src, p.dst, p.rb) = (A, B, 8);
+    p.stack = vec![Value::int(7), Value::int(i32::from(c.entry_index))];
+    let out = node(B).run(0, 0, p.to_bytes().unwrap());
+    assert_eq!(out.transmits.len(), 1);
+    assert_eq!(out.transmits[0].dst, A);
+    // At the neighbour, r runs at once on its two arguments.
+    let out = node(A).run(0, 0, out.transmits[0].packet.clone());
+    assert!(out.transmits.is_empty());
+    let d = out.delivery.unwrap();
+    assert_eq!((d.port, d.value), (9, Delivered::Int(5)));
+    let e = compile(
+        "fun p(n:int) = OnNeighbor(|p|(true), getSrc(), 1)",
+        &opts("p", 4),
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("1:"), "{e}");
+}
+
+#[test]
 fn recursion_is_rejected_naming_the_cycle() {
     let e = compile("fun f(x:int) = f(x)", &opts("f", 3)).unwrap_err();
     assert_eq!(
@@ -549,7 +574,7 @@ mod reference {
         .boxed()
     }
 
-    const SOUP: [&str; 44] = [
+    const SOUP: [&str; 45] = [
         "fun ",
         "f",
         "g",
@@ -589,6 +614,7 @@ mod reference {
         "deliverUDP",
         "defaultRoute",
         "via",
+        "OnNeighbor",
         "fun via(d:host) = ",
         "10.0.0.3",
         "1.2.",

@@ -144,6 +144,11 @@ fn calls(e: &Expr, f: &mut dyn FnMut(&str)) {
             calls(dest, f);
             calls(rb, f);
         }
+        ExprKind::OnNeighbor { args, dest, rb, .. } => {
+            args.iter().for_each(|a| calls(a, f));
+            calls(dest, f);
+            calls(rb, f);
+        }
         ExprKind::Foldl { func, init, list } => {
             f(func);
             calls(init, f);
@@ -428,6 +433,24 @@ impl Checker<'_> {
                 self.args(&name, pos, params, args)?;
                 self.want(dest, &Ty::Host, "the destination of `OnRemote`")?;
                 self.want(rb, &Ty::Int, "the resource bound of `OnRemote`")?;
+                Ty::Unit
+            }
+            ExprKind::OnNeighbor {
+                func,
+                args,
+                dest,
+                rb,
+            } => {
+                let Some(params) = self.sigs.get(func.as_str()) else {
+                    return Err(type_err(
+                        pos,
+                        format!("`OnNeighbor` needs a PLAN function, `{func}` is none"),
+                    ));
+                };
+                let name = func.clone();
+                self.args(&name, pos, params, args)?;
+                self.want(dest, &Ty::Host, "the neighbour of `OnNeighbor`")?;
+                self.want(rb, &Ty::Int, "the resource bound of `OnNeighbor`")?;
                 Ty::Unit
             }
             ExprKind::Call(name, args) => {
