@@ -434,16 +434,19 @@ impl Gen<'_> {
         self.push(label);
         if let (Some(r), Some(entry)) = (self.fns.get(route).copied(), self.routes.get(route)) {
             // [args f dest], entering the routing block, sent to r(dest): the routing
-            // function picks the first hop too.
+            // function picks the first hop too. Stack for `send`: entry, count, bound, hop.
             let entry = entry.clone();
             self.expr(dest)?;
             self.push(entry);
             let n = args.len() + 2;
             self.push(n);
-            self.expr(rb)?;
-            self.op("pull", 3);
+            // The first hop before the bound, so what the routing function itself sends
+            // is already spent when `rb` (say `getRB()`) is read.
+            self.op("pull", 2);
             self.depth += 1;
             self.inline(r)?;
+            self.expr(rb)?;
+            self.op("swap", "");
             self.op("send", "");
             self.depth -= 3;
             self.slide(n as u32);
