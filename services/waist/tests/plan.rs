@@ -1,5 +1,6 @@
 //! `waist plan compile`: the paper's Fig. 2 ping from `examples/plan/ping.plan` to SNAP
-//! assembly that `waist snap verify` accepts, and errors that name line and column.
+//! assembly that `waist snap verify` accepts, errors that name line and column, and every
+//! example in `examples/plan/` compiled, verified and (multicast, traceroute, flowroute) run.
 
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -75,4 +76,141 @@ fn errors_name_the_file_line_and_column() {
         msg.contains("1:16") && msg.contains("known service"),
         "{msg}"
     );
+}
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plan");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "plan"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_example_compiles_and_verifies() {
+    let files = examples();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for want in ["flowroute", "multicast", "ping", "traceroute"] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
+    }
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let snap = tmp(&format!("{name}.snap"));
+        let report = waist(&[
+            "waist",
+            "plan",
+            "compile",
+            file.to_str().unwrap(),
+            "-o",
+            snap.to_str().unwrap(),
+        ])
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        assert!(report.contains("verified"), "{name}: {report}");
+        let verified = waist(&["waist", "snap", "verify", snap.to_str().unwrap()]).unwrap();
+        assert!(verified.contains("accepted"), "{name}: {verified}");
+    }
+}
+
+mod on_the_vm {
+    use snap_vm::plan::{Compiled, Options, compile};
+    use snap_vm::program::Program;
+    use snap_vm::value::Value;
+    use snap_vm::vm::{Delivered, NodeConfig, Outcome, Vm};
+
+    const S: [u8; 4] = [10, 0, 0, 1];
+
+    fn example(name: &str, entry: &str) -> Compiled {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/plan")
+            .join(name);
+        let src = std::fs::read_to_string(path).unwrap();
+        let opts = Options {
+            fold_bound: 4,
+            services: vec![],
+            entry: entry.into(),
+        };
+        compile(&src, &opts).unwrap()
+    }
+
+    /// Runs `packet` at a node of four interfaces (a run sends at most one packet per
+    /// interface).
+    fn run(at: [u8; 4], packet: Vec<u8>) -> Outcome {
+        let mut vm = Vm::new(NodeConfig {
+            address: at,
+            ifaces: 4,
+            mtu: 1500,
+        });
+        vm.run(0, 0, packet)
+    }
+
+    /// The entry packet, from S to `dst`, with `args(program)` under the entry index.
+    fn inject(
+        c: &Compiled,
+        dst: [u8; 4],
+        args: impl FnOnce(&mut Program) -> Vec<Value>,
+    ) -> Vec<u8> {
+        let mut p = c.program.clone();
+        (p.src, p.dst, p.rb) = (S, dst, 20);
+        let mut stack = args(&mut p);
+        stack.push(Value::int(c.entry_index.into()));
+        p.stack = stack;
+        p.to_bytes().unwrap()
+    }
+
+    #[test]
+    fn multicast_sends_one_copy_to_each_address() {
+        let c = example("multicast.plan", "multicast");
+        let pkt = inject(&c, S, |p| vec![p.heap_bytes(b"hi")]);
+        let out = run(S, pkt);
+        let dsts: Vec<[u8; 4]> = out.transmits.iter().map(|t| t.dst).collect();
+        assert_eq!(dsts, [[10, 0, 0, 2], [10, 0, 0, 3], [10, 0, 0, 4]]);
+        let d = run([10, 0, 0, 3], out.transmits[1].packet.clone())
+            .delivery
+            .unwrap();
+        assert_eq!((d.port, d.value), (5000, Delivered::Bytes(b"hi".to_vec())));
+    }
+
+    #[test]
+    fn traceroute_reports_every_hop_to_the_source() {
+        let c = example("traceroute.plan", "traceroute");
+        let (r, t) = ([10, 0, 0, 5], [10, 0, 0, 9]);
+        let pkt = inject(&c, S, |p| vec![p.heap_addr(t)]);
+        // At S: a report home, and the probe on toward T.
+        let out = run(S, pkt);
+        assert_eq!(out.transmits.len(), 2, "{out:?}");
+        assert_eq!((out.transmits[0].dst, out.transmits[1].dst), (S, t));
+        // At the router R: again a report home, and on toward T.
+        let out = run(r, out.transmits[1].packet.clone());
+        assert_eq!((out.transmits[0].dst, out.transmits[1].dst), (S, t));
+        let report = run(S, out.transmits[0].packet.clone()).delivery.unwrap();
+        assert_eq!(report.port, 33434);
+        assert_eq!(report.value, Delivered::Addr(r));
+        // At T: `report(T)` sent home.
+        let out = run(t, out.transmits[1].packet.clone());
+        assert_eq!(out.transmits.len(), 1);
+        assert_eq!(out.transmits[0].dst, S);
+        let report = run(S, out.transmits[0].packet.clone()).delivery.unwrap();
+        assert_eq!((report.port, report.value), (33434, Delivered::Addr(t)));
+    }
+
+    #[test]
+    fn flowroute_goes_by_way_of_the_gateway() {
+        let c = example("flowroute.plan", "go");
+        let (gw, dst) = ([10, 0, 1, 2], [10, 0, 2, 2]);
+        let pkt = inject(&c, S, |p| {
+            vec![p.heap_bytes(b"x"), Value::int(7), p.heap_addr(dst)]
+        });
+        let out = run(S, pkt);
+        assert_eq!(out.transmits[0].dst, gw);
+        let out = run(gw, out.transmits[0].packet.clone());
+        assert_eq!(out.transmits[0].dst, dst);
+        let d = run(dst, out.transmits[0].packet.clone()).delivery.unwrap();
+        assert_eq!((d.port, d.value), (7, Delivered::Bytes(b"x".to_vec())));
+    }
 }

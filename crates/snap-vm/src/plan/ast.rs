@@ -118,6 +118,8 @@ pub enum ExprKind {
     Bool(bool),
     /// A string literal (a blob).
     Str(Vec<u8>),
+    /// A host literal `a.b.c.d`.
+    Host([u8; 4]),
     /// `()`
     Unit,
     /// A variable.
@@ -144,10 +146,22 @@ pub enum ExprKind {
         dest: Box<Expr>,
         /// How much resource bound to give.
         rb: Box<Expr>,
-        /// The routing function's name (only `defaultRoute`).
+        /// The routing function's name: `defaultRoute`, or a PLAN function from the
+        /// destination (`host`) to the next hop (`host`).
         route: String,
         /// Where the routing function is named.
         route_pos: Pos,
+    },
+    /// `OnNeighbor(|f|(args), neighbor, rb)`: one hop, no routing.
+    OnNeighbor {
+        /// The function run at `neighbor`.
+        func: String,
+        /// Its arguments.
+        args: Vec<Expr>,
+        /// The adjacent node.
+        dest: Box<Expr>,
+        /// How much resource bound to give.
+        rb: Box<Expr>,
     },
     /// `foldl(f, init, list)` with `f(acc, x)`.
     Foldl {

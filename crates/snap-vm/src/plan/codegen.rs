@@ -11,6 +11,14 @@
 //!   a child entering `defaultRoute` with those `n + 1` values: the per-hop preamble
 //!   `forw; paj -1` at the top of the code forwards it until it arrives, then jumps to the
 //!   index on top of its stack (Fig. 2).
+//! * With a routing function `r` of the program's own, the child's stack is `args`, `f`'s
+//!   index and the final destination; it is sent to `r(dest)` and enters `r`'s per-hop
+//!   block (placed before every function block, so its `paj` jumps forward): at the
+//!   destination `pop; paj`, elsewhere `r` inlined and `forwto` its next hop.
+//! * `OnNeighbor(|f|(args), neighbor, rb)` is `send` of a child with just `args` that enters
+//!   `f`'s block directly: no preamble, so `f` runs at the first SNAP node the child
+//!   reaches, which is `neighbor` when it is adjacent (PLAN's requirement, not checked: SNAP
+//!   has no neighbour-table instruction).
 //! * Every branch is forward by construction: `if`, `andalso`, `orelse` and the fold guards
 //!   jump to labels emitted after them.
 //!
@@ -60,6 +68,7 @@ pub(crate) fn generate(funs: &[FunDef], opts: &Options) -> Result<Generated, Pla
         env: Vec::new(),
         nest: 0,
         blocks: Vec::new(),
+        routes: BTreeMap::new(),
     };
     g.code.push_str(
         "        .entry defaultRoute\n\
@@ -68,6 +77,19 @@ pub(crate) fn generate(funs: &[FunDef], opts: &Options) -> Result<Generated, Pla
          \x20       paj -1                  ; then jump to the block whose index is on top\n",
     );
     g.count = 2;
+    // Routing blocks next, before every function block, so their `paj` jumps forward.
+    let mut routes = Vec::new();
+    for f in funs {
+        route_names(&f.body, &mut routes);
+    }
+    routes.retain(|r| r != "defaultRoute" && fns.contains_key(r.as_str()));
+    routes.sort();
+    routes.dedup();
+    for r in routes {
+        if let Some(f) = fns.get(r.as_str()).copied() {
+            g.route_block(f)?;
+        }
+    }
     g.block_label(entry.name.as_str());
     let mut entry_index = 0;
     let mut done = 0;
@@ -120,6 +142,54 @@ struct Gen<'a> {
     nest: u32,
     /// Code blocks to emit: (function, label), in order.
     blocks: Vec<(String, String)>,
+    /// Routing functions' per-hop blocks: function to label.
+    routes: BTreeMap<String, String>,
+}
+
+/// Every routing function named by an `OnRemote` in `e`.
+fn route_names(e: &Expr, out: &mut Vec<String>) {
+    match &e.kind {
+        ExprKind::Int(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Str(_)
+        | ExprKind::Host(_)
+        | ExprKind::Unit
+        | ExprKind::Var(_) => {}
+        ExprKind::Let(_, a, b) | ExprKind::Bin(_, a, b) => {
+            route_names(a, out);
+            route_names(b, out);
+        }
+        ExprKind::If(a, b, c) => {
+            route_names(a, out);
+            route_names(b, out);
+            route_names(c, out);
+        }
+        ExprKind::Not(a) | ExprKind::Neg(a) => route_names(a, out),
+        ExprKind::Call(_, items) | ExprKind::List(items) | ExprKind::Seq(items) => {
+            items.iter().for_each(|a| route_names(a, out));
+        }
+        ExprKind::OnRemote {
+            args,
+            dest,
+            rb,
+            route,
+            ..
+        } => {
+            out.push(route.clone());
+            args.iter().for_each(|a| route_names(a, out));
+            route_names(dest, out);
+            route_names(rb, out);
+        }
+        ExprKind::OnNeighbor { args, dest, rb, .. } => {
+            args.iter().for_each(|a| route_names(a, out));
+            route_names(dest, out);
+            route_names(rb, out);
+        }
+        ExprKind::Foldl { init, list, .. } => {
+            route_names(init, out);
+            route_names(list, out);
+        }
+    }
 }
 
 impl Gen<'_> {
@@ -202,6 +272,7 @@ impl Gen<'_> {
             ExprKind::Bool(b) => self.push(u8::from(*b)),
             ExprKind::Unit => self.push(0),
             ExprKind::Str(s) => self.string(s),
+            ExprKind::Host(h) => self.host(*h),
             ExprKind::Var(x) => self.var(x, e.pos)?,
             ExprKind::Let(x, v, body) => self.let_in(x, v, body)?,
             ExprKind::If(c, t, f) => self.if_else(c, t, f)?,
@@ -217,13 +288,7 @@ impl Gen<'_> {
             ExprKind::List(items) => self.list(items)?,
             ExprKind::Seq(items) => self.seq(items)?,
             ExprKind::Call(name, args) => self.call(name, args, e.pos)?,
-            ExprKind::OnRemote {
-                func,
-                args,
-                dest,
-                rb,
-                ..
-            } => self.on_remote(func, args, dest, rb)?,
+            ExprKind::OnRemote { .. } | ExprKind::OnNeighbor { .. } => self.send(&e.kind)?,
             ExprKind::Foldl { func, init, list } => self.foldl(func, init, list, e.pos)?,
         }
         Ok(())
@@ -238,6 +303,47 @@ impl Gen<'_> {
         let _ = writeln!(self.data, ".bytes s{} {}", self.strings, bytes_literal(s));
         self.op("pushh", format!("@s{}", self.strings));
         self.depth += 1;
+    }
+
+    /// A host literal: its two 16-bit halves, then `mkaddr`.
+    #[inline(never)]
+    fn host(&mut self, h: [u8; 4]) {
+        let [a, b, c, d] = h.map(u32::from);
+        self.push((a << 8) | b);
+        self.push((c << 8) | d);
+        self.op("mkaddr", "");
+        self.depth -= 1;
+    }
+
+    /// The per-hop block of routing function `r` (paper §V): the child's stack is the
+    /// target's arguments, its block index, then the final destination on top. At the
+    /// destination, drop it and jump to the block; elsewhere push `r(destination)` and
+    /// `forwto` it, which rewrites the header's destination, hence the copy on the stack.
+    /// A next hop that is this node itself (but not the destination) ends the packet.
+    fn route_block(&mut self, r: &FunDef) -> Result<(), PlanError> {
+        let label = format!("R{}", self.routes.len());
+        let _ = writeln!(
+            self.code,
+            "{label}:                             ; per-hop preamble routing by {}",
+            r.name
+        );
+        self.routes.insert(r.name.clone(), label);
+        let fwd = self.label();
+        self.env = Vec::new();
+        self.depth = 2; // [entry dest]
+        self.op("pull", 0);
+        self.op("ishere", "");
+        self.op("bez", &fwd);
+        self.op("pop", "");
+        let here = self.count;
+        self.op("paj", format!("-{here}")); // pc = here + (-here + entry) = entry
+        self.place(&fwd);
+        self.op("pull", 0);
+        self.depth += 1;
+        self.inline(r)?; // [entry dest next]
+        self.op("forwto", "");
+        self.op("exit", "");
+        Ok(())
     }
 
     #[inline(never)]
@@ -319,14 +425,82 @@ impl Gen<'_> {
         args: &[Expr],
         dest: &Expr,
         rb: &Expr,
+        route: &str,
     ) -> Result<(), PlanError> {
         for a in args {
             self.expr(a)?;
         }
         let label = self.block_label(func);
         self.push(label);
+        if let (Some(r), Some(entry)) = (self.fns.get(route).copied(), self.routes.get(route)) {
+            // [args f dest], entering the routing block, sent to r(dest): the routing
+            // function picks the first hop too. Stack for `send`: entry, count, bound, hop.
+            let entry = entry.clone();
+            self.expr(dest)?;
+            self.push(entry);
+            let n = args.len() + 2;
+            self.push(n);
+            // The first hop before the bound, so what the routing function itself sends
+            // is already spent when `rb` (say `getRB()`) is read.
+            self.op("pull", 2);
+            self.depth += 1;
+            self.inline(r)?;
+            self.expr(rb)?;
+            self.op("swap", "");
+            self.op("send", "");
+            self.depth -= 3;
+            self.slide(n as u32);
+            return Ok(());
+        }
         self.push("defaultRoute");
         let n = args.len() + 1;
+        self.push(n);
+        self.expr(rb)?;
+        self.expr(dest)?;
+        self.op("send", "");
+        self.depth -= 3;
+        self.slide(n as u32);
+        Ok(())
+    }
+
+    /// `OnRemote` or `OnNeighbor` (out of line: `expr_inner`'s frame stays small).
+    #[inline(never)]
+    fn send(&mut self, kind: &ExprKind) -> Result<(), PlanError> {
+        match kind {
+            ExprKind::OnRemote {
+                func,
+                args,
+                dest,
+                rb,
+                route,
+                ..
+            } => self.on_remote(func, args, dest, rb, route),
+            ExprKind::OnNeighbor {
+                func,
+                args,
+                dest,
+                rb,
+            } => self.on_neighbor(func, args, dest, rb),
+            _ => Ok(()),
+        }
+    }
+
+    /// One hop: a child with just `args`, entering `f`'s block itself (no preamble, no
+    /// index on its stack), `send` to the neighbour.
+    #[inline(never)]
+    fn on_neighbor(
+        &mut self,
+        func: &str,
+        args: &[Expr],
+        dest: &Expr,
+        rb: &Expr,
+    ) -> Result<(), PlanError> {
+        for a in args {
+            self.expr(a)?;
+        }
+        let label = self.block_label(func);
+        self.push(label);
+        let n = args.len();
         self.push(n);
         self.expr(rb)?;
         self.expr(dest)?;

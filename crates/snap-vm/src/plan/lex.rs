@@ -13,6 +13,8 @@ pub(crate) enum Tok {
     Int(i64),
     /// A string literal.
     Str(Vec<u8>),
+    /// A host literal, a dotted quad like `10.0.0.3`.
+    Host([u8; 4]),
     /// A name or keyword (letters, digits, `_`, `'` and `.` for service names like
     /// `ess.get`).
     Ident(String),
@@ -76,6 +78,30 @@ pub(crate) fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, PlanError> {
                     .and_then(|n| n.checked_add(i64::from(d)))
                     .ok_or_else(|| syntax(pos, "integer literal too large"))?;
                 step(&mut i, &mut line, &mut col, 1);
+            }
+            if at(i) == Some('.') && at(i + 1).is_some_and(|c| c.is_ascii_digit()) {
+                // A dotted quad: four parts of at most 255.
+                let first = u8::try_from(n).map_err(|_| syntax(pos, "host part above 255"))?;
+                let mut quad = [first, 0, 0, 0];
+                let mut parts = 1;
+                while at(i) == Some('.') && at(i + 1).is_some_and(|c| c.is_ascii_digit()) {
+                    step(&mut i, &mut line, &mut col, 1);
+                    let mut part: u32 = 0;
+                    while let Some(d) = at(i).and_then(|c| c.to_digit(10)) {
+                        part = part.saturating_mul(10).saturating_add(d);
+                        step(&mut i, &mut line, &mut col, 1);
+                    }
+                    let slot = quad
+                        .get_mut(parts)
+                        .ok_or_else(|| syntax(pos, "a host literal has four parts"))?;
+                    *slot = u8::try_from(part).map_err(|_| syntax(pos, "host part above 255"))?;
+                    parts += 1;
+                }
+                if parts != 4 {
+                    return Err(syntax(pos, "a host literal has four parts"));
+                }
+                out.push((Tok::Host(quad), pos));
+                continue;
             }
             out.push((Tok::Int(n), pos));
         } else if c.is_alphabetic() || c == '_' {
@@ -145,11 +171,24 @@ mod tests {
         assert_eq!(t[9].0, Tok::Punct("::"));
         assert_eq!(t[12].0, Tok::Punct("<>"));
         assert_eq!(t[13].0, Tok::Int(12));
+        let t = lex("f(10.0.0.3)").unwrap();
+        assert_eq!(t[2].0, Tok::Host([10, 0, 0, 3]));
     }
 
     #[test]
     fn bad_input_is_an_error_not_a_panic() {
-        for s in ["\"abc", "(* x", "#", "99999999999999999999999", "\"\\q\""] {
+        for s in [
+            "\"abc",
+            "(* x",
+            "#",
+            "99999999999999999999999",
+            "\"\\q\"",
+            "1.2",
+            "1.2.3.4.5",
+            "1.2.3.256",
+            "300.1.1.1",
+            "1.2.3.99999999999999",
+        ] {
             assert!(matches!(lex(s), Err(PlanError::Syntax { .. })), "{s}");
         }
     }

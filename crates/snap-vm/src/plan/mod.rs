@@ -10,8 +10,10 @@
 //! SNAP branches only forward, so PLAN functions are inlined (PLAN forbids recursion; a
 //! cycle is an error naming it), `foldl` is unrolled to the caller's
 //! [`fold_bound`](Options::fold_bound), and `OnRemote` sends a child packet that runs a
-//! per-hop preamble (`forw; paj -1`, for `defaultRoute`) until it arrives, then jumps to the
-//! function named in it.
+//! per-hop preamble until it arrives, then jumps to the function named in it: `forw; paj -1`
+//! for `defaultRoute`, and for a routing function of the program's own a block that checks
+//! `ishere` on the final destination (kept on the child's stack, since `forwto` rewrites
+//! the header's) and otherwise `forwto`s the inlined routing function's next hop.
 //!
 //! # The subset
 //!
@@ -21,16 +23,25 @@
 //!   variables, `let val x = e … in e end`, `if e then e else e`, `+ - *`, `= <>` (ints,
 //!   bools, hosts), `< <= > >=`, `andalso`, `orelse`, `not`, `~`, calls `f(e, …)`,
 //!   `(e; e)`, `[e, …]`, `::`, `hd`, `tl`, `null`, `foldl(f, init, list)` with
-//!   `f(acc, x)`, `OnRemote(|f|(args), dest, rb, defaultRoute)`, and the primitives
+//!   `f(acc, x)`, `OnRemote(|f|(args), dest, rb, route)`, host literals `10.0.0.3`, and
+//!   the primitives
 //!   `getSrc()`, `getDst()`, `getRB()`, `thisHost()`, `deliverUDP(v, port)` (`demux`).
+//! * `OnNeighbor(|f|(args), neighbor, rb)`: a `send` of a child that enters `f` itself, one
+//!   hop with no per-hop preamble (so `f` runs at the first node the child reaches:
+//!   `neighbor` must be adjacent, as in PLAN; nothing checks it).
+//! * `route` is `defaultRoute` (the node's table, `forw`) or a PLAN function
+//!   `fun route(d: host) = …` returning the next hop toward `d`. It picks every hop, the
+//!   first one at the sender too; at the destination the target runs; a next hop that is
+//!   the node itself (not the destination) drops the packet.
 //! * Any other call names a service ([`Options::services`]): its arguments are pushed, it
 //!   is expected to pop them all and push one result, typed `int`.
-//! * Left out: tuples, exceptions, `real`, routing functions other than `defaultRoute`,
-//!   host literals, polymorphic functions.
+//! * Left out: tuples, exceptions, `real`, polymorphic functions, routing functions that
+//!   (even indirectly) send with themselves (reported as recursion).
 //!
 //! # The packet
 //!
-//! The code starts with the routing preamble at index 0 (the program's entry point) and then
+//! The code starts with the routing preamble at index 0 (the program's entry point), then
+//! one per-hop block per routing function the program defines and uses, then
 //! one block per function that runs at a node: the entry function and every `OnRemote`
 //! target. The stack the caller builds is the entry function's arguments, **first argument
 //! at the bottom**, then [`Compiled::entry_index`] on top: the preamble's `paj` pops it and

@@ -41,15 +41,30 @@ struct Parser {
     depth: u32,
 }
 
-const KEYWORDS: [&str; 15] = [
-    "fun", "val", "let", "in", "end", "if", "then", "else", "andalso", "orelse", "not", "true",
-    "false", "foldl", "OnRemote",
+const KEYWORDS: [&str; 16] = [
+    "fun",
+    "val",
+    "let",
+    "in",
+    "end",
+    "if",
+    "then",
+    "else",
+    "andalso",
+    "orelse",
+    "not",
+    "true",
+    "false",
+    "foldl",
+    "OnRemote",
+    "OnNeighbor",
 ];
 
 fn describe(t: &Tok) -> String {
     match t {
         Tok::Int(n) => n.to_string(),
         Tok::Str(_) => "a string".into(),
+        Tok::Host(h) => format!("{}.{}.{}.{}", h[0], h[1], h[2], h[3]),
         Tok::Ident(s) => format!("`{s}`"),
         Tok::Punct(p) => format!("`{p}`"),
         Tok::Eof => "the end of the text".into(),
@@ -313,6 +328,11 @@ impl Parser {
                 self.bump();
                 ExprKind::Int(n)
             }
+            Tok::Host(h) => {
+                let h = *h;
+                self.bump();
+                ExprKind::Host(h)
+            }
             Tok::Str(_) => match self.bump() {
                 Tok::Str(s) => ExprKind::Str(s),
                 _ => ExprKind::Unit,
@@ -329,6 +349,7 @@ impl Parser {
                 "let" => return self.let_expr(),
                 "foldl" => self.foldl()?,
                 "OnRemote" => self.on_remote()?,
+                "OnNeighbor" => self.on_neighbor()?,
                 _ => self.call_or_var()?,
             },
             t => {
@@ -439,6 +460,27 @@ impl Parser {
             func,
             init: Box::new(init),
             list: Box::new(list),
+        })
+    }
+
+    #[inline(never)]
+    fn on_neighbor(&mut self) -> Result<ExprKind, PlanError> {
+        self.bump();
+        self.expect("(")?;
+        self.expect("|")?;
+        let (func, _) = self.ident()?;
+        self.expect("|")?;
+        let args = self.args()?;
+        self.expect(",")?;
+        let dest = self.expr()?;
+        self.expect(",")?;
+        let rb = self.expr()?;
+        self.expect(")")?;
+        Ok(ExprKind::OnNeighbor {
+            func,
+            args,
+            dest: Box::new(dest),
+            rb: Box::new(rb),
         })
     }
 

@@ -99,6 +99,67 @@ fn compiled_ping_goes_out_and_comes_back_with_the_payload() {
     assert_eq!((d.port, d.value), (7, Delivered::Bytes(b"hello".to_vec())));
 }
 
+/// A routing function with a fixed next hop: everything goes by way of C.
+const VIA_C: &str = "
+fun via(d: host) = if thisHost() = 10.0.0.3 then d else 10.0.0.3
+fun r(n:int) = deliverUDP(n, 9)
+fun p(n:int) = OnRemote(|r|(n), getSrc(), getRB(), via)
+";
+
+const C: [u8; 4] = [10, 0, 0, 3];
+
+#[test]
+fn a_user_routing_function_picks_every_hop_and_the_entry_runs_at_the_destination() {
+    let c = compile(VIA_C, &opts("p", 4)).unwrap();
+    assert!(c.assembly.contains("forwto") && c.assembly.contains("ishere"));
+    let mut p = c.program.clone();
+    (p.src, p.dst, p.rb) = (A, B, 8);
+    p.stack = vec![Value::int(7), Value::int(i32::from(c.entry_index))];
+    // At B, p sends r toward A by way of C: the routing function chose the first hop.
+    let out = node(B).run(0, 0, p.to_bytes().unwrap());
+    assert_eq!(out.transmits.len(), 1);
+    assert_eq!(out.transmits[0].dst, C);
+    let child = out.transmits[0].packet.clone();
+    // A node on the way that is neither C nor A sends it on to C, not to A.
+    let out = node([10, 0, 0, 4]).run(0, 0, child.clone());
+    assert_eq!((out.end, out.transmits[0].dst), (End::Forwarded, C));
+    assert!(out.delivery.is_none());
+    // At C, the next hop is A itself.
+    let out = node(C).run(0, 0, child);
+    assert_eq!((out.end, out.transmits[0].dst), (End::Forwarded, A));
+    assert!(out.delivery.is_none());
+    // At A, the destination, the preamble jumps to r.
+    let out = node(A).run(0, 0, out.transmits[0].packet.clone());
+    assert!(out.transmits.is_empty());
+    let d = out.delivery.unwrap();
+    assert_eq!((d.port, d.value), (9, Delivered::Int(7)));
+}
+
+#[test]
+fn on_neighbor_sends_one_hop_entering_the_function_itself() {
+    let src = "
+fun r(n:int, m:int) = deliverUDP(n - m, 9)
+fun p(n:int) = OnNeighbor(|r|(n, 2), getSrc(), getRB())";
+    let c = compile(src, &opts("p", 4)).unwrap();
+    let mut p = c.program.clone();
+    (p.src, p.dst, p.rb) = (A, B, 8);
+    p.stack = vec![Value::int(7), Value::int(i32::from(c.entry_index))];
+    let out = node(B).run(0, 0, p.to_bytes().unwrap());
+    assert_eq!(out.transmits.len(), 1);
+    assert_eq!(out.transmits[0].dst, A);
+    // At the neighbour, r runs at once on its two arguments.
+    let out = node(A).run(0, 0, out.transmits[0].packet.clone());
+    assert!(out.transmits.is_empty());
+    let d = out.delivery.unwrap();
+    assert_eq!((d.port, d.value), (9, Delivered::Int(5)));
+    let e = compile(
+        "fun p(n:int) = OnNeighbor(|p|(true), getSrc(), 1)",
+        &opts("p", 4),
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("1:"), "{e}");
+}
+
 #[test]
 fn recursion_is_rejected_naming_the_cycle() {
     let e = compile("fun f(x:int) = f(x)", &opts("f", 3)).unwrap_err();
@@ -153,7 +214,23 @@ fn type_errors_carry_positions() {
         ),
         (
             "fun f(x:int) = OnRemote(|f|(x), getSrc(), 3, myRoute)",
-            "1:46: not supported: routing function `myRoute` (only defaultRoute)",
+            "1:46: not supported: routing function `myRoute`: neither defaultRoute nor a PLAN function",
+        ),
+        (
+            "fun r(d:int) = d\nfun f(x:int) = OnRemote(|f|(x), getSrc(), 3, r)",
+            "2:46: type error: routing function `r` must take one host and return a host",
+        ),
+        (
+            "fun r(d:host) = 1\nfun f(x:int) = OnRemote(|f|(x), getSrc(), 3, r)",
+            "2:46: type error: routing function `r` must take one host and return a host",
+        ),
+        (
+            "fun r(d:host) = OnRemote(|r|(d), d, 1, r)",
+            "1:1: recursion is not allowed: r -> r",
+        ),
+        (
+            "fun f(x:int) = 1.2.3",
+            "1:16: syntax error: a host literal has four parts",
         ),
         (
             "fun f(x:int) = 16777216",
@@ -497,7 +574,7 @@ mod reference {
         .boxed()
     }
 
-    const SOUP: [&str; 40] = [
+    const SOUP: [&str; 45] = [
         "fun ",
         "f",
         "g",
@@ -536,6 +613,11 @@ mod reference {
         "getSrc()",
         "deliverUDP",
         "defaultRoute",
+        "via",
+        "OnNeighbor",
+        "fun via(d:host) = ",
+        "10.0.0.3",
+        "1.2.",
         "andalso",
         " ",
     ];

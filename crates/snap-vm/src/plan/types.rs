@@ -114,6 +114,7 @@ fn calls(e: &Expr, f: &mut dyn FnMut(&str)) {
         ExprKind::Int(_)
         | ExprKind::Bool(_)
         | ExprKind::Str(_)
+        | ExprKind::Host(_)
         | ExprKind::Unit
         | ExprKind::Var(_) => {}
         ExprKind::Let(_, a, b) | ExprKind::Bin(_, a, b) => {
@@ -130,7 +131,20 @@ fn calls(e: &Expr, f: &mut dyn FnMut(&str)) {
             f(name);
             args.iter().for_each(|a| calls(a, f));
         }
-        ExprKind::OnRemote { args, dest, rb, .. } => {
+        ExprKind::OnRemote {
+            args,
+            dest,
+            rb,
+            route,
+            ..
+        } => {
+            // The routing function is inlined at the send, so it is a callee.
+            f(route);
+            args.iter().for_each(|a| calls(a, f));
+            calls(dest, f);
+            calls(rb, f);
+        }
+        ExprKind::OnNeighbor { args, dest, rb, .. } => {
             args.iter().for_each(|a| calls(a, f));
             calls(dest, f);
             calls(rb, f);
@@ -228,6 +242,26 @@ impl Checker<'_> {
         }
     }
 
+    /// Checks that `route` is a routing function: a PLAN function `(d: host)` whose result
+    /// is a host, the next hop toward `d`.
+    fn route(&self, route: &str, pos: Pos) -> Result<(), PlanError> {
+        let params = self.sigs.get(route).ok_or_else(|| PlanError::Unsupported {
+            line: pos.line,
+            col: pos.col,
+            message: format!(
+                "routing function `{route}`: neither defaultRoute nor a PLAN function"
+            ),
+        })?;
+        let res = self.results.get(route).cloned().unwrap_or(Ty::Any);
+        if params.as_slice() != [Ty::Host] || unify(&res, &Ty::Host).is_none() {
+            return Err(type_err(
+                pos,
+                format!("routing function `{route}` must take one host and return a host"),
+            ));
+        }
+        Ok(())
+    }
+
     fn expr(&mut self, e: &mut Expr) -> Result<Ty, PlanError> {
         let pos = e.pos;
         Ok(match &mut e.kind {
@@ -243,6 +277,7 @@ impl Checker<'_> {
             }
             ExprKind::Bool(_) => Ty::Bool,
             ExprKind::Str(_) => Ty::Blob,
+            ExprKind::Host(_) => Ty::Host,
             ExprKind::Unit => Ty::Unit,
             ExprKind::Var(x) => self
                 .env
@@ -386,11 +421,7 @@ impl Checker<'_> {
                 route_pos,
             } => {
                 if route != "defaultRoute" {
-                    return Err(PlanError::Unsupported {
-                        line: route_pos.line,
-                        col: route_pos.col,
-                        message: format!("routing function `{route}` (only defaultRoute)"),
-                    });
+                    self.route(route, *route_pos)?;
                 }
                 let Some(params) = self.sigs.get(func.as_str()) else {
                     return Err(type_err(
@@ -402,6 +433,24 @@ impl Checker<'_> {
                 self.args(&name, pos, params, args)?;
                 self.want(dest, &Ty::Host, "the destination of `OnRemote`")?;
                 self.want(rb, &Ty::Int, "the resource bound of `OnRemote`")?;
+                Ty::Unit
+            }
+            ExprKind::OnNeighbor {
+                func,
+                args,
+                dest,
+                rb,
+            } => {
+                let Some(params) = self.sigs.get(func.as_str()) else {
+                    return Err(type_err(
+                        pos,
+                        format!("`OnNeighbor` needs a PLAN function, `{func}` is none"),
+                    ));
+                };
+                let name = func.clone();
+                self.args(&name, pos, params, args)?;
+                self.want(dest, &Ty::Host, "the neighbour of `OnNeighbor`")?;
+                self.want(rb, &Ty::Int, "the resource bound of `OnNeighbor`")?;
                 Ty::Unit
             }
             ExprKind::Call(name, args) => {
