@@ -592,10 +592,9 @@ fn compiled_plan_ping_answers_like_the_hand_written_one() {
         ];
         p.to_bytes().unwrap()
     };
-    // 1 to 3 hops. (With none, a host pinging itself, they differ: Fig. 1's `forwto` falls
-    // through at its own source, while the compiled `send` to itself is a real send, which
-    // the host's send limit refuses: `Fault(SendLimit)`. Left for the compiler's next
-    // step, a local-delivery shortcut.)
+    // 1 to 3 hops. (With none, a lone host pinging itself, they differ: Fig. 1's `forwto`
+    // falls through at its own source, while the compiled `send` to itself is a real send,
+    // and a host with no links has a send limit of 0: `Fault(SendLimit)`.)
     for hops in 1..=3 {
         let mut replies = Vec::new();
         for compiled_one in [false, true] {

@@ -20,6 +20,7 @@ pub mod ixp_esp_table2;
 pub mod ixp_esp_table3;
 pub mod ixp_fig4;
 pub mod ixp_fig5;
+pub mod snap_fig2;
 pub mod snap_table2;
 pub mod trickles_bloom;
 pub mod trickles_delta;
@@ -45,6 +46,10 @@ pub enum Name {
     /// SNAP paper Table II (§VII.A): per-node switching cost of IP and SNAP, per packet and
     /// per byte, from ping round trips over 0–3 hops and 12 payload sizes (ours timed here).
     SnapTable2,
+    /// SNAP paper Fig. 2 / §VII.B: ping in PLAN compiled to SNAP (`snap_vm::plan`) beside
+    /// the paper's listing and Fig. 1's hand-written ping: instructions, packet overhead,
+    /// and a round trip on the VM.
+    SnapFig2,
     /// Trickles paper Fig. 9: TCP Reno's window and segments beside Trickles' TCPCwnd(k)
     /// and response numbers (TCPBase 40, startCwnd 3, ssthresh 8).
     TricklesFig9,
@@ -140,6 +145,7 @@ pub fn run(name: Name, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()
             esp_aggregation::run(opts, opts.runs.unwrap_or(1000), out).map(|_| ())
         }
         Name::SnapTable2 => snap_table2::run(opts, out).map(|_| ()),
+        Name::SnapFig2 => snap_fig2::run(out).map(|_| ()),
         Name::TricklesFig9 => trickles_fig9::run(opts, out).map(|_| ()),
         Name::TricklesBloom => trickles_bloom::run(opts, out).map(|_| ()),
         Name::TricklesMemory => trickles_memory::run(opts, out).map(|_| ()),
