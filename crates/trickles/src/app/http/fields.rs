@@ -4,6 +4,7 @@
 
 use core::ops::Range;
 
+use super::MAX_HEAD;
 use super::status::HttpError;
 
 /// One byte range of a `Range: bytes=…` header.
@@ -73,17 +74,9 @@ pub(super) struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    /// Takes one header line (without its CRLF).
+    /// Takes one header line (as [`head`] splits it, its CR still on).
     pub(super) fn add(&mut self, line: &'a [u8]) -> Result<(), HttpError> {
-        let (name, value) = split_once(line, b':').ok_or(HttpError::BadHeader)?;
-        let value = trim_ows(value);
-        let value_ok = value
-            .iter()
-            .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80);
-        // A name starting with whitespace is line folding; inner whitespace is refused too.
-        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) || !value_ok {
-            return Err(HttpError::BadHeader);
-        }
+        let (name, value) = field(line)?;
         let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
         if is("host") {
             self.hosts += 1;
@@ -97,10 +90,9 @@ impl<'a> Fields<'a> {
         } else if is("if-range") {
             self.if_range = true;
         } else if is("connection") {
-            for option in value.split(|&b| b == b',').map(trim_ows) {
-                self.close |= option.eq_ignore_ascii_case(b"close");
-                self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
-            }
+            let (close, keep_alive) = connection(value);
+            self.close |= close;
+            self.keep_alive |= keep_alive;
         } else if is("transfer-encoding") || (is("content-length") && value != b"0") {
             return Err(HttpError::BodyNotAllowed);
         }
@@ -109,6 +101,51 @@ impl<'a> Fields<'a> {
 }
 
 /// RFC 9110's `tchar`: the bytes of methods and header names.
+/// The head at the front of `bytes`, up to its CRLFCRLF: its lines joined by LF, the last
+/// still ending in CR (split them on LF), and the bytes the whole head takes.
+/// [`HttpError::Incomplete`] while there is no CRLFCRLF in the first [`MAX_HEAD`] bytes,
+/// [`HttpError::TooLong`] once there are that many without one.
+pub(super) fn head(bytes: &[u8]) -> Result<(&[u8], usize), HttpError> {
+    let window = bytes.get(..MAX_HEAD).unwrap_or(bytes);
+    let Some(end) = window.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return Err(if bytes.len() >= MAX_HEAD {
+            HttpError::TooLong
+        } else {
+            HttpError::Incomplete
+        });
+    };
+    Ok((window.get(..end + 1).unwrap_or_default(), end + 4))
+}
+
+/// One header line (its CR still on): the name and the value without surrounding
+/// whitespace. A line without CR, without a colon, with a name that is not a token (line
+/// folding, inner whitespace) or a value with control bytes is [`HttpError::BadHeader`].
+pub(super) fn field(line: &[u8]) -> Result<(&[u8], &[u8]), HttpError> {
+    let line = line.strip_suffix(b"\r").ok_or(HttpError::BadHeader)?;
+    let (name, value) = split_once(line, b':').ok_or(HttpError::BadHeader)?;
+    let value = trim_ows(value);
+    let value_ok = value
+        .iter()
+        .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80);
+    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) || !value_ok {
+        return Err(HttpError::BadHeader);
+    }
+    Ok((name, value))
+}
+
+/// A `Connection` value's options: whether it names `close`, whether `keep-alive`.
+pub(super) fn connection(value: &[u8]) -> (bool, bool) {
+    value
+        .split(|&b| b == b',')
+        .map(trim_ows)
+        .fold((false, false), |(close, keep), o| {
+            (
+                close || o.eq_ignore_ascii_case(b"close"),
+                keep || o.eq_ignore_ascii_case(b"keep-alive"),
+            )
+        })
+}
+
 pub(super) fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }

@@ -4,8 +4,7 @@ use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::MAX_HEAD;
-use super::fields::{Fields, RangeSpec, is_tchar};
+use super::fields::{Fields, RangeSpec, head, is_tchar};
 use super::status::HttpError;
 
 /// The methods served.
@@ -46,20 +45,12 @@ pub struct Request<'a> {
 /// surrounding spaces and tabs.
 ///
 /// Returns [`HttpError::Incomplete`] while there is no CRLFCRLF in the first
-/// [`MAX_HEAD`] bytes, [`HttpError::TooLong`] once there are that many without one; the
+/// [`MAX_HEAD`](super::MAX_HEAD) bytes, [`HttpError::TooLong`] once there are that many without one; the
 /// other errors say what is wrong (see [`HttpError::status`] for the answer). After an
 /// error a connection should answer and close: the framing is lost.
 pub fn parse_request(bytes: &[u8]) -> Result<(Request<'_>, usize), HttpError> {
-    let window = bytes.get(..MAX_HEAD).unwrap_or(bytes);
-    let Some(end) = window.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return Err(if bytes.len() >= MAX_HEAD {
-            HttpError::TooLong
-        } else {
-            HttpError::Incomplete
-        });
-    };
+    let (head, len) = head(bytes)?;
     // The head's lines, each ending in CR (a bare LF leaves a line without one).
-    let head = window.get(..end + 1).unwrap_or_default();
     let mut lines = head.split(|&b| b == b'\n');
     let line = lines.next().unwrap_or_default();
     let line = line.strip_suffix(b"\r").ok_or(HttpError::BadRequestLine)?;
@@ -68,7 +59,7 @@ pub fn parse_request(bytes: &[u8]) -> Result<(Request<'_>, usize), HttpError> {
 
     let mut fields = Fields::default();
     for line in lines {
-        fields.add(line.strip_suffix(b"\r").ok_or(HttpError::BadHeader)?)?;
+        fields.add(line)?;
     }
     if (minor >= 1 && fields.host.is_none()) || fields.hosts > 1 {
         return Err(HttpError::BadHost);
@@ -86,7 +77,7 @@ pub fn parse_request(bytes: &[u8]) -> Result<(Request<'_>, usize), HttpError> {
         close: fields.close || (minor == 0 && !fields.keep_alive),
         minor,
     };
-    Ok((request, end + 4))
+    Ok((request, len))
 }
 
 /// `method SP target SP HTTP/1.x`: the method, the target, and `x`.
@@ -188,7 +179,7 @@ fn hex(b: u8) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::http::Status;
+    use crate::app::http::{MAX_HEAD, Status};
 
     fn parse(bytes: &[u8]) -> Result<Request<'_>, HttpError> {
         parse_request(bytes).map(|(r, _)| r)

@@ -18,8 +18,7 @@
 //! assert!(head.is_success());
 //! ```
 
-use super::MAX_HEAD;
-use super::fields::{decimal, is_tchar, split_once, trim_ows};
+use super::fields::{connection, decimal, field, head, split_once, trim_ows};
 use super::status::HttpError;
 
 /// A `Content-Range` value (RFC 9110 §14.4), bytes only.
@@ -107,20 +106,12 @@ impl<'a> ResponseHead<'a> {
     /// and including its CRLFCRLF (the body starts there).
     ///
     /// Returns [`HttpError::Incomplete`] while there is no CRLFCRLF in the first
-    /// [`MAX_HEAD`] bytes and [`HttpError::TooLong`] once there are that many without
+    /// [`MAX_HEAD`](super::MAX_HEAD) bytes and [`HttpError::TooLong`] once there are that many without
     /// one; [`HttpError::BadStatusLine`], [`HttpError::BadVersion`],
     /// [`HttpError::BadHeader`], [`HttpError::BadContentLength`] and
     /// [`HttpError::BadContentRange`] say what is wrong.
     pub fn parse(bytes: &'a [u8]) -> Result<(ResponseHead<'a>, usize), HttpError> {
-        let window = bytes.get(..MAX_HEAD).unwrap_or(bytes);
-        let Some(end) = window.windows(4).position(|w| w == b"\r\n\r\n") else {
-            return Err(if bytes.len() >= MAX_HEAD {
-                HttpError::TooLong
-            } else {
-                HttpError::Incomplete
-            });
-        };
-        let head = window.get(..end + 1).unwrap_or_default();
+        let (head, len) = head(bytes)?;
         let mut lines = head.split(|&b| b == b'\n');
         let line = lines.next().unwrap_or_default();
         let line = line.strip_suffix(b"\r").ok_or(HttpError::BadStatusLine)?;
@@ -136,15 +127,7 @@ impl<'a> ResponseHead<'a> {
         };
         let mut keep_alive = false;
         for line in lines {
-            let line = line.strip_suffix(b"\r").ok_or(HttpError::BadHeader)?;
-            let (name, value) = split_once(line, b':').ok_or(HttpError::BadHeader)?;
-            let value = trim_ows(value);
-            let value_ok = value
-                .iter()
-                .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80);
-            if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) || !value_ok {
-                return Err(HttpError::BadHeader);
-            }
+            let (name, value) = field(line)?;
             let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
             if is("content-length") {
                 let n = decimal(value).ok_or(HttpError::BadContentLength)?;
@@ -160,14 +143,13 @@ impl<'a> ResponseHead<'a> {
             } else if is("transfer-encoding") {
                 parsed.transfer_encoded = true;
             } else if is("connection") {
-                for option in value.split(|&b| b == b',').map(trim_ows) {
-                    parsed.close |= option.eq_ignore_ascii_case(b"close");
-                    keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
-                }
+                let (close, keep) = connection(value);
+                parsed.close |= close;
+                keep_alive |= keep;
             }
         }
         parsed.close |= minor == 0 && !keep_alive;
-        Ok((parsed, end + 4))
+        Ok((parsed, len))
     }
 
     /// Whether the status is 2xx.
@@ -203,7 +185,9 @@ fn status_line(line: &[u8]) -> Result<(u8, u16, &str), HttpError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Answer, MemStore, Status, Store, answer, parse_request, write_head};
+    use super::super::{
+        Answer, MAX_HEAD, MemStore, Status, Store, answer, parse_request, write_head,
+    };
     use super::*;
     use alloc::vec::Vec;
 
