@@ -463,8 +463,8 @@ impl Parser {
         })
     }
 
-    #[inline(never)]
-    fn on_neighbor(&mut self) -> Result<ExprKind, PlanError> {
+    /// What `OnRemote` and `OnNeighbor` share, after their name: `(|f|(args), dest, rb`.
+    fn send_args(&mut self) -> Result<(String, Vec<Expr>, Expr, Expr), PlanError> {
         self.bump();
         self.expect("(")?;
         self.expect("|")?;
@@ -475,6 +475,12 @@ impl Parser {
         let dest = self.expr()?;
         self.expect(",")?;
         let rb = self.expr()?;
+        Ok((func, args, dest, rb))
+    }
+
+    #[inline(never)]
+    fn on_neighbor(&mut self) -> Result<ExprKind, PlanError> {
+        let (func, args, dest, rb) = self.send_args()?;
         self.expect(")")?;
         Ok(ExprKind::OnNeighbor {
             func,
@@ -486,16 +492,7 @@ impl Parser {
 
     #[inline(never)]
     fn on_remote(&mut self) -> Result<ExprKind, PlanError> {
-        self.bump();
-        self.expect("(")?;
-        self.expect("|")?;
-        let (func, _) = self.ident()?;
-        self.expect("|")?;
-        let args = self.args()?;
-        self.expect(",")?;
-        let dest = self.expr()?;
-        self.expect(",")?;
-        let rb = self.expr()?;
+        let (func, args, dest, rb) = self.send_args()?;
         self.expect(",")?;
         let (route, route_pos) = self.ident()?;
         self.expect(")")?;
