@@ -190,3 +190,40 @@ pub struct FunDef {
     /// The body.
     pub body: Expr,
 }
+
+impl Expr {
+    /// Calls `f` on each direct subexpression, in source order.
+    pub(crate) fn for_each_child(&self, f: &mut dyn FnMut(&Expr)) {
+        match &self.kind {
+            ExprKind::Int(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Str(_)
+            | ExprKind::Host(_)
+            | ExprKind::Unit
+            | ExprKind::Var(_) => {}
+            ExprKind::Let(_, a, b) | ExprKind::Bin(_, a, b) => {
+                f(a);
+                f(b);
+            }
+            ExprKind::If(a, b, c) => {
+                f(a);
+                f(b);
+                f(c);
+            }
+            ExprKind::Not(a) | ExprKind::Neg(a) => f(a),
+            ExprKind::Call(_, items) | ExprKind::List(items) | ExprKind::Seq(items) => {
+                items.iter().for_each(f);
+            }
+            ExprKind::OnRemote { args, dest, rb, .. }
+            | ExprKind::OnNeighbor { args, dest, rb, .. } => {
+                args.iter().for_each(&mut *f);
+                f(dest);
+                f(rb);
+            }
+            ExprKind::Foldl { init, list, .. } => {
+                f(init);
+                f(list);
+            }
+        }
+    }
+}

@@ -148,48 +148,10 @@ struct Gen<'a> {
 
 /// Every routing function named by an `OnRemote` in `e`.
 fn route_names(e: &Expr, out: &mut Vec<String>) {
-    match &e.kind {
-        ExprKind::Int(_)
-        | ExprKind::Bool(_)
-        | ExprKind::Str(_)
-        | ExprKind::Host(_)
-        | ExprKind::Unit
-        | ExprKind::Var(_) => {}
-        ExprKind::Let(_, a, b) | ExprKind::Bin(_, a, b) => {
-            route_names(a, out);
-            route_names(b, out);
-        }
-        ExprKind::If(a, b, c) => {
-            route_names(a, out);
-            route_names(b, out);
-            route_names(c, out);
-        }
-        ExprKind::Not(a) | ExprKind::Neg(a) => route_names(a, out),
-        ExprKind::Call(_, items) | ExprKind::List(items) | ExprKind::Seq(items) => {
-            items.iter().for_each(|a| route_names(a, out));
-        }
-        ExprKind::OnRemote {
-            args,
-            dest,
-            rb,
-            route,
-            ..
-        } => {
-            out.push(route.clone());
-            args.iter().for_each(|a| route_names(a, out));
-            route_names(dest, out);
-            route_names(rb, out);
-        }
-        ExprKind::OnNeighbor { args, dest, rb, .. } => {
-            args.iter().for_each(|a| route_names(a, out));
-            route_names(dest, out);
-            route_names(rb, out);
-        }
-        ExprKind::Foldl { init, list, .. } => {
-            route_names(init, out);
-            route_names(list, out);
-        }
+    if let ExprKind::OnRemote { route, .. } = &e.kind {
+        out.push(route.clone());
     }
+    e.for_each_child(&mut |c| route_names(c, out));
 }
 
 impl Gen<'_> {

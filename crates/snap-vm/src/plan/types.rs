@@ -111,51 +111,13 @@ fn order(funs: &[FunDef]) -> Result<Vec<usize>, PlanError> {
 /// Every name `e` calls (or folds with).
 fn calls(e: &Expr, f: &mut dyn FnMut(&str)) {
     match &e.kind {
-        ExprKind::Int(_)
-        | ExprKind::Bool(_)
-        | ExprKind::Str(_)
-        | ExprKind::Host(_)
-        | ExprKind::Unit
-        | ExprKind::Var(_) => {}
-        ExprKind::Let(_, a, b) | ExprKind::Bin(_, a, b) => {
-            calls(a, f);
-            calls(b, f);
-        }
-        ExprKind::If(a, b, c) => {
-            calls(a, f);
-            calls(b, f);
-            calls(c, f);
-        }
-        ExprKind::Not(a) | ExprKind::Neg(a) => calls(a, f),
-        ExprKind::Call(name, args) => {
-            f(name);
-            args.iter().for_each(|a| calls(a, f));
-        }
-        ExprKind::OnRemote {
-            args,
-            dest,
-            rb,
-            route,
-            ..
-        } => {
-            // The routing function is inlined at the send, so it is a callee.
-            f(route);
-            args.iter().for_each(|a| calls(a, f));
-            calls(dest, f);
-            calls(rb, f);
-        }
-        ExprKind::OnNeighbor { args, dest, rb, .. } => {
-            args.iter().for_each(|a| calls(a, f));
-            calls(dest, f);
-            calls(rb, f);
-        }
-        ExprKind::Foldl { func, init, list } => {
-            f(func);
-            calls(init, f);
-            calls(list, f);
-        }
-        ExprKind::List(items) | ExprKind::Seq(items) => items.iter().for_each(|a| calls(a, f)),
+        ExprKind::Call(name, _) => f(name),
+        // The routing function is inlined at the send, so it is a callee.
+        ExprKind::OnRemote { route, .. } => f(route),
+        ExprKind::Foldl { func, .. } => f(func),
+        _ => {}
     }
+    e.for_each_child(&mut |c| calls(c, f));
 }
 
 /// Checks every function (rewriting host comparisons in place); returns the result types.
