@@ -105,16 +105,21 @@ taskset -c "$server_cpu" "$NGINX" -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" &
 nginx_master=$!
 pids+=("$nginx_master")
 
-taskset -c "$server_cpu" "$bin/trickles-web" --root "$tmp/www" --keys "$tmp/keys" \
-    --listen udp:127.0.0.1:0 --tcp 127.0.0.1:0 >"$tmp/web.out" 2>"$tmp/web.err" &
-web_pid=$!
-pids+=("$web_pid")
-for _ in $(seq 100); do
-    [ -s "$tmp/web.out" ] && break
-    sleep 0.05
-done
-udp=$(sed -n 's/.*udp=\([^ ]*\).*/\1/p' "$tmp/web.out")
-tcp=$(sed -n 's/.*tcp=\([^ ]*\).*/\1/p' "$tmp/web.out")
+# start_web NAME: a trickles-web on CPU $server_cpu, Trickles and TCP on ports the kernel
+# picks; sets web_pid, udp and tcp from its `ready` line ($tmp/NAME.out, .err).
+start_web() {
+    taskset -c "$server_cpu" "$bin/trickles-web" --root "$tmp/www" --keys "$tmp/keys" \
+        --listen udp:127.0.0.1:0 --tcp 127.0.0.1:0 >"$tmp/$1.out" 2>"$tmp/$1.err" &
+    web_pid=$!
+    pids+=("$web_pid")
+    for _ in $(seq 100); do
+        [ -s "$tmp/$1.out" ] && break
+        sleep 0.05
+    done
+    udp=$(sed -n 's/.*udp=\([^ ]*\).*/\1/p' "$tmp/$1.out")
+    tcp=$(sed -n 's/.*tcp=\([^ ]*\).*/\1/p' "$tmp/$1.out")
+}
+start_web web
 nginx_addr="127.0.0.1:$nginx_port"
 for _ in $(seq 100); do
     nginx_worker=$(pgrep -P "$nginx_master" || true)
@@ -214,16 +219,7 @@ echo "== memory" >&2
 # A fresh trickles-web for the memory rows: the throughput rounds above (the TCP fallback's
 # per-connection buffers above all) leave the first process's heap larger than a server
 # that only ever spoke Trickles.
-taskset -c "$server_cpu" "$bin/trickles-web" --root "$tmp/www" --keys "$tmp/keys" \
-    --listen udp:127.0.0.1:0 --tcp 127.0.0.1:0 >"$tmp/web2.out" 2>"$tmp/web2.err" &
-web_pid=$!
-pids+=("$web_pid")
-for _ in $(seq 100); do
-    [ -s "$tmp/web2.out" ] && break
-    sleep 0.05
-done
-udp=$(sed -n 's/.*udp=\([^ ]*\).*/\1/p' "$tmp/web2.out")
-tcp=$(sed -n 's/.*tcp=\([^ ]*\).*/\1/p' "$tmp/web2.out")
+start_web web2
 clients=(1 10 100 1000)
 # trickles-web's Trickles runs come before its TCP fallback's: VmHWM is the process's peak.
 for n in "${clients[@]}"; do
