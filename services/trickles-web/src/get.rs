@@ -152,12 +152,7 @@ impl std::str::FromStr for Url {
 
 /// The GET request head for `url`, optionally for bytes `first..=last`.
 pub fn request_head(url: &Url, range: Option<(u64, u64)>) -> Vec<u8> {
-    let mut head = format!("GET {} HTTP/1.1\r\nHost: {}\r\n", url.path, url.authority);
-    if let Some((first, last)) = range {
-        head.push_str(&format!("Range: bytes={first}-{last}\r\n"));
-    }
-    head.push_str("\r\n");
-    head.into_bytes()
+    trickles::app::http::get_request(&url.authority, &url.path, range, false)
 }
 
 async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {

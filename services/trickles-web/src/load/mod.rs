@@ -145,8 +145,7 @@ impl Report {
 
 /// The GET for `path`; `close` adds `Connection: close`.
 pub fn request_bytes(path: &str, close: bool) -> Vec<u8> {
-    let connection = if close { "Connection: close\r\n" } else { "" };
-    format!("GET {path} HTTP/1.1\r\nHost: x\r\n{connection}\r\n").into_bytes()
+    ::trickles::app::http::get_request("x", path, None, close)
 }
 
 /// Runs `cfg` against its target.

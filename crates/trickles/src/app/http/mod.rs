@@ -65,7 +65,7 @@ mod status;
 pub use answer::{Answer, Body, answer, write_head};
 pub use app::{HttpApp, HttpStats};
 pub use fields::RangeSpec;
-pub use request::{Method, Request, parse_request};
+pub use request::{Method, Request, get_request, parse_request};
 pub use response::{ContentRange, ResponseHead};
 pub use status::{HttpError, Status};
 

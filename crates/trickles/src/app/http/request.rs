@@ -80,6 +80,21 @@ pub fn parse_request(bytes: &[u8]) -> Result<(Request<'_>, usize), HttpError> {
     Ok((request, len))
 }
 
+/// A GET request head for `path` on `host`: with `range`, for bytes `first..=last` only;
+/// with `close`, asking the server to close after answering. What the clients send, and
+/// what [`parse_request`] reads back.
+pub fn get_request(host: &str, path: &str, range: Option<(u64, u64)>, close: bool) -> Vec<u8> {
+    let mut head = alloc::format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n");
+    if let Some((first, last)) = range {
+        head.push_str(&alloc::format!("Range: bytes={first}-{last}\r\n"));
+    }
+    if close {
+        head.push_str("Connection: close\r\n");
+    }
+    head.push_str("\r\n");
+    head.into_bytes()
+}
+
 /// `method SP target SP HTTP/1.x`: the method, the target, and `x`.
 fn request_line(line: &[u8]) -> Result<(Method, &[u8], u8), HttpError> {
     let mut parts = line.split(|&b| b == b' ');
@@ -180,6 +195,21 @@ fn hex(b: u8) -> Option<u8> {
 mod tests {
     use super::*;
     use crate::app::http::{MAX_HEAD, Status};
+
+    #[test]
+    fn get_requests_read_back() {
+        let bytes = get_request("h:80", "/a/b", Some((5, 9)), true);
+        assert_eq!(
+            bytes,
+            b"GET /a/b HTTP/1.1\r\nHost: h:80\r\nRange: bytes=5-9\r\nConnection: close\r\n\r\n"
+        );
+        let (req, used) = parse_request(&bytes).unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!((req.host, req.close), (Some("h:80"), true));
+        assert_eq!(req.range, Some(RangeSpec::FromTo { first: 5, last: 9 }));
+        let plain = get_request("h", "/", None, false);
+        assert_eq!(plain, b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    }
 
     fn parse(bytes: &[u8]) -> Result<Request<'_>, HttpError> {
         parse_request(bytes).map(|(r, _)| r)
