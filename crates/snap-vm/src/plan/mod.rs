@@ -117,6 +117,9 @@ pub struct Compiled {
     pub bounds: Bounds,
     /// The entry function's instruction index, to push on top of its arguments.
     pub entry_index: u16,
+    /// The entry function's parameter types, in order (the stack the caller builds under
+    /// [`entry_index`](Compiled::entry_index), first at the bottom).
+    pub entry_params: Vec<ast::Ty>,
 }
 
 /// Compiles PLAN `source` to SNAP, entering at `opts.entry`.
@@ -129,6 +132,11 @@ pub fn compile(source: &str, opts: &Options) -> Result<Compiled, PlanError> {
     let mut funs = parse::parse(source)?;
     types::check(&mut funs, opts)?;
     let g = codegen::generate(&funs, opts)?;
+    let entry_params = funs
+        .iter()
+        .find(|f| f.name == opts.entry)
+        .map(|f| f.params.iter().map(|p| p.1.clone()).collect())
+        .unwrap_or_default();
     let program = asm::assemble(&g.assembly)?;
     let node = NodeConfig {
         address: [0; 4],
@@ -141,6 +149,7 @@ pub fn compile(source: &str, opts: &Options) -> Result<Compiled, PlanError> {
         program,
         bounds,
         entry_index: g.entry_index,
+        entry_params,
     })
 }
 
