@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use snap_vm::plan::{Options, PlanError, compile};
+use snap_vm::plan::{Options, PlanError, ServiceSig, compile};
 use snap_vm::verify::verify;
 use snap_vm::vm::NodeConfig;
 
@@ -20,7 +20,7 @@ fuzz_target!(|input: &[u8]| {
         .unwrap_or_else(|| "f".to_string());
     let opts = Options {
         fold_bound: 3,
-        services: vec!["ess.count".to_string()],
+        services: ServiceSig::ess(),
         entry,
     };
     match compile(source, &opts) {

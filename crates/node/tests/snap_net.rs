@@ -571,7 +571,7 @@ fn compiled_plan_ping_answers_like_the_hand_written_one() {
                   fun p(w:blob, n:int) = OnRemote(|r|(w, n), getSrc(), getRB(), defaultRoute)";
     let opts = snap_vm::plan::Options {
         fold_bound: 1,
-        services: Vec::new(),
+        services: snap_vm::plan::ServiceSig::ess(),
         entry: "p".into(),
     };
     let compiled = snap_vm::plan::compile(source, &opts).unwrap();

@@ -10,11 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Subcommand;
-use snap_vm::plan::{self, Options};
-
-/// The services a compiled program may call unless told otherwise: the ESS trio the
-/// routers register (`snap_vm::service::EssService`).
-const DEFAULT_SERVICES: [&str; 3] = ["ess.get", "ess.put", "ess.count"];
+use snap_vm::plan::{self, Options, ServiceSig};
 
 /// The `plan` subcommands.
 #[derive(Debug, Subcommand)]
@@ -32,10 +28,11 @@ pub enum PlanCommand {
         /// The function the packet runs first (default: the last one defined).
         #[arg(long)]
         entry: Option<String>,
-        /// A service the program may call (repeatable; default: ess.get, ess.put,
-        /// ess.count).
-        #[arg(long = "service")]
-        services: Vec<String>,
+        /// A service the program may call, with its signature, e.g. `--service
+        /// "lookup(host, int): host"` (repeatable; default: the ESS trio every router
+        /// offers, `ess.get(int): int`, `ess.put(int, int): int`, `ess.count(int): int`).
+        #[arg(long = "service", value_parser = parse_service)]
+        services: Vec<ServiceSig>,
     },
 }
 
@@ -63,7 +60,7 @@ pub fn run(command: PlanCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
             .with_context(|| format!("{}: no `fun` definition", file.display()))?,
     };
     let services = if services.is_empty() {
-        DEFAULT_SERVICES.iter().map(ToString::to_string).collect()
+        ServiceSig::ess()
     } else {
         services
     };
@@ -99,4 +96,9 @@ pub fn run(command: PlanCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
         eprintln!("{summary}");
     }
     Ok(0)
+}
+
+/// `--service` values: a signature `name(ty, …): ty`.
+fn parse_service(text: &str) -> Result<ServiceSig, String> {
+    ServiceSig::parse(text).map_err(|e| format!("{e} (write `name(ty, …): ty`)"))
 }

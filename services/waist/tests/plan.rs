@@ -96,7 +96,7 @@ fn every_example_compiles_and_verifies() {
         .iter()
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
-    for want in ["flowroute", "multicast", "ping", "traceroute"] {
+    for want in ["flowroute", "multicast", "ping", "retrans", "traceroute"] {
         assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
     }
     for file in files {
@@ -132,7 +132,7 @@ mod on_the_vm {
         let src = std::fs::read_to_string(path).unwrap();
         let opts = Options {
             fold_bound: 4,
-            services: vec![],
+            services: snap_vm::plan::ServiceSig::ess(),
             entry: entry.into(),
         };
         compile(&src, &opts).unwrap()
@@ -174,6 +174,28 @@ mod on_the_vm {
             .delivery
             .unwrap();
         assert_eq!((d.port, d.value), (5000, Delivered::Bytes(b"hi".to_vec())));
+        // Each copy got the bound the accumulator carried.
+        for t in &out.transmits {
+            assert_eq!(snap_vm::wire::Packet::new_checked(&t.packet[..]).unwrap().rb(), 4);
+        }
+    }
+
+    #[test]
+    fn retrans_answers_twice_each_copy_delivering() {
+        let c = example("retrans.plan", "p");
+        let t = [10, 0, 0, 9];
+        let pkt = inject(&c, t, |p| vec![p.heap_bytes(b"seq1"), Value::int(7)]);
+        // Forwarded from S, it turns round at T: two answers home, half the bound each.
+        let out = run(S, pkt);
+        let out = run(t, out.transmits[0].packet.clone());
+        assert_eq!(out.transmits.len(), 2, "{out:?}");
+        for tr in &out.transmits {
+            assert_eq!(tr.dst, S);
+            let rb = snap_vm::wire::Packet::new_checked(&tr.packet[..]).unwrap().rb();
+            assert_eq!(rb, (20 - 2) / 2);
+            let d = run(S, tr.packet.clone()).delivery.unwrap();
+            assert_eq!((d.port, d.value), (7, Delivered::Bytes(b"seq1".to_vec())));
+        }
     }
 
     #[test]

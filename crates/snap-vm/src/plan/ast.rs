@@ -29,6 +29,8 @@ pub enum Ty {
     Unit,
     /// A list (nil is 0, a cell is the tuple `(head, tail)`).
     List(Box<Ty>),
+    /// A tuple `t1 * t2 * …` of two or more fields (a SNAP heap tuple).
+    Tuple(Vec<Ty>),
     /// The element type of `[]`, compatible with every type.
     Any,
 }
@@ -42,6 +44,16 @@ impl fmt::Display for Ty {
             Ty::Blob => f.write_str("blob"),
             Ty::Unit => f.write_str("unit"),
             Ty::List(t) => write!(f, "{t} list"),
+            Ty::Tuple(ts) => {
+                f.write_str("(")?;
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" * ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                f.write_str(")")
+            }
             Ty::Any => f.write_str("'a"),
         }
     }
@@ -56,6 +68,10 @@ pub enum BinOp {
     Sub,
     /// `*`
     Mul,
+    /// `div` (truncating toward zero, as SNAP's `div`; by zero ends the packet).
+    Div,
+    /// `mod` (the remainder of `div`, sign of the dividend).
+    Mod,
     /// `=` on ints and bools.
     Eq,
     /// `<>` on ints and bools.
@@ -87,6 +103,8 @@ impl BinOp {
             BinOp::Add => "+",
             BinOp::Sub => "-",
             BinOp::Mul => "*",
+            BinOp::Div => "div",
+            BinOp::Mod => "mod",
             BinOp::Eq | BinOp::HostEq => "=",
             BinOp::Ne | BinOp::HostNe => "<>",
             BinOp::Lt => "<",
@@ -151,6 +169,9 @@ pub enum ExprKind {
         route: String,
         /// Where the routing function is named.
         route_pos: Pos,
+        /// Copies sent: 1 for `OnRemote`; `RetransOnRemote`'s tries, each sent up front
+        /// with an equal share of `rb` (SNAP nodes keep no timer to retransmit by).
+        copies: u32,
     },
     /// `OnNeighbor(|f|(args), neighbor, rb)`: one hop, no routing.
     OnNeighbor {
@@ -163,17 +184,24 @@ pub enum ExprKind {
         /// How much resource bound to give.
         rb: Box<Expr>,
     },
-    /// `foldl(f, init, list)` with `f(acc, x)`.
-    Foldl {
+    /// `foldl(f, init, list)` with `f(acc, x)`, or `foldr(f, init, list)` with `f(x, acc)`
+    /// (from the last element).
+    Fold {
         /// The iterator function.
         func: String,
         /// The initial accumulator.
         init: Box<Expr>,
         /// The list.
         list: Box<Expr>,
+        /// `foldr`: from the right, the iterator's arguments swapped.
+        right: bool,
     },
     /// `[e, …]`
     List(Vec<Expr>),
+    /// `(e, e, …)`: a tuple of two or more fields.
+    Tuple(Vec<Expr>),
+    /// `#i e`: field `i` (from 1) of tuple `e`.
+    Proj(u32, Box<Expr>),
     /// `(e; e; …)`
     Seq(Vec<Expr>),
 }
@@ -210,8 +238,11 @@ impl Expr {
                 f(b);
                 f(c);
             }
-            ExprKind::Not(a) | ExprKind::Neg(a) => f(a),
-            ExprKind::Call(_, items) | ExprKind::List(items) | ExprKind::Seq(items) => {
+            ExprKind::Not(a) | ExprKind::Neg(a) | ExprKind::Proj(_, a) => f(a),
+            ExprKind::Call(_, items)
+            | ExprKind::List(items)
+            | ExprKind::Tuple(items)
+            | ExprKind::Seq(items) => {
                 items.iter().for_each(f);
             }
             ExprKind::OnRemote { args, dest, rb, .. }
@@ -220,7 +251,7 @@ impl Expr {
                 f(dest);
                 f(rb);
             }
-            ExprKind::Foldl { init, list, .. } => {
+            ExprKind::Fold { init, list, .. } => {
                 f(init);
                 f(list);
             }

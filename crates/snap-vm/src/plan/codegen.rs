@@ -5,7 +5,11 @@
 //!   result slides down over them (`store k; popi k-1`).
 //! * `foldl` is unrolled: exactly for a list literal, else `fold_bound` times, each step
 //!   guarded by a test for the empty list (`istag tuple; bez done`). A list still not empty
-//!   after the last step ends the packet (`exit`).
+//!   after the last step ends the packet (`exit`). `foldr` first reverses the list the same
+//!   way, then folds it from the left with the iterator's arguments swapped.
+//! * A tuple is its fields pushed in order and one `mktup n` (padded with `nop`s so the
+//!   next `mktup` is at least `n` instructions later, as the VM requires); `#i` is
+//!   `nth i−1`.
 //! * Service calls become `calls "name"`.
 //! * `OnRemote(|f|(args), dest, rb, defaultRoute)` pushes `args`, `f`'s index, then `send`s
 //!   a child entering `defaultRoute` with those `n + 1` values: the per-hop preamble
@@ -15,6 +19,8 @@
 //!   index and the final destination; it is sent to `r(dest)` and enters `r`'s per-hop
 //!   block (placed before every function block, so its `paj` jumps forward): at the
 //!   destination `pop; paj`, elsewhere `r` inlined and `forwto` its next hop.
+//! * `RetransOnRemote(…, k)` is `k` such sends, each with `rb div k`, of arguments,
+//!   share and destination computed once.
 //! * `OnNeighbor(|f|(args), neighbor, rb)` is `send` of a child with just `args` that enters
 //!   `f`'s block directly: no preamble, so `f` runs at the first SNAP node the child
 //!   reaches, which is `neighbor` when it is adjacent (PLAN's requirement, not checked: SNAP
@@ -156,14 +162,15 @@ fn route_names(e: &Expr, out: &mut Vec<String>) {
 
 impl Gen<'_> {
     fn op(&mut self, mnemonic: &str, imm: impl core::fmt::Display) {
+        let imm = format!("{imm}");
         if mnemonic == "mktup" {
+            // `mktup n` wants n − 1 instructions before the next `mktup` (paper §III.A).
             while self.count < self.mktup_until {
                 self.code.push_str("        nop\n");
                 self.count += 1;
             }
-            self.mktup_until = self.count + 2;
+            self.mktup_until = self.count + imm.parse::<u32>().unwrap_or(1);
         }
-        let imm = format!("{imm}");
         if imm.is_empty() {
             let _ = writeln!(self.code, "        {mnemonic}");
         } else {
@@ -251,7 +258,9 @@ impl Gen<'_> {
             ExprKind::Seq(items) => self.seq(items)?,
             ExprKind::Call(name, args) => self.call(name, args, e.pos)?,
             ExprKind::OnRemote { .. } | ExprKind::OnNeighbor { .. } => self.send(&e.kind)?,
-            ExprKind::Foldl { func, init, list } => self.foldl(func, init, list, e.pos)?,
+            ExprKind::Fold { .. } => self.fold(&e.kind, e.pos)?,
+            ExprKind::Tuple(items) => self.tuple(items)?,
+            ExprKind::Proj(i, t) => self.proj(*i, t)?,
         }
         Ok(())
     }
@@ -365,6 +374,26 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// `(a, b, …)`: the fields in order, then one `mktup` (field 1 pushed first).
+    #[inline(never)]
+    fn tuple(&mut self, items: &[Expr]) -> Result<(), PlanError> {
+        for item in items {
+            self.expr(item)?;
+        }
+        let n = items.len() as u32;
+        self.op("mktup", n);
+        self.depth = self.depth + 1 - n;
+        Ok(())
+    }
+
+    /// `#i t`: `nth i − 1`.
+    #[inline(never)]
+    fn proj(&mut self, i: u32, t: &Expr) -> Result<(), PlanError> {
+        self.expr(t)?;
+        self.op("nth", i.saturating_sub(1));
+        Ok(())
+    }
+
     #[inline(never)]
     fn seq(&mut self, items: &[Expr]) -> Result<(), PlanError> {
         for (i, item) in items.iter().enumerate() {
@@ -425,10 +454,85 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// `RetransOnRemote(|f|(args), dest, rb, route, k)`: SNAP nodes have no timer, so the
+    /// `k` tries are sent up front, each with `rb div k`. The arguments, the share and the
+    /// destination are computed once (in that order) and copied into each send.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn on_remote_copies(
+        &mut self,
+        func: &str,
+        args: &[Expr],
+        dest: &Expr,
+        rb: &Expr,
+        route: &str,
+        copies: u32,
+    ) -> Result<(), PlanError> {
+        let base = self.depth;
+        for a in args {
+            self.expr(a)?;
+        }
+        self.expr(rb)?;
+        self.op("divi", copies);
+        self.expr(dest)?; // [args share dest]
+        let n = args.len() as u32;
+        let (share, dst) = (base + n, base + n + 1);
+        let label = self.block_label(func);
+        let routed = match (self.fns.get(route).copied(), self.routes.get(route)) {
+            (Some(r), Some(entry)) => Some((r, entry.clone())),
+            _ => None,
+        };
+        for _ in 0..copies {
+            for i in 0..n {
+                self.pull_slot(base + i);
+            }
+            self.push(&label);
+            let count = if let Some((r, entry)) = &routed {
+                // As `on_remote`: [args f dest entry count r(dest) share], then swapped.
+                self.pull_slot(dst);
+                self.push(entry);
+                self.push(n + 2);
+                self.pull_slot(dst);
+                self.inline(r)?;
+                self.pull_slot(share);
+                self.op("swap", "");
+                n + 2
+            } else {
+                self.push("defaultRoute");
+                self.push(n + 1);
+                self.pull_slot(share);
+                self.pull_slot(dst);
+                n + 1
+            };
+            self.op("send", "");
+            self.depth -= 3;
+            self.op("popi", count + 1);
+            self.depth -= count + 1;
+        }
+        self.push(0);
+        self.slide(n + 2);
+        Ok(())
+    }
+
+    /// Pushes a copy of the value in stack slot `slot` (from the block's base).
+    fn pull_slot(&mut self, slot: u32) {
+        self.op("pull", self.depth - 1 - slot);
+        self.depth += 1;
+    }
+
     /// `OnRemote` or `OnNeighbor` (out of line: `expr_inner`'s frame stays small).
     #[inline(never)]
     fn send(&mut self, kind: &ExprKind) -> Result<(), PlanError> {
         match kind {
+            ExprKind::OnRemote {
+                func,
+                args,
+                dest,
+                rb,
+                route,
+                copies,
+                ..
+            } if *copies > 1 => self.on_remote_copies(func, args, dest, rb, route, *copies),
             ExprKind::OnRemote {
                 func,
                 args,
@@ -516,6 +620,8 @@ impl Gen<'_> {
             BinOp::Add => ("add", true),
             BinOp::Sub => ("sub", true),
             BinOp::Mul => ("mul", true),
+            BinOp::Div => ("div", true),
+            BinOp::Mod => ("mod", true),
             BinOp::Eq => ("eq", true),
             BinOp::Ne => ("neq", true),
             BinOp::Lt => ("lt", true),
@@ -580,7 +686,7 @@ impl Gen<'_> {
             }
             // demux ends the packet; what follows is never run, so count a result anyway.
             "deliverUDP" => ("demux", String::new()),
-            _ if self.opts.services.iter().any(|s| s == name) => (
+            _ if self.opts.services.iter().any(|s| s.name == name) => (
                 "calls",
                 String::from(bytes_literal(name.as_bytes()).as_str()),
             ),
@@ -597,8 +703,22 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// `foldl` / `foldr`: unrolled exactly for a list literal, else `fold_bound` times with
+    /// each step guarded. `foldr` first reverses the list (an unrolled walk consing each
+    /// element onto a new list), then folds that from the left with the iterator's
+    /// arguments swapped: the elements are still evaluated in source order.
     #[inline(never)]
-    fn foldl(&mut self, func: &str, init: &Expr, list: &Expr, pos: Pos) -> Result<(), PlanError> {
+    fn fold(&mut self, fold: &ExprKind, pos: Pos) -> Result<(), PlanError> {
+        let ExprKind::Fold {
+            func,
+            init,
+            list,
+            right,
+        } = fold
+        else {
+            return Ok(());
+        };
+        let (func, right) = (func.as_str(), *right);
         let f = self
             .fns
             .get(func)
@@ -614,6 +734,9 @@ impl Gen<'_> {
             ExprKind::List(items) => (items.len() as u32, false),
             _ => (self.opts.fold_bound, true),
         };
+        if right {
+            self.reverse(steps, guarded, pos)?;
+        }
         let done = self.label();
         for _ in 0..steps {
             if self.count > MAX_CODE {
@@ -624,25 +747,71 @@ impl Gen<'_> {
                 self.op("istag", "tuple");
                 self.op("bez", &done);
             }
-            self.op("pull", 1);
-            self.op("pull", 1);
-            self.op("nth", 0); // [acc l acc x]
+            if right {
+                self.op("pull", 0);
+                self.op("nth", 0);
+                self.op("pull", 2); // [acc l x acc]
+            } else {
+                self.op("pull", 1);
+                self.op("pull", 1);
+                self.op("nth", 0); // [acc l acc x]
+            }
             self.depth += 2;
             self.inline(f)?; // [acc l r]
             self.op("store", 2); // [r l]
             self.op("nth", 1); // [r tl]
             self.depth -= 1;
         }
-        if guarded {
-            // Longer than the bound: the packet cannot finish the fold.
-            self.op("pull", 0);
-            self.op("istag", "tuple");
-            self.op("bez", &done);
-            self.op("exit", "");
+        if guarded && !right {
+            // Longer than the bound: the packet cannot finish the fold. (A reversed list
+            // was checked while it was reversed.)
+            self.list_end_guard(&done);
         }
         self.place(&done);
         self.op("pop", "");
         self.depth -= 1;
         Ok(())
+    }
+
+    /// `[acc l]` to `[acc rev(l)]`, walking at most `steps` cells.
+    fn reverse(&mut self, steps: u32, guarded: bool, pos: Pos) -> Result<(), PlanError> {
+        let done = self.label();
+        self.push(0); // [acc l r]
+        for _ in 0..steps {
+            if self.count > MAX_CODE {
+                return Err(Self::too_large(pos));
+            }
+            if guarded {
+                self.op("pull", 1);
+                self.op("istag", "tuple");
+                self.op("bez", &done);
+            }
+            self.op("pull", 1);
+            self.op("nth", 0);
+            self.op("pull", 1);
+            self.op("mktup", 2); // [acc l r x::r]
+            self.op("store", 1); // [acc l x::r]
+            self.op("pull", 1);
+            self.op("nth", 1);
+            self.op("store", 2); // [acc tl x::r]
+        }
+        if guarded {
+            self.op("pull", 1);
+            self.op("istag", "tuple");
+            self.op("bez", &done);
+            self.op("exit", "");
+        }
+        self.place(&done);
+        self.op("store", 1); // [acc rev]
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Ends the packet unless the list on top is empty, else goes to `done`.
+    fn list_end_guard(&mut self, done: &str) {
+        self.op("pull", 0);
+        self.op("istag", "tuple");
+        self.op("bez", done);
+        self.op("exit", "");
     }
 }

@@ -18,15 +18,15 @@ pub(crate) enum Tok {
     /// A name or keyword (letters, digits, `_`, `'` and `.` for service names like
     /// `ess.get`).
     Ident(String),
-    /// Punctuation: `( ) [ ] , ; : = <> < <= > >= + - * :: | ~`.
+    /// Punctuation: `( ) [ ] , ; : = <> < <= > >= + - * :: | ~ #`.
     Punct(&'static str),
     /// The end of the text.
     Eof,
 }
 
-const PUNCT: [&str; 19] = [
+const PUNCT: [&str; 20] = [
     "::", "<>", "<=", ">=", "(", ")", "[", "]", ",", ";", ":", "=", "<", ">", "+", "-", "*", "|",
-    "~",
+    "~", "#",
 ];
 
 /// Splits `src` into tokens, ending with [`Tok::Eof`].
@@ -180,7 +180,7 @@ mod tests {
         for s in [
             "\"abc",
             "(* x",
-            "#",
+            "@",
             "99999999999999999999999",
             "\"\\q\"",
             "1.2",

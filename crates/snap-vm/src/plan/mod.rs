@@ -8,7 +8,7 @@
 //! ```
 //!
 //! SNAP branches only forward, so PLAN functions are inlined (PLAN forbids recursion; a
-//! cycle is an error naming it), `foldl` is unrolled to the caller's
+//! cycle is an error naming it), `foldl` and `foldr` are unrolled to the caller's
 //! [`fold_bound`](Options::fold_bound), and `OnRemote` sends a child packet that runs a
 //! per-hop preamble until it arrives, then jumps to the function named in it: `forw; paj -1`
 //! for `defaultRoute`, and for a routing function of the program's own a block that checks
@@ -18,25 +18,35 @@
 //! # The subset
 //!
 //! * Definitions `fun name(x: ty, …) = expr`; types `int`, `bool`, `host`, `blob` (and
-//!   `string`, the same), `unit`, `ty list`.
+//!   `string`, the same), `unit`, `ty list`, tuples `ty * ty * …`, and `(ty)`.
 //! * Expressions: integer (25-bit) and boolean literals, string literals (blobs),
-//!   variables, `let val x = e … in e end`, `if e then e else e`, `+ - *`, `= <>` (ints,
-//!   bools, hosts), `< <= > >=`, `andalso`, `orelse`, `not`, `~`, calls `f(e, …)`,
-//!   `(e; e)`, `[e, …]`, `::`, `hd`, `tl`, `null`, `foldl(f, init, list)` with
-//!   `f(acc, x)`, `OnRemote(|f|(args), dest, rb, route)`, host literals `10.0.0.3`, and
-//!   the primitives
-//!   `getSrc()`, `getDst()`, `getRB()`, `thisHost()`, `deliverUDP(v, port)` (`demux`).
+//!   variables, `let val x = e … in e end`, `if e then e else e`, `+ - * div mod`
+//!   (truncating, as SNAP's; by zero ends the packet), `= <>` (ints, bools, hosts),
+//!   `< <= > >=`, `andalso`, `orelse`, `not`, `~`, calls `f(e, …)`, `(e; e)`, tuples
+//!   `(e, e, …)` and `#i e` (field `i` from 1), `[e, …]`, `::`, `hd`, `tl`, `null`,
+//!   `foldl(f, init, list)` with `f(acc, x)`, `foldr(f, init, list)` with `f(x, acc)`
+//!   (from the last element), `OnRemote(|f|(args), dest, rb, route)`, host literals
+//!   `10.0.0.3`, and the primitives `getSrc()`, `getDst()`, `getRB()`, `thisHost()`,
+//!   `deliverUDP(v, port)` (`demux`).
 //! * `OnNeighbor(|f|(args), neighbor, rb)`: a `send` of a child that enters `f` itself, one
 //!   hop with no per-hop preamble (so `f` runs at the first node the child reaches:
 //!   `neighbor` must be adjacent, as in PLAN; nothing checks it).
+//! * `RetransOnRemote(|f|(args), dest, rb, route, k)`, where it maps: PLAN retransmits
+//!   until acknowledged, which needs a timer and per-packet state at the sender; a SNAP
+//!   node has neither. So the `k` tries (a literal, at most the fold bound) are sent at
+//!   once, each with `rb div k`: delivery is at least once while fewer than `k` are lost,
+//!   and `f` may run up to `k` times (suppress duplicates in `f` with `ess.count` if it
+//!   matters). A node lets a packet send one packet per interface (paper §III.C), so `k`
+//!   copies need `k` interfaces at the sender.
 //! * `route` is `defaultRoute` (the node's table, `forw`) or a PLAN function
 //!   `fun route(d: host) = …` returning the next hop toward `d`. It picks every hop, the
 //!   first one at the sender too; at the destination the target runs; a next hop that is
 //!   the node itself (not the destination) drops the packet.
-//! * Any other call names a service ([`Options::services`]): its arguments are pushed, it
-//!   is expected to pop them all and push one result, typed `int`.
-//! * Left out: tuples, exceptions, `real`, polymorphic functions, routing functions that
-//!   (even indirectly) send with themselves (reported as recursion).
+//! * Any other call names a service ([`Options::services`], each with its
+//!   [`ServiceSig`]): its arguments are checked against the signature and pushed, the
+//!   service pops them all and pushes one result of the signature's type.
+//! * Left out: exceptions, `real`, chunks as values, polymorphic functions, routing
+//!   functions that (even indirectly) send with themselves (reported as recursion).
 //!
 //! # The packet
 //!
@@ -50,14 +60,14 @@
 //! # Example: Fig. 2's ping
 //!
 //! ```
-//! use snap_vm::plan::{compile, Options};
+//! use snap_vm::plan::{compile, Options, ServiceSig};
 //! use snap_vm::value::Value;
 //! use snap_vm::vm::{Delivered, NodeConfig, Vm};
 //!
 //! let src = "
 //!     fun r(w:blob, n:int) = deliverUDP(w, n)
 //!     fun p(w:blob, n:int) = OnRemote(|r|(w, n), getSrc(), getRB(), defaultRoute)";
-//! let opts = Options { fold_bound: 4, services: vec![], entry: "p".into() };
+//! let opts = Options { fold_bound: 4, services: ServiceSig::ess(), entry: "p".into() };
 //! let c = compile(src, &opts)?;
 //! assert!(c.assembly.contains("send"));
 //!
@@ -99,10 +109,56 @@ pub struct Options {
     /// How many times a `foldl` over a list of unknown length is unrolled; also the longest
     /// list literal allowed.
     pub fold_bound: u32,
-    /// The services nodes offer (called by name, compiled to `calls "name"`).
-    pub services: Vec<String>,
+    /// The services nodes offer (called by name, compiled to `calls "name"`), with the
+    /// types the checker holds calls to.
+    pub services: Vec<ServiceSig>,
     /// The function the packet runs first.
     pub entry: String,
+}
+
+/// A node-resident service's signature: a call pushes the arguments in order and `calls`
+/// it, which pops them all and pushes one result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceSig {
+    /// The name packets call it by (`ess.get`).
+    pub name: String,
+    /// Its parameter types, in push order.
+    pub params: Vec<ast::Ty>,
+    /// The type of what it pushes.
+    pub result: ast::Ty,
+}
+
+impl ServiceSig {
+    /// Reads a signature written `name(ty, …): ty`, as `"ess.put(int, int): int"`.
+    ///
+    /// # Errors
+    ///
+    /// [`PlanError::Syntax`] with the column of the problem.
+    pub fn parse(text: &str) -> Result<ServiceSig, PlanError> {
+        let (name, params, result) = parse::service(text)?;
+        Ok(ServiceSig {
+            name,
+            params,
+            result,
+        })
+    }
+
+    /// The ESS trio every SNAP router registers (`crate::service::EssService`): `ess.get`
+    /// and `ess.count` take a tag, `ess.put` a tag and a value; all push an int (`ess.get`
+    /// pushes 0 for a tag with no value).
+    pub fn ess() -> Vec<ServiceSig> {
+        use ast::Ty::Int;
+        let sig = |name: &str, params: Vec<ast::Ty>| ServiceSig {
+            name: name.into(),
+            params,
+            result: Int,
+        };
+        alloc::vec![
+            sig("ess.get", alloc::vec![Int]),
+            sig("ess.put", alloc::vec![Int, Int]),
+            sig("ess.count", alloc::vec![Int]),
+        ]
+    }
 }
 
 /// A compiled PLAN program.

@@ -35,13 +35,43 @@ pub(crate) fn parse(src: &str) -> Result<Vec<FunDef>, PlanError> {
     Ok(funs)
 }
 
+/// A service signature `name(ty, …): ty`: its name, parameter types and result.
+pub(crate) fn service(src: &str) -> Result<(String, Vec<Ty>, Ty), PlanError> {
+    let mut p = Parser {
+        toks: lex(src)?,
+        i: 0,
+        depth: 0,
+    };
+    let (name, _) = p.ident()?;
+    p.expect("(")?;
+    let mut params = Vec::new();
+    if !p.is(")") {
+        loop {
+            params.push(p.ty()?);
+            if !p.eat(",") {
+                break;
+            }
+        }
+    }
+    p.expect(")")?;
+    p.expect(":")?;
+    let result = p.ty()?;
+    if p.peek() != &Tok::Eof {
+        return Err(syntax(
+            p.pos(),
+            format!("expected the end, found {}", describe(p.peek())),
+        ));
+    }
+    Ok((name, params, result))
+}
+
 struct Parser {
     toks: Vec<(Tok, Pos)>,
     i: usize,
     depth: u32,
 }
 
-const KEYWORDS: [&str; 16] = [
+const KEYWORDS: [&str; 20] = [
     "fun",
     "val",
     "let",
@@ -56,8 +86,12 @@ const KEYWORDS: [&str; 16] = [
     "true",
     "false",
     "foldl",
+    "foldr",
     "OnRemote",
     "OnNeighbor",
+    "RetransOnRemote",
+    "div",
+    "mod",
 ];
 
 fn describe(t: &Tok) -> String {
@@ -168,9 +202,31 @@ impl Parser {
         })
     }
 
-    fn ty(&mut self) -> Result<Ty, PlanError> {
+    /// `t1 * t2 * …` (a tuple type when there are two or more).
+    pub(crate) fn ty(&mut self) -> Result<Ty, PlanError> {
+        let saved = self.depth;
+        self.nest()?;
+        let mut fields = alloc::vec![self.ty_atom()?];
+        while self.eat("*") {
+            fields.push(self.ty_atom()?);
+        }
+        self.depth = saved;
+        Ok(if fields.len() == 1 {
+            fields.pop().unwrap_or(Ty::Unit)
+        } else {
+            Ty::Tuple(fields)
+        })
+    }
+
+    /// A base type or `(ty)`, then any number of `list`s.
+    fn ty_atom(&mut self) -> Result<Ty, PlanError> {
         let pos = self.pos();
         let mut t = match self.bump() {
+            Tok::Punct("(") => {
+                let t = self.ty()?;
+                self.expect(")")?;
+                t
+            }
             Tok::Ident(s) => match s.as_str() {
                 "int" => Ty::Int,
                 "bool" => Ty::Bool,
@@ -281,7 +337,10 @@ impl Parser {
     }
 
     fn multiplicative(&mut self) -> Result<Expr, PlanError> {
-        self.chain(&[("*", BinOp::Mul)], Parser::unary)
+        self.chain(
+            &[("*", BinOp::Mul), ("div", BinOp::Div), ("mod", BinOp::Mod)],
+            Parser::unary,
+        )
     }
 
     fn unary(&mut self) -> Result<Expr, PlanError> {
@@ -338,6 +397,7 @@ impl Parser {
                 _ => ExprKind::Unit,
             },
             Tok::Punct("(") => return self.paren(pos),
+            Tok::Punct("#") => self.proj()?,
             Tok::Punct("[") => self.list()?,
             Tok::Ident(s) => match s.as_str() {
                 "true" | "false" => {
@@ -347,8 +407,8 @@ impl Parser {
                 }
                 "if" => self.if_expr()?,
                 "let" => return self.let_expr(),
-                "foldl" => self.foldl()?,
-                "OnRemote" => self.on_remote()?,
+                "foldl" | "foldr" => self.fold()?,
+                "OnRemote" | "RetransOnRemote" => self.on_remote()?,
                 "OnNeighbor" => self.on_neighbor()?,
                 _ => self.call_or_var()?,
             },
@@ -374,20 +434,43 @@ impl Parser {
             });
         }
         let mut items = alloc::vec![self.expr()?];
-        while self.eat(";") {
+        let tuple = self.is(",");
+        let sep = if tuple { "," } else { ";" };
+        while self.eat(sep) {
             items.push(self.expr()?);
         }
         self.expect(")")?;
-        if items.len() == 1 {
-            items
-                .pop()
-                .ok_or_else(|| syntax(pos, "expected an expression"))
-        } else {
-            Ok(Expr {
-                kind: ExprKind::Seq(items),
-                pos,
-            })
-        }
+        Ok(Expr {
+            kind: match items.len() {
+                1 => {
+                    return items
+                        .pop()
+                        .ok_or_else(|| syntax(pos, "expected an expression"));
+                }
+                _ if tuple => ExprKind::Tuple(items),
+                _ => ExprKind::Seq(items),
+            },
+            pos,
+        })
+    }
+
+    /// `#i e`: a tuple's field `i`, from 1.
+    #[inline(never)]
+    fn proj(&mut self) -> Result<ExprKind, PlanError> {
+        self.bump();
+        let pos = self.pos();
+        let i = match self.bump() {
+            Tok::Int(i) if (1..=i64::from(u16::MAX)).contains(&i) => i as u32,
+            t => {
+                return Err(syntax(
+                    pos,
+                    format!("expected a field number after `#`, found {}", describe(&t)),
+                ));
+            }
+        };
+        self.nest()?;
+        let e = self.atom()?;
+        Ok(ExprKind::Proj(i, Box::new(e)))
     }
 
     #[inline(never)]
@@ -447,8 +530,8 @@ impl Parser {
     }
 
     #[inline(never)]
-    fn foldl(&mut self) -> Result<ExprKind, PlanError> {
-        self.bump();
+    fn fold(&mut self) -> Result<ExprKind, PlanError> {
+        let right = self.bump() == Tok::Ident("foldr".into());
         self.expect("(")?;
         let (func, _) = self.ident()?;
         self.expect(",")?;
@@ -456,10 +539,11 @@ impl Parser {
         self.expect(",")?;
         let list = self.expr()?;
         self.expect(")")?;
-        Ok(ExprKind::Foldl {
+        Ok(ExprKind::Fold {
             func,
             init: Box::new(init),
             list: Box::new(list),
+            right,
         })
     }
 
@@ -490,11 +574,31 @@ impl Parser {
         })
     }
 
+    /// `OnRemote(|f|(args), dest, rb, route)` or `RetransOnRemote(…, route, tries)`, whose
+    /// tries are a literal (the copies are unrolled).
     #[inline(never)]
     fn on_remote(&mut self) -> Result<ExprKind, PlanError> {
+        let retrans = self.is("RetransOnRemote");
         let (func, args, dest, rb) = self.send_args()?;
         self.expect(",")?;
         let (route, route_pos) = self.ident()?;
+        let mut copies = 1;
+        if retrans {
+            self.expect(",")?;
+            let pos = self.pos();
+            copies = match self.bump() {
+                Tok::Int(n) if (1..=i64::from(u16::MAX)).contains(&n) => n as u32,
+                t => {
+                    return Err(syntax(
+                        pos,
+                        format!(
+                            "`RetransOnRemote` takes its tries as a positive integer literal, found {}",
+                            describe(&t)
+                        ),
+                    ));
+                }
+            };
+        }
         self.expect(")")?;
         Ok(ExprKind::OnRemote {
             func,
@@ -503,6 +607,7 @@ impl Parser {
             rb: Box::new(rb),
             route,
             route_pos,
+            copies,
         })
     }
 

@@ -33,6 +33,12 @@ fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
     match (a, b) {
         (Ty::Any, t) | (t, Ty::Any) => Some(t.clone()),
         (Ty::List(a), Ty::List(b)) => unify(a, b).map(|t| Ty::List(Box::new(t))),
+        (Ty::Tuple(a), Ty::Tuple(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .map(|(a, b)| unify(a, b))
+            .collect::<Option<Vec<_>>>()
+            .map(Ty::Tuple),
         (a, b) if a == b => Some(a.clone()),
         _ => None,
     }
@@ -114,7 +120,7 @@ fn calls(e: &Expr, f: &mut dyn FnMut(&str)) {
         ExprKind::Call(name, _) => f(name),
         // The routing function is inlined at the send, so it is a callee.
         ExprKind::OnRemote { route, .. } => f(route),
-        ExprKind::Foldl { func, .. } => f(func),
+        ExprKind::Fold { func, .. } => f(func),
         _ => {}
     }
     e.for_each_child(&mut |c| calls(c, f));
@@ -272,6 +278,8 @@ impl Checker<'_> {
                     BinOp::Add
                     | BinOp::Sub
                     | BinOp::Mul
+                    | BinOp::Div
+                    | BinOp::Mod
                     | BinOp::Lt
                     | BinOp::Le
                     | BinOp::Gt
@@ -279,7 +287,10 @@ impl Checker<'_> {
                         let what = format!("an operand of `{}`", op0.symbol());
                         self.want(l, &Ty::Int, &what)?;
                         self.want(r, &Ty::Int, &what)?;
-                        if matches!(op0, BinOp::Add | BinOp::Sub | BinOp::Mul) {
+                        if matches!(
+                            op0,
+                            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod
+                        ) {
                             Ty::Int
                         } else {
                             Ty::Bool
@@ -350,30 +361,34 @@ impl Checker<'_> {
                 }
                 t
             }
-            ExprKind::Foldl { func, init, list } => {
-                let Some(params) = self.sigs.get(func.as_str()) else {
-                    return Err(type_err(
-                        pos,
-                        format!("`foldl` needs a PLAN function, `{func}` is none"),
-                    ));
-                };
-                let [acc, x] = params.as_slice() else {
-                    return Err(type_err(
-                        pos,
-                        format!("`foldl`'s function `{func}` must take two arguments"),
-                    ));
-                };
-                let res = self.results.get(func.as_str()).cloned().unwrap_or(Ty::Any);
-                unify(&res, acc).ok_or_else(|| {
-                    type_err(
-                        pos,
-                        format!("`{func}` returns {res} but its accumulator is {acc}"),
-                    )
-                })?;
-                self.want(init, acc, "the initial value of `foldl`")?;
-                self.want(list, &Ty::List(Box::new(x.clone())), "the list of `foldl`")?;
-                acc.clone()
+            ExprKind::Tuple(items) => {
+                let mut ts = Vec::new();
+                for item in items.iter_mut() {
+                    ts.push(self.expr(item)?);
+                }
+                Ty::Tuple(ts)
             }
+            ExprKind::Proj(i, t) => match self.expr(t)? {
+                Ty::Tuple(ts) => (*i as usize)
+                    .checked_sub(1)
+                    .and_then(|k| ts.get(k))
+                    .cloned()
+                    .ok_or_else(|| {
+                        type_err(pos, format!("`#{i}` of a tuple of {} fields", ts.len()))
+                    })?,
+                other => {
+                    return Err(type_err(
+                        t.pos,
+                        format!("`#{i}` needs a tuple of known type, found {other}"),
+                    ));
+                }
+            },
+            ExprKind::Fold {
+                func,
+                init,
+                list,
+                right,
+            } => self.fold(func, init, list, *right, pos)?,
             ExprKind::OnRemote {
                 func,
                 args,
@@ -381,7 +396,17 @@ impl Checker<'_> {
                 rb,
                 route,
                 route_pos,
+                copies,
             } => {
+                if *copies > self.opts.fold_bound.max(1) {
+                    return Err(type_err(
+                        pos,
+                        format!(
+                            "`RetransOnRemote` with {copies} tries: more than the bound {} (the copies are unrolled)",
+                            self.opts.fold_bound.max(1)
+                        ),
+                    ));
+                }
                 if route != "defaultRoute" {
                     self.route(route, *route_pos)?;
                 }
@@ -427,22 +452,63 @@ impl Checker<'_> {
                         res
                     }
                     Some(None) => self.special(&name, pos, args)?,
-                    None if self.opts.services.contains(&name) => {
-                        for a in args.iter_mut() {
-                            self.expr(a)?;
+                    None => match self.opts.services.iter().find(|s| s.name == name) {
+                        Some(sig) => {
+                            self.args(&name, pos, &sig.params, args)?;
+                            sig.result.clone()
                         }
-                        Ty::Int
-                    }
-                    None => {
-                        return Err(PlanError::UnknownService {
-                            line: pos.line,
-                            col: pos.col,
-                            name,
-                        });
-                    }
+                        None => {
+                            return Err(PlanError::UnknownService {
+                                line: pos.line,
+                                col: pos.col,
+                                name,
+                            });
+                        }
+                    },
                 }
             }
         })
+    }
+
+    /// `foldl(f, init, l)` with `f(acc: 'a, x: 'b): 'a`, or `foldr` with `f(x, acc)`.
+    fn fold(
+        &mut self,
+        func: &str,
+        init: &mut Expr,
+        list: &mut Expr,
+        right: bool,
+        pos: Pos,
+    ) -> Result<Ty, PlanError> {
+        let name = if right { "foldr" } else { "foldl" };
+        let Some(params) = self.sigs.get(func) else {
+            return Err(type_err(
+                pos,
+                format!("`{name}` needs a PLAN function, `{func}` is none"),
+            ));
+        };
+        let (acc, x) = match (params.as_slice(), right) {
+            ([acc, x], false) | ([x, acc], true) => (acc.clone(), x.clone()),
+            _ => {
+                return Err(type_err(
+                    pos,
+                    format!("`{name}`'s function `{func}` must take two arguments"),
+                ));
+            }
+        };
+        let res = self.results.get(func).cloned().unwrap_or(Ty::Any);
+        unify(&res, &acc).ok_or_else(|| {
+            type_err(
+                pos,
+                format!("`{func}` returns {res} but its accumulator is {acc}"),
+            )
+        })?;
+        self.want(init, &acc, &format!("the initial value of `{name}`"))?;
+        self.want(
+            list,
+            &Ty::List(Box::new(x)),
+            &format!("the list of `{name}`"),
+        )?;
+        Ok(acc)
     }
 
     /// `hd`, `tl`, `null`, `deliverUDP`.

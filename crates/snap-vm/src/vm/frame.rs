@@ -175,6 +175,11 @@ impl Frame<'_> {
     ///
     /// [`Fault::HeapBounds`] or [`Fault::BadObject`].
     pub(crate) fn object(&self, v: Value) -> Result<(Tag, u32, u32), Fault> {
+        // A small value is no pointer, even if its bits would land on an object: `nth` on
+        // the empty list (0) must fault, not read the heap's first object.
+        if !v.is_boxed() {
+            return Err(Fault::BadObject);
+        }
         self.object_at(v.data())
     }
 

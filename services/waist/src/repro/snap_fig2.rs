@@ -71,7 +71,7 @@ fn round_trip(program: &Program) -> anyhow::Result<bool> {
 pub fn run(out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
     let opts = PlanOptions {
         fold_bound: 1,
-        services: Vec::new(),
+        services: snap_vm::plan::ServiceSig::ess(),
         entry: "p".into(),
     };
     let compiled = plan::compile(SOURCE, &opts).map_err(|e| anyhow::anyhow!("Fig. 2: {e}"))?;

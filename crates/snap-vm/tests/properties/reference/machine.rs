@@ -63,6 +63,10 @@ impl Machine<'_> {
     }
 
     fn obj(&self, w: u32) -> Step<(u32, u32, u32)> {
+        // Only a pointer (a known tag other than int) names an object.
+        if tag_of(w) == INT || tag_of(w) > BYTES {
+            return Err(Fault::BadObject);
+        }
         self.obj_at(data_of(w))
     }
 
