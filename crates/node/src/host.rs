@@ -4,7 +4,8 @@
 //!   packet (protocol 254) and, when the packet comes back, runs it in its own VM — a SNAP
 //!   packet executes at every SNAP node it reaches, the endpoints included — to take the
 //!   delivery it makes at the source: the sequence number, the round-trip time and the
-//!   resource bound the packet still had.
+//!   resource bound the packet still had. [`SnapPinger::with_program`] sends a compiled
+//!   PLAN ping instead (Fig. 2, from [`snap_vm::plan`]); its replies read the same.
 //! * **ESP queries**: `esp_proto::endpoint::Endpoint` builds ESP packets (dedicated or
 //!   piggybacked, reflected back with RB) and parses answers, aborts included; a node's
 //!   local delivery is the reflector (§2.5), so a query addressed to a router comes back
@@ -29,12 +30,45 @@
 //! assert_eq!(r.rb, 14); // one unit spent at the router, one on arrival back here
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The same ping compiled from PLAN (the paper's Fig. 2): `p` runs at the target and sends
+//! `r` back to the source, which delivers the payload to our port.
+//!
+//! ```
+//! use snap_vm::plan::{Options, compile};
+//! use waist_node::host::SnapPinger;
+//! use waist_node::{Config, Instant, Node, routes::prefix};
+//!
+//! let fig2 = "fun r(w:blob, n:int) = deliverUDP(w, n)
+//!             fun p(w:blob, n:int) = OnRemote(|r|(w, n), getSrc(), getRB(), defaultRoute)";
+//! let opts = Options { fold_bound: 4, services: vec![], entry: "p".into() };
+//! let compiled = compile(fig2, &opts)?;
+//!
+//! let mut c = Config::router([10, 0, 0, 2].into(), 1);
+//! c.snap = true;
+//! let mut router = Node::new(c, Instant::ZERO)?;
+//! router.add_route(prefix([10, 0, 0, 1].into(), 32)?, 0);
+//!
+//! let mut pinger = SnapPinger::with_program([10, 0, 0, 1], 7, &compiled)?;
+//! let mut request = pinger.request([10, 0, 0, 2], 1, Instant::ZERO, 16)?;
+//! router.handle_packet(Instant::ZERO, 0, &mut request);
+//! let (_, reply) = router.poll_transmit_owned().expect("the ping turns round");
+//! let r = pinger.handle_reply(Instant::from_micros(250), &reply)?;
+//! assert_eq!((r.seq, r.target, r.rtt_us), (1, [10, 0, 0, 2], 250));
+//! assert_eq!(r.rb, 14);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
 use snap_vm::fixtures::ping;
 use snap_vm::ip::{FramingError, decapsulate, encapsulate};
+use snap_vm::plan::Compiled;
+use snap_vm::plan::ast::Ty;
+use snap_vm::program::Program;
+use snap_vm::value::Value;
 use snap_vm::vm::{Delivered, NodeConfig, Vm};
 use snap_vm::wire::Packet;
 
@@ -54,6 +88,9 @@ pub enum PingError {
     NotAReply,
     /// The ping program does not fit the packet format.
     TooLarge,
+    /// A compiled program whose entry function does not take a ping's arguments
+    /// `(w: blob, n: int)` (the payload and the port its reply delivers it to).
+    EntryParams,
 }
 
 impl fmt::Display for PingError {
@@ -62,6 +99,10 @@ impl fmt::Display for PingError {
             PingError::Framing(e) => write!(f, "not a SNAP packet: {e}"),
             PingError::NotAReply => f.write_str("not a reply to our ping"),
             PingError::TooLarge => f.write_str("ping program too large"),
+            PingError::EntryParams => f.write_str(
+                "the compiled program's entry function must take (w: blob, n: int): \
+                 the payload and the port to deliver it to",
+            ),
         }
     }
 }
@@ -93,6 +134,8 @@ pub struct SnapPinger {
     vm: Vm,
     src: [u8; 4],
     port: u16,
+    /// A compiled ping and its entry index, or `None` for Fig. 1.
+    compiled: Option<(Program, u16)>,
 }
 
 impl SnapPinger {
@@ -106,7 +149,36 @@ impl SnapPinger {
             }),
             src,
             port,
+            compiled: None,
         }
+    }
+
+    /// A pinger at `src` sending the compiled PLAN program `compiled` (e.g. the paper's
+    /// Fig. 2) instead of Fig. 1, with replies delivering to local port `port`. Each
+    /// request's stack is the entry function's arguments, the 16-byte ping payload as a
+    /// blob and `port`, with the entry index on top (see [`snap_vm::plan`]); the program
+    /// must deliver the payload back to that port at the source, as Fig. 2 does.
+    ///
+    /// # Errors
+    ///
+    /// [`PingError::EntryParams`] unless the entry function takes `(blob, int)`.
+    pub fn with_program(
+        src: [u8; 4],
+        port: u16,
+        compiled: &Compiled,
+    ) -> Result<SnapPinger, PingError> {
+        if compiled.entry_params != [Ty::Blob, Ty::Int] {
+            return Err(PingError::EntryParams);
+        }
+        let mut p = SnapPinger::new(src, port);
+        p.compiled = Some((compiled.program.clone(), compiled.entry_index));
+        Ok(p)
+    }
+
+    /// Whether requests carry a compiled program ([`with_program`](Self::with_program))
+    /// rather than Fig. 1.
+    pub fn is_compiled(&self) -> bool {
+        self.compiled.is_some()
     }
 
     /// The IPv4 packet of ping number `seq` to `dst`, sent at `now`, with resource bound
@@ -128,7 +200,20 @@ impl SnapPinger {
         s.copy_from_slice(&seq.to_be_bytes());
         t.copy_from_slice(&now.micros().to_be_bytes());
         d.copy_from_slice(&dst);
-        let program = ping(self.src, dst, self.port, &payload, rb);
+        let program = match &self.compiled {
+            None => ping(self.src, dst, self.port, &payload, rb),
+            Some((compiled, entry_index)) => {
+                let mut p = compiled.clone();
+                (p.src, p.dst, p.port, p.rb) = (self.src, dst, self.port, rb);
+                let w = p.heap_bytes(&payload);
+                p.stack = vec![
+                    w,
+                    Value::int(i32::from(self.port)),
+                    Value::int(i32::from(*entry_index)),
+                ];
+                p
+            }
+        };
         let snap = program.to_bytes().map_err(|_| PingError::TooLarge)?;
         Ok(encapsulate(&snap)?)
     }
@@ -187,5 +272,63 @@ mod tests {
             Err(PingError::NotAReply)
         );
         assert!(!req.is_empty());
+    }
+
+    fn compile(source: &str) -> Compiled {
+        let opts = snap_vm::plan::Options {
+            fold_bound: 1,
+            services: Vec::new(),
+            entry: "p".into(),
+        };
+        snap_vm::plan::compile(source, &opts).expect("compiles")
+    }
+
+    const FIG2: &str = "fun r(w:blob, n:int) = deliverUDP(w, n)\n\
+                        fun p(w:blob, n:int) = OnRemote(|r|(w, n), getSrc(), getRB(), defaultRoute)";
+
+    #[test]
+    fn a_compiled_program_must_take_a_payload_and_a_port() {
+        for wrong in [
+            "fun r(w:blob, n:int) = deliverUDP(w, n)\n\
+             fun p(n:int, w:blob) = OnRemote(|r|(w, n), getSrc(), getRB(), defaultRoute)",
+            "fun p(w:blob) = deliverUDP(w, 7)",
+            "fun p(w:blob, n:int, x:int) = deliverUDP(w, n + x)",
+        ] {
+            assert_eq!(
+                SnapPinger::with_program([10, 0, 0, 1], 7, &compile(wrong)).err(),
+                Some(PingError::EntryParams),
+                "{wrong}"
+            );
+        }
+        let p = SnapPinger::with_program([10, 0, 0, 1], 7, &compile(FIG2));
+        assert!(p.is_ok_and(|p| p.is_compiled()));
+        assert!(!SnapPinger::new([10, 0, 0, 1], 7).is_compiled());
+        assert!(alloc::format!("{}", PingError::EntryParams).contains("(w: blob, n: int)"));
+    }
+
+    #[test]
+    fn a_compiled_request_carries_payload_port_and_entry_index() {
+        let compiled = compile(FIG2);
+        let p = SnapPinger::with_program([10, 0, 0, 1], 9, &compiled).unwrap();
+        let req = p
+            .request([10, 0, 0, 2], 5, Instant::from_micros(77), 12)
+            .unwrap();
+        let got = Program::from_bytes(decapsulate(&req).unwrap()).unwrap();
+        assert_eq!(got.code, compiled.program.code);
+        assert_eq!(
+            (got.src, got.dst, got.rb),
+            ([10, 0, 0, 1], [10, 0, 0, 2], 12)
+        );
+        let mut want = compiled.program.clone();
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&5u32.to_be_bytes());
+        payload.extend_from_slice(&77u64.to_be_bytes());
+        payload.extend_from_slice(&[10, 0, 0, 2]);
+        let w = want.heap_bytes(&payload);
+        assert_eq!(got.heap, want.heap);
+        assert_eq!(
+            got.stack,
+            [w, Value::int(9), Value::int(compiled.entry_index.into())]
+        );
     }
 }

@@ -29,7 +29,8 @@
 //!
 //! What it checks, in order: (1) kernel ping A → B through three routers (TTL 64 − 3);
 //! (2) curl in A fetches a file from a server in B, byte for byte; (3) ESP COUNT packets and
-//! SNAP pings from the tool host run at every router (`waist_esp_executed_total`,
+//! SNAP pings from the tool host, Fig. 1 and then Fig. 2 compiled from PLAN
+//! (`waist/examples/plan/ping.plan`), run at every router (`waist_esp_executed_total`,
 //! `waist_snap_executed_total`, the ping's resource bound); (4) SIGTERM R2: traffic moves
 //! to the backup link within 5 s, R2's pcaps are well-formed and hold at least what its
 //! metrics counted, and a restarted R2 wins the route back; (5) a flood of random datagrams
@@ -105,6 +106,83 @@ fn link_frames(r: &Router, body: &str, link: &str) -> u64 {
     );
     rx.unwrap_or_else(|| panic!("{}: no rx count for {link}", r.name))
         + tx.unwrap_or_else(|| panic!("{}: no tx count for {link}", r.name))
+}
+
+/// SNAP pings per program.
+const PINGS: u32 = 5;
+/// The resource bound each SNAP ping is sent with.
+const RB: u16 = 16;
+
+/// Sends [`PINGS`] SNAP pings built by `pinger` from the tool host to R3 (`what` names the
+/// program in failures); checks each reply (target, resource bound left) and the SNAP
+/// executions each router counted; returns the round-trip times in µs.
+fn snap_pings(
+    tool: &UdpSocket,
+    routers: &[&Router],
+    pinger: &mut SnapPinger,
+    what: &str,
+) -> Vec<u64> {
+    let snap_before: Vec<u64> = routers
+        .iter()
+        .map(|r| r.metric("waist_snap_executed_total"))
+        .collect();
+    let origin = Instant::now();
+    let micros = |t: Instant| waist_node::Instant::from_micros(t.elapsed().as_micros() as u64);
+    let mut snap_rtts = Vec::new();
+    for seq in 1..=PINGS {
+        let req = pinger
+            .request([10, 0, 0, 3], seq, micros(origin), RB)
+            .unwrap();
+        tool.send(&req).unwrap();
+        // Other datagrams wait in the socket too (B's ICMP protocol-unreachable answers to
+        // the ESP packets): read on until the reply, at most 3 s.
+        let mut buf = [0u8; 2048];
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let reply = loop {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: no SNAP ping reply for seq {seq}"
+            );
+            let Ok(n) = tool.recv(&mut buf) else { continue };
+            if let Ok(r) = pinger.handle_reply(micros(origin), &buf[..n])
+                && r.seq == seq
+            {
+                break r;
+            }
+        };
+        assert_eq!(reply.target, [10, 0, 0, 3]);
+        // One unit at each of the five SNAP runs (R1, R2, R3, R2, R1), one here.
+        assert_eq!(reply.rb, RB - 6, "{what}: resource bound left: {reply:?}");
+        snap_rtts.push(reply.rtt_us);
+    }
+    // The ping runs out at R1 and R2, turns at R3, and runs back at R2 and R1.
+    let per_ping = [2u64, 2, 1];
+    let snap_after = poll(Duration::from_secs(2), || {
+        let now: Vec<u64> = routers
+            .iter()
+            .map(|r| r.metric("waist_snap_executed_total"))
+            .collect();
+        now.iter()
+            .zip(&snap_before)
+            .zip(per_ping)
+            .all(|((n, b), k)| *n >= b + k * u64::from(PINGS))
+            .then_some(now)
+    })
+    .unwrap_or_else(|| panic!("{what}: SNAP did not run at every router"));
+    for (((r, before), after), k) in routers
+        .iter()
+        .zip(&snap_before)
+        .zip(&snap_after)
+        .zip(per_ping)
+    {
+        assert_eq!(
+            after - before,
+            k * u64::from(PINGS),
+            "{}: SNAP runs ({what})",
+            r.name
+        );
+    }
+    snap_rtts
 }
 
 #[test]
@@ -284,70 +362,29 @@ fn three_routers_between_two_namespaces() {
     }
     println!("(3) ESP COUNT then COLLECT: executed at r1, r2, r3");
 
-    let snap_before: Vec<u64> = routers
-        .iter()
-        .map(|r| r.metric("waist_snap_executed_total"))
-        .collect();
-    const PINGS: u32 = 5;
-    const RB: u16 = 16;
     let mut pinger = SnapPinger::new(TOOL, 7);
-    let origin = Instant::now();
-    let micros = |t: Instant| waist_node::Instant::from_micros(t.elapsed().as_micros() as u64);
-    let mut snap_rtts = Vec::new();
-    for seq in 1..=PINGS {
-        let req = pinger
-            .request([10, 0, 0, 3], seq, micros(origin), RB)
-            .unwrap();
-        tool.send(&req).unwrap();
-        // Other datagrams wait in the socket too (B's ICMP protocol-unreachable answers to
-        // the ESP packets): read on until the reply, at most 3 s.
-        let mut buf = [0u8; 2048];
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let reply = loop {
-            assert!(
-                Instant::now() < deadline,
-                "no SNAP ping reply for seq {seq}"
-            );
-            let Ok(n) = tool.recv(&mut buf) else { continue };
-            if let Ok(r) = pinger.handle_reply(micros(origin), &buf[..n])
-                && r.seq == seq
-            {
-                break r;
-            }
-        };
-        assert_eq!(reply.target, [10, 0, 0, 3]);
-        // One unit at each of the five SNAP runs (R1, R2, R3, R2, R1), one here.
-        assert_eq!(reply.rb, RB - 6, "resource bound left: {reply:?}");
-        snap_rtts.push(reply.rtt_us);
-    }
-    // The ping runs out at R1 and R2, turns at R3, and runs back at R2 and R1.
-    let per_ping = [2u64, 2, 1];
-    let snap_after = poll(Duration::from_secs(2), || {
-        let now: Vec<u64> = routers
-            .iter()
-            .map(|r| r.metric("waist_snap_executed_total"))
-            .collect();
-        now.iter()
-            .zip(&snap_before)
-            .zip(per_ping)
-            .all(|((n, b), k)| *n >= b + k * u64::from(PINGS))
-            .then_some(now)
-    })
-    .unwrap_or_else(|| panic!("SNAP did not run at every router"));
-    for (((r, before), after), k) in routers
-        .iter()
-        .zip(&snap_before)
-        .zip(&snap_after)
-        .zip(per_ping)
-    {
-        assert_eq!(
-            after - before,
-            k * u64::from(PINGS),
-            "{}: SNAP runs",
-            r.name
-        );
-    }
+    let snap_rtts = snap_pings(&tool, &routers, &mut pinger, "Fig. 1");
     println!("(3) SNAP ping ×{PINGS} to r3: RTTs {snap_rtts:?} µs, resource bound 16 → 10");
+
+    // The same through the same routers with the paper's Fig. 2, compiled from PLAN: `p`
+    // runs at R3 and `send`s `r` home with getRB(). Same runs, same resource bound left.
+    let plan = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../waist/examples/plan/ping.plan"
+    );
+    let source = std::fs::read_to_string(plan).unwrap();
+    let opts = snap_vm::plan::Options {
+        fold_bound: 4,
+        services: Vec::new(),
+        entry: "p".into(),
+    };
+    let compiled = snap_vm::plan::compile(&source, &opts).unwrap();
+    let mut pinger = SnapPinger::with_program(TOOL, 7, &compiled).unwrap();
+    let snap_rtts = snap_pings(&tool, &routers, &mut pinger, "compiled ping.plan");
+    println!(
+        "(3) compiled PLAN ping (Fig. 2, {} instructions) ×{PINGS} to r3: RTTs {snap_rtts:?} µs, resource bound 16 → 10",
+        compiled.program.code.len()
+    );
 
     // (4) Failover: SIGTERM R2; traffic takes the backup R1–R3 link.
     let before_kill = r2.scrape();

@@ -6,11 +6,11 @@
 //! arguments, then the entry index) is the sender's business, as `snap_vm::plan` says.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Subcommand;
-use snap_vm::plan::{self, Options, ServiceSig};
+use snap_vm::plan::{self, Compiled, Options, ServiceSig};
 
 /// The `plan` subcommands.
 #[derive(Debug, Subcommand)]
@@ -36,22 +36,21 @@ pub enum PlanCommand {
     },
 }
 
-/// Runs one `plan` subcommand; returns the exit code (0).
+/// Reads and compiles the PLAN program in `file`: entering at `entry` (default: the last
+/// function defined, PLAN's convention), with `services` (default: the ESS trio,
+/// [`ServiceSig::ess`]) and folds unrolled `fold_bound` times. Returns the program and the options used.
 ///
 /// # Errors
 ///
-/// If the file cannot be read or written, or does not compile (the error names line and
-/// column).
-pub fn run(command: PlanCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let PlanCommand::Compile {
-        file,
-        out: path,
-        fold_bound,
-        entry,
-        services,
-    } = command;
+/// If the file cannot be read or does not compile; the error names `file:line:col`.
+pub fn compile_file(
+    file: &Path,
+    fold_bound: u32,
+    entry: Option<String>,
+    services: Vec<ServiceSig>,
+) -> anyhow::Result<(Compiled, Options)> {
     let source =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let entry = match entry {
         Some(e) => e,
         None => plan::functions(&source)
@@ -71,6 +70,24 @@ pub fn run(command: PlanCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
     };
     let compiled =
         plan::compile(&source, &opts).map_err(|e| anyhow::anyhow!("{}:{e}", file.display()))?;
+    Ok((compiled, opts))
+}
+
+/// Runs one `plan` subcommand; returns the exit code (0).
+///
+/// # Errors
+///
+/// If the file cannot be read or written, or does not compile (the error names line and
+/// column).
+pub fn run(command: PlanCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let PlanCommand::Compile {
+        file,
+        out: path,
+        fold_bound,
+        entry,
+        services,
+    } = command;
+    let (compiled, opts) = compile_file(&file, fold_bound, entry, services)?;
     match &path {
         Some(p) => std::fs::write(p, &compiled.assembly)
             .with_context(|| format!("writing {}", p.display()))?,

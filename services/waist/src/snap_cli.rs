@@ -64,7 +64,8 @@ pub enum SnapCommand {
         #[arg(long, default_value_t = 0)]
         now: u64,
     },
-    /// Ping a SNAP node through real routers with the paper's Fig. 1 ping program.
+    /// Ping a SNAP node through real routers with the paper's Fig. 1 ping program (or a
+    /// PLAN program compiled, `--plan`).
     ///
     /// Prints each reply (sequence number, node, round-trip time, resource bound left) and
     /// a summary. Exit code 0 if any reply came, 2 if none did.

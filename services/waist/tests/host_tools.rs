@@ -329,6 +329,7 @@ async fn the_waist_binary_pings_and_queries() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("SNAP PING 10.0.0.2 from 10.1.0.1 (rb 32, port 7): Fig. 1 ping"));
     assert!(text.contains("seq=1 from=10.0.0.2 rtt="), "{text}");
     assert!(text.contains(" µs rb=28\n"), "{text}");
     assert!(text.contains("1 sent, 1 received, 0% loss"), "{text}");
@@ -361,6 +362,73 @@ async fn the_waist_binary_pings_and_queries() {
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["error"], "missing-state");
     chain.stop();
+}
+
+/// The paper's Fig. 2, `examples/plan/ping.plan`.
+const PING_PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/plan/ping.plan");
+
+#[tokio::test]
+async fn the_waist_binary_pings_with_the_compiled_plan_ping() {
+    let chain = Chain::start().await;
+    let via = chain.via_arg();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_waist"))
+        .args([
+            "snap", "ping", "10.0.0.2", "--via", &via, "-c", "3", "-i", "50", "--plan", PING_PLAN,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    println!("{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.starts_with("SNAP PING 10.0.0.2 from 10.1.0.1 (rb 32, port 7): ")
+            && header.ends_with("ping.plan compiled from PLAN (entry `p`, 17 instructions)"),
+        "{header}"
+    );
+    for seq in 1..=3 {
+        // The same resource bound left as Fig. 1's (snap_ping_through_r1_to_r2): R1 and R2
+        // out, R1 back, then this host, one unit each. At R2 the compiled `p` sends its
+        // child `r` with getRB(), what R2 had left after its unit, as Fig. 1's `forwto`
+        // keeps the packet's own bound.
+        let line = format!("seq={seq} from=10.0.0.2 rtt=");
+        let reply = text.lines().find(|l| l.starts_with(&line));
+        assert!(
+            reply.is_some_and(|l| l.ends_with(" µs rb=28")),
+            "seq {seq}: {text}"
+        );
+    }
+    assert!(text.contains("3 sent, 3 received, 0% loss"), "{text}");
+    let rs = chain.stop();
+    // As with Fig. 1: each ping runs at R1 out and back (the child's `defaultRoute`
+    // preamble forwards it) and once at R2, where `p` runs and sends `r` home.
+    assert_eq!((rs[0].node.snap_executed, rs[1].node.snap_executed), (6, 3));
+}
+
+#[test]
+fn snap_ping_refuses_a_plan_that_is_not_a_ping() {
+    // multicast.plan's entry takes (w: blob) only: refused before any link is opened.
+    let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/plan/multicast.plan");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_waist"))
+        .args([
+            "snap",
+            "ping",
+            "10.0.0.2",
+            "--via",
+            "udp:127.0.0.1:9=127.0.0.1:9",
+            "--plan",
+            plan,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("multicast.plan: entry `multicast`: ")
+            && err.contains("must take (w: blob, n: int)"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]

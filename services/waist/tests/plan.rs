@@ -176,7 +176,12 @@ mod on_the_vm {
         assert_eq!((d.port, d.value), (5000, Delivered::Bytes(b"hi".to_vec())));
         // Each copy got the bound the accumulator carried.
         for t in &out.transmits {
-            assert_eq!(snap_vm::wire::Packet::new_checked(&t.packet[..]).unwrap().rb(), 4);
+            assert_eq!(
+                snap_vm::wire::Packet::new_checked(&t.packet[..])
+                    .unwrap()
+                    .rb(),
+                4
+            );
         }
     }
 
@@ -191,7 +196,9 @@ mod on_the_vm {
         assert_eq!(out.transmits.len(), 2, "{out:?}");
         for tr in &out.transmits {
             assert_eq!(tr.dst, S);
-            let rb = snap_vm::wire::Packet::new_checked(&tr.packet[..]).unwrap().rb();
+            let rb = snap_vm::wire::Packet::new_checked(&tr.packet[..])
+                .unwrap()
+                .rb();
             assert_eq!(rb, (20 - 2) / 2);
             let d = run(S, tr.packet.clone()).delivery.unwrap();
             assert_eq!((d.port, d.value), (7, Delivered::Bytes(b"seq1".to_vec())));

@@ -1,4 +1,5 @@
-//! `waist snap ping`: the SNAP paper's Fig. 1 ping through real routers.
+//! `waist snap ping`: the SNAP paper's Fig. 1 ping through real routers, or with `--plan`
+//! a ping compiled from PLAN (Fig. 2 is `examples/plan/ping.plan`).
 //!
 //! `waist_node::host::SnapPinger` builds each request (an IPv4 packet of protocol 254
 //! carrying the ping program, resource bound `--rb`) and reads each reply by running it in
@@ -11,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::net::Ipv4Addr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
 
 use anyhow::{Context, anyhow};
@@ -49,6 +51,15 @@ pub struct PingArgs {
     /// Milliseconds to wait for replies after the last request.
     #[arg(long, default_value_t = 2000)]
     pub timeout_ms: u64,
+    /// Send this PLAN program, compiled, instead of the hand-written Fig. 1 ping (e.g.
+    /// Fig. 2, `services/waist/examples/plan/ping.plan`). The entry is the last function
+    /// defined; it must take `(w: blob, n: int)`, the ping payload and `--port`, and
+    /// deliver `w` to port `n` back at the source.
+    #[arg(long, value_name = "FILE.plan")]
+    pub plan: Option<PathBuf>,
+    /// With `--plan`: how far `foldl` over a list of unknown length is unrolled.
+    #[arg(long, default_value_t = 4, requires = "plan")]
+    pub fold_bound: u32,
 }
 
 /// A ping run's settings.
@@ -127,9 +138,9 @@ impl Summary {
     }
 }
 
-/// Pings over `link` as `p` says, calling `on_reply` for each reply as it arrives: a
-/// request every `interval`, then up to `timeout` for the stragglers (less once every
-/// request is answered). Packets that are not replies to our pings are ignored.
+/// Pings over `link` as `p` says with the Fig. 1 ping, calling `on_reply` for each reply
+/// as it arrives: a request every `interval`, then up to `timeout` for the stragglers (less
+/// once every request is answered). Packets that are not replies to our pings are ignored.
 ///
 /// # Errors
 ///
@@ -137,9 +148,23 @@ impl Summary {
 pub async fn ping(
     link: &HostLink,
     p: &Ping,
+    on_reply: impl FnMut(&PingReply) -> anyhow::Result<()>,
+) -> anyhow::Result<Summary> {
+    ping_with(link, p, SnapPinger::new(p.src.octets(), p.port), on_reply).await
+}
+
+/// [`ping`] with the requests `pinger` builds (e.g. a compiled program,
+/// [`SnapPinger::with_program`]); `p.src` and `p.port` should be the pinger's.
+///
+/// # Errors
+///
+/// If a request cannot be built or the link fails.
+pub async fn ping_with(
+    link: &HostLink,
+    p: &Ping,
+    mut pinger: SnapPinger,
     mut on_reply: impl FnMut(&PingReply) -> anyhow::Result<()>,
 ) -> anyhow::Result<Summary> {
-    let mut pinger = SnapPinger::new(p.src.octets(), p.port);
     let origin = StdInstant::now();
     let now = || waist_node::Instant::from_micros(origin.elapsed().as_micros() as u64);
     let mut summary = Summary::default();
@@ -189,17 +214,37 @@ pub fn reply_line(r: &PingReply) -> String {
 ///
 /// # Errors
 ///
-/// If the link cannot be opened, a request built or the report written.
+/// If the `--plan` file cannot be read or compiled, or its entry function does not take a
+/// ping's arguments; if the link cannot be opened, a request built or the report written.
 pub fn run(args: &PingArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     let p = Ping::from_args(args);
+    let (pinger, program) = match &args.plan {
+        None => (
+            SnapPinger::new(p.src.octets(), p.port),
+            "Fig. 1 ping (hand-written)".to_owned(),
+        ),
+        Some(file) => {
+            let (compiled, opts) =
+                crate::plan_cli::compile_file(file, args.fold_bound, None, Vec::new())?;
+            let pinger = SnapPinger::with_program(p.src.octets(), p.port, &compiled)
+                .map_err(|e| anyhow!("{}: entry `{}`: {e}", file.display(), opts.entry))?;
+            let program = format!(
+                "{} compiled from PLAN (entry `{}`, {} instructions)",
+                file.display(),
+                opts.entry,
+                compiled.program.code.len()
+            );
+            (pinger, program)
+        }
+    };
     writeln!(
         out,
-        "SNAP PING {} from {} (rb {}, port {})",
+        "SNAP PING {} from {} (rb {}, port {}): {program}",
         p.host, p.src, p.rb, p.port
     )?;
     let summary = super::block_on(async {
         let link = HostLink::open(args.via, snap_vm::wire::IP_PROTOCOL).await?;
-        ping(&link, &p, |r| {
+        ping_with(&link, &p, pinger, |r| {
             writeln!(out, "{}", reply_line(r)).context("writing a reply")?;
             out.flush().context("writing a reply")
         })
