@@ -169,7 +169,8 @@ pub struct Compiled {
     /// The assembled program: code and heap filled, header fields and stack left for the
     /// caller (see the [module docs](self) for the stack).
     pub program: Program,
-    /// The verifier's bounds for one execution (on a node of two interfaces).
+    /// The verifier's bounds for one execution (on a node of two interfaces), of the code
+    /// with an empty stack: the stack depth is above the values the caller puts there.
     pub bounds: Bounds,
     /// The entry function's instruction index, to push on top of its arguments.
     pub entry_index: u16,

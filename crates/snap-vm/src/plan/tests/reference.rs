@@ -470,5 +470,9 @@ proptest! {
         });
         prop_assert_eq!(got, want, "{}\n{:?}\n{}", src, out.end, c.assembly);
         prop_assert!(out.stats.executed <= c.bounds.instructions);
+        prop_assert!(out.stats.allocated <= c.bounds.heap_words);
+        prop_assert!(out.stats.sends <= c.bounds.sends);
+        // The bounds are for the code alone: the stack's above the caller's five values.
+        prop_assert!(out.stats.max_depth <= 5 + c.bounds.stack_depth, "{:?} {:?}", out.stats, c.bounds);
     }
 }
