@@ -22,7 +22,8 @@ pub enum PlanCommand {
         /// Where to write the SNAP assembly (default: standard output).
         #[arg(short, long)]
         out: Option<PathBuf>,
-        /// How far `foldl` over a list of unknown length is unrolled.
+        /// How far a fold over a list of unknown length is unrolled (also the longest list
+        /// literal); 0: no bound, only folds over list literals compile.
         #[arg(long, default_value_t = 4)]
         fold_bound: u32,
         /// The function the packet runs first (default: the last one defined).

@@ -106,8 +106,9 @@ use crate::vm::NodeConfig;
 /// What the compiler needs beyond the source.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// How many times a `foldl` over a list of unknown length is unrolled; also the longest
-    /// list literal allowed.
+    /// How many times a fold over a list of unknown length is unrolled; also the longest
+    /// list literal allowed. 0 is no bound: a fold must then be over a list literal (it is
+    /// unrolled exactly), and any other is rejected as unbounded.
     pub fold_bound: u32,
     /// The services nodes offer (called by name, compiled to `calls "name"`), with the
     /// types the checker holds calls to.

@@ -340,7 +340,7 @@ impl Checker<'_> {
                 Ty::Int
             }
             ExprKind::List(items) => {
-                if items.len() > self.opts.fold_bound as usize {
+                if self.opts.fold_bound > 0 && items.len() > self.opts.fold_bound as usize {
                     return Err(PlanError::ListTooLong {
                         line: pos.line,
                         col: pos.col,
@@ -480,6 +480,15 @@ impl Checker<'_> {
         pos: Pos,
     ) -> Result<Ty, PlanError> {
         let name = if right { "foldr" } else { "foldl" };
+        if self.opts.fold_bound == 0 && !matches!(list.kind, ExprKind::List(_)) {
+            return Err(PlanError::Unsupported {
+                line: list.pos.line,
+                col: list.pos.col,
+                message: format!(
+                    "unbounded `{name}`: its list's length is not known here, and no fold bound was given (SNAP cannot loop; unrolling needs one)"
+                ),
+            });
+        }
         let Some(params) = self.sigs.get(func) else {
             return Err(type_err(
                 pos,

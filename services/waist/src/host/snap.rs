@@ -57,7 +57,8 @@ pub struct PingArgs {
     /// deliver `w` to port `n` back at the source.
     #[arg(long, value_name = "FILE.plan")]
     pub plan: Option<PathBuf>,
-    /// With `--plan`: how far `foldl` over a list of unknown length is unrolled.
+    /// With `--plan`: how far a fold over a list of unknown length is unrolled (0: only
+    /// folds over list literals).
     #[arg(long, default_value_t = 4, requires = "plan")]
     pub fold_bound: u32,
 }

@@ -253,3 +253,21 @@ fn services_are_typed_by_their_signatures() {
     .unwrap();
     assert!(c.assembly.contains("calls \"route.lookup\""));
 }
+
+#[test]
+fn without_a_bound_only_folds_over_literals_compile() {
+    let add = "fun add(acc:int, x:int) = acc + x\n";
+    let lit = "fun lit(port:int) = deliverUDP(foldl(add, 0, [1, 2, 3, 4, 5]), port)";
+    let c = compile(&format!("{add}{lit}"), &opts("lit", 0)).unwrap();
+    assert_eq!(
+        delivered_int(&run_here(&c, vec![Value::int(3)], |_| vec![])),
+        Some(15)
+    );
+    let arg = "fun arg(l:int list, port:int) = deliverUDP(foldl(add, 0, l), port)";
+    let e = compile(&format!("{add}{arg}"), &opts("arg", 0)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "2:58: not supported: unbounded `foldl`: its list's length is not known here, and no fold bound was \
+         given (SNAP cannot loop; unrolling needs one)"
+    );
+}
