@@ -50,11 +50,7 @@ impl Gen<'_> {
         rb: &Expr,
         route: &str,
     ) -> Result<(), PlanError> {
-        for a in args {
-            self.expr(a)?;
-        }
-        let label = self.block_label(func);
-        self.push(label);
+        self.chunk(func, args)?;
         if let (Some(r), Some(entry)) = (self.fns.get(route).copied(), self.routes.get(route)) {
             // [args f dest], entering the routing block, sent to r(dest): the routing
             // function picks the first hop too. Stack for `send`: entry, count, bound, hop.
@@ -146,6 +142,16 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// PLAN's chunk `|f|(args)` on the stack: the arguments, then `f`'s block index.
+    fn chunk(&mut self, func: &str, args: &[Expr]) -> Result<(), PlanError> {
+        for a in args {
+            self.expr(a)?;
+        }
+        let label = self.block_label(func);
+        self.push(label);
+        Ok(())
+    }
+
     /// Pushes a copy of the value in stack slot `slot` (from the block's base).
     fn pull_slot(&mut self, slot: u32) {
         self.op("pull", self.depth - 1 - slot);
@@ -193,11 +199,7 @@ impl Gen<'_> {
         dest: &Expr,
         rb: &Expr,
     ) -> Result<(), PlanError> {
-        for a in args {
-            self.expr(a)?;
-        }
-        let label = self.block_label(func);
-        self.push(label);
+        self.chunk(func, args)?;
         let n = args.len();
         self.push(n);
         self.expr(rb)?;

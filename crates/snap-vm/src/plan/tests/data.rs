@@ -48,7 +48,6 @@ fn wide_tuples_space_their_mktup() {
     let d = run_here(&c, vec![Value::int(3)], |_| vec![])
         .delivery
         .unwrap();
-    let ints = |v: &[i32]| Delivered::Tuple(v.iter().map(|&i| Delivered::Int(i)).collect());
     assert_eq!(
         d.value,
         Delivered::Tuple(vec![ints(&[1, 2, 3, 4, 5]), ints(&[6, 7])])
@@ -88,18 +87,9 @@ fun lsub(acc:int, x:int) = acc - x
 fun main(l:int list, port:int) =
   deliverUDP((foldr(rsub, 0, [1, 2, 3]), foldl(lsub, 0, [1, 2, 3]), foldr(rsub, 0, l)), port)";
     let c = compile(src, &opts("main", 3)).unwrap();
-    let list = |xs: &'static [i32]| {
-        move |p: &mut Program| {
-            let mut l = Value::int(0);
-            for &x in xs.iter().rev() {
-                l = p.heap_tuple(&[Value::int(x), l]);
-            }
-            vec![l]
-        }
-    };
+    let list = heap_list;
     // 1 - (2 - (3 - 0)) = 2; ((0 - 1) - 2) - 3 = -6; 10 - (20 - 0) = -10.
     let out = run_here(&c, vec![Value::int(3)], list(&[10, 20]));
-    let ints = |v: &[i32]| Delivered::Tuple(v.iter().map(|&i| Delivered::Int(i)).collect());
     assert_eq!(out.delivery.map(|d| d.value), Some(ints(&[2, -6, -10])));
     // A list argument longer than the bound ends the packet.
     let out = run_here(&c, vec![Value::int(3)], list(&[1, 2, 3, 4]));
@@ -116,7 +106,6 @@ fun main(l:int list, port:int) =
 #[test]
 fn div_and_mod_truncate_and_division_by_zero_ends_the_packet() {
     let src = "fun main(a:int, b:int, port:int) = deliverUDP((a div b, a mod b, a div 2), port)";
-    let ints = |v: &[i32]| Delivered::Tuple(v.iter().map(|&i| Delivered::Int(i)).collect());
     assert_eq!(
         deliver(
             src,

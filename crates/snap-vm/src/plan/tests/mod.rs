@@ -52,6 +52,22 @@ fn run_here(
     node(A).run(0, 0, p.to_bytes().unwrap())
 }
 
+/// An int list on the heap, for [`run_here`]: nil is 0, a cell the tuple (head, tail).
+fn heap_list(xs: &[i32]) -> impl FnOnce(&mut Program) -> Vec<Value> + '_ {
+    move |p: &mut Program| {
+        let mut l = Value::int(0);
+        for &x in xs.iter().rev() {
+            l = p.heap_tuple(&[Value::int(x), l]);
+        }
+        vec![l]
+    }
+}
+
+/// A delivered tuple of ints.
+fn ints(v: &[i32]) -> Delivered {
+    Delivered::Tuple(v.iter().map(|&i| Delivered::Int(i)).collect())
+}
+
 fn delivered_int(out: &Outcome) -> Option<i32> {
     match out.delivery.as_ref()?.value {
         Delivered::Int(v) => Some(v),
@@ -276,16 +292,7 @@ fn a_fold_over_a_literal_list_unrolls_and_runs() {
 #[test]
 fn a_fold_over_a_list_argument_is_guarded_up_to_the_bound() {
     let c = compile(SUM, &opts("sum", 3)).unwrap();
-    // A list on the heap: nil is 0, a cell the tuple (head, tail).
-    let list = |xs: &'static [i32]| {
-        move |p: &mut Program| {
-            let mut l = Value::int(0);
-            for &x in xs.iter().rev() {
-                l = p.heap_tuple(&[Value::int(x), l]);
-            }
-            vec![l]
-        }
-    };
+    let list = heap_list;
     for (xs, want) in [
         (&[][..], Some(100)),
         (&[1], Some(101)),

@@ -449,14 +449,7 @@ proptest! {
         );
         let c = compile(&src, &opts("main", BOUND))
             .map_err(|err| TestCaseError::fail(format!("{err}\n{src}")))?;
-        let heap_list = xs.clone();
-        let out = run_here(&c, vec![Value::int(a), Value::int(bv), Value::int(5)], move |p| {
-            let mut v = Value::int(0);
-            for &x in heap_list.iter().rev() {
-                v = p.heap_tuple(&[Value::int(x), v]);
-            }
-            vec![v]
-        });
+        let out = run_here(&c, vec![Value::int(a), Value::int(bv), Value::int(5)], heap_list(&xs));
         let mut env = Env { ints: vec![("a", a), ("b", bv)], xs };
         let want = (|| Some((eval(&i, &mut env)?, test(&b, &mut env)?, list(&l, &mut env)?)))();
         let got = out.delivery.as_ref().and_then(|d| match &d.value {
