@@ -310,7 +310,7 @@ impl Checker<'_> {
                         })?;
                         let eq = matches!(op0, BinOp::Eq | BinOp::HostEq);
                         match t {
-                            Ty::Int | Ty::Bool | Ty::Unit => {}
+                            Ty::Int | Ty::Bool => {}
                             Ty::Host => *op = if eq { BinOp::HostEq } else { BinOp::HostNe },
                             t => {
                                 return Err(type_err(
