@@ -1,0 +1,1 @@
+//! The esp dissector (filled in by its own change).

@@ -1,0 +1,1 @@
+//! The shim dissector (filled in by its own change).

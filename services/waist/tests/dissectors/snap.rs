@@ -1,0 +1,1 @@
+//! The snap dissector (filled in by its own change).

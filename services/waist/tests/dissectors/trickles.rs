@@ -1,0 +1,1 @@
+//! The trickles dissector (filled in by its own change).
