@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use netio::pcap::PcapWriter;
 
 /// The dissector scripts, in load order.
-pub const SCRIPTS: [&str; 4] = [
+pub(crate) const SCRIPTS: [&str; 4] = [
     "waist_esp.lua",
     "waist_snap.lua",
     "waist_trickles.lua",
@@ -15,13 +15,13 @@ pub const SCRIPTS: [&str; 4] = [
 ];
 
 /// `tools/wireshark/` of the repository.
-pub fn scripts_dir() -> PathBuf {
+pub(crate) fn scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark")
 }
 
 /// Whether tshark can run here; `false` (after saying why) means the caller returns early.
 /// Under CI a missing tshark is a failure, not a skip.
-pub fn have_tshark() -> bool {
+pub(crate) fn have_tshark() -> bool {
     let ok = Command::new("tshark")
         .arg("-v")
         .output()
@@ -38,7 +38,7 @@ pub fn have_tshark() -> bool {
 
 /// Writes `frames` (each one LINKTYPE_RAW record, exactly as a daemon's capture holds them)
 /// to a fresh pcap named `name` under the target's temporary directory.
-pub fn write_pcap(name: &str, frames: &[Vec<u8>]) -> PathBuf {
+pub(crate) fn write_pcap(name: &str, frames: &[Vec<u8>]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("waist-dissectors-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.pcap"));
@@ -53,7 +53,7 @@ pub fn write_pcap(name: &str, frames: &[Vec<u8>]) -> PathBuf {
 
 /// `tshark -r PCAP` with every script loaded, plus `args`; its standard output. Panics with
 /// tshark's standard error if it fails or reports a Lua error.
-pub fn tshark(pcap: &Path, args: &[&str]) -> String {
+pub(crate) fn tshark(pcap: &Path, args: &[&str]) -> String {
     let mut cmd = Command::new("tshark");
     cmd.arg("-n").arg("-r").arg(pcap);
     for s in SCRIPTS {
@@ -76,7 +76,7 @@ pub fn tshark(pcap: &Path, args: &[&str]) -> String {
 
 /// One line per frame, the values of `fields` in order (`-T fields`, `|` between fields,
 /// `,` between occurrences of one field).
-pub fn fields(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
+pub(crate) fn fields(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
     let mut args = vec![
         "-T",
         "fields",
@@ -98,7 +98,7 @@ pub fn fields(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
 }
 
 /// The full protocol tree of every frame (`-V`). Asserts no frame is malformed.
-pub fn verbose(pcap: &Path) -> String {
+pub(crate) fn verbose(pcap: &Path) -> String {
     let v = tshark(pcap, &["-V"]);
     assert!(!v.contains("Malformed Packet"), "{v}");
     v
