@@ -18,6 +18,7 @@ pub mod demo_trickles;
 pub mod host;
 pub mod plan_cli;
 pub mod plot;
+pub mod progress;
 pub mod repro;
 pub mod snap_cli;
 
@@ -103,6 +104,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
                 log2,
                 seed,
                 runs,
+                progress: progress::for_terminal(),
             },
             out,
         ),

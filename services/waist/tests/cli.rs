@@ -149,6 +149,7 @@ fn aggregation_reports_ours_beside_the_papers() {
         log2: 12,
         seed: 9,
         runs: Some(6),
+        progress: Default::default(),
     };
     let mut out = Vec::new();
     let tallies = esp_aggregation::run(&opts, 6, &mut out).unwrap();
@@ -183,6 +184,7 @@ fn fig11_matches_chaining_theory_and_the_papers_claims() {
         log2: 12,
         seed: 7,
         runs: None,
+        progress: Default::default(),
     };
     let mut out = Vec::new();
     let points = ess_fig11::run(&opts, &mut out).unwrap();
@@ -208,6 +210,7 @@ fn collisions_reproduce_fig2_and_the_billion_tag_claim() {
         log2: 12,
         seed: 1,
         runs: None,
+        progress: Default::default(),
     };
     let mut out = Vec::new();
     let rows = ess_collisions::run(&opts, &mut out).unwrap();
@@ -236,6 +239,7 @@ fn fig8_writes_every_curve_and_the_papers_point() {
         log2: 12,
         seed: 3,
         runs: None,
+        progress: Default::default(),
     };
     let mut out = Vec::new();
     // Few sets per point: this checks the plumbing; the module's tests check the numbers.
@@ -287,6 +291,7 @@ fn snap_table2_prints_per_packet_and_per_byte_costs_beside_the_papers() {
         log2: 12,
         seed: 1,
         runs: Some(1024),
+        progress: Default::default(),
     };
     let mut out = Vec::new();
     // Few round trips per point: this checks the plumbing and the signs, not the figures.

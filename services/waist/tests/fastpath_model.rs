@@ -12,6 +12,7 @@ fn opts(name: &str) -> Options {
         log2: 16,
         seed: 3,
         runs: Some(9),
+        progress: Default::default(),
     }
 }
 

@@ -15,6 +15,7 @@ fn opts(name: &str, runs: Option<u64>) -> Options {
         log2: 16,
         seed: 24301,
         runs,
+        progress: Default::default(),
     }
 }
 

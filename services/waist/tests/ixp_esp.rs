@@ -15,6 +15,7 @@ fn opts(name: &str) -> Options {
         log2: 10,
         seed: 0x5eed,
         runs: Some(2_400),
+        progress: Default::default(),
     }
 }
 

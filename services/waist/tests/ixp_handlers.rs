@@ -12,6 +12,7 @@ fn opts(name: &str) -> Options {
         log2: 10,
         seed: 1,
         runs: None,
+        progress: Default::default(),
     }
 }
 

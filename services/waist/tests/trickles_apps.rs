@@ -25,6 +25,7 @@ fn trickles_failover_completes_and_migration_loses_nothing() {
         log2: 12,
         seed: 1,
         runs: Some(2),
+        progress: Default::default(),
     };
     let mut out = Vec::new();
     let rows = waist::repro::trickles_failover::run(&opts, &mut out).unwrap();
@@ -46,6 +47,7 @@ fn trickles_fig23_parallel_requests_beat_skip_alone_on_small_objects() {
         log2: 12,
         seed: 1,
         runs: None,
+        progress: Default::default(),
     };
     let mut out = Vec::new();
     let rows = waist::repro::trickles_fig23::run(&opts, &mut out).unwrap();

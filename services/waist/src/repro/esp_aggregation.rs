@@ -15,7 +15,7 @@ use netsim::{LinkId, Rng};
 use waist_node::MILLIS as MS;
 use waist_node::sim::esp::aggregate::{AggTree, Scheme, TreeSpec};
 
-use super::Options;
+use super::{Options, Progress};
 
 /// The paper's figures: (label, completed, correct) out of 1000 runs.
 pub const PAPER: [(&str, u32, u32); 3] = [
@@ -63,7 +63,13 @@ fn lossy_links(tree: &AggTree, rng: &mut Rng) -> Vec<LinkId> {
 }
 
 /// Runs runs `first..first + n` of every scheme on its own tree.
-fn run_slice(spec: TreeSpec, seed: u64, first: u64, n: u64) -> anyhow::Result<[Tally; 3]> {
+fn run_slice(
+    spec: TreeSpec,
+    seed: u64,
+    first: u64,
+    n: u64,
+    progress: &Progress,
+) -> anyhow::Result<[Tally; 3]> {
     let mut tree = AggTree::build(spec)?;
     let mut tallies = [Tally::default(); 3];
     for i in first..first + n {
@@ -75,6 +81,7 @@ fn run_slice(spec: TreeSpec, seed: u64, first: u64, n: u64) -> anyhow::Result<[T
             tally.completed += u32::from(out.completed());
             tally.correct += u32::from(out.correct);
         }
+        progress.advance(1);
     }
     Ok(tallies)
 }
@@ -118,12 +125,14 @@ pub fn run(opts: &Options, runs: u64, out: &mut dyn Write) -> anyhow::Result<[Ta
         .clamp(1, 4) as u64;
     let started = std::time::Instant::now();
     let per = runs.div_ceil(threads);
+    opts.progress.phase("aggregation runs", runs);
     let results: Vec<anyhow::Result<[Tally; 3]>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let first = t * per;
                 let n = per.min(runs.saturating_sub(first));
-                s.spawn(move || run_slice(spec, opts.seed, first, n))
+                let progress = &opts.progress;
+                s.spawn(move || run_slice(spec, opts.seed, first, n, progress))
             })
             .collect();
         handles
@@ -134,6 +143,7 @@ pub fn run(opts: &Options, runs: u64, out: &mut dyn Write) -> anyhow::Result<[Ta
             })
             .collect()
     });
+    opts.progress.finish();
     let mut total = [Tally::default(); 3];
     for r in results {
         for (t, x) in total.iter_mut().zip(r?) {

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::ValueEnum;
 
@@ -123,6 +124,62 @@ pub struct Options {
     pub seed: u64,
     /// Repetitions where a reproduction has them (`None`: its default).
     pub runs: Option<u64>,
+    /// Where a long reproduction reports how far it is (default: nowhere).
+    pub progress: Progress,
+}
+
+/// What a [`Progress`] drives: the CLI's terminal bar, or anything else that watches.
+pub trait ProgressSink: Send + Sync {
+    /// A new phase named `label` of `total` steps, none done yet.
+    fn phase(&self, label: &str, total: u64);
+    /// `n` more steps of the phase done.
+    fn advance(&self, n: u64);
+    /// The reproduction is done: take the display away.
+    fn finish(&self);
+}
+
+/// How far a long reproduction is. The default reports nowhere (tests, pipes); the CLI
+/// gives a bar when standard error is a terminal. Clones share one sink, so worker
+/// threads advance the same bar.
+#[derive(Clone, Default)]
+pub struct Progress(Option<Arc<dyn ProgressSink>>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Progress(shown)"
+        } else {
+            "Progress(none)"
+        })
+    }
+}
+
+impl Progress {
+    /// Reports to `sink`.
+    pub fn to(sink: Arc<dyn ProgressSink>) -> Progress {
+        Progress(Some(sink))
+    }
+
+    /// Starts a phase named `label` of `total` steps.
+    pub fn phase(&self, label: &str, total: u64) {
+        if let Some(s) = &self.0 {
+            s.phase(label, total);
+        }
+    }
+
+    /// `n` more steps done.
+    pub fn advance(&self, n: u64) {
+        if let Some(s) = &self.0 {
+            s.advance(n);
+        }
+    }
+
+    /// Done.
+    pub fn finish(&self) {
+        if let Some(s) = &self.0 {
+            s.finish();
+        }
+    }
 }
 
 /// Runs reproduction `name`.
