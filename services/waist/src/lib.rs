@@ -97,17 +97,17 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
             log2,
             seed,
             runs,
-        } => repro::run(
-            name,
-            &repro::Options {
+        } => {
+            let bar = progress::TerminalBar::new();
+            let opts = repro::Options {
                 dir,
                 log2,
                 seed,
                 runs,
-                progress: progress::for_terminal(),
-            },
-            out,
-        ),
+                progress: bar.progress(),
+            };
+            repro::run(name, &opts, &mut bar.suspending(out))
+        }
         Command::Esp { command } => return host::esp::run(command, out),
         Command::Route { command } => return host::route::run(command, out),
         Command::Snap { command } => return snap_cli::run(command, out),

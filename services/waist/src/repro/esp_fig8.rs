@@ -61,7 +61,7 @@ use anyhow::Context;
 use esp_proto::idmap::IdMap;
 use ess::HashKey;
 
-use super::{Options, SplitMix};
+use super::{Options, Progress, SplitMix};
 use crate::plot::{self, Chart, Series};
 
 /// Bitmap sizes m drawn, in bits (whole 64-bit words, as [`IdMap`] needs).
@@ -314,7 +314,8 @@ pub fn run_with_sets(opts: &Options, sets: u32, out: &mut dyn Write) -> anyhow::
         out,
         "model: (1 − p_cover)^n, p_cover = P(one element inside the other n − 1's union), exact per element"
     )?;
-    let curves = simulate_all(opts.seed, sets);
+    let curves = simulate_all(opts.seed, sets, &opts.progress);
+    opts.progress.finish();
     for m in BITS {
         writeln!(out)?;
         write!(out, "m = {m:>3} bits |")?;
@@ -435,11 +436,12 @@ pub fn run_with_sets(opts: &Options, sets: u32, out: &mut dyn Write) -> anyhow::
 /// Every curve of [`BITS`] × [`HASHES`], `sets` sets per point, n = 1..=[`MAX_SET`]; one
 /// thread per core takes curves off a shared counter (each point has its own generator, so
 /// the result does not depend on the threads).
-fn simulate_all(seed: u64, sets: u32) -> Vec<Curve> {
+fn simulate_all(seed: u64, sets: u32, progress: &Progress) -> Vec<Curve> {
     let jobs: Vec<(u32, u8)> = BITS
         .iter()
         .flat_map(|&m| HASHES.iter().map(move |&k| (m, k)))
         .collect();
+    progress.phase("Fig. 8 points (m, k, n)", (jobs.len() * MAX_SET) as u64);
     let next = AtomicUsize::new(0);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut done: Vec<(usize, Curve)> = std::thread::scope(|s| {
@@ -452,7 +454,7 @@ fn simulate_all(seed: u64, sets: u32) -> Vec<Curve> {
                         let Some(&(m, k)) = jobs.get(i) else {
                             return mine;
                         };
-                        mine.push((i, curve(seed, m, k, sets)));
+                        mine.push((i, curve(seed, m, k, sets, progress)));
                     }
                 })
             })
@@ -467,12 +469,13 @@ fn simulate_all(seed: u64, sets: u32) -> Vec<Curve> {
 }
 
 /// One curve, n = 1..=[`MAX_SET`].
-fn curve(seed: u64, m: u32, k: u8, sets: u32) -> Curve {
+fn curve(seed: u64, m: u32, k: u8, sets: u32, progress: &Progress) -> Curve {
     let (mut ours, mut modelled) = (Vec::new(), Vec::new());
     for n in 1..=MAX_SET {
         let mut rng = point_rng(seed, m, k, n);
         ours.push(simulate(m, k, n, sets, &mut rng));
         modelled.push(model(m, k, n));
+        progress.advance(1);
     }
     Curve {
         m,

@@ -177,8 +177,10 @@ pub fn measure(
     writeln!(out, "{:<34} {:>8} {:>8}", "scheme", "ours", "paper")?;
     let mut rows = Vec::new();
     let mut csv = String::from("scheme,case,ours_instructions,paper_instructions\n");
+    opts.progress.phase("callgrind runs", cases.len() as u64);
     for &(scheme, case, paper) in cases {
         let ours = instructions(&binary, case, n)?;
+        opts.progress.advance(1);
         let p = paper.map_or_else(|| "—".to_string(), |p| p.to_string());
         writeln!(out, "{scheme:<34} {ours:>8.1} {p:>8}")?;
         csv += &format!(
@@ -192,6 +194,7 @@ pub fn measure(
             paper,
         });
     }
+    opts.progress.finish();
     std::fs::create_dir_all(&opts.dir)?;
     let path = opts.dir.join(csv_name);
     std::fs::write(&path, csv)?;

@@ -120,6 +120,10 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
         "gain %"
     )?;
     let mut rows = Vec::new();
+    opts.progress.phase(
+        "(loss, RTT) points",
+        (LOSS_PPM.len() * RTTS_MS.len()) as u64,
+    );
     for loss_ppm in LOSS_PPM {
         for rtt_ms in RTTS_MS {
             let mut t = Transfer::new(mb * 1_000_000, rtt_ms * 500);
@@ -133,6 +137,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
                 full: side(&t, seeds(), false),
                 delta: side(&t, seeds(), true),
             };
+            opts.progress.advance(1);
             let gain = row.delta.goodput - row.full.goodput;
             writeln!(
                 out,
@@ -151,6 +156,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
             rows.push(row);
         }
     }
+    opts.progress.finish();
     let chart = Chart {
         title: format!("Trickles delta encoding (§5.3): goodput, {mb} MB, 100 Mb/s"),
         x_label: "RTT (ms)".into(),

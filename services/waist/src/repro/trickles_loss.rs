@@ -53,6 +53,8 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<(Direction
         tcp::TCP_MSS
     )?;
     let mut rows = Vec::new();
+    opts.progress
+        .phase("loss points", 2 * LOSS_PPM.len() as u64);
     for (dir, fig, paper) in [
         (
             Direction::Forward,
@@ -80,9 +82,11 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<(Direction
             row(out, &format!("{:.2}", f64::from(loss) / 10_000.0), &p)?;
             rows.push((dir, loss, p));
             this.push((f64::from(loss) / 10_000.0, p));
+            opts.progress.advance(1);
         }
         summary(out, &this, "% loss")?;
     }
+    opts.progress.finish();
     for (dir, name, file) in [
         (Direction::Forward, "forward", "trickles-loss-fwd.png"),
         (Direction::Reverse, "reverse", "trickles-loss-rev.png"),

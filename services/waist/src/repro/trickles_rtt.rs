@@ -211,6 +211,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<(u64, Poin
     )?;
     header(out, "RTT (ms)")?;
     let mut rows = Vec::new();
+    opts.progress.phase("RTT points", RTTS_MS.len() as u64);
     for rtt in RTTS_MS {
         let mut t = Transfer::new(mb * 1_000_000, rtt * 500);
         t.link = bottleneck(rtt * 500);
@@ -218,7 +219,9 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<(u64, Poin
         let p = measure(&t, [opts.seed]);
         row(out, &rtt.to_string(), &p)?;
         rows.push((rtt, p));
+        opts.progress.advance(1);
     }
+    opts.progress.finish();
     summary(out, &rows, " ms RTT")?;
     let chart = Chart {
         title: format!("Trickles Fig. 19: throughput against RTT ({mb} MB, 100 Mb/s)"),
