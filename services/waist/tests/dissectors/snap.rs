@@ -128,10 +128,14 @@ fn snap_ping_fixture() {
             "snap.heap.tag",
             "snap.heap.len",
             "snap.heap.bytes",
+            "snap.heap.payload",
             "snap.stack.data",
         ],
     );
-    assert_eq!(heap[0], ["0", "bytes", "5", "\"hello\"", "0,7,0"]);
+    assert_eq!(
+        heap[0],
+        ["0", "bytes", "5", "\"hello\"", "68656c6c6f000000", "0,7,0"]
+    );
     let v = show("snap-ping", &f);
     assert!(v.contains("1: bne 5"), "{v}");
     assert!(v.contains("0: forw  <- entry"), "{v}");
@@ -195,7 +199,7 @@ fn snap_heap_objects_and_stack() {
     }
     let mut p = asm::assemble(
         ".src 10.0.0.1\n.dst 10.0.0.2\n.port 5\n.rb 3\n.entry 1\n\
-         nop\npushh 0\ncalls 0\nistag bytes\npaj -1\nexit\n",
+         nop\npushh 0\ncalls 0\nistag bytes\npush -2\npaj -1\nexit\n",
     )
     .unwrap();
     let bytes = p.heap_bytes(&[0, 1, 2, 0xFF, 9]);
@@ -207,6 +211,7 @@ fn snap_heap_objects_and_stack() {
     let rows = dissect("snap-heap", std::slice::from_ref(&f), &FIELDS);
     check_program(&rows[0], &p);
     assert_eq!(rows[0][12], "bytes,tuple,wide,int");
+    assert_eq!(rows[0][11], "0,0,0,5,-2,-1,0");
     let heap = dissect(
         "snap-heap-objects",
         std::slice::from_ref(&f),
