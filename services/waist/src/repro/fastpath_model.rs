@@ -332,9 +332,11 @@ pub fn claims(rows: &[Row], rtt: f64, long: f64, short: f64) -> Vec<(String, boo
             rows.iter().all(|r| r.source_hash < r.vc),
         ),
         (
-            "threaded indices never cost more than source hashing (§4.1: 'almost identical')"
+            "threaded indices cost what source hashing costs, within 10% (§4.1: 'almost identical')"
                 .into(),
-            rows.iter().all(|r| r.threaded <= r.source_hash),
+            // Within 10%, not "never more": the two short lookups are measured here, and on
+            // a loaded machine the threaded one can come out a hair slower than the cache.
+            rows.iter().all(|r| r.threaded <= 1.1 * r.source_hash),
         ),
         (
             "large n: source hashing within 2× of a VC".into(),
