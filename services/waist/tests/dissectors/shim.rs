@@ -367,8 +367,8 @@ fn frames_in_udp_are_found_by_the_heuristic() {
 }
 
 /// Ordinary UDP is left alone: a DNS query, and datagrams that only begin like a frame
-/// (0xF1 without an IP header after the label, 0xF2 with a bad message, an IPv4 header
-/// whose length or checksum does not fit).
+/// (0xF1 without an IP header after the label, 0xF2 with a bad message, IPv4 and IPv6
+/// headers whose length or checksum does not fit, bare or behind a label).
 #[test]
 fn ordinary_udp_is_not_claimed() {
     if !harness::have_tshark() {
@@ -382,14 +382,18 @@ fn ordinary_udp_is_not_claimed() {
     bad_update[3] = 4; // four entries announced, three present
     let mut long_ip = udp4(b"hello");
     long_ip.push(0); // a byte past the IPv4 total length
+    let mut long_ip6 = udp6(b"hello");
+    long_ip6.push(0); // a byte past the IPv6 payload length
     let mut bad_sum = udp4(b"hello");
     bad_sum[10] ^= 1; // IPv4 header checksum
-    let payloads: [Vec<u8>; 5] = [
+    let payloads: [Vec<u8>; 7] = [
         dns.to_vec(),
         [&[0xF1, 0, 0, 0, 7][..], b"hello, world"].concat(),
         routing_frame(&bad_update),
         long_ip,
         bad_sum,
+        long_ip6.clone(),
+        label_frame(Label::threaded(1, 2), &long_ip6),
     ];
     let frames: Vec<Vec<u8>> = payloads
         .iter()

@@ -60,7 +60,7 @@ fn exchange(delta: bool, drop_nth: usize) -> Vec<(bool, Vec<u8>)> {
         for p in to_client {
             responses += 1;
             packets.push((false, p.clone()));
-            if drop_nth > 0 && responses % drop_nth == 0 {
+            if drop_nth > 0 && responses.is_multiple_of(drop_nth) {
                 continue;
             }
             let _ = demux.handle_packet(now, &p);
@@ -167,7 +167,7 @@ fn requests_show_continuation_and_sack_proof() {
             continue;
         }
         let req = Request::parse(message(packet)).unwrap();
-        let blocks: Vec<SackBlock> = req.sack_chunks().map(|c| SackBlock::parse(c)).collect();
+        let blocks: Vec<SackBlock> = req.sack_chunks().map(SackBlock::parse).collect();
         let list =
             |f: &dyn Fn(&SackBlock) -> String| blocks.iter().map(f).collect::<Vec<_>>().join(",");
         let ranges = req.ranges.as_slice();
@@ -186,7 +186,7 @@ fn requests_show_continuation_and_sack_proof() {
             // The wire's flags byte: parse moves the data-offset bit into `data_offset`.
             format!(
                 "0x{:02x}",
-                req.flags | u8::from(req.data_offset.is_some()) * wire::REQUEST_FLAG_DATA_OFFSET
+                req.flags | (u8::from(req.data_offset.is_some()) * wire::REQUEST_FLAG_DATA_OFFSET)
             ),
             req.retry.to_string(),
             blocks.len().to_string(),
