@@ -50,6 +50,7 @@ local families = { [1] = "IPv4", [2] = "IPv6" }
 local F = ProtoField
 local f = {
     kind = F.uint8("waist.shim.kind", "Shim kind", base.HEX, shim_kinds),
+    ip_version = F.uint8("waist.ip_version", "Plain IP packet, version", base.DEC, nil, 0xF0),
     label = F.uint32("waist.label", "Label", base.HEX),
     random = F.bool("waist.label.random", "Random (source-hash) index", 32, nil, 0x80000000),
     hop_limit = F.uint32("waist.label.hop_limit", "Hop limit", base.DEC, nil, 0x7F000000),
@@ -361,7 +362,8 @@ local function dissect_routing(tvb, pinfo, tree)
 end
 
 -- One frame. `fallback` handles what is neither IP nor a shim (the raw dissector for a
--- capture record); returns the bytes consumed.
+-- capture record; nil in a UDP datagram, which also gets an item saying the datagram is a
+-- whole IP packet); returns the bytes consumed.
 local function dissect_frame(tvb, pinfo, tree, fallback)
     local n = tvb:len()
     if n == 0 then
@@ -370,6 +372,11 @@ local function dissect_frame(tvb, pinfo, tree, fallback)
     end
     local first = tvb(0, 1):uint()
     local nibble = bit32.rshift(first, 4)
+    if (nibble == 4 or nibble == 6) and not fallback then
+        local t = tree:add(waist, tvb(0, 1))
+        t:set_text(string.format("Waist link frame: a whole IPv%d packet", nibble))
+        t:add(f.ip_version, tvb(0, 1))
+    end
     if nibble == 4 then
         call(ip, tvb, pinfo, tree)
     elseif nibble == 6 then

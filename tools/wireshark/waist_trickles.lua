@@ -17,9 +17,10 @@
 --     as bytes.
 --
 -- How it registers
---   * DissectorTable "tcp.option", kind 253 (replacing Wireshark's generic experimental
---     option). When the option carries ExID "Tr" the TCP conversation's dissector is set to
---     this one, so the payload is ours even on port 80 (which HTTP would otherwise claim).
+--   * DissectorTable "tcp.option", kind 253, in front of Wireshark's generic experimental
+--     option (still called for other ExIDs). When the option carries ExID "Tr" the TCP
+--     conversation's dissector is set to this one, so the payload is ours even on port 80
+--     (which HTTP would otherwise claim).
 --   * A postdissector, for the payloads TCP keeps from every subdissector because its
 --     sequence analysis takes them for retransmissions or out-of-order segments (Trickles
 --     sequence numbers count packets, not bytes): the message of any frame whose Trickles
@@ -436,7 +437,7 @@ local function dissect_request(buf, pinfo, tree)
         local number = dissect_continuation(c, tree)
         if number then seq = tostring(number) end
     end
-    info[#info + 1] = "seq=" .. seq
+    if kind ~= 1 then info[#info + 1] = "seq=" .. seq end
     if nblocks > 0 and not c.bad then
         local sr = c.take(nblocks * SACK_BLOCK_LEN, "SACK proof")
         if sr then
@@ -656,8 +657,22 @@ function trickles.dissector(tvb, pinfo, tree)
     return dissect_message(tvb, pinfo, tree)
 end
 
+-- Wireshark's own handler of kind 253 (RFC 6994 experiments), for other experiments' ExIDs.
+local option_table = DissectorTable.get("tcp.option")
+local generic_exp = option_table:get_dissector(253)
+
 function trickles_opt.dissector(tvb, pinfo, tree)
     local len = tvb:len()
+    if len >= 4 and tvb(2, 2):uint() ~= TRICKLES_EXID and generic_exp then
+        -- Another experiment: as Wireshark shows it (an exception there is flagged, not
+        -- raised as a Lua error).
+        local ok = pcall(generic_exp.call, generic_exp, tvb, pinfo, tree)
+        if not ok then
+            tree:add(trickles_opt, tvb()):add_proto_expert_info(ex.option,
+                "Wireshark's experimental-option dissector failed on this option")
+        end
+        return len
+    end
     local t = tree:add(trickles_opt, tvb())
     if len < 2 then
         t:add_proto_expert_info(ex.option, "Option shorter than its kind and length")
@@ -705,5 +720,5 @@ function trickles_post.dissector(tvb, pinfo, tree)
     dissect_message(fi.range:tvb(), pinfo, tree)
 end
 
-DissectorTable.get("tcp.option"):add(253, trickles_opt)
+option_table:add(253, trickles_opt)
 register_postdissector(trickles_post)

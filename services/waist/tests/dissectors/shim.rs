@@ -308,6 +308,7 @@ fn frames_in_udp_are_found_by_the_heuristic() {
             "ip.src",
             "ipv6.src",
             "udp.dstport",
+            "waist.ip_version",
         ],
     );
     assert_eq!(
@@ -321,7 +322,8 @@ fn frames_in_udp_are_found_by_the_heuristic() {
                 "",
                 "192.0.2.1,10.0.0.1",
                 "",
-                "41001,5001"
+                "41001,5001",
+                ""
             ],
             [
                 "waist:ip:udp:waist",
@@ -331,7 +333,8 @@ fn frames_in_udp_are_found_by_the_heuristic() {
                 "42",
                 "192.0.2.1",
                 "",
-                "41001"
+                "41001",
+                ""
             ],
             [
                 "waist:ip:udp:waist:ipv6:udp:data",
@@ -341,7 +344,8 @@ fn frames_in_udp_are_found_by_the_heuristic() {
                 "",
                 "192.0.2.1",
                 "fd00::1",
-                "41001,5001"
+                "41001,5001",
+                "6"
             ],
             [
                 "waist:ip:udp:waist:ipv6:udp:data",
@@ -351,7 +355,8 @@ fn frames_in_udp_are_found_by_the_heuristic() {
                 "",
                 "192.0.2.1",
                 "fd00::1",
-                "41001,5001"
+                "41001,5001",
+                ""
             ],
         ]
     );
