@@ -418,7 +418,11 @@ fn ordinary_udp_is_not_claimed() {
     for (i, row) in rows.iter().enumerate().skip(1) {
         assert_eq!(row, &["waist:ip:udp:data", ""], "datagram {}", i + 1);
     }
-    harness::verbose(&pcap);
+    let v = harness::verbose(&pcap);
+    println!(
+        "--- UDP that only begins like a label frame, tshark -V ---\n{}",
+        frame_text(&v, 2)
+    );
 }
 
 /// Truncated and invalid frames as capture records: the script flags each with an expert

@@ -373,8 +373,8 @@ fn delta_continuations_are_decoded() {
             "trickles.mac",
         ],
     );
-    let mut deltas = 0;
-    for ((from_client, packet), row) in packets.iter().zip(&rows) {
+    let mut first = None;
+    for (i, ((from_client, packet), row)) in packets.iter().zip(&rows).enumerate() {
         if *from_client {
             continue;
         }
@@ -383,7 +383,7 @@ fn delta_continuations_are_decoded() {
             assert_eq!(row[1], "");
             continue;
         };
-        deltas += 1;
+        first.get_or_insert(i + 1);
         assert_eq!(
             row[1..],
             [
@@ -394,8 +394,13 @@ fn delta_continuations_are_decoded() {
             ]
         );
     }
-    assert!(deltas > 0, "no response carried a delta");
-    harness::verbose(&pcap);
+    let n = first.expect("a response carrying a delta");
+    let v = harness::verbose(&pcap);
+    let text = frame_text(&v, n);
+    assert!(text.contains("Delta continuation"), "{text}");
+    println!(
+        "--- a Trickles response with a delta continuation (frame {n}), tshark -V ---\n{text}"
+    );
 }
 
 /// The IP-in-UDP tunnel of `trickles-web`'s UDP link: one whole IP packet per datagram.
@@ -525,5 +530,9 @@ fn other_experiments_are_left_to_wireshark() {
     );
     let rows = harness::fields(&pcap, &["tcp.options.experimental.exid", "trickles.msg"]);
     assert_eq!(rows, [["0xf989", ""]]);
-    harness::verbose(&pcap);
+    let v = harness::verbose(&pcap);
+    println!(
+        "--- option 253 of another experiment, tshark -V ---\n{}",
+        frame_text(&v, 1)
+    );
 }
