@@ -657,6 +657,12 @@ function trickles.dissector(tvb, pinfo, tree)
     return dissect_message(tvb, pinfo, tree)
 end
 
+-- A new capture file: forget the frames of the last one.
+function trickles.init()
+    marked = {}
+    done = {}
+end
+
 -- Wireshark's own handler of kind 253 (RFC 6994 experiments), for other experiments' ExIDs.
 local option_table = DissectorTable.get("tcp.option")
 local generic_exp = option_table:get_dissector(253)
