@@ -31,7 +31,7 @@ fn plain_ip_is_left_to_wireshark() {
     let pcap = harness::write_pcap("plain", &[a, b]);
     let rows = harness::fields(&pcap, &["frame.protocols", "udp.dstport"]);
     assert_eq!(rows.len(), 2);
-    assert_eq!(rows[0], ["raw:ip:udp:data", "5001"]);
-    assert_eq!(rows[1], ["raw:ipv6:udp:data", "5001"]);
+    assert_eq!(rows[0], ["waist:ip:udp:data", "5001"]);
+    assert_eq!(rows[1], ["waist:ipv6:udp:data", "5001"]);
     harness::verbose(&pcap);
 }
