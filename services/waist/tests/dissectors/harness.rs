@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use netio::pcap::PcapWriter;
 
-/// The dissector scripts, in load order.
+/// The dissector scripts, in load order (the shim last: it takes raw IP over).
 pub(crate) const SCRIPTS: [&str; 4] = [
     "waist_esp.lua",
     "waist_snap.lua",
@@ -58,9 +58,7 @@ pub(crate) fn tshark(pcap: &Path, args: &[&str]) -> String {
     cmd.arg("-n").arg("-r").arg(pcap);
     for s in SCRIPTS {
         let p = scripts_dir().join(s);
-        if p.exists() {
-            cmd.arg("-X").arg(format!("lua_script:{}", p.display()));
-        }
+        cmd.arg("-X").arg(format!("lua_script:{}", p.display()));
     }
     cmd.args(args);
     let out = cmd.output().expect("run tshark");

@@ -22,6 +22,10 @@ fn plain_ip_is_left_to_wireshark() {
     if !harness::have_tshark() {
         return;
     }
+    for s in harness::SCRIPTS {
+        let p = harness::scripts_dir().join(s);
+        assert!(p.exists(), "{} missing", p.display());
+    }
     let udp4 = etherparse::PacketBuilder::ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64).udp(5000, 5001);
     let mut a = Vec::new();
     udp4.write(&mut a, b"hello").unwrap();
