@@ -98,6 +98,8 @@
 //! assert!(decision.on_np && placed.stages[0].point == Point::RxSide);
 //! ```
 #![no_std]
+// docs.rs builds with `--cfg docsrs`: mark feature-gated items with their features.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

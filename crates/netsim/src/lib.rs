@@ -54,6 +54,8 @@
 //! assert!(sim.node(b).0.iter().all(|(t, _)| t.ticks() == 10));
 //! ```
 #![no_std]
+// docs.rs builds with `--cfg docsrs`: mark feature-gated items with their features.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

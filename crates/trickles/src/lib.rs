@@ -86,6 +86,8 @@
 //! assert_eq!(&got[..n], object);
 //! ```
 #![no_std]
+// docs.rs builds with `--cfg docsrs`: mark feature-gated items with their features.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
