@@ -5,7 +5,7 @@
 //! * `moka`: `moka::sync::Cache<u64, u64>` with `max_capacity` = capacity and a
 //!   `time_to_live` (moka reads the real clock).
 //!
-//! Groups (filter with `cargo bench -p ess --bench ess -- <group>`): `find_hit`,
+//! Groups (filter with `cargo bench -p waist-ess --bench ess -- <group>`): `find_hit`,
 //! `find_miss`, `find_create_existing`, `find_create_new`, `read_write`, `churn`. Ids are
 //! `<group>/<store>/2^<n>/<fill>%[/h<h>]`; baselines do not depend on h and carry none.
 //!

@@ -2,7 +2,7 @@
 # Interleaved wall-clock runs of the steady-churn and find-hit workloads at 2^20 / 50 %:
 # every round runs every store once, so the machine's drift (it is shared) hits all of them
 # alike; prints, per workload, the median over rounds of hashbrown+FIFO time / ESS time.
-#   cargo build --release -p ess --example churn && bash crates/ess/benches/interleave.sh
+#   cargo build --release -p waist-ess --example churn && bash crates/ess/benches/interleave.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 B=target/release/examples/churn

@@ -38,6 +38,7 @@ impl<T: Tables> Ess<T> {
     /// of up to [`BATCH`] lookups overlapped.
     ///
     /// ```
+    /// # #[cfg(feature = "alloc")] { // `Ess::new` needs the heap
     /// use ess::{Ess, EssConfig, HashKey, Instant, Tag, Value};
     /// let mut ess = Ess::new(EssConfig::new(8, 100, 1, HashKey::from_seed(1))?);
     /// let now = Instant::from_ticks(0);
@@ -45,6 +46,7 @@ impl<T: Tables> Ess<T> {
     /// let mut out = [None; 3];
     /// ess.find_batch(now, &[Tag(1), Tag(2), Tag(3)], &mut out);
     /// assert_eq!(out.map(|h| h.map(|h| ess.read(h))), [None, Some(Value(20)), None]);
+    /// # }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn find_batch(&self, now: Instant, tags: &[Tag], out: &mut [Option<Handle>]) {
@@ -78,7 +80,7 @@ impl<T: Tables> Ess<T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests {
     use super::*;
     use crate::{EssConfig, HashKey, HashRatio, Value};

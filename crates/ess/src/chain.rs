@@ -153,7 +153,7 @@ impl<T: Tables> Iterator for Chain<'_, T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests {
     use super::*;
     use crate::{EssConfig, HashKey, Tag, Value};

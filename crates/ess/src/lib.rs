@@ -59,6 +59,7 @@
 //! # Example
 //!
 //! ```
+//! # #[cfg(feature = "alloc")] { // `Ess::new` needs the heap
 //! use ess::{Ess, EssConfig, Full, HashKey, Instant, Tag, Value};
 //!
 //! // Ticks are milliseconds; τ = 10 s on a 100 ms clock; 2^4 bindings.
@@ -79,6 +80,7 @@
 //!     ess.put(at(10_000), Tag(tag), Value(tag))?;
 //! }
 //! assert_eq!(ess.put(at(10_000), Tag(99), Value(0)), Err(Full));
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![no_std]

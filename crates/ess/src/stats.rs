@@ -11,6 +11,7 @@ pub const HISTOGRAM_LEN: usize = 16;
 /// A snapshot of the hash chains as `find` sees them at one instant.
 ///
 /// ```
+/// # #[cfg(feature = "alloc")] { // `Ess::new` needs the heap
 /// use ess::{Ess, EssConfig, HashKey, Instant, Tag, Value};
 /// let mut ess = Ess::new(EssConfig::new(10, 100, 1, HashKey::from_seed(5))?);
 /// let now = Instant::from_ticks(0);
@@ -21,6 +22,7 @@ pub const HISTOGRAM_LEN: usize = 16;
 /// assert_eq!(stats.visible, 512);
 /// assert!(stats.max_chain <= 8);
 /// assert!(stats.mean_hit_probes() < 1.2); // load 0.25: about 1 + 0.25 / 2
+/// # }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

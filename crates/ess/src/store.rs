@@ -44,7 +44,7 @@ impl Handle {
         self.new
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, feature = "alloc"))]
     pub(crate) const fn default_for_tests() -> Handle {
         Handle {
             index: 0,
@@ -442,7 +442,7 @@ impl<T: Tables> fmt::Debug for Ess<T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests {
     use super::*;
     use crate::HashKey;
