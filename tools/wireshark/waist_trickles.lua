@@ -389,22 +389,30 @@ local function check_version(c, tree)
     return v ~= nil
 end
 
-local function dissect_request(buf, pinfo, tree)
-    tree:add(f.msg, buf(0, 0), "request")
+-- What a request and a response start with: the message name, the version, the kind by
+-- name. Returns the cursor, the info words so far and the kind (nil if cut short).
+local function message_head(buf, tree, what, kinds)
+    tree:add(f.msg, buf(0, 0), what)
     local c = cursor(buf, tree)
-    local info = { "Trickles request" }
-    if not check_version(c, tree) then return table.concat(info, " ") end
+    local info = { "Trickles " .. what }
+    if not check_version(c, tree) then return c, info, nil end
     local kr = c.take(1, "kind")
-    if not kr then return table.concat(info, " ") end
+    if not kr then return c, info, nil end
     local kind = kr:uint()
-    local kname = request_kinds[kind]
+    local kname = kinds[kind]
     if kname then
         tree:append_text(", " .. kname)
         tree:add(f.kind, kr):set_text("Kind: " .. kname .. " (" .. kind .. ")")
     else
-        tree:add(f.kind, kr):add_proto_expert_info(ex.kind, "Unknown request kind " .. kind)
+        tree:add(f.kind, kr):add_proto_expert_info(ex.kind, "Unknown " .. what .. " kind " .. kind)
     end
     info[#info + 1] = kname or ("kind=" .. kind)
+    return c, info, kind
+end
+
+local function dissect_request(buf, pinfo, tree)
+    local c, info, kind = message_head(buf, tree, "request", request_kinds)
+    if not kind then return table.concat(info, " ") end
     local flr = c.take(1, "flags")
     local flags = 0
     if flr then
@@ -496,21 +504,8 @@ local function dissect_request(buf, pinfo, tree)
 end
 
 local function dissect_response(buf, pinfo, tree)
-    tree:add(f.msg, buf(0, 0), "response")
-    local c = cursor(buf, tree)
-    local info = { "Trickles response" }
-    if not check_version(c, tree) then return table.concat(info, " ") end
-    local kr = c.take(1, "kind")
-    if not kr then return table.concat(info, " ") end
-    local kind = kr:uint()
-    local kname = response_kinds[kind]
-    if kname then
-        tree:append_text(", " .. kname)
-        tree:add(f.kind, kr):set_text("Kind: " .. kname .. " (" .. kind .. ")")
-    else
-        tree:add(f.kind, kr):add_proto_expert_info(ex.kind, "Unknown response kind " .. kind)
-    end
-    info[#info + 1] = kname or ("kind=" .. kind)
+    local c, info, kind = message_head(buf, tree, "response", response_kinds)
+    if not kind then return table.concat(info, " ") end
     local flr = c.take(1, "flags")
     local flags = 0
     if flr then
