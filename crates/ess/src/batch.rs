@@ -80,7 +80,8 @@ impl<T: Tables> Ess<T> {
     }
 }
 
-#[cfg(all(test, feature = "alloc"))]
+#[cfg(test)]
+#[cfg(feature = "alloc")]
 mod tests {
     use super::*;
     use crate::{EssConfig, HashKey, HashRatio, Value};

@@ -153,7 +153,8 @@ impl<T: Tables> Iterator for Chain<'_, T> {
     }
 }
 
-#[cfg(all(test, feature = "alloc"))]
+#[cfg(test)]
+#[cfg(feature = "alloc")]
 mod tests {
     use super::*;
     use crate::{EssConfig, HashKey, Tag, Value};

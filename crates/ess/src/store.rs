@@ -44,7 +44,8 @@ impl Handle {
         self.new
     }
 
-    #[cfg(all(test, feature = "alloc"))]
+    #[cfg(test)]
+    #[cfg(feature = "alloc")]
     pub(crate) const fn default_for_tests() -> Handle {
         Handle {
             index: 0,
@@ -442,7 +443,8 @@ impl<T: Tables> fmt::Debug for Ess<T> {
     }
 }
 
-#[cfg(all(test, feature = "alloc"))]
+#[cfg(test)]
+#[cfg(feature = "alloc")]
 mod tests {
     use super::*;
     use crate::HashKey;
