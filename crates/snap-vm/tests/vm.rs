@@ -495,3 +495,28 @@ fn the_forwarding_fast_path_agrees_with_the_interpreter() {
     );
     assert!(node(A).try_forward(bytes[..10].to_vec()).is_err());
 }
+
+#[test]
+fn a_reused_vm_sends_what_a_fresh_one_does() {
+    // A VM keeps the buffers of packets that stayed with it to build later children in,
+    // and its collector's table: neither may leak into what it sends.
+    use snap_vm::fixtures::{ping, plan_ping, traceroute};
+    let mut reused = node(B);
+    let mut packets = Vec::new();
+    for payload in [1400usize, 0, 4, 333, 1, 1024] {
+        let bytes: Vec<u8> = (0..payload).map(|i| (i * 7) as u8).collect();
+        packets.push(ping(A, B, 7, &bytes, 9).to_bytes().unwrap());
+        packets.push(plan_ping(A, B, 7, &bytes, 9).to_bytes().unwrap());
+        packets.push(ping(A, C, 7, &bytes, 9).to_bytes().unwrap());
+    }
+    packets.push(traceroute(A, C, 7, 20).to_bytes().unwrap());
+    for round in 0..2 {
+        for (i, p) in packets.iter().enumerate() {
+            let mut big = Vec::with_capacity(2048 + 97 * i);
+            big.extend_from_slice(p);
+            let got = reused.run(0, 1, big);
+            let want = node(B).run(0, 1, p.clone());
+            assert_eq!(got, want, "round {round}, packet {i}");
+        }
+    }
+}

@@ -101,7 +101,8 @@ impl Exec<'_> {
             rb,
             entry: self.entry,
         };
-        let packet = child(frame, frame.depth(), &h)?;
+        let depth = frame.depth();
+        let packet = child(frame, depth, &h)?;
         self.out.transmits.push(Transmit { dst, packet });
         Ok(Stop::End(End::Forwarded))
     }

@@ -222,7 +222,16 @@ pub struct Vm {
     pub services: Services,
     extra: Vec<u32>,
     stack: Vec<u32>,
+    /// A buffer a packet left here, for the next child (see [`SPARE_LIMIT`]).
+    spare: Vec<u8>,
+    /// The copying collection's forwarding table.
+    forward: Vec<u32>,
 }
+
+/// The largest buffer a VM keeps for building children in, in units of the MTU: a buffer
+/// that arrived with a packet the VM did not send on is kept (if larger than the one it
+/// has and no larger than this), so a turnaround reuses it instead of allocating.
+const SPARE_LIMIT: usize = 4;
 
 impl Vm {
     /// A VM for a node.
@@ -232,6 +241,8 @@ impl Vm {
             services: Services::new(),
             extra: Vec::new(),
             stack: Vec::new(),
+            spare: Vec::new(),
+            forward: Vec::new(),
         }
     }
 
@@ -359,6 +370,8 @@ impl Vm {
             extra: &mut self.extra,
             src,
             port,
+            spare: &mut self.spare,
+            forward: &mut self.forward,
         };
         let mut exec = Exec {
             out,
@@ -378,7 +391,10 @@ impl Vm {
         out.stats.max_depth = max_depth;
         out.stats.allocated = allocated as u32;
         out.end = match end {
-            Ok(Stop::End(end)) => end,
+            Ok(Stop::End(end)) => {
+                self.keep_spare(packet);
+                end
+            }
             Ok(Stop::Reuse(to, rb)) => {
                 // §VI.D's best case: the packet leaves in its own buffer; only the header
                 // changes, and the stack if the program changed it.
@@ -396,8 +412,22 @@ impl Vm {
                 out.transmits.push(Transmit { dst: to, packet });
                 End::Forwarded
             }
-            Err(fault) => End::Fault(fault),
+            Err(fault) => {
+                self.keep_spare(packet);
+                End::Fault(fault)
+            }
         };
+    }
+
+    /// Keeps `buf` (a packet that stays here) for building the next child in, if it is
+    /// larger than the spare buffer the VM has and within [`SPARE_LIMIT`].
+    fn keep_spare(&mut self, buf: Vec<u8>) {
+        let cap = buf.capacity();
+        if cap > self.spare.capacity()
+            && cap <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN))
+        {
+            self.spare = buf;
+        }
     }
 }
 
