@@ -520,3 +520,34 @@ fn a_reused_vm_sends_what_a_fresh_one_does() {
         }
     }
 }
+
+#[test]
+fn the_turnaround_child_is_the_collected_packet_byte_for_byte() {
+    // Fig. 1's turnaround allocates an address (`getsrc`) that `forwto` pops: the child
+    // leaves in the packet's own buffer, and must be exactly the packet the copying
+    // collection builds — heap as it was, new stack, a fresh header (reserved bits zero).
+    use snap_vm::fixtures::ping;
+    for payload in [0usize, 3, 4, 1400] {
+        let bytes: Vec<u8> = (0..payload).map(|i| i as u8 ^ 0x5a).collect();
+        let p = ping(A, B, 7, &bytes, 9);
+        let mut want = p.clone();
+        want.dst = A;
+        want.rb = 8;
+        want.stack.pop();
+        want.stack.push(Value::int(1));
+        let want = want.to_bytes().unwrap();
+        let mut dirty = p.to_bytes().unwrap();
+        dirty[1] = 0xff;
+        dirty[22] = 0x12;
+        dirty[23] = 0x34;
+        let mut vm = node(B);
+        for input in [p.to_bytes().unwrap(), dirty] {
+            let out = vm.run(0, 0, input);
+            assert_eq!(out.end, End::Forwarded);
+            assert_eq!(out.stats.allocated, 2);
+            assert_eq!(out.transmits.len(), 1);
+            assert_eq!(out.transmits[0].dst, A);
+            assert_eq!(out.transmits[0].packet, want, "payload {payload}");
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 
 use super::frame::Frame;
-use super::send::{ChildHeader, child, deliver};
+use super::send::{ChildHeader, child, deliver, heap_unchanged};
 use super::{Delivery, End, Fault, NodeConfig, Outcome, Stop, Transmit};
 use crate::op::Op;
 use crate::service::{MAX_SERVICE_ALLOC, Services};
@@ -93,6 +93,11 @@ impl Exec<'_> {
         let rb = core::mem::take(&mut self.rb);
         if frame.extra.is_empty() {
             return Ok(Stop::Reuse(dst, rb));
+        }
+        // Nothing allocated is reachable and the packet heap would be copied as it is: the
+        // child is the packet with its stack and a fresh header, in its own buffer.
+        if heap_unchanged(frame) {
+            return Ok(Stop::ReuseAsChild(dst, rb));
         }
         let h = ChildHeader {
             src: frame.src,

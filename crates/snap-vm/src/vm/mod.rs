@@ -26,7 +26,7 @@ pub(crate) use frame::payload_words as payload_words_of;
 use crate::op::Op;
 use crate::service::Services;
 use crate::value::Word;
-use crate::wire::{HEADER_LEN, Packet, WireError};
+use crate::wire::{HEADER_LEN, HeaderRepr, Packet, WireError};
 
 /// What a node tells its VM about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -395,7 +395,7 @@ impl Vm {
                 self.keep_spare(packet);
                 end
             }
-            Ok(Stop::Reuse(to, rb)) => {
+            Ok(stop @ (Stop::Reuse(to, rb) | Stop::ReuseAsChild(to, rb))) => {
                 // §VI.D's best case: the packet leaves in its own buffer; only the header
                 // changes, and the stack if the program changed it.
                 if dirty {
@@ -404,11 +404,27 @@ impl Vm {
                         packet.extend_from_slice(&w.to_be_bytes());
                     }
                 }
-                let mut p = Packet::wrap(&mut packet[..]);
-                p.set_dst(to);
-                // All that is left: less than arrived if the program sent children.
-                p.set_rb(rb);
-                p.set_stack_len(self.stack.len() as u16);
+                if matches!(stop, Stop::ReuseAsChild(..)) {
+                    // Exactly the header `child` would write.
+                    let repr = HeaderRepr {
+                        src,
+                        dst: to,
+                        port,
+                        rb,
+                        entry,
+                        code_len: ((heap_at - HEADER_LEN) / 4) as u16,
+                        heap_len: ((stack_at - heap_at) / 4) as u16,
+                        stack_len: self.stack.len() as u16,
+                        little_endian: false,
+                    };
+                    let _ = repr.emit(&mut packet);
+                } else {
+                    let mut p = Packet::wrap(&mut packet[..]);
+                    p.set_dst(to);
+                    // All that is left: less than arrived if the program sent children.
+                    p.set_rb(rb);
+                    p.set_stack_len(self.stack.len() as u16);
+                }
                 out.transmits.push(Transmit { dst: to, packet });
                 End::Forwarded
             }
@@ -514,4 +530,7 @@ enum Stop {
     /// `forw`/`forwto` with nothing allocated: send the packet's own buffer to this address
     /// with this resource bound.
     Reuse([u8; 4], u16),
+    /// `forw`/`forwto` whose child would be the packet's heap unchanged (only unreachable
+    /// objects allocated): send the packet's own buffer with the child's header.
+    ReuseAsChild([u8; 4], u16),
 }

@@ -129,6 +129,49 @@ fn build_child(
     Ok(())
 }
 
+/// Whether the copying collection of a child taking the whole stack would give back the
+/// packet's heap word for word, so that the child is the packet itself with its new stack
+/// and header and may leave in the packet's own buffer (Fig. 1's turnaround: `getsrc`
+/// allocated an address that `forwto` popped; only the payload is reachable).
+///
+/// Checked conservatively, for the common shape: the packet heap is one object that is not
+/// a tuple and fills it exactly; every boxed root (a stack value, a code heap immediate)
+/// points at that object, and at least one does. Any other heap takes the collection.
+pub(crate) fn heap_unchanged(frame: &Frame<'_>) -> bool {
+    let Some(first) = frame.heap.first() else {
+        return false;
+    };
+    let Ok((tag, len, _)) = frame.object_at(0) else {
+        return false;
+    };
+    if tag == Tag::Tuple
+        || 1 + payload_words(tag, len) as usize != frame.heap.len()
+        || super::frame::header(tag, len) != u32::from_be_bytes(*first)
+    {
+        return false;
+    }
+    let mut reached = false;
+    for &v in frame.stack.iter() {
+        let v = Value(v);
+        if v.is_boxed() {
+            if v.data() != 0 {
+                return false;
+            }
+            reached = true;
+        }
+    }
+    for w in frame.code {
+        let word = Word(u32::from_be_bytes(*w));
+        if HEAP_IMM.get(usize::from(word.opcode())) == Some(&true) {
+            if word.uimm() != 0 {
+                return false;
+            }
+            reached = true;
+        }
+    }
+    reached
+}
+
 /// Appends native words in packet (big-endian) order.
 fn put_words(out: &mut Vec<u8>, words: &[u32]) {
     let at = out.len();
