@@ -112,9 +112,10 @@ impl Exec<'_> {
         Ok(Stop::End(End::Forwarded))
     }
 
-    pub(super) fn run(&mut self, frame: &mut Frame<'_>) -> Result<Stop, Fault> {
+    /// Runs from `self.pc`, `executed` instructions already counted.
+    pub(super) fn run(&mut self, frame: &mut Frame<'_>, executed: u32) -> Result<Stop, Fault> {
         self.code_len = frame.code.len() as u32;
-        let mut executed = 0;
+        let mut executed = executed;
         let r = self.run_loop(frame, &mut executed);
         self.out.stats.executed = executed;
         r

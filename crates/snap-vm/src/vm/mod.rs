@@ -320,10 +320,8 @@ impl Vm {
             .get(HEADER_LEN + 4 * usize::from(entry)..)
             .and_then(|b| b.first_chunk::<4>())
             .map(|w| u32::from_be_bytes(*w));
-        if first == Some(Word::new(Op::Forw as u8, 0).0)
-            && dst != self.config.address
-            && self.config.ifaces > 0
-        {
+        let forw_first = first == Some(Word::new(Op::Forw as u8, 0).0);
+        if forw_first && dst != self.config.address && self.config.ifaces > 0 {
             out.stats = Stats {
                 executed: 1,
                 max_depth: ((packet.len() - stack_at) / 4) as u32,
@@ -386,7 +384,14 @@ impl Vm {
             pc: u32::from(entry),
             mktup_until: 0,
         };
-        let end = exec.run(&mut frame);
+        // At its destination an entry `forw` only falls through (the ping's and every
+        // compiled PLAN program's first instruction): count it and start after it.
+        let end = if forw_first && dst == self.config.address {
+            exec.pc += 1;
+            exec.run(&mut frame, 1)
+        } else {
+            exec.run(&mut frame, 0)
+        };
         let (dirty, max_depth, allocated) = (frame.dirty, frame.max_depth, frame.extra.len());
         out.stats.max_depth = max_depth;
         out.stats.allocated = allocated as u32;

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use super::frame::{Frame, payload_words};
 use super::{Delivered, Fault};
 use crate::op::{Imm, Op};
-use crate::value::{DATA_MASK, Tag, Value, Word};
+use crate::value::{DATA_BITS, DATA_MASK, Tag, Value, Word};
 use crate::wire::{HEADER_LEN, HeaderRepr};
 
 /// How deep a delivered tuple may nest (heaps from the network may even hold cycles).
@@ -35,6 +35,18 @@ const HEAP_IMM: [bool; 256] = {
         if let Some(op) = Op::from_code(b as u8) {
             t[b] = matches!(op.info().imm, Imm::Heap);
         }
+        b += 1;
+    }
+    t
+};
+
+/// [`HEAP_IMM`] over the 7-bit opcode field of a word (`word >> DATA_BITS`), so a lookup
+/// needs no bounds check.
+const HEAP_IMM_7: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = HEAP_IMM[b];
         b += 1;
     }
     t
@@ -161,9 +173,9 @@ pub(crate) fn heap_unchanged(frame: &Frame<'_>) -> bool {
         }
     }
     for w in frame.code {
-        let word = Word(u32::from_be_bytes(*w));
-        if HEAP_IMM.get(usize::from(word.opcode())) == Some(&true) {
-            if word.uimm() != 0 {
+        let word = u32::from_be_bytes(*w);
+        if HEAP_IMM_7.get((word >> DATA_BITS) as usize) == Some(&true) {
+            if word & DATA_MASK != 0 {
                 return false;
             }
             reached = true;
