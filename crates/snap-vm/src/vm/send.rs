@@ -1,11 +1,14 @@
 //! Building child packets (paper §VI.D) and deliveries.
 //!
 //! A child gets the whole code, the top `s` stack values, the heap objects reachable from
-//! them (and from the code's heap immediates), and some resource bound. Three ways, fastest
+//! them (and from the code's heap immediates), and some resource bound. Four ways, fastest
 //! first: `forw`/`forwto` with nothing allocated reuse the buffer (only header fields
-//! change); a send with nothing allocated copies the heap and the stack slice as they are;
-//! otherwise a copying collection (Cheney) moves the reachable objects into a fresh heap
-//! and rewrites every offset, in the stack, the heap and the code.
+//! change); `forw`/`forwto` whose collection would give back the packet heap unchanged
+//! ([`heap_unchanged`]) reuse it too, with the child's fresh header; a send with nothing
+//! allocated copies the heap and the stack slice as they are; otherwise a copying
+//! collection (Cheney) moves the reachable objects into a fresh heap and rewrites every
+//! offset, in the stack, the heap and the code. Built children go into the VM's spare
+//! buffer (one a packet that stayed at the node left behind), written in packet order.
 
 use alloc::vec::Vec;
 
