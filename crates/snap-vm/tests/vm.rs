@@ -495,3 +495,59 @@ fn the_forwarding_fast_path_agrees_with_the_interpreter() {
     );
     assert!(node(A).try_forward(bytes[..10].to_vec()).is_err());
 }
+
+#[test]
+fn a_reused_vm_sends_what_a_fresh_one_does() {
+    // A VM keeps the buffers of packets that stayed with it to build later children in,
+    // and its collector's table: neither may leak into what it sends.
+    use snap_vm::fixtures::{ping, plan_ping, traceroute};
+    let mut reused = node(B);
+    let mut packets = Vec::new();
+    for payload in [1400usize, 0, 4, 333, 1, 1024] {
+        let bytes: Vec<u8> = (0..payload).map(|i| (i * 7) as u8).collect();
+        packets.push(ping(A, B, 7, &bytes, 9).to_bytes().unwrap());
+        packets.push(plan_ping(A, B, 7, &bytes, 9).to_bytes().unwrap());
+        packets.push(ping(A, C, 7, &bytes, 9).to_bytes().unwrap());
+    }
+    packets.push(traceroute(A, C, 7, 20).to_bytes().unwrap());
+    for round in 0..2 {
+        for (i, p) in packets.iter().enumerate() {
+            let mut big = Vec::with_capacity(2048 + 97 * i);
+            big.extend_from_slice(p);
+            let got = reused.run(0, 1, big);
+            let want = node(B).run(0, 1, p.clone());
+            assert_eq!(got, want, "round {round}, packet {i}");
+        }
+    }
+}
+
+#[test]
+fn the_turnaround_child_is_the_collected_packet_byte_for_byte() {
+    // Fig. 1's turnaround allocates an address (`getsrc`) that `forwto` pops: the child
+    // leaves in the packet's own buffer, and must be exactly the packet the copying
+    // collection builds — heap as it was, new stack, a fresh header (reserved bits zero).
+    use snap_vm::fixtures::ping;
+    for payload in [0usize, 3, 4, 1400] {
+        let bytes: Vec<u8> = (0..payload).map(|i| i as u8 ^ 0x5a).collect();
+        let p = ping(A, B, 7, &bytes, 9);
+        let mut want = p.clone();
+        want.dst = A;
+        want.rb = 8;
+        want.stack.pop();
+        want.stack.push(Value::int(1));
+        let want = want.to_bytes().unwrap();
+        let mut dirty = p.to_bytes().unwrap();
+        dirty[1] = 0xff;
+        dirty[22] = 0x12;
+        dirty[23] = 0x34;
+        let mut vm = node(B);
+        for input in [p.to_bytes().unwrap(), dirty] {
+            let out = vm.run(0, 0, input);
+            assert_eq!(out.end, End::Forwarded);
+            assert_eq!(out.stats.allocated, 2);
+            assert_eq!(out.transmits.len(), 1);
+            assert_eq!(out.transmits[0].dst, A);
+            assert_eq!(out.transmits[0].packet, want, "payload {payload}");
+        }
+    }
+}

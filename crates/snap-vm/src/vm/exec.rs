@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 
 use super::frame::Frame;
-use super::send::{ChildHeader, child, deliver};
+use super::send::{ChildHeader, child, deliver, heap_unchanged};
 use super::{Delivery, End, Fault, NodeConfig, Outcome, Stop, Transmit};
 use crate::op::Op;
 use crate::service::{MAX_SERVICE_ALLOC, Services};
@@ -94,6 +94,11 @@ impl Exec<'_> {
         if frame.extra.is_empty() {
             return Ok(Stop::Reuse(dst, rb));
         }
+        // Nothing allocated is reachable and the packet heap would be copied as it is: the
+        // child is the packet with its stack and a fresh header, in its own buffer.
+        if heap_unchanged(frame) {
+            return Ok(Stop::ReuseAsChild(dst, rb));
+        }
         let h = ChildHeader {
             src: frame.src,
             dst,
@@ -101,14 +106,16 @@ impl Exec<'_> {
             rb,
             entry: self.entry,
         };
-        let packet = child(frame, frame.depth(), &h)?;
+        let depth = frame.depth();
+        let packet = child(frame, depth, &h)?;
         self.out.transmits.push(Transmit { dst, packet });
         Ok(Stop::End(End::Forwarded))
     }
 
-    pub(super) fn run(&mut self, frame: &mut Frame<'_>) -> Result<Stop, Fault> {
+    /// Runs from `self.pc`, `executed` instructions already counted.
+    pub(super) fn run(&mut self, frame: &mut Frame<'_>, executed: u32) -> Result<Stop, Fault> {
         self.code_len = frame.code.len() as u32;
-        let mut executed = 0;
+        let mut executed = executed;
         let r = self.run_loop(frame, &mut executed);
         self.out.stats.executed = executed;
         r

@@ -51,6 +51,10 @@ pub struct Frame<'a> {
     pub(crate) max_len: usize,
     pub(crate) src: [u8; 4],
     pub(crate) port: u16,
+    /// A buffer to build the next child in (the node's, reused across packets).
+    pub(crate) spare: &'a mut Vec<u8>,
+    /// The copying collection's forwarding table (the node's, reused across packets).
+    pub(crate) forward: &'a mut Vec<u32>,
 }
 
 impl Frame<'_> {

@@ -26,7 +26,7 @@ pub(crate) use frame::payload_words as payload_words_of;
 use crate::op::Op;
 use crate::service::Services;
 use crate::value::Word;
-use crate::wire::{HEADER_LEN, Packet, WireError};
+use crate::wire::{HEADER_LEN, HeaderRepr, Packet, WireError};
 
 /// What a node tells its VM about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -222,7 +222,16 @@ pub struct Vm {
     pub services: Services,
     extra: Vec<u32>,
     stack: Vec<u32>,
+    /// A buffer a packet left here, for the next child (see [`SPARE_LIMIT`]).
+    spare: Vec<u8>,
+    /// The copying collection's forwarding table.
+    forward: Vec<u32>,
 }
+
+/// The largest buffer a VM keeps for building children in, in units of the MTU: a buffer
+/// that arrived with a packet the VM did not send on is kept (if larger than the one it
+/// has and no larger than this), so a turnaround reuses it instead of allocating.
+const SPARE_LIMIT: usize = 4;
 
 impl Vm {
     /// A VM for a node.
@@ -232,6 +241,8 @@ impl Vm {
             services: Services::new(),
             extra: Vec::new(),
             stack: Vec::new(),
+            spare: Vec::new(),
+            forward: Vec::new(),
         }
     }
 
@@ -309,10 +320,8 @@ impl Vm {
             .get(HEADER_LEN + 4 * usize::from(entry)..)
             .and_then(|b| b.first_chunk::<4>())
             .map(|w| u32::from_be_bytes(*w));
-        if first == Some(Word::new(Op::Forw as u8, 0).0)
-            && dst != self.config.address
-            && self.config.ifaces > 0
-        {
+        let forw_first = first == Some(Word::new(Op::Forw as u8, 0).0);
+        if forw_first && dst != self.config.address && self.config.ifaces > 0 {
             out.stats = Stats {
                 executed: 1,
                 max_depth: ((packet.len() - stack_at) / 4) as u32,
@@ -359,6 +368,8 @@ impl Vm {
             extra: &mut self.extra,
             src,
             port,
+            spare: &mut self.spare,
+            forward: &mut self.forward,
         };
         let mut exec = Exec {
             out,
@@ -373,13 +384,23 @@ impl Vm {
             pc: u32::from(entry),
             mktup_until: 0,
         };
-        let end = exec.run(&mut frame);
+        // At its destination an entry `forw` only falls through (the ping's and every
+        // compiled PLAN program's first instruction): count it and start after it.
+        let end = if forw_first && dst == self.config.address {
+            exec.pc += 1;
+            exec.run(&mut frame, 1)
+        } else {
+            exec.run(&mut frame, 0)
+        };
         let (dirty, max_depth, allocated) = (frame.dirty, frame.max_depth, frame.extra.len());
         out.stats.max_depth = max_depth;
         out.stats.allocated = allocated as u32;
         out.end = match end {
-            Ok(Stop::End(end)) => end,
-            Ok(Stop::Reuse(to, rb)) => {
+            Ok(Stop::End(end)) => {
+                self.keep_spare(packet);
+                end
+            }
+            Ok(stop @ (Stop::Reuse(to, rb) | Stop::ReuseAsChild(to, rb))) => {
                 // §VI.D's best case: the packet leaves in its own buffer; only the header
                 // changes, and the stack if the program changed it.
                 if dirty {
@@ -388,16 +409,46 @@ impl Vm {
                         packet.extend_from_slice(&w.to_be_bytes());
                     }
                 }
-                let mut p = Packet::wrap(&mut packet[..]);
-                p.set_dst(to);
-                // All that is left: less than arrived if the program sent children.
-                p.set_rb(rb);
-                p.set_stack_len(self.stack.len() as u16);
+                if matches!(stop, Stop::ReuseAsChild(..)) {
+                    // Exactly the header `child` would write.
+                    let repr = HeaderRepr {
+                        src,
+                        dst: to,
+                        port,
+                        rb,
+                        entry,
+                        code_len: ((heap_at - HEADER_LEN) / 4) as u16,
+                        heap_len: ((stack_at - heap_at) / 4) as u16,
+                        stack_len: self.stack.len() as u16,
+                        little_endian: false,
+                    };
+                    let _ = repr.emit(&mut packet);
+                } else {
+                    let mut p = Packet::wrap(&mut packet[..]);
+                    p.set_dst(to);
+                    // All that is left: less than arrived if the program sent children.
+                    p.set_rb(rb);
+                    p.set_stack_len(self.stack.len() as u16);
+                }
                 out.transmits.push(Transmit { dst: to, packet });
                 End::Forwarded
             }
-            Err(fault) => End::Fault(fault),
+            Err(fault) => {
+                self.keep_spare(packet);
+                End::Fault(fault)
+            }
         };
+    }
+
+    /// Keeps `buf` (a packet that stays here) for building the next child in, if it is
+    /// larger than the spare buffer the VM has and within [`SPARE_LIMIT`].
+    fn keep_spare(&mut self, buf: Vec<u8>) {
+        let cap = buf.capacity();
+        if cap > self.spare.capacity()
+            && cap <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN))
+        {
+            self.spare = buf;
+        }
     }
 }
 
@@ -484,4 +535,7 @@ enum Stop {
     /// `forw`/`forwto` with nothing allocated: send the packet's own buffer to this address
     /// with this resource bound.
     Reuse([u8; 4], u16),
+    /// `forw`/`forwto` whose child would be the packet's heap unchanged (only unreachable
+    /// objects allocated): send the packet's own buffer with the child's header.
+    ReuseAsChild([u8; 4], u16),
 }

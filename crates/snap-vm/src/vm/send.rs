@@ -1,19 +1,21 @@
 //! Building child packets (paper §VI.D) and deliveries.
 //!
 //! A child gets the whole code, the top `s` stack values, the heap objects reachable from
-//! them (and from the code's heap immediates), and some resource bound. Three ways, fastest
+//! them (and from the code's heap immediates), and some resource bound. Four ways, fastest
 //! first: `forw`/`forwto` with nothing allocated reuse the buffer (only header fields
-//! change); a send with nothing allocated copies the heap and the stack slice as they are;
-//! otherwise a copying collection (Cheney) moves the reachable objects into a fresh heap
-//! and rewrites every offset, in the stack, the heap and the code.
+//! change); `forw`/`forwto` whose collection would give back the packet heap unchanged
+//! ([`heap_unchanged`]) reuse it too, with the child's fresh header; a send with nothing
+//! allocated copies the heap and the stack slice as they are; otherwise a copying
+//! collection (Cheney) moves the reachable objects into a fresh heap and rewrites every
+//! offset, in the stack, the heap and the code. Built children go into the VM's spare
+//! buffer (one a packet that stayed at the node left behind), written in packet order.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use super::frame::{Frame, payload_words};
 use super::{Delivered, Fault};
 use crate::op::{Imm, Op};
-use crate::value::{DATA_MASK, Tag, Value, Word};
+use crate::value::{DATA_BITS, DATA_MASK, Tag, Value, Word};
 use crate::wire::{HEADER_LEN, HeaderRepr};
 
 /// How deep a delivered tuple may nest (heaps from the network may even hold cycles).
@@ -28,94 +30,161 @@ pub(crate) struct ChildHeader {
     pub(crate) entry: u16,
 }
 
+/// Whether an opcode's immediate is a heap offset (the child's code is relocated there).
+const HEAP_IMM: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        if let Some(op) = Op::from_code(b as u8) {
+            t[b] = matches!(op.info().imm, Imm::Heap);
+        }
+        b += 1;
+    }
+    t
+};
+
+/// [`HEAP_IMM`] over the 7-bit opcode field of a word (`word >> DATA_BITS`), so a lookup
+/// needs no bounds check.
+const HEAP_IMM_7: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = HEAP_IMM[b];
+        b += 1;
+    }
+    t
+};
+
 /// Builds a child packet from the top `s` values of `frame`'s stack.
-pub(crate) fn child(frame: &Frame<'_>, s: u32, h: &ChildHeader) -> Result<Vec<u8>, Fault> {
+///
+/// The child is written into the frame's spare buffer (a buffer an earlier packet left at
+/// this node, so a turnaround allocates nothing once the node has seen a packet that size);
+/// the copying collection writes the heap in packet order straight into it.
+pub(crate) fn child(frame: &mut Frame<'_>, s: u32, h: &ChildHeader) -> Result<Vec<u8>, Fault> {
+    let mut out = core::mem::take(frame.spare);
+    out.clear();
+    let mut forward = core::mem::take(frame.forward);
+    let r = build_child(frame, s, h, &mut out, &mut forward);
+    *frame.forward = forward;
+    r.map(|()| out)
+}
+
+fn build_child(
+    frame: &Frame<'_>,
+    s: u32,
+    h: &ChildHeader,
+    out: &mut Vec<u8>,
+    forward: &mut Vec<u32>,
+) -> Result<(), Fault> {
     let depth = frame.stack.len();
     let from = depth.checked_sub(s as usize).ok_or(Fault::StackUnderflow)?;
     let top = frame.stack.get(from..).ok_or(Fault::StackUnderflow)?;
     let code_words = frame.code.len() as u16;
-    if frame.extra.is_empty() {
-        // Nothing allocated: heap offsets are unchanged; copy heap and stack slice.
-        let out = assemble(
-            h,
-            code_words,
-            frame.code.as_flattened(),
-            Words::Packet(frame.heap),
-            top,
-        );
-        if out.len() > frame.max_len {
-            return Err(Fault::BufferLimit);
-        }
-        return Ok(out);
-    }
-    // Copying collection from the roots: the child's stack and the code's heap immediates.
-    let mut gc = Gc {
-        frame,
-        forward: vec![u32::MAX; frame.heap_len() as usize],
-        heap: Vec::new(),
-    };
-    let mut stack = Vec::with_capacity(top.len());
-    for &v in top {
-        stack.push(gc.relocate(Value(v))?.0);
-    }
-    let mut code = frame.code.as_flattened().to_vec();
-    for w in code.as_chunks_mut::<4>().0 {
-        let word = Word(u32::from_be_bytes(*w));
-        if Op::from_code(word.opcode()).is_some_and(|op| op.info().imm == Imm::Heap) {
-            // A code reference to nothing valid stays invalid in the child.
-            let new = gc.relocate_offset(word.uimm()).unwrap_or(DATA_MASK);
-            *w = Word::new(word.opcode(), new as i32).0.to_be_bytes();
-        }
-    }
-    gc.scan()?;
-    if gc.heap.len() > usize::from(u16::MAX) {
-        return Err(Fault::BufferLimit);
-    }
-    let out = assemble(h, code_words, &code, Words::Native(&gc.heap), &stack);
-    if out.len() > frame.max_len {
-        return Err(Fault::BufferLimit);
-    }
-    Ok(out)
-}
-
-/// Heap words to write: still in packet byte order, or native.
-enum Words<'a> {
-    Packet(&'a [[u8; 4]]),
-    Native(&'a [u32]),
-}
-
-fn assemble(
-    h: &ChildHeader,
-    code_words: u16,
-    code: &[u8],
-    heap: Words<'_>,
-    stack: &[u32],
-) -> Vec<u8> {
-    let heap_words = match heap {
-        Words::Packet(w) => w.len(),
-        Words::Native(w) => w.len(),
-    };
-    let repr = HeaderRepr {
+    let mut repr = HeaderRepr {
         src: h.src,
         dst: h.dst,
         port: h.port,
         rb: h.rb,
         entry: h.entry,
         code_len: code_words,
-        heap_len: heap_words as u16,
-        stack_len: stack.len() as u16,
+        heap_len: frame.heap.len() as u16,
+        stack_len: top.len() as u16,
         little_endian: false,
     };
-    let mut out = Vec::with_capacity(repr.packet_len());
+    out.reserve(HEADER_LEN + 4 * (frame.code.len() + frame.heap.len() + top.len()));
     out.resize(HEADER_LEN, 0);
-    let _ = repr.emit(&mut out);
-    out.extend_from_slice(code);
-    match heap {
-        Words::Packet(w) => out.extend_from_slice(w.as_flattened()),
-        Words::Native(w) => put_words(&mut out, w),
+    out.extend_from_slice(frame.code.as_flattened());
+    if frame.extra.is_empty() {
+        // Nothing allocated: heap offsets are unchanged; copy heap and stack slice.
+        out.extend_from_slice(frame.heap.as_flattened());
+        put_words(out, top);
+    } else {
+        // Copying collection from the roots: the child's stack and the code's heap
+        // immediates, in that order; the new heap goes straight after the code.
+        forward.clear();
+        forward.resize(frame.heap_len() as usize, u32::MAX);
+        let heap_at = out.len();
+        let mut gc = Gc {
+            frame,
+            forward,
+            out,
+            heap_at,
+            words: 0,
+        };
+        for &v in top {
+            gc.relocate(Value(v))?;
+        }
+        for (i, w) in frame.code.iter().enumerate() {
+            let word = Word(u32::from_be_bytes(*w));
+            if HEAP_IMM.get(usize::from(word.opcode())) == Some(&true) {
+                // A code reference to nothing valid stays invalid in the child.
+                let new = gc.relocate_offset(word.uimm()).unwrap_or(DATA_MASK);
+                let at = HEADER_LEN + 4 * i;
+                if let Some(slot) = gc.out.get_mut(at..at + 4) {
+                    slot.copy_from_slice(&Word::new(word.opcode(), new as i32).0.to_be_bytes());
+                }
+            }
+        }
+        gc.scan()?;
+        if gc.words > usize::from(u16::MAX) {
+            return Err(Fault::BufferLimit);
+        }
+        repr.heap_len = gc.words as u16;
+        // The stack's values again: every object they reach is copied by now, so this
+        // only looks up the forwarding table (and maps dangling pointers as before).
+        for &v in top {
+            let new = gc.relocate(Value(v))?;
+            gc.out.extend_from_slice(&new.0.to_be_bytes());
+        }
     }
-    put_words(&mut out, stack);
-    out
+    if out.len() > frame.max_len {
+        return Err(Fault::BufferLimit);
+    }
+    let _ = repr.emit(out);
+    Ok(())
+}
+
+/// Whether the copying collection of a child taking the whole stack would give back the
+/// packet's heap word for word, so that the child is the packet itself with its new stack
+/// and header and may leave in the packet's own buffer (Fig. 1's turnaround: `getsrc`
+/// allocated an address that `forwto` popped; only the payload is reachable).
+///
+/// Checked conservatively, for the common shape: the packet heap is one object that is not
+/// a tuple and fills it exactly; every boxed root (a stack value, a code heap immediate)
+/// points at that object, and at least one does. Any other heap takes the collection.
+pub(crate) fn heap_unchanged(frame: &Frame<'_>) -> bool {
+    let Some(first) = frame.heap.first() else {
+        return false;
+    };
+    let Ok((tag, len, _)) = frame.object_at(0) else {
+        return false;
+    };
+    if tag == Tag::Tuple
+        || 1 + payload_words(tag, len) as usize != frame.heap.len()
+        || super::frame::header(tag, len) != u32::from_be_bytes(*first)
+    {
+        return false;
+    }
+    let mut reached = false;
+    for &v in frame.stack.iter() {
+        let v = Value(v);
+        if v.is_boxed() {
+            if v.data() != 0 {
+                return false;
+            }
+            reached = true;
+        }
+    }
+    for w in frame.code {
+        let word = u32::from_be_bytes(*w);
+        if HEAP_IMM_7.get((word >> DATA_BITS) as usize) == Some(&true) {
+            if word & DATA_MASK != 0 {
+                return false;
+            }
+            reached = true;
+        }
+    }
+    reached
 }
 
 /// Appends native words in packet (big-endian) order.
@@ -132,8 +201,12 @@ fn put_words(out: &mut Vec<u8>, words: &[u32]) {
 struct Gc<'f, 'a> {
     frame: &'f Frame<'a>,
     /// New offset of each old object start (u32::MAX: not copied yet).
-    forward: Vec<u32>,
-    heap: Vec<u32>,
+    forward: &'f mut Vec<u32>,
+    /// The child being built: its new heap starts at `heap_at`, in packet byte order.
+    out: &'f mut Vec<u8>,
+    heap_at: usize,
+    /// Words in the new heap.
+    words: usize,
 }
 
 impl Gc<'_, '_> {
@@ -163,40 +236,51 @@ impl Gc<'_, '_> {
         let (p, w) = (payload as usize, payload_words(tag, len) as usize);
         // Objects a hostile heap overlaps would be copied once per start offset: the child's
         // heap may not grow past twice the parent's, which bounds the copy linearly (§IV.A).
-        if self.heap.len() + 1 + w > 2 * self.forward.len() {
+        if self.words + 1 + w > 2 * self.forward.len() {
             return Err(Fault::BufferLimit);
         }
-        let new = self.heap.len() as u32;
+        let new = self.words as u32;
         if let Some(f) = self.forward.get_mut(off as usize) {
             *f = new;
         }
-        self.heap.push(super::frame::header(tag, len));
+        self.out
+            .extend_from_slice(&super::frame::header(tag, len).to_be_bytes());
         match self.frame.heap.get(p..p + w) {
-            Some(words) => self
-                .heap
-                .extend(words.iter().map(|b| u32::from_be_bytes(*b))),
+            Some(words) => self.out.extend_from_slice(words.as_flattened()),
             None => {
                 for i in 0..w as u32 {
-                    self.heap.push(self.frame.heap_word(payload + i)?);
+                    let x = self.frame.heap_word(payload + i)?;
+                    self.out.extend_from_slice(&x.to_be_bytes());
                 }
             }
         }
+        self.words += 1 + w;
         Ok(new)
+    }
+
+    /// Word `i` of the new heap.
+    fn word(&self, i: usize) -> Option<u32> {
+        let at = self.heap_at + 4 * i;
+        self.out
+            .get(at..at + 4)
+            .and_then(|b| b.first_chunk::<4>())
+            .map(|b| u32::from_be_bytes(*b))
     }
 
     /// Relocates the values inside copied tuples, breadth first.
     fn scan(&mut self) -> Result<(), Fault> {
         let mut i = 0;
-        while let Some(&h) = self.heap.get(i) {
+        while let Some(h) = self.word(i) {
             let hv = Value(h);
             let tag = hv.tag().ok_or(Fault::BadObject)?;
             let words = payload_words(tag, hv.data()) as usize;
             if tag == Tag::Tuple {
                 for j in i + 1..=i + words {
-                    let old = Value(self.heap.get(j).copied().ok_or(Fault::HeapBounds)?);
+                    let old = Value(self.word(j).ok_or(Fault::HeapBounds)?);
                     let new = self.relocate(old)?;
-                    if let Some(slot) = self.heap.get_mut(j) {
-                        *slot = new.0;
+                    let at = self.heap_at + 4 * j;
+                    if let Some(slot) = self.out.get_mut(at..at + 4) {
+                        slot.copy_from_slice(&new.0.to_be_bytes());
                     }
                 }
             }
