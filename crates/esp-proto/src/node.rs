@@ -20,39 +20,11 @@
 
 use alloc::vec::Vec;
 
-use ess::{EssConfig, HashKey, Instant, ShardedEss, Tag};
+use ess::{EssConfig, HashKey, Instant, ShardedEss};
 
 use crate::exec::{Context, Env, Processed, Verdict, process};
 use crate::instr::Instruction;
 use crate::wire::{Form, Header, Loc, locate};
-
-/// The tags an instruction looks up first (a warming hint: any subset would be correct).
-fn first_tags(instr: &Instruction) -> [Option<Tag>; 2] {
-    match *instr {
-        Instruction::Count { counter: t, .. }
-        | Instruction::Compare { value: t, .. }
-        | Instruction::Get { tag: t, .. }
-        | Instruction::Put { tag: t, .. }
-        | Instruction::Update { tag: t, .. }
-        | Instruction::Mark { tag: t }
-        | Instruction::LastMark { tag: t, .. }
-        | Instruction::PutParam { tag: t, .. }
-        | Instruction::Test { tag: t, .. }
-        | Instruction::Exists { tag: t }
-        | Instruction::Absent { tag: t }
-        | Instruction::Cswap { tag: t, .. } => [Some(t), None],
-        Instruction::Collect { value, counter, .. } => [Some(counter), Some(value)],
-        Instruction::Rchld {
-            children, counter, ..
-        } => [Some(children), Some(counter)],
-        Instruction::Rcollect {
-            children, heard, ..
-        } => [Some(children), Some(heard)],
-        // SUBCAST tests the port's input store, not the one its site names; PARAM looks
-        // nothing up.
-        Instruction::Subcast { .. } | Instruction::Param { .. } => [None, None],
-    }
-}
 
 /// How to build an [`EspNode`].
 #[derive(Clone, Debug)]
@@ -334,19 +306,19 @@ impl EspNode {
         Outcome::Ran(processed)
     }
 
-    /// Brings into cache the store lookups that the instructions of a batch of packets
-    /// will make ([`Ess::warm_tag`](ess::Ess::warm_tag): the hash slot and the live head
-    /// entry), so that the [`ingress`](Self::ingress) / [`egress`](Self::egress) calls
-    /// that follow, one packet at a time, find those lines cached. Nothing waits on the
-    /// warming reads, so the misses of many packets overlap instead of each packet
-    /// waiting on its own.
+    /// Brings into cache the store lookups `packet`'s instruction will make
+    /// ([`Ess::warm_tag`](ess::Ess::warm_tag): the hash slot and the live head entry), so
+    /// that the [`ingress`](Self::ingress) / [`egress`](Self::egress) calls that run it
+    /// find those lines cached. For a batch of packets (one `recvmmsg`), warm every packet
+    /// first, then run them one at a time: nothing waits on the warming reads, so the
+    /// misses of many packets overlap instead of each packet waiting on its own.
     ///
-    /// Each item is a packet with the interface it arrived on and, if known, the one it
-    /// will leave by; the sites its Loc selects among that input port, the central
-    /// context and that output port are warmed. Changes nothing (no store, no statistic):
-    /// a hint, so processing gives exactly the results it would without it. Packets that
-    /// are not ESP, malformed or skipped are passed over; each instruction warms at most
-    /// the first two tags it looks up, at each site.
+    /// `input` is the interface the packet arrived on, if it did; `output` names the one
+    /// it will leave by, asked only if the packet's Loc selects output ports. The sites
+    /// its Loc selects among those and the central context are warmed, at most two tags
+    /// each (the ones the instruction looks up first). Changes nothing (no store, no
+    /// statistic): a hint, so processing gives exactly the results it would without it.
+    /// Packets that are not ESP, malformed or skipped are passed over.
     ///
     /// ```
     /// use esp_proto::endpoint::Endpoint;
@@ -358,60 +330,56 @@ impl EspNode {
     ///     ifaces: 2, store, shards: 1, node_id: 1,
     ///     idmap_key: HashKey::from_seed(2), timestamp_shift: 0,
     /// });
-    /// let count = Instruction::Count { counter: Tag(7), thresh: 9 };
     /// let ep = Endpoint::new(3, [10, 0, 0, 1].into());
     /// let mut packets: Vec<Vec<u8>> = (0..4)
-    ///     .map(|_| ep.packet_to([10, 0, 0, 2].into(), &count, &[]))
+    ///     .map(|t| ep.packet_to([10, 0, 0, 2].into(), &Instruction::Count { counter: Tag(t), thresh: 9 }, &[]))
     ///     .collect::<Result<_, _>>()?;
+    /// for p in &packets {
+    ///     node.warm(p, Some(0), |_| Some(1));
+    /// }
     /// let now = Instant::from_ticks(0);
-    /// node.warm(packets.iter().map(|p| (&p[..], Some(0), Some(1))));
     /// for p in &mut packets {
     ///     assert!(node.ingress(now, 0, p) && node.egress(now, 1, p));
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn warm<'p>(
+    #[inline]
+    pub fn warm(
         &self,
-        packets: impl IntoIterator<Item = (&'p [u8], Option<usize>, Option<usize>)>,
+        packet: &[u8],
+        input: Option<usize>,
+        output: impl FnOnce(&[u8]) -> Option<usize>,
     ) {
-        for (packet, input, output) in packets {
-            let Some((loc, cid, tags)) = self.lookups(packet) else {
-                continue;
-            };
-            let sites = [
-                input.map(Site::Input),
-                Some(Site::Central),
-                output.map(Site::Output),
-            ];
-            for site in sites.into_iter().flatten() {
-                if !loc.contains(site.loc()) {
-                    continue;
-                }
-                let store = match site {
-                    Site::Central => Some(self.central.shard(cid)),
-                    Site::Input(i) => self.ports.get(i).map(|p| p.input.shard(cid)),
-                    Site::Output(i) => self.ports.get(i).map(|p| p.output.shard(cid)),
-                };
-                if let Some(store) = store {
-                    for tag in tags.into_iter().flatten() {
-                        store.warm_tag(tag);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The sites `packet`'s instruction may run at here (its Loc, less the sites switched
-    /// off), its CID and the tags it looks up first; `None` if it runs nowhere.
-    fn lookups(&self, packet: &[u8]) -> Option<(Loc, u64, [Option<Tag>; 2])> {
-        let located = locate(packet).ok()??;
-        let header = Header::new_checked(packet.get(located.range)?).ok()?;
+        let Some(located) = locate(packet).ok().flatten() else {
+            return;
+        };
+        let Some(Ok(header)) = packet.get(located.range).map(Header::new_checked) else {
+            return;
+        };
         if header.err() || header.rb() {
-            return None;
+            return;
         }
         let loc = Loc::from_bits(header.loc().bits() & self.sites.bits());
-        let instr = Instruction::parse(header.opcode(), header.operands()).ok()?;
-        Some((loc, u64::from(header.cid()), first_tags(&instr)))
+        let cid = u64::from(header.cid());
+        let tags = Instruction::first_tags(header.opcode(), header.operands());
+        let warm = |store: &ess::Ess| {
+            for tag in tags.into_iter().flatten() {
+                store.warm_tag(tag);
+            }
+        };
+        if let Some(port) = input.and_then(|i| self.ports.get(i))
+            && loc.contains(Loc::INPUT)
+        {
+            warm(port.input.shard(cid));
+        }
+        if loc.contains(Loc::CENTRAL) {
+            warm(self.central.shard(cid));
+        }
+        if loc.contains(Loc::OUTPUT)
+            && let Some(port) = output(packet).and_then(|i| self.ports.get(i))
+        {
+            warm(port.output.shard(cid));
+        }
     }
 
     /// A packet arrived on `iface`: runs its input and central contexts. `false` if an

@@ -354,16 +354,18 @@ impl Node {
         if frames.len() > 1
             && let Some(esp) = &self.esp
         {
-            let ifaces = self.config.ifaces.len();
             let routes = &self.routes;
-            esp.warm(frames.iter().filter_map(|(iface, frame)| {
-                let packet = ip_of(frame.as_ref())?;
-                let out = IpHeader::parse(packet)
-                    .ok()
-                    .and_then(|h| routes.route(h.dst))
-                    .map(usize::from);
-                Some((packet, (*iface < ifaces).then_some(*iface), out))
-            }));
+            let ifaces = self.config.ifaces.len();
+            for (iface, frame) in frames.iter() {
+                let Some(packet) = ip_of(frame.as_ref()) else {
+                    continue;
+                };
+                let input = (*iface < ifaces).then_some(*iface);
+                esp.warm(packet, input, |p| {
+                    let h = IpHeader::parse(p).ok()?;
+                    routes.route(h.dst).map(usize::from)
+                });
+            }
         }
         for (i, (iface, frame)) in frames.iter_mut().enumerate() {
             let frame = frame.as_mut();
