@@ -153,6 +153,7 @@ impl Instruction {
     /// from the operand bytes without decoding or checking them: a warming hint
     /// ([`EspNode::warm`](crate::node::EspNode::warm)), where any subset is correct.
     /// SUBCAST is left out (it tests another context's store), PARAM has none.
+    #[cfg(feature = "alloc")]
     #[inline]
     pub(crate) fn first_tags(opcode: u8, operands: &[u8]) -> [Option<Tag>; 2] {
         let at = |i: usize| {
