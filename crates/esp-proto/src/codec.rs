@@ -149,6 +149,29 @@ impl Instruction {
         len_of(self.opcode(), words).unwrap_or(0)
     }
 
+    /// The tags an instruction with `opcode` and `operands` looks up first, read straight
+    /// from the operand bytes without decoding or checking them: a warming hint
+    /// ([`EspNode::warm`](crate::node::EspNode::warm)), where any subset is correct.
+    /// SUBCAST is left out (it tests another context's store), PARAM has none.
+    #[cfg(feature = "alloc")]
+    #[inline]
+    pub(crate) fn first_tags(opcode: u8, operands: &[u8]) -> [Option<Tag>; 2] {
+        let at = |i: usize| {
+            operands
+                .get(i..i + 8)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(|b| Tag(u64::from_be_bytes(b)))
+        };
+        match opcode {
+            OP_PARAM | OP_SUBCAST => [None, None],
+            // V, then C after the value.
+            OP_COLLECT => [at(0), at(16)],
+            // T0 and C.
+            OP_RCHLD => [at(0), at(8)],
+            _ => [at(0), None],
+        }
+    }
+
     /// Decodes the operand field of an instruction with `opcode`.
     ///
     /// # Errors

@@ -5,7 +5,7 @@
 #   cargo build --release -p waist-ess --example churn && bash crates/ess/benches/interleave.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-B=target/release/examples/churn
+B=${CARGO_TARGET_DIR:-target}/release/examples/churn
 N=${N:-10000000}
 for r in $(seq 1 ${ROUNDS:-7}); do
   for w in churn find_hit; do
@@ -15,12 +15,12 @@ for r in $(seq 1 ${ROUNDS:-7}); do
     $B ess ${w}_batch $N 20 50
     $B ess_h1 ${w}_batch $N 20 50
   done
-done > target/interleave.out
+done > ${CARGO_TARGET_DIR:-target}/interleave.out
 python3 - <<'PY'
 import re, statistics, collections
 runs = collections.defaultdict(list)
 rounds = []
-for line in open('target/interleave.out'):
+for line in open(__import__('os').environ.get('CARGO_TARGET_DIR', 'target') + '/interleave.out'):
     m = re.match(r'(\S+) (\S+) .*?([0-9.]+) ns/op', line)
     if not m:
         continue

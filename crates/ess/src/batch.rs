@@ -21,7 +21,7 @@ impl<T: Tables> Ess<T> {
     /// Loads the hash slots and head entries of `tags` into cache, writing each tag's hash
     /// slot to `buckets`.
     #[inline(always)]
-    fn warm(&self, tags: &[Tag], buckets: &mut [usize; BATCH]) {
+    fn warm_into(&self, tags: &[Tag], buckets: &mut [usize; BATCH]) {
         for (b, t) in buckets.iter_mut().zip(tags) {
             *b = self.bucket(t.0);
             black_box(self.tables.hash().get(*b));
@@ -30,6 +30,28 @@ impl<T: Tables> Ess<T> {
             if let Some(head) = self.head(b) {
                 black_box(self.tables.entries().get(head as usize).map(|e| e.tag));
             }
+        }
+    }
+
+    /// Brings the lookup of `tag` into cache: reads its hash slot and the live head entry
+    /// it names, the lines [`find`](Self::find) and [`find_create`](Self::find_create)
+    /// read first. Changes nothing: a hint for callers that gather the lookups of a batch
+    /// across stores (a router's batch of packets, each for its own context) before
+    /// running them one at a time. Nothing waits on these reads, so a processor runs the
+    /// warming of the next tags while they are under way: several tags' misses overlap.
+    #[inline]
+    pub fn warm_tag(&self, tag: Tag) {
+        if let Some(head) = self.head(self.bucket(tag.0)) {
+            black_box(self.tables.entries().get(head as usize).map(|e| e.tag));
+        }
+    }
+
+    /// Brings the lookups of `tags` into cache, [`BATCH`] at a time, as
+    /// [`find_batch`](Self::find_batch) does before it answers. Changes nothing.
+    pub fn warm(&self, tags: &[Tag]) {
+        let mut buckets = [0usize; BATCH];
+        for tags in tags.chunks(BATCH) {
+            self.warm_into(tags, &mut buckets);
         }
     }
 
@@ -53,7 +75,7 @@ impl<T: Tables> Ess<T> {
         let cut = self.cut(self.clock.units_at(now));
         let mut buckets = [0usize; BATCH];
         for (tags, out) in tags.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            self.warm(tags, &mut buckets);
+            self.warm_into(tags, &mut buckets);
             for ((t, o), &b) in tags.iter().zip(out).zip(&buckets) {
                 *o = self.walk(cut, t.0, b).found;
             }
@@ -72,7 +94,7 @@ impl<T: Tables> Ess<T> {
     ) {
         let mut buckets = [0usize; BATCH];
         for (tags, out) in tags.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            self.warm(tags, &mut buckets);
+            self.warm_into(tags, &mut buckets);
             for ((t, o), &b) in tags.iter().zip(out).zip(&buckets) {
                 *o = self.find_create_in(now, *t, b);
             }

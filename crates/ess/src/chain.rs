@@ -227,6 +227,7 @@ mod tests {
         }
     }
 
+    #[allow(clippy::unwrap_used)] // a test helper: a bad literal config is a bug
     fn small_chained_store() -> Ess {
         Ess::new(
             EssConfig::new(5, 16, 1, HashKey::from_seed(3))

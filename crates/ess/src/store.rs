@@ -453,6 +453,7 @@ mod tests {
         Instant::from_ticks(x)
     }
 
+    #[allow(clippy::unwrap_used)] // a test helper: a bad literal config is a bug
     fn store(log2: u8, lifetime: u64, res: u64) -> Ess {
         Ess::new(EssConfig::new(log2, lifetime, res, HashKey::from_seed(42)).unwrap())
     }

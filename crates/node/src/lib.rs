@@ -47,6 +47,10 @@
 //!  poll_timeout() ─► sleep until then ─► handle_timeout(now)
 //! ```
 //!
+//! A caller that reads frames in batches (`recvmmsg`) hands the whole batch to
+//! [`Node::handle_packets`] instead of calling `handle_packet` per frame: the same results,
+//! with the ESP store lookups of the batch warmed together so their cache misses overlap.
+//!
 //! Time is one [`Instant`] in microseconds at every entry point; the node converts to its
 //! cores' units (ESS ticks are µs, distance vector counts ms) in one place.
 //!

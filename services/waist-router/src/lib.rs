@@ -8,6 +8,8 @@
 //! ```text
 //!  links.recv ─► Node::handle_packet(now, iface, frame) ─► in place: links.send(iface, frame[range])
 //!                                    └► poll_transmit ─► links.send   (copies, ICMP, routing, SNAP)
+//!  links.try_recv_batch ─► Node::handle_packets(now, [(iface, frame)]) ─► the same, per frame,
+//!                          after warming the batch's ESP store lookups together
 //!  sleep_until(min(node.poll_timeout, links.next_due)) ─► Node::handle_timeout / links.send_due
 //! ```
 //!
@@ -126,6 +128,23 @@ impl Router {
         self.drain(out, wall);
     }
 
+    /// A batch of frames in (one `recvmmsg`): the node warms their ESP lookups together,
+    /// then decides each in order as [`frame`](Self::frame) would; frames that go on in
+    /// place are sent as each is decided, what the node queued after the batch.
+    fn frames(&mut self, frames: &mut [(usize, &mut [u8])], out: &mut [u8]) {
+        let now = self.now();
+        let wall = StdInstant::now();
+        let links = &mut self.links;
+        self.node.handle_packets(now, frames, |_, sent, frame| {
+            if let Some(t) = sent
+                && let Some(bytes) = frame.get(t.range)
+            {
+                links.send(t.iface, bytes, wall);
+            }
+        });
+        self.drain(out, wall);
+    }
+
     /// Sends what the node queued; takes what it delivered.
     fn drain(&mut self, out: &mut [u8], wall: StdInstant) {
         while let Some(t) = self.node.poll_transmit(out) {
@@ -192,9 +211,9 @@ impl Router {
                         let mut any = false;
                         for i in 0..self.links.len() {
                             if let Ok(n) = self.links.try_recv_batch(i, &mut batch) {
-                                for f in batch.frames() {
-                                    self.frame(i, f, &mut out);
-                                }
+                                let mut frames: Vec<(usize, &mut [u8])> =
+                                    batch.frames().map(|f| (i, f)).collect();
+                                self.frames(&mut frames, &mut out);
                                 any = true;
                                 taken += n;
                                 if taken >= ROUND {
