@@ -488,10 +488,7 @@ impl Server {
         let cached = self.cache.lookup(tuple, raw, self.keys.key_id(c.key_epoch));
         if !cached {
             self.inbound_macs += 1;
-            if !self
-                .keys
-                .verify(c.key_epoch, tuple, &c.mac_fields(), &c.tag)
-            {
+            if !self.keys.verify_continuation(tuple, c) {
                 return Err(Rejected::Mac);
             }
         }
