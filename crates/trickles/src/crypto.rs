@@ -638,7 +638,9 @@ impl ServerKeys {
         if !self.is_live(c.key_epoch) || c.flags != 0 {
             return false;
         }
-        ct_eq(&self.continuation_tag(tuple, c).to_ne_bytes(), &c.tag)
+        // One 128-bit XOR, compared as a whole: no early exit on the first differing byte.
+        let diff = self.continuation_tag(tuple, c) ^ u128::from_ne_bytes(c.tag);
+        core::hint::black_box(diff) == 0
     }
 
     /// The continuation tag under the key of `c.key_epoch`'s slot (liveness is the
