@@ -3,9 +3,11 @@
 //! Trickles keeps a connection's server state in the client's hands (§2.2 of the paper), so
 //! the server needs three cryptographic tools, all built on AES-128:
 //!
-//! * **Continuation MACs** ([`ServerKeys::mac`], [`ServerKeys::verify`]): AES-128-CMAC
-//!   (RFC 4493) over the connection's [`FourTuple`] and the server-owned continuation
-//!   fields. The original Linux module used HMAC-MD5; CMAC needs only the AES block cipher
+//! * **Continuation MACs** ([`ServerKeys::mac_continuation`],
+//!   [`ServerKeys::verify_continuation`]): AES-128-CMAC (RFC 4493) over the connection's
+//!   [`FourTuple`] and the server-owned continuation fields, packed into 48 bytes (three
+//!   AES blocks) for IPv4. [`ServerKeys::mac`] and [`ServerKeys::verify`] are the same CMAC
+//!   over `encode(tuple) || fields` for any byte string. The original Linux module used HMAC-MD5; CMAC needs only the AES block cipher
 //!   we already need for nonces, and with AES-NI it is about 2.5 times faster here (see
 //!   `benches/primitives.rs`, group `trickles_mac`).
 //! * **Key epochs** ([`ServerKeys::rotate`]): two MAC keys are live at once, the current
@@ -20,7 +22,7 @@
 //!   lost original's in a SACK proof.
 //!
 //! ```text
-//!  KeyConfig ──► ServerKeys ─┬─ mac/verify(epoch, tuple, fields) ── continuation tags
+//!  KeyConfig ──► ServerKeys ─┬─ mac/verify_continuation(tuple, c) ─ continuation tags
 //!                            ├─ conn_nonce(tuple, client_isn) ───── per-connection nonce
 //!                            └─ nonces(kind) ─► NonceGen ─ r / packet_nonce / range_nonce
 //! ```
