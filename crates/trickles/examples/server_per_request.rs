@@ -12,7 +12,8 @@
 //!
 //! Ir per element = (Ir(2N) − Ir(N)) / N: everything else (building the fixed pool of
 //! `POOL` requests or ACKs, setup) is the same in both runs and cancels. Cases:
-//! `trickles` (valid request + emit of its responses), `trickles_cached` (the same with
+//! `trickles` (valid request + emit of its responses), `trickles_into` (the same through
+//! `Server::handle_request_into`, one `Vec` of responses reused), `trickles_cached` (the same with
 //! the socket cache on, 32,768 entries: a cached continuation skips its MAC verify; the
 //! hit count is printed), `bad_mac` (a forged request), `smoltcp` (one ACK in, one
 //! 1362-byte segment out). `N` is at most `POOL`; with the
@@ -52,7 +53,7 @@ const POOL: usize = 20_000;
 fn main() {
     let mut args = std::env::args().skip(1);
     let usage = "usage: server_per_request \
-                 <trickles|trickles_cached|small_plain|small_cached|bad_mac|smoltcp> N \
+                 <trickles|trickles_into|trickles_cached|small_plain|small_cached|bad_mac|smoltcp> N \
                  | small ROUNDS \
                  | interleave ROUNDS";
     let mode = args.next().expect(usage);
@@ -90,6 +91,31 @@ fn main() {
             assert!(bytes >= n * MSS, "every request was served");
             let s = server.cache_stats();
             println!("cache hits {} misses {}", s.hits, s.misses);
+        }
+        "trickles_into" => {
+            // As `trickles`, through `Server::handle_request_into` with one `Vec` kept
+            // across requests (no allocation per request).
+            let pool = generate(POOL);
+            let mut server = Server::new(server_config());
+            let mut responses = Vec::new();
+            let mut bytes = 0;
+            for r in &pool[..n] {
+                if let Ok(event) = server.handle_request_into(
+                    r.now_us,
+                    CLIENT,
+                    SERVER,
+                    black_box(&r.segment),
+                    &mut responses,
+                ) {
+                    for resp in &responses {
+                        bytes += server
+                            .emit(&event.tuple, resp, &[], &payload, false, &mut out)
+                            .unwrap_or(0);
+                        black_box(&mut out);
+                    }
+                }
+            }
+            assert!(bytes >= n * MSS, "every request was served");
         }
         "bad_mac" => {
             let pool = generate(POOL);

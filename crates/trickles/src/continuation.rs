@@ -2,8 +2,9 @@
 //! TCP would, carried by the client and returned with every request (paper §2.1, Fig. 3).
 //!
 //! Fixed 54 bytes, big-endian. Bytes `0..38` are the server-owned fields the MAC covers
-//! (together with the connection's [`FourTuple`](crate::conn::FourTuple)); bytes `38..54`
-//! are the tag. This module only encodes and decodes: computing and checking the tag is the
+//! (together with the connection's [`FourTuple`](crate::conn::FourTuple); the exact MAC
+//! input is [`ServerKeys::mac_continuation`](crate::crypto::ServerKeys::mac_continuation)'s);
+//! bytes `38..54` are the tag. This module only encodes and decodes: computing and checking the tag is the
 //! crypto module's job, and the meaning of the fields is the congestion controller's.
 //!
 //! ```text
@@ -121,7 +122,9 @@ pub struct Continuation {
     pub flags: u8,
     /// Per-connection nonce chosen by the server at the SYN. Bytes 30..38.
     pub conn_nonce: u64,
-    /// MAC tag over bytes 0..38 and the connection's four-tuple. Bytes 38..54.
+    /// MAC tag over the fields and the connection's four-tuple
+    /// ([`ServerKeys::mac_continuation`](crate::crypto::ServerKeys::mac_continuation)).
+    /// Bytes 38..54.
     pub tag: [u8; 16],
 }
 
@@ -175,29 +178,26 @@ impl Continuation {
     pub fn mac_fields(&self) -> [u8; MAC_FIELDS_LEN] {
         let mut out = [0u8; MAC_FIELDS_LEN];
         let mut n = 0;
-        let parts: [&[u8]; 13] = [
-            &self.number.to_be_bytes(),
-            &self.tcp_base.to_be_bytes(),
-            &self.start_cwnd.to_be_bytes(),
-            &self.ssthresh.to_be_bytes(),
-            &self.proof_start.to_be_bytes(),
-            &self.rtt_us.to_be_bytes(),
-            &self.timestamp_ms.to_be_bytes(),
-            &[u8::from(self.epoch_start)],
-            &[self.rtx],
-            &self.site.to_be_bytes(),
-            &[self.key_epoch],
-            &[self.flags],
-            &self.conn_nonce.to_be_bytes(),
-        ];
-        for part in parts {
-            for &b in part {
-                if let Some(slot) = out.get_mut(n) {
-                    *slot = b;
-                }
-                n += 1;
+        // Fixed offsets once inlined: each field is one store, not a byte loop.
+        let mut put = |bytes: &[u8]| {
+            if let Some(dst) = out.get_mut(n..n + bytes.len()) {
+                dst.copy_from_slice(bytes);
             }
-        }
+            n += bytes.len();
+        };
+        put(&self.number.to_be_bytes());
+        put(&self.tcp_base.to_be_bytes());
+        put(&self.start_cwnd.to_be_bytes());
+        put(&self.ssthresh.to_be_bytes());
+        put(&self.proof_start.to_be_bytes());
+        put(&self.rtt_us.to_be_bytes());
+        put(&self.timestamp_ms.to_be_bytes());
+        put(&[u8::from(self.epoch_start)]);
+        put(&[self.rtx]);
+        put(&self.site.to_be_bytes());
+        put(&[self.key_epoch]);
+        put(&[self.flags]);
+        put(&self.conn_nonce.to_be_bytes());
         debug_assert_eq!(n, MAC_FIELDS_LEN);
         debug_assert_eq!(
             out.get(field::EPOCH_START),

@@ -251,3 +251,51 @@ fn replaced_keys_invalidate_entries_even_in_the_same_epoch() {
     assert_eq!(server.cache_stats().misses, stats.misses + 1);
     assert_eq!(server.cache_stats().hits, stats.hits);
 }
+
+/// `handle_request_into` with one reused `Vec` accepts, rejects and plans exactly what
+/// `handle_request` does, and leaves the `Vec` empty on a rejection.
+#[test]
+fn handle_request_into_answers_as_handle_request() {
+    let t = &conditions()[1];
+    let frames = recorded(t, 16);
+    let mut a = Server::new(config(0));
+    let mut b = Server::new(config(0));
+    let mut responses = vec![trickles::server::PlannedResponse {
+        kind: wire::ResponseKind::Data,
+        packet_number: 0,
+        nonce: 0,
+        continuation: None,
+        delta: None,
+        range: None,
+        limit: 0,
+    }];
+    let (mut accepted, mut rejected) = (0, 0);
+    for (k, (now, f)) in frames.iter().enumerate() {
+        // Every frame, and every fifth one again with a flipped continuation bit.
+        let (src, dst, tcp) = trickles::ip::unwrap(f).unwrap();
+        let has_continuation = wire::parse_segment(&src, &dst, tcp)
+            .ok()
+            .and_then(|seg| Request::parse(seg.payload).ok())
+            .is_some_and(|r| r.continuation.is_some());
+        let forged = (k % 5 == 0 && has_continuation).then(|| flip(f, 3, 1));
+        for frame in std::iter::once(f).chain(forged.as_ref()) {
+            let (src, dst, tcp) = trickles::ip::unwrap(frame).unwrap();
+            let want = a.handle_request(*now, src, dst, tcp);
+            let got = b.handle_request_into(*now, src, dst, tcp, &mut responses);
+            match want {
+                Ok(reply) => {
+                    accepted += 1;
+                    assert_eq!(got, Ok(reply.event), "frame {k}");
+                    assert_eq!(responses, reply.responses, "frame {k}");
+                }
+                Err(e) => {
+                    rejected += 1;
+                    assert_eq!(got, Err(e), "frame {k}");
+                    assert!(responses.is_empty(), "frame {k}");
+                }
+            }
+        }
+    }
+    assert!(accepted > 50 && rejected > 10, "{accepted} {rejected}");
+    assert_eq!(a.inbound_macs(), b.inbound_macs());
+}

@@ -516,3 +516,143 @@ fn aes_ni_is_compiled_in() {
 fn aes_hw() -> bool {
     std::arch::is_x86_feature_detected!("aes")
 }
+
+// ---- Continuation MACs as the server issues and checks them --------------------------
+
+use trickles::continuation::{Continuation, EpochStart};
+
+fn sample_continuation(epoch: u8) -> Continuation {
+    Continuation {
+        number: 0x0102_0304,
+        tcp_base: 0x1112_1314,
+        start_cwnd: 0x2122,
+        ssthresh: 0x3132,
+        proof_start: 0x4142_4344,
+        rtt_us: 0x5152_5354,
+        timestamp_ms: 0x6162_6364,
+        epoch_start: EpochStart::Recovery,
+        rtx: 0x71,
+        site: 0x8182,
+        key_epoch: epoch,
+        flags: 0,
+        conn_nonce: 0x9192_9394_9596_9798,
+        tag: [0; 16],
+    }
+}
+
+/// The documented input, built independently: `encode(tuple)` with `epoch_start` in the
+/// family byte's bits 0 and 7, then every field but `epoch_start`, `key_epoch`, `flags`.
+fn continuation_input(t: &FourTuple, c: &Continuation) -> Vec<u8> {
+    let mut v = encode(t);
+    let es = c.epoch_start as u8;
+    v[0] |= (es & 1) | ((es >> 1) << 7);
+    let fields = c.mac_fields();
+    v.extend_from_slice(&fields[..24]);
+    v.push(c.rtx);
+    v.extend_from_slice(&fields[26..28]);
+    v.extend_from_slice(&fields[30..38]);
+    v
+}
+
+fn cmac_crate(key: &[u8; 16], msg: &[u8]) -> Tag {
+    let mut reference = <Cmac<Aes128> as KeyInit>::new(&(*key).into());
+    reference.update(msg);
+    reference.finalize().into_bytes().into()
+}
+
+/// `mac_continuation` is the `cmac` crate's CMAC of the documented input (48 bytes for
+/// IPv4: three blocks), under the key of the continuation's epoch.
+#[test]
+fn continuation_mac_is_cmac_of_documented_input() {
+    let cfg = config();
+    let keys = ServerKeys::new(&cfg);
+    let v6 = FourTuple {
+        client_addr: Addr::V6([0x20; 16]),
+        client_port: 1,
+        server_addr: Addr::V6([0x30; 16]),
+        server_port: 2,
+    };
+    let mixed = FourTuple {
+        server_addr: Addr::V6([0x30; 16]),
+        ..v4_tuple()
+    };
+    for t in [v4_tuple(), v6, mixed] {
+        for epoch in [8u8, 9] {
+            for es in [EpochStart::Open, EpochStart::Recovery, EpochStart::Timeout] {
+                let mut c = sample_continuation(epoch);
+                c.epoch_start = es;
+                let input = continuation_input(&t, &c);
+                if matches!(t.client_addr, Addr::V4(_)) && matches!(t.server_addr, Addr::V4(_)) {
+                    assert_eq!(input.len(), 48);
+                }
+                let expected = cmac_crate(&cfg.mac_keys[usize::from(epoch % 2)], &input);
+                assert_eq!(keys.mac_continuation(&t, &c), Some(expected));
+                c.tag = expected;
+                assert!(keys.verify_continuation(&t, &c));
+            }
+        }
+    }
+    // Not live, or flags set: no tag, no verification.
+    let c = sample_continuation(10);
+    assert_eq!(keys.mac_continuation(&v4_tuple(), &c), None);
+    let mut c = sample_continuation(9);
+    c.tag = keys.mac_continuation(&v4_tuple(), &c).unwrap();
+    c.flags = 1;
+    assert_eq!(keys.mac_continuation(&v4_tuple(), &c), None);
+    assert!(!keys.verify_continuation(&v4_tuple(), &c));
+}
+
+/// Every bit of every encoded field but the tag (the key epoch included: another live
+/// epoch is another key) and of the four-tuple is covered: flipping it fails the check.
+#[test]
+fn continuation_mac_covers_every_field_bit() {
+    let keys = ServerKeys::new(&config());
+    let t = v4_tuple();
+    let mut c = sample_continuation(9);
+    c.tag = keys.mac_continuation(&t, &c).unwrap();
+    assert!(keys.verify_continuation(&t, &c));
+    let mut bytes = [0u8; 54];
+    c.emit(&mut bytes);
+    for bit in 0..38 * 8 {
+        let flipped = flip(&bytes, bit);
+        // Bytes that no longer parse (epoch_start 3, flags nonzero) never reach the check.
+        if let Ok(d) = Continuation::parse(&flipped) {
+            assert!(!keys.verify_continuation(&t, &d), "field bit {bit}");
+        }
+    }
+    for es in [EpochStart::Open, EpochStart::Timeout] {
+        let d = Continuation {
+            epoch_start: es,
+            ..c
+        };
+        assert!(!keys.verify_continuation(&t, &d), "{es:?}");
+    }
+    let d = Continuation { key_epoch: 8, ..c };
+    assert!(!keys.verify_continuation(&t, &d));
+    for bit in 0..TAG_BITS {
+        let d = Continuation {
+            tag: flip(&c.tag, bit).try_into().unwrap(),
+            ..c
+        };
+        assert!(!keys.verify_continuation(&t, &d), "tag bit {bit}");
+    }
+    let (Addr::V4(ca), Addr::V4(sa)) = (t.client_addr, t.server_addr) else {
+        unreachable!()
+    };
+    for bit in 0..32 {
+        let mut u = t;
+        u.client_addr = Addr::V4(flip(&ca, bit).try_into().unwrap());
+        assert!(!keys.verify_continuation(&u, &c), "client addr bit {bit}");
+        let mut u = t;
+        u.server_addr = Addr::V4(flip(&sa, bit).try_into().unwrap());
+        assert!(!keys.verify_continuation(&u, &c), "server addr bit {bit}");
+    }
+    for bit in 0..16 {
+        let mut u = t;
+        u.client_port ^= 1 << bit;
+        assert!(!keys.verify_continuation(&u, &c), "client port bit {bit}");
+        let mut u = t;
+        u.server_port ^= 1 << bit;
+        assert!(!keys.verify_continuation(&u, &c), "server port bit {bit}");
+    }
+}

@@ -310,6 +310,26 @@ impl Server {
         dst: Addr,
         tcp: &'a [u8],
     ) -> Result<Reply<'a>, Rejected> {
+        let mut responses = Vec::new();
+        let event = self.handle_request_into(now_us, src, dst, tcp, &mut responses)?;
+        Ok(Reply { event, responses })
+    }
+
+    /// [`handle_request`](Server::handle_request) with the planned responses written into
+    /// `responses` (cleared first; left empty when the request is rejected) instead of a
+    /// new `Vec`: a server that keeps one `Vec` across requests allocates nothing per
+    /// request. Accepts and rejects exactly what `handle_request` does, with the same
+    /// responses.
+    #[inline]
+    pub fn handle_request_into<'a>(
+        &mut self,
+        now_us: u64,
+        src: Addr,
+        dst: Addr,
+        tcp: &'a [u8],
+        responses: &mut Vec<PlannedResponse>,
+    ) -> Result<Event<'a>, Rejected> {
+        responses.clear();
         let seg = wire::parse_segment(&src, &dst, tcp)?;
         let req = Request::parse(seg.payload)?;
         let tuple = FourTuple {
@@ -417,57 +437,57 @@ impl Server {
         let originals = keys.nonces(NonceKind::Original);
         let mut ranges = req.ranges.as_slice().iter().copied();
         let delta = cfg.delta && req.accepts_delta();
-        let responses = sack::check_nonces(originals, conn_nonce, proof)
+        let planned = sack::check_nonces(originals, conn_nonce, proof)
             .map_err(Rejected::Proof)
             .and_then(|()| {
                 if !replay.check_and_insert(now_us, fresh_key) {
                     return Err(Rejected::Replay);
                 }
-                Ok(slots
-                    .iter()
-                    .map(|slot| {
-                        let range = if slot.kind.carries_data() {
-                            ranges.next()
-                        } else {
-                            None
-                        };
-                        let nonces = match slot.kind {
-                            SlotKind::Retransmit => keys.nonces(NonceKind::Retransmit),
-                            SlotKind::Data | SlotKind::ContinuationOnly => originals,
-                        };
-                        let nonce = nonces.packet_nonce(conn_nonce, slot.number);
-                        let mut resp = respond(
-                            cfg,
-                            keys,
-                            cache,
-                            slot,
-                            nonce,
-                            range,
-                            &tuple,
-                            conn_nonce,
-                            rtt_us,
-                            now_ms,
-                            req.continuation.as_ref(),
-                            delta,
-                        );
-                        resp.limit >>= limit_shift;
-                        resp
-                    })
-                    .collect::<Vec<_>>())
+                if responses.capacity() < slots.len() {
+                    // Empty (cleared above): a fresh exact allocation, cheaper than
+                    // growing through `extend`'s reserve.
+                    *responses = Vec::with_capacity(slots.len());
+                }
+                responses.extend(slots.iter().map(|slot| {
+                    let range = if slot.kind.carries_data() {
+                        ranges.next()
+                    } else {
+                        None
+                    };
+                    let nonces = match slot.kind {
+                        SlotKind::Retransmit => keys.nonces(NonceKind::Retransmit),
+                        SlotKind::Data | SlotKind::ContinuationOnly => originals,
+                    };
+                    let nonce = nonces.packet_nonce(conn_nonce, slot.number);
+                    let mut resp = respond(
+                        cfg,
+                        keys,
+                        cache,
+                        slot,
+                        nonce,
+                        range,
+                        &tuple,
+                        conn_nonce,
+                        rtt_us,
+                        now_ms,
+                        req.continuation.as_ref(),
+                        delta,
+                    );
+                    resp.limit >>= limit_shift;
+                    resp
+                }));
+                Ok(())
             });
         // Back to the scratch buffer, rejected or not, for the next request.
         *scratch = slots;
-        let responses = responses?;
-        Ok(Reply {
-            event: Event {
-                kind,
-                tuple,
-                conn_nonce,
-                user_continuation: req.user_continuation,
-                data_offset: req.data_offset,
-                data: req.data,
-            },
-            responses,
+        planned?;
+        Ok(Event {
+            kind,
+            tuple,
+            conn_nonce,
+            user_continuation: req.user_continuation,
+            data_offset: req.data_offset,
+            data: req.data,
         })
     }
 
@@ -488,10 +508,7 @@ impl Server {
         let cached = self.cache.lookup(tuple, raw, self.keys.key_id(c.key_epoch));
         if !cached {
             self.inbound_macs += 1;
-            if !self
-                .keys
-                .verify(c.key_epoch, tuple, &c.mac_fields(), &c.tag)
-            {
+            if !self.keys.verify_continuation(tuple, c) {
                 return Err(Rejected::Mac);
             }
         }

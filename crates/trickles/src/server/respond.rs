@@ -80,10 +80,11 @@ pub(super) fn respond(
             conn_nonce,
             tag: [0; 16],
         };
-        let fields = c.mac_fields();
-        c.tag = keys.mac(c.key_epoch, tuple, &fields).unwrap_or_default();
-        if let Some(id) = keys.key_id(c.key_epoch) {
-            cache.insert(tuple, &fields, &c.tag, id);
+        c.tag = keys.mac_continuation(tuple, &c).unwrap_or_default();
+        if cache.is_enabled()
+            && let Some(id) = keys.key_id(c.key_epoch)
+        {
+            cache.insert(tuple, &c.mac_fields(), &c.tag, id);
         }
         c
     });
