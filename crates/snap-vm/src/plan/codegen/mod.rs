@@ -206,6 +206,12 @@ impl Gen<'_> {
         self.depth += 1;
     }
 
+    /// Pushes a copy of the value in stack slot `slot` (from the block's base).
+    fn pull_slot(&mut self, slot: u32) {
+        self.op("pull", self.depth - 1 - slot);
+        self.depth += 1;
+    }
+
     /// Drops the `k` values under the top one.
     fn slide(&mut self, k: u32) {
         if k > 0 {
@@ -302,8 +308,7 @@ impl Gen<'_> {
                 col: pos.col,
                 name: String::from(x),
             })?;
-        self.op("pull", self.depth - 1 - slot);
-        self.depth += 1;
+        self.pull_slot(slot);
         Ok(())
     }
 

@@ -157,12 +157,6 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// Pushes a copy of the value in stack slot `slot` (from the block's base).
-    fn pull_slot(&mut self, slot: u32) {
-        self.op("pull", self.depth - 1 - slot);
-        self.depth += 1;
-    }
-
     /// `OnRemote` or `OnNeighbor` (out of line: `expr_inner`'s frame stays small).
     #[inline(never)]
     pub(super) fn send(&mut self, kind: &ExprKind) -> Result<(), PlanError> {
