@@ -135,6 +135,7 @@ impl Continuation {
     /// longer (the caller slices it out of the message), and [`WireError::Continuation`] if
     /// the reserved `flags` byte is nonzero or the `epoch_start` byte is unknown. The tag is
     /// not checked here.
+    #[inline(always)]
     pub fn parse(bytes: &[u8]) -> Result<Continuation, WireError> {
         let all: &[u8; CONTINUATION_LEN] = match bytes.len() {
             n if n < CONTINUATION_LEN => return Err(WireError::Truncated),

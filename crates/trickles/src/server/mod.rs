@@ -354,7 +354,7 @@ impl Server {
             nonce: 0,
         }; MAX_SACK_BLOCKS];
         let (kind, conn_nonce, rtt_us, slots, nblocks, fresh_key) =
-            match (req.kind, req.continuation) {
+            match (req.kind, req.continuation.as_ref()) {
                 (RequestKind::Syn, None) => {
                     self.inbound_macs += 1;
                     let nonce = self.keys.conn_nonce(&tuple, seg.seq);
@@ -376,7 +376,7 @@ impl Server {
                         .payload
                         .get(wire::REQUEST_HEADER_LEN..wire::REQUEST_HEADER_LEN + CONTINUATION_LEN)
                         .unwrap_or_default();
-                    self.authenticate(now_ms, &tuple, &c, raw, kind)?;
+                    self.authenticate(now_ms, &tuple, c, raw, kind)?;
                     let nblocks = parse_blocks(&req, &mut blocks)?;
                     let proof = blocks.get(..nblocks).unwrap_or_default();
                     // Plan from the proof as sent; its nonces are checked below, before the
@@ -387,13 +387,11 @@ impl Server {
                     match kind {
                         RequestKind::Fin => {}
                         RequestKind::Timeout => {
-                            cc::plan_into(&c, proof, RequestMode::Timeout, &self.cfg.cc, &mut slots)
+                            cc::plan_into(c, proof, RequestMode::Timeout, &self.cfg.cc, &mut slots)
                                 .map_err(Rejected::Plan)?
                         }
-                        _ => {
-                            cc::plan_into(&c, proof, RequestMode::Normal, &self.cfg.cc, &mut slots)
-                                .map_err(Rejected::Plan)?
-                        }
+                        _ => cc::plan_into(c, proof, RequestMode::Normal, &self.cfg.cc, &mut slots)
+                            .map_err(Rejected::Plan)?,
                     }
                     if kind == RequestKind::Request && req.retry > 0 {
                         // A retransmitted request re-delivers data only: its responses carry
@@ -420,7 +418,7 @@ impl Server {
                         rtt,
                         slots,
                         nblocks,
-                        self.fresh_key(now_us, &c, kind, req.retry),
+                        self.fresh_key(now_us, c, kind, req.retry),
                     )
                 }
             };

@@ -171,6 +171,7 @@ impl<'a> Request<'a> {
     /// [`WireError::TooManyBlocks`], [`WireError::TooManyRanges`],
     /// [`WireError::Continuation`] and [`WireError::Truncated`]. The SACK bytes and the
     /// continuation's tag are not checked here.
+    #[inline]
     pub fn parse(payload: &'a [u8]) -> Result<Request<'a>, WireError> {
         let mut r = Reader::new(payload);
         let version = r.u8()?;

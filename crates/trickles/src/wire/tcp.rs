@@ -174,6 +174,7 @@ fn segment_len(payload_len: usize) -> Result<usize, WireError> {
 /// families; [`WireError::NotTrickles`] if no option 253 carries [`TRICKLES_EXID`];
 /// [`WireError::BadLength`] if ours has a length other than 4 or the segment is longer
 /// than [`MAX_SEGMENT_LEN`].
+#[inline]
 pub fn parse_segment<'a>(src: &Addr, dst: &Addr, tcp: &'a [u8]) -> Result<Segment<'a>, WireError> {
     let (src_ip, dst_ip) = ip_pair(src, dst)?;
     if tcp.len() > MAX_SEGMENT_LEN {
