@@ -171,15 +171,23 @@ impl Continuation {
     /// Writes `flags` as it is; a nonzero value will not parse back.
     pub fn emit(&self, out: &mut [u8; CONTINUATION_LEN]) {
         let (mac, tag) = out.split_at_mut(MAC_FIELDS_LEN);
-        mac.copy_from_slice(&self.mac_fields());
+        self.write_fields(mac);
         tag.copy_from_slice(&self.tag);
     }
 
     /// The encoding of bytes `0..38`, the fields the tag authenticates.
     pub fn mac_fields(&self) -> [u8; MAC_FIELDS_LEN] {
         let mut out = [0u8; MAC_FIELDS_LEN];
+        self.write_fields(&mut out);
+        out
+    }
+
+    /// Writes bytes `0..38` straight into `out` (at least that long): each field is one
+    /// store at a fixed offset, so a continuation is emitted without a temporary whose
+    /// narrow stores a wide copy would have to wait for.
+    #[inline(always)]
+    fn write_fields(&self, out: &mut [u8]) {
         let mut n = 0;
-        // Fixed offsets once inlined: each field is one store, not a byte loop.
         let mut put = |bytes: &[u8]| {
             if let Some(dst) = out.get_mut(n..n + bytes.len()) {
                 dst.copy_from_slice(bytes);
@@ -205,7 +213,6 @@ impl Continuation {
             Some(&u8::from(self.epoch_start))
         );
         debug_assert_eq!(out.get(field::FLAGS), Some(&self.flags));
-        out
     }
 }
 

@@ -258,10 +258,18 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
+    /// The continuation's 54 bytes, written in place (no temporary copy).
     fn continuation(&mut self, c: &crate::continuation::Continuation) -> Result<(), WireError> {
-        let mut bytes = [0u8; crate::continuation::CONTINUATION_LEN];
-        c.emit(&mut bytes);
-        self.put(&bytes)
+        const LEN: usize = crate::continuation::CONTINUATION_LEN;
+        let end = self.pos.checked_add(LEN).ok_or(WireError::BadLength)?;
+        let dst: &mut [u8; LEN] = self
+            .out
+            .get_mut(self.pos..end)
+            .and_then(|d| d.try_into().ok())
+            .ok_or(WireError::BadLength)?;
+        c.emit(dst);
+        self.pos = end;
+        Ok(())
     }
 
     /// Bytes written so far.

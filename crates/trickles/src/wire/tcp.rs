@@ -118,6 +118,7 @@ pub fn emit_segment(
 /// let seg = parse_segment(&server, &client, &buf[..n]).unwrap();
 /// assert_eq!((seg.header(), seg.payload), (header, &b"msg"[..]));
 /// ```
+#[inline]
 pub fn finish_segment(
     src: &Addr,
     dst: &Addr,
