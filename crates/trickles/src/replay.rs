@@ -128,11 +128,12 @@ impl ReplayFilter {
     /// inserted into, the filters as they are.
     pub fn check_and_insert(&mut self, now_us: u64, hash: u64) -> bool {
         self.advance(now_us);
-        if self.contains(hash) {
+        if self.older.contains_hash(hash) {
             return false;
         }
-        self.current.insert_hash(hash);
-        true
+        // One pass over the current filter: inserting reports whether every bit was
+        // already set, and inserting what is already there changes nothing.
+        !self.current.insert_hash(hash)
     }
 
     /// Whether `hash` is in either filter (without rotating for the time).
