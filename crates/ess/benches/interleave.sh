@@ -2,6 +2,9 @@
 # Interleaved wall-clock runs of the steady-churn and find-hit workloads at 2^20 / 50 %:
 # every round runs every store once, so the machine's drift (it is shared) hits all of them
 # alike; prints, per workload, the median over rounds of hashbrown+FIFO time / ESS time.
+# `ess_huge` is the h = 2 store with its tables in 2 MiB pages (madvised THP); hashbrown
+# and the other ESS columns stay on whatever the allocator gives (4 KiB pages unless THP is
+# `always`).
 #   cargo build --release -p waist-ess --example churn && bash crates/ess/benches/interleave.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -9,11 +12,12 @@ B=${CARGO_TARGET_DIR:-target}/release/examples/churn
 N=${N:-10000000}
 for r in $(seq 1 ${ROUNDS:-7}); do
   for w in churn find_hit; do
-    for s in ess ess_h1 ess_h0.5 hashbrown_fifo; do
+    for s in ess ess_huge ess_h1 ess_h0.5 hashbrown_fifo; do
       $B $s $w $N 20 50
     done
     $B ess ${w}_batch $N 20 50
     $B ess_h1 ${w}_batch $N 20 50
+    $B ess_huge ${w}_batch $N 20 50
   done
 done > ${CARGO_TARGET_DIR:-target}/interleave.out
 python3 - <<'PY'
@@ -34,7 +38,14 @@ for (work, store), v in sorted(runs.items()):
     print('  %-15s %-15s %7.1f' % (work, store, statistics.median(v)))
 print('median over rounds of hashbrown_fifo / ESS (above 1: the ESS is faster)')
 for work in ('churn', 'find_hit'):
-    for store, w in (('ess', work), ('ess_h1', work), ('ess_h0.5', work), ('ess', work + '_batch'), ('ess_h1', work + '_batch')):
+    for store, w in (('ess', work), ('ess_huge', work), ('ess_h1', work), ('ess_h0.5', work), ('ess', work + '_batch'), ('ess_huge', work + '_batch'), ('ess_h1', work + '_batch')):
         r = [rd[('hashbrown_fifo', work)] / rd[(store, w)] for rd in rounds if (store, w) in rd and ('hashbrown_fifo', work) in rd]
         print('  %-15s %-9s %5.2f   (%s)' % (w, store, statistics.median(r), ' '.join('%.2f' % x for x in r)))
+print('median over rounds of ess / ess_huge (above 1: huge pages are faster)')
+for w in ('churn', 'find_hit', 'churn_batch', 'find_hit_batch'):
+    r = [rd[('ess', w)] / rd[('ess_huge', w)] for rd in rounds if ('ess', w) in rd and ('ess_huge', w) in rd]
+    if r:
+        print('  %-15s %5.2f   (%s)' % (w, statistics.median(r), ' '.join('%.2f' % x for x in r)))
+huge = sorted(set(re.findall(r'tables in huge pages: .*', open(__import__('os').environ.get('CARGO_TARGET_DIR', 'target') + '/interleave.out').read())))
+print('ess_huge: ' + '; '.join(huge))
 PY

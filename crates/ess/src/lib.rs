@@ -126,6 +126,7 @@ pub struct Tag(pub u64);
 
 /// A 64-bit value bound to a tag.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "bytemuck", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(transparent)]
 pub struct Value(pub u64);
 
