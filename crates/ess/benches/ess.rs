@@ -527,7 +527,7 @@ fn batched(c: &mut Criterion, quick: bool) {
 fn report_huge(what: &str, r: &HugeReport) {
     match r.huge_kib() {
         Some((huge, all)) => {
-            println!("huge pages: {what}: {huge} KiB in the maps holding the {all} KiB tables")
+            println!("huge pages: {what}: {huge} KiB in the mappings holding the {all} KiB tables")
         }
         None => println!("huge pages: {what}: unknown (no /proc/self/smaps)"),
     }

@@ -218,7 +218,9 @@ fn main() {
     let ns = start.elapsed().as_nanos() as f64 / n.max(1) as f64;
     let huge = report.map_or(String::new(), |r| match r.huge_kib() {
         Some((huge, all)) => {
-            format!(", tables in huge pages: {huge} KiB in the maps holding the {all} KiB tables")
+            format!(
+                ", tables in huge pages: {huge} KiB in the mappings holding the {all} KiB tables"
+            )
         }
         None => ", tables in huge pages: unknown (no /proc/self/smaps)".to_string(),
     });

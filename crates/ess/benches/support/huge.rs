@@ -71,8 +71,9 @@ pub(crate) struct HugeReport {
 
 impl HugeReport {
     /// KiB of the tables' mappings in huge pages, as the kernel reports them
-    /// (`AnonHugePages`, summed over the one or two mappings that hold them: the kernel
-    /// merges adjacent anonymous maps), and the tables' size in KiB.
+    /// (`AnonHugePages`, summed over the one or two mappings that hold them), and the
+    /// tables' size in KiB. The kernel merges adjacent anonymous maps, so in a process
+    /// with several stores the count can include a neighbouring store's maps.
     pub(crate) fn huge_kib(&self) -> Option<(u64, u64)> {
         let (lo_e, kib_e) = anon_huge_kib(self.entries_start)?;
         let (lo_h, kib_h) = anon_huge_kib(self.hash_start)?;
