@@ -17,6 +17,7 @@ THP=/sys/kernel/mm/transparent_hugepage/enabled
 if [ -n "${HB_THP:-}" ]; then
   THP_WAS=$(sed 's/.*\[\(.*\)\].*/\1/' $THP)
   trap 'echo "$THP_WAS" > $THP' EXIT
+  trap 'exit 130' INT TERM   # so an interrupted run restores the setting too
 fi
 for r in $(seq 1 ${ROUNDS:-7}); do
   for w in churn find_hit; do
