@@ -6,7 +6,9 @@
 //!   `time_to_live` (moka reads the real clock).
 //!
 //! Groups (filter with `cargo bench -p waist-ess --bench ess -- <group>`): `find_hit`,
-//! `find_miss`, `find_create_existing`, `find_create_new`, `read_write`, `churn`. Ids are
+//! `find_miss`, `find_create_existing`, `find_create_new`, `read_write`, `churn`, `batch32`,
+//! `huge_pages` (the h = 2 store with its tables in 2 MiB pages beside the same store and
+//! hashbrown+FIFO on the allocator's pages, at 2^20 / 50 %). Ids are
 //! `<group>/<store>/2^<n>/<fill>%[/h<h>]`; baselines do not depend on h and carry none.
 //!
 //! Every lookup draws a random tag number from a seeded splitmix64 and maps it to a tag, so
@@ -23,7 +25,10 @@ use std::time::{Duration, Instant as Wall};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use ess::{BATCH, HashRatio, Instant, Tag, Value};
 use moka::sync::Cache;
-use support::fixtures::{EssChurn, FifoChurn, ess_filled, ess_store, fifo_filled, live};
+use support::fixtures::{
+    EssChurn, FifoChurn, ess_filled, ess_store, fifo_filled, huge_filled, live,
+};
+use support::huge::{HugeReport, anon_huge_kib};
 use support::{FifoStore, MISS_BASE, SplitMix, tag_of};
 
 /// Measurement time per bench (warm-up 0.5 s, 20 samples): short, so the whole run takes
@@ -518,6 +523,65 @@ fn batched(c: &mut Criterion, quick: bool) {
     g.finish();
 }
 
+/// Prints how much of a huge-page store's tables the kernel backed with 2 MiB pages.
+fn report_huge(what: &str, r: &HugeReport) {
+    match r.huge_kib() {
+        Some((huge, all)) => {
+            println!("huge pages: {what}: {huge} KiB in the mappings holding the {all} KiB tables")
+        }
+        None => println!("huge pages: {what}: unknown (no /proc/self/smaps)"),
+    }
+}
+
+/// The h = 2 store with its tables in 2 MiB pages (`support::huge`) against the same store
+/// on the allocator's pages and hashbrown+FIFO, which stays on the allocator's pages as a
+/// user's would: find hit and steady churn, one call each, 2^20 / 50 % (2^10 when quick).
+fn huge_pages(c: &mut Criterion, quick: bool) {
+    let p = Point::new(if quick { 10 } else { 20 }, 50);
+    let n = p.live();
+    let now = Instant::from_ticks(n);
+    let mut g = c.benchmark_group("huge_pages");
+    let id = |store: &str, work: &str| {
+        let h = if store == "hashbrown_fifo" {
+            String::new()
+        } else {
+            format!("/h{}", p.h)
+        };
+        BenchmarkId::new(store, format!("{work}/2^{}/{}%{h}", p.log2, p.fill))
+    };
+    let (ess, report) = huge_filled(p.log2, p.fill, p.h);
+    report_huge("find_hit", &report);
+    g.bench_function(id("ess_huge", "find_hit"), |b| {
+        let mut rng = SplitMix::new(1);
+        b.iter(|| black_box(ess.find(now, Tag(tag_of(rng.below(n))))));
+    });
+    // (The huge-page tables are leaked, see `support::huge`: 34 MiB for the bench's run.)
+    let plain = ess_filled(p.log2, p.fill, p.h);
+    g.bench_function(id("ess", "find_hit"), |b| {
+        let mut rng = SplitMix::new(1);
+        b.iter(|| black_box(plain.find(now, Tag(tag_of(rng.below(n))))));
+    });
+    drop(plain);
+    let fifo = fifo_filled(p.log2, p.fill);
+    if let Some((_, kib)) = fifo.table_addr().and_then(anon_huge_kib) {
+        println!("huge pages: hashbrown table's mapping: {kib} KiB");
+    }
+    g.bench_function(id("hashbrown_fifo", "find_hit"), |b| {
+        let mut rng = SplitMix::new(1);
+        b.iter(|| black_box(fifo.get(n, tag_of(rng.below(n)))));
+    });
+    drop(fifo);
+    let (mut s, report) = EssChurn::new_huge(p.log2, p.fill, p.h);
+    report_huge("churn", &report);
+    g.bench_function(id("ess_huge", "churn"), |b| b.iter(|| s.churn()));
+    let mut s = EssChurn::new(p.log2, p.fill, p.h);
+    g.bench_function(id("ess", "churn"), |b| b.iter(|| s.churn()));
+    drop(s);
+    let mut s = FifoChurn::new(p.log2, p.fill);
+    g.bench_function(id("hashbrown_fifo", "churn"), |b| b.iter(|| s.churn()));
+    g.finish();
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     // `cargo bench` passes `--bench`; `cargo test --benches` does not and wants a quick run.
@@ -534,5 +598,6 @@ fn main() {
     find_create_new(&mut c, quick);
     read_write(&mut c, quick);
     batched(&mut c, quick);
+    huge_pages(&mut c, quick);
     c.final_summary();
 }

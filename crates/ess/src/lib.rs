@@ -10,7 +10,8 @@
 //! What it does not do: no I/O, no clock, no threads, no randomness. Time comes in as an
 //! [`Instant`] on every call, the secret tag-hash key through [`EssConfig`]. `#![no_std]`;
 //! the `alloc` feature (default) allocates the tables once, without it the caller lends them
-//! ([`BorrowedTables`]).
+//! ([`BorrowedTables`]); the optional `bytemuck` feature makes [`Entry`] `Pod`, so lent tables
+//! can be views of memory the caller mapped itself (e.g. 2 MiB pages).
 //!
 //! ```text
 //!  tag ──keyed hash──► hash table (h·2^n × u32) ──► tag + value tables, interleaved
@@ -126,6 +127,7 @@ pub struct Tag(pub u64);
 
 /// A 64-bit value bound to a tag.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "bytemuck", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(transparent)]
 pub struct Value(pub u64);
 

@@ -24,8 +24,15 @@ pub(crate) const NONE: u32 = 0;
 /// of transfer, so we interleave them: the `read` and `write` that follow a `find` touch the
 /// line the `find` already brought in. 24 bytes per entry.
 ///
-/// Opaque: callers only allocate arrays of [`Entry::EMPTY`] to lend to a store.
+/// Opaque: callers only allocate arrays of [`Entry::EMPTY`] to lend to a store. With the
+/// `bytemuck` feature it is [`bytemuck::Pod`], so a caller can also view memory it mapped
+/// itself (huge pages, say) as entries: all-zero bytes are [`Entry::EMPTY`], and any bytes
+/// are a valid entry (a store checks whatever its tables hold).
+///
+/// `#[repr(C)]`: 8 + 8 + 4 + 4 bytes, no padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "bytemuck", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
 pub struct Entry {
     pub(crate) tag: u64,
     pub(crate) value: Value,
@@ -66,6 +73,10 @@ pub trait Tables {
 }
 
 /// Tables lent to the store by the caller (no allocator needed).
+///
+/// With the `bytemuck` feature, the slices may be views of memory the caller mapped
+/// itself, e.g. in 2 MiB pages (`bytemuck::cast_slice_mut` on a page-aligned byte buffer);
+/// see `benches/support/huge.rs` for anonymous memory advised with `MADV_HUGEPAGE`.
 ///
 /// ```
 /// use ess::{BorrowedTables, Entry, Ess, EssConfig, HashKey, Instant, Tag, Value};
@@ -198,6 +209,20 @@ mod tests {
     #[test]
     fn an_entry_is_twenty_four_bytes() {
         assert_eq!(core::mem::size_of::<Entry>(), 24);
+    }
+
+    #[cfg(feature = "bytemuck")]
+    #[test]
+    fn zeroed_bytes_are_empty_entries() {
+        // Memory a caller maps is zeroed: it must read as empty tables.
+        let mut bytes = [0u64; 3 * 4]; // 8-aligned, 4 entries
+        let entries: &mut [Entry] = bytemuck::cast_slice_mut(&mut bytes[..]);
+        assert_eq!(entries.len(), 4);
+        assert!(entries.iter().all(|e| *e == Entry::EMPTY));
+        entries[1].tag = 5;
+        entries[1].chain = 7;
+        assert_eq!(bytes[3], 5, "tag is the first word of entry 1");
+        assert_eq!(bytes[5] >> 32, 7, "chain is the high half of its last word");
     }
 
     #[test]

@@ -1,8 +1,14 @@
 //! Stores filled or driven to a steady state, shared by the bench and the example.
 
-use ess::{BATCH, Ess, EssConfig, Handle, HashKey, HashRatio, Instant, Tag, Value};
+use ess::{
+    BATCH, BorrowedTables, Ess, EssConfig, Handle, HashKey, HashRatio, Instant, Tables, Tag, Value,
+};
 
+use super::huge::{HugeReport, huge_tables};
 use super::{FifoStore, tag_of};
+
+/// An ESS whose tables are in 2 MiB pages (see [`super::huge`]).
+pub(crate) type HugeEss = Ess<BorrowedTables<'static>>;
 
 /// Lifetime, in ticks, of bindings in the static fills: nothing expires during a bench.
 pub(crate) const STATIC_LIFETIME: u64 = 1 << 30;
@@ -18,17 +24,39 @@ pub(crate) fn live(log2: u8, fill: u8) -> u64 {
     (1u64 << log2) * u64::from(fill) / 100
 }
 
+fn config(log2: u8, lifetime: u64, h: HashRatio) -> EssConfig {
+    EssConfig::new(log2, lifetime, 1, HashKey::from_seed(KEY_SEED))
+        .expect("valid bench config")
+        .with_hash_ratio(h)
+}
+
 /// A store of 2^`log2` bindings living `lifetime` ticks (one-tick clock), ratio `h`.
 pub(crate) fn ess_store(log2: u8, lifetime: u64, h: HashRatio) -> Ess {
-    let config = EssConfig::new(log2, lifetime, 1, HashKey::from_seed(KEY_SEED))
-        .expect("valid bench config");
-    Ess::new(config.with_hash_ratio(h))
+    Ess::new(config(log2, lifetime, h))
+}
+
+/// [`ess_store`] with its tables in 2 MiB pages, and where they are, to check that the
+/// kernel gave huge pages.
+pub(crate) fn huge_store(log2: u8, lifetime: u64, h: HashRatio) -> (HugeEss, HugeReport) {
+    let config = config(log2, lifetime, h);
+    let (tables, report) = huge_tables(&config).expect("anonymous map");
+    let ess = Ess::with_tables(config, tables).expect("tables sized for the config");
+    (ess, report)
 }
 
 /// An ESS holding tags `tag_of(0..n)`, tag `i` created at tick `i`, `n` = `fill`% of 2^`log2`.
 /// Probe it at tick `n`.
 pub(crate) fn ess_filled(log2: u8, fill: u8, h: HashRatio) -> Ess {
-    let mut ess = ess_store(log2, STATIC_LIFETIME, h);
+    fill_ess(ess_store(log2, STATIC_LIFETIME, h), log2, fill)
+}
+
+/// [`ess_filled`] with its tables in 2 MiB pages.
+pub(crate) fn huge_filled(log2: u8, fill: u8, h: HashRatio) -> (HugeEss, HugeReport) {
+    let (ess, report) = huge_store(log2, STATIC_LIFETIME, h);
+    (fill_ess(ess, log2, fill), report)
+}
+
+fn fill_ess<T: Tables>(mut ess: Ess<T>, log2: u8, fill: u8) -> Ess<T> {
     for i in 0..live(log2, fill) {
         ess.put(Instant::from_ticks(i), Tag(tag_of(i)), Value(i))
             .expect("fill fits");
@@ -50,9 +78,9 @@ pub(crate) fn fifo_filled(log2: u8, fill: u8) -> FifoStore {
 /// so that many bindings are live and every one expires and is reclaimed. Tag `tag_of(t)` is
 /// created at tick `t`.
 #[derive(Debug)]
-pub(crate) struct EssChurn {
+pub(crate) struct EssChurn<T: Tables = ess::DefaultTables> {
     /// The store.
-    pub(crate) ess: Ess,
+    pub(crate) ess: Ess<T>,
     /// The latest tick.
     pub(crate) now: u64,
 }
@@ -60,12 +88,22 @@ pub(crate) struct EssChurn {
 impl EssChurn {
     /// A store of 2^`log2` at ratio `h`, driven for two lifetimes so it is in steady state.
     pub(crate) fn new(log2: u8, fill: u8, h: HashRatio) -> Self {
-        let lifetime = live(log2, fill);
-        let mut s = EssChurn {
-            ess: ess_store(log2, lifetime, h),
-            now: 0,
-        };
-        for _ in 0..2 * lifetime {
+        EssChurn::steady(ess_store(log2, live(log2, fill), h), log2, fill)
+    }
+}
+
+impl EssChurn<BorrowedTables<'static>> {
+    /// [`EssChurn::new`] with the tables in 2 MiB pages.
+    pub(crate) fn new_huge(log2: u8, fill: u8, h: HashRatio) -> (Self, HugeReport) {
+        let (ess, report) = huge_store(log2, live(log2, fill), h);
+        (EssChurn::steady(ess, log2, fill), report)
+    }
+}
+
+impl<T: Tables> EssChurn<T> {
+    fn steady(ess: Ess<T>, log2: u8, fill: u8) -> Self {
+        let mut s = EssChurn { ess, now: 0 };
+        for _ in 0..2 * live(log2, fill) {
             s.churn();
         }
         s
@@ -94,7 +132,7 @@ impl EssChurn {
     }
 }
 
-impl EssChurn {
+impl<T: Tables> EssChurn<T> {
     /// [`BATCH`] router operations at once, as a router that reads packets in batches
     /// does: `find_create_batch` of the next [`BATCH`] fresh tags at the batch's last tick,
     /// a `write` to each, and the cleaner when its tick comes round.

@@ -3,6 +3,7 @@
 //! a user would write instead of the ESS (a `hashbrown` map plus a FIFO of expiries).
 
 pub(crate) mod fixtures;
+pub(crate) mod huge;
 
 use std::collections::VecDeque;
 
@@ -143,6 +144,15 @@ impl FifoStore {
     /// Bindings in the map (live or expired but not yet popped).
     pub(crate) fn len(&self) -> usize {
         self.map.len()
+    }
+
+    /// The address of one binding in the map's table (to find its mapping in
+    /// `/proc/self/smaps`), if it holds any.
+    pub(crate) fn table_addr(&self) -> Option<usize> {
+        self.map
+            .values()
+            .next()
+            .map(|v| std::ptr::from_ref(v).addr())
     }
 
     /// Heap bytes held by the map and the FIFO.
