@@ -35,7 +35,7 @@ use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
 use crate::delta::ContinuationDelta;
 use crate::replay::{self, ReplayConfig, ReplayFilter};
 use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
-use crate::wire::{self, ByteRange, Request, RequestKind, Response, ResponseKind, WireError};
+use crate::wire::{self, ByteRange, Request, RequestKind, ResponseKind, WireError};
 
 /// Everything a server (and its replicas) is configured with.
 #[derive(Clone, Copy, Debug)]
@@ -554,7 +554,8 @@ impl Server {
         out: &mut [u8],
     ) -> Result<usize, WireError> {
         let data = data.get(..resp.allowed()).unwrap_or(data);
-        let msg = Response {
+        // Borrowed, not copied into a `Response`: see `wire::Parts`.
+        let msg = wire::Parts {
             kind: resp.kind,
             end_of_stream,
             packet_number: resp.packet_number,
@@ -563,9 +564,9 @@ impl Server {
             continuation: if resp.delta.is_some() {
                 None
             } else {
-                resp.continuation
+                resp.continuation.as_ref()
             },
-            delta: resp.delta,
+            delta: resp.delta.as_ref(),
             user_continuation,
             data,
         };

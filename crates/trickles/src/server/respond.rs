@@ -45,6 +45,7 @@ pub(super) fn parse_blocks(
 /// the client predicts for it from `request`, the continuation the request presented
 /// (`None` for a SYN).
 #[allow(clippy::too_many_arguments)] // The pieces of one response, all needed; a struct would only rename them.
+#[inline(always)]
 pub(super) fn respond(
     cfg: &ServerConfig,
     keys: &ServerKeys,
@@ -63,8 +64,13 @@ pub(super) fn respond(
         SlotKind::Retransmit => ResponseKind::Retransmit,
         SlotKind::Data | SlotKind::ContinuationOnly => ResponseKind::Data,
     };
-    let continuation = slot.params.map(|p| {
-        let mut c = Continuation {
+    // Built where it stays and MACed in place: moving a freshly built continuation as a
+    // whole would load, 16 bytes at a time, fields just written one by one.
+    let mut resp = PlannedResponse {
+        kind,
+        packet_number: slot.number,
+        nonce,
+        continuation: slot.params.map(|p| Continuation {
             number: p.number,
             tcp_base: p.tcp_base,
             start_cwnd: p.start_cwnd,
@@ -79,27 +85,21 @@ pub(super) fn respond(
             flags: 0,
             conn_nonce,
             tag: [0; 16],
-        };
-        c.tag = keys.mac_continuation(tuple, &c).unwrap_or_default();
+        }),
+        delta: None,
+        range,
+        limit: payload_limit(cfg.mss, slot.params.is_some()),
+    };
+    if let Some(c) = resp.continuation.as_mut() {
+        c.tag = keys.mac_continuation(tuple, c).unwrap_or_default();
         if cache.is_enabled()
             && let Some(id) = keys.key_id(c.key_epoch)
         {
             cache.insert(tuple, &c.mac_fields(), &c.tag, id);
         }
-        c
-    });
-    let delta = slot
-        .params
-        .zip(continuation)
-        .filter(|_| delta)
-        .map(|(p, c)| ContinuationDelta::between(&delta::predict(&p, request), &c));
-    PlannedResponse {
-        kind,
-        packet_number: slot.number,
-        nonce,
-        continuation,
-        delta,
-        range,
-        limit: payload_limit(cfg.mss, continuation.is_some()),
+        if delta && let Some(p) = slot.params {
+            resp.delta = Some(ContinuationDelta::between(&delta::predict(&p, request), c));
+        }
     }
+    resp
 }

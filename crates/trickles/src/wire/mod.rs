@@ -82,6 +82,7 @@ mod tcp;
 pub use request::{
     REQUEST_FLAG_DATA_OFFSET, REQUEST_FLAG_DELTA, REQUEST_FLAG_FIN, RangeList, Request, RequestKind,
 };
+pub(crate) use response::Parts;
 pub use response::{Response, ResponseKind};
 pub use tcp::{Segment, SegmentHeader, emit_segment, finish_segment, parse_segment};
 

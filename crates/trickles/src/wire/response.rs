@@ -136,6 +136,65 @@ impl<'a> Response<'a> {
 
     /// The number of bytes [`Response::emit`] writes.
     pub fn buffer_len(&self) -> usize {
+        self.parts().buffer_len()
+    }
+
+    /// Writes the response to the front of `out` and returns its length,
+    /// [`Response::buffer_len`].
+    ///
+    /// Refuses to write what [`Response::parse`] would reject: [`WireError::Continuation`]
+    /// for a continuation with nonzero `flags`, [`WireError::BadFlags`] for both a
+    /// continuation and a delta, [`WireError::BadLength`] for a user continuation over
+    /// 65 535 bytes. Returns [`WireError::BadLength`] if `out` is too small.
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+        self.parts().emit(out)
+    }
+
+    /// The response's fields, continuation and delta borrowed.
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            kind: self.kind,
+            end_of_stream: self.end_of_stream,
+            packet_number: self.packet_number,
+            nonce: self.nonce,
+            offset: self.offset,
+            continuation: self.continuation.as_ref(),
+            delta: self.delta.as_ref(),
+            user_continuation: self.user_continuation,
+            data: self.data,
+        }
+    }
+}
+
+/// A reserved byte must be zero; otherwise [`WireError::BadFlags`] with its value.
+fn reserved(b: u8) -> Result<(), WireError> {
+    if b == 0 {
+        Ok(())
+    } else {
+        Err(WireError::BadFlags(b))
+    }
+}
+
+/// A response to write, its continuation and delta borrowed: what [`Response::emit`]
+/// writes, and what the server writes from a planned response without first copying its
+/// continuation into a [`Response`] (a copy whose wide loads would wait on the narrow
+/// stores that built it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Parts<'r> {
+    pub(crate) kind: ResponseKind,
+    pub(crate) end_of_stream: bool,
+    pub(crate) packet_number: u32,
+    pub(crate) nonce: u32,
+    pub(crate) offset: u64,
+    pub(crate) continuation: Option<&'r Continuation>,
+    pub(crate) delta: Option<&'r ContinuationDelta>,
+    pub(crate) user_continuation: &'r [u8],
+    pub(crate) data: &'r [u8],
+}
+
+impl Parts<'_> {
+    /// The number of bytes [`Parts::emit`] writes.
+    pub(crate) fn buffer_len(&self) -> usize {
         let continuation = if self.continuation.is_some() {
             CONTINUATION_LEN
         } else {
@@ -150,13 +209,13 @@ impl<'a> Response<'a> {
     }
 
     /// Writes the response to the front of `out` and returns its length,
-    /// [`Response::buffer_len`].
+    /// [`Parts::buffer_len`] ([`Response::emit`] documents the refusals).
     ///
     /// Refuses to write what [`Response::parse`] would reject: [`WireError::Continuation`]
     /// for a continuation with nonzero `flags`, [`WireError::BadFlags`] for both a
     /// continuation and a delta, [`WireError::BadLength`] for a user continuation over
     /// 65 535 bytes. Returns [`WireError::BadLength`] if `out` is too small.
-    pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
+    pub(crate) fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
         if self.continuation.is_some_and(|c| c.flags != 0) {
             return Err(WireError::Continuation);
         }
@@ -184,10 +243,10 @@ impl<'a> Response<'a> {
         w.put(&self.offset.to_be_bytes())?;
         w.put(&ucont_len.to_be_bytes())?;
         w.put(&[0, 0])?;
-        if let Some(c) = &self.continuation {
+        if let Some(c) = self.continuation {
             w.continuation(c)?;
         }
-        if let Some(d) = &self.delta {
+        if let Some(d) = self.delta {
             let mut bytes = [0u8; crate::delta::DELTA_MAX_LEN];
             let n = d.emit(&mut bytes)?;
             w.put(bytes.get(..n).ok_or(WireError::BadLength)?)?;
@@ -195,15 +254,6 @@ impl<'a> Response<'a> {
         w.put(self.user_continuation)?;
         w.put(self.data)?;
         Ok(w.written())
-    }
-}
-
-/// A reserved byte must be zero; otherwise [`WireError::BadFlags`] with its value.
-fn reserved(b: u8) -> Result<(), WireError> {
-    if b == 0 {
-        Ok(())
-    } else {
-        Err(WireError::BadFlags(b))
     }
 }
 
