@@ -10,9 +10,10 @@
 //!
 //! `case` is one of
 //!
-//! * `ipv4_<P>`, `snap_hop_<P>`, `snap_turn_<P>` for a payload `P` of 4, 64, 256, 1024 or
-//!   1400 bytes: plain IPv4 forwarding of a packet as long as the SNAP ping, the ping at an
-//!   intermediate node, the ping at its destination (group `snap_ping`);
+//! * `ipv4_<P>`, `snap_hop_<P>`, `snap_turn_<P>`, `snap_return_<P>` for a payload `P` of
+//!   4, 64, 256, 1024 or 1400 bytes: plain IPv4 forwarding of a packet as long as the SNAP
+//!   ping, the ping at an intermediate node, the ping at its destination (group
+//!   `snap_ping`), the reply back at its source (`demux` delivers the payload);
 //! * `snap_<I>`, `rbpf_<I>` for `I` = 202 or 8: one run of the straight-line program of `I`
 //!   instructions (group `snap_vs_rbpf`).
 //!
@@ -40,7 +41,7 @@ use support::{
 fn usage() -> ! {
     eprintln!(
         "usage: snap_per_packet <case> <N> | interleave <ROUNDS> <N>\n\
-         case: ipv4_P snap_hop_P snap_turn_P (P: 4 64 256 1024 1400), snap_I rbpf_I (I: 202 8)"
+         case: ipv4_P snap_hop_P snap_turn_P snap_return_P (P: 4 64 256 1024 1400), snap_I rbpf_I (I: 202 8)"
     );
     std::process::exit(2)
 }
@@ -162,7 +163,7 @@ fn main() {
 
     let start = Instant::now();
     match kind {
-        "ipv4" | "snap_hop" | "snap_turn" => {
+        "ipv4" | "snap_hop" | "snap_turn" | "snap_return" => {
             if !PAYLOADS.contains(&size) {
                 usage();
             }
@@ -171,10 +172,10 @@ fn main() {
                 let mut s = Ipv4Step::new(len);
                 run(n, || s.step());
             } else {
-                let at = if kind == "snap_hop" {
-                    Where::Hop
-                } else {
-                    Where::Turn
+                let at = match kind {
+                    "snap_hop" => Where::Hop,
+                    "snap_turn" => Where::Turn,
+                    _ => Where::Return,
                 };
                 let mut s = PingStep::new(at, size);
                 run(n, || s.step());
