@@ -400,14 +400,19 @@ impl Vm {
                 self.keep_spare(packet);
                 end
             }
+            Ok(Stop::DeliverBytes { port, at, len }) => {
+                out.delivery = Some(Delivery {
+                    port,
+                    value: Delivered::Bytes(self.bytes_of(packet, heap_at + at, len)),
+                    src,
+                });
+                End::Delivered
+            }
             Ok(stop @ (Stop::Reuse(to, rb) | Stop::ReuseAsChild(to, rb))) => {
                 // §VI.D's best case: the packet leaves in its own buffer; only the header
                 // changes, and the stack if the program changed it.
                 if dirty {
-                    packet.truncate(stack_at);
-                    for w in self.stack.iter() {
-                        packet.extend_from_slice(&w.to_be_bytes());
-                    }
+                    write_stack(&mut packet, stack_at, &self.stack);
                 }
                 if matches!(stop, Stop::ReuseAsChild(..)) {
                     // Exactly the header `child` would write.
@@ -440,6 +445,24 @@ impl Vm {
         };
     }
 
+    /// The `len` bytes at byte `start` of `packet` (a packet that stays here), delivered:
+    /// in the packet's own buffer, moved to its front, if that buffer is no larger than a
+    /// spare the VM would keep (so a delivery allocates nothing); else copied out.
+    #[inline(never)]
+    fn bytes_of(&mut self, mut packet: Vec<u8>, start: usize, len: usize) -> Vec<u8> {
+        if start.saturating_add(len) <= packet.len()
+            && packet.capacity() <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN))
+        {
+            packet.copy_within(start..start + len, 0);
+            packet.truncate(len);
+            packet
+        } else {
+            let bytes = packet.get(start..start + len).unwrap_or_default().to_vec();
+            self.keep_spare(packet);
+            bytes
+        }
+    }
+
     /// Keeps `buf` (a packet that stays here) for building the next child in, if it is
     /// larger than the spare buffer the VM has and within [`SPARE_LIMIT`].
     fn keep_spare(&mut self, buf: Vec<u8>) {
@@ -449,6 +472,25 @@ impl Vm {
         {
             self.spare = buf;
         }
+    }
+}
+
+/// Replaces the packet's stack (from byte `stack_at`) with `stack`: the words that fit where
+/// the old stack was are overwritten in place, the rest appended.
+#[inline]
+fn write_stack(packet: &mut Vec<u8>, stack_at: usize, stack: &[u32]) {
+    packet.truncate(stack_at.saturating_add(4 * stack.len()));
+    let old = packet
+        .get_mut(stack_at..)
+        .unwrap_or_default()
+        .as_chunks_mut::<4>()
+        .0;
+    let n = old.len();
+    for (dst, w) in old.iter_mut().zip(stack) {
+        *dst = w.to_be_bytes();
+    }
+    for w in stack.get(n..).unwrap_or_default() {
+        packet.extend_from_slice(&w.to_be_bytes());
     }
 }
 
@@ -538,4 +580,14 @@ enum Stop {
     /// `forw`/`forwto` whose child would be the packet's heap unchanged (only unreachable
     /// objects allocated): send the packet's own buffer with the child's header.
     ReuseAsChild([u8; 4], u16),
+    /// `demux` of a byte array inside the packet heap, checked: deliver the `len` bytes at
+    /// byte `at` of the heap to `port`.
+    DeliverBytes {
+        /// The demux port.
+        port: i32,
+        /// Byte offset of the payload in the packet heap.
+        at: usize,
+        /// Bytes.
+        len: usize,
+    },
 }

@@ -176,9 +176,9 @@ pub(crate) fn heap_unchanged(frame: &Frame<'_>) -> bool {
         }
     }
     for w in frame.code {
-        let word = u32::from_be_bytes(*w);
-        if HEAP_IMM_7.get((word >> DATA_BITS) as usize) == Some(&true) {
-            if word & DATA_MASK != 0 {
+        // The opcode is the first byte's top 7 bits (`word >> DATA_BITS`).
+        if HEAP_IMM_7[usize::from(w[0] >> (DATA_BITS - 24))] {
+            if u32::from_be_bytes(*w) & DATA_MASK != 0 {
                 return false;
             }
             reached = true;
