@@ -156,9 +156,13 @@ pub(crate) fn heap_unchanged(frame: &Frame<'_>) -> bool {
     let Some(first) = frame.heap.first() else {
         return false;
     };
-    let Ok((tag, len, _)) = frame.object_at(0) else {
+    // The object at offset 0, read straight from the packet heap (that it fills the heap
+    // exactly, below, is the bounds check `Frame::object_at` would make).
+    let h = Value(u32::from_be_bytes(*first));
+    let Some(tag) = h.tag() else {
         return false;
     };
+    let len = h.data();
     if tag == Tag::Tuple
         || 1 + payload_words(tag, len) as usize != frame.heap.len()
         || super::frame::header(tag, len) != u32::from_be_bytes(*first)
