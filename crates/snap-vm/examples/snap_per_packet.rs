@@ -67,7 +67,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 /// The interleaved runs: every case once per round.
 fn interleave(rounds: usize, n: u64) {
-    let mut ping: Vec<(usize, Ipv4Step, PingStep, PingStep)> = PAYLOADS
+    let mut ping: Vec<(usize, Ipv4Step, PingStep, PingStep, PingStep)> = PAYLOADS
         .iter()
         .map(|&p| {
             let hop = PingStep::new(Where::Hop, p);
@@ -76,6 +76,7 @@ fn interleave(rounds: usize, n: u64) {
                 Ipv4Step::new(hop.len()),
                 hop,
                 PingStep::new(Where::Turn, p),
+                PingStep::new(Where::Return, p),
             )
         })
         .collect();
@@ -88,14 +89,15 @@ fn interleave(rounds: usize, n: u64) {
         })
         .collect();
     // ns[case][round]
-    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); 3 * ping.len() + 2 * straight.len()];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); 4 * ping.len() + 2 * straight.len()];
     for _ in 0..rounds {
         let mut i = 0;
-        for (_, ip, hop, turn) in &mut ping {
+        for (_, ip, hop, turn, back) in &mut ping {
             ns[i].push(ns_per_step(n, || ip.step()));
             ns[i + 1].push(ns_per_step(n, || hop.step()));
             ns[i + 2].push(ns_per_step(n / 4, || turn.step()));
-            i += 3;
+            ns[i + 3].push(ns_per_step(n / 4, || back.step()));
+            i += 4;
         }
         for (_, snap, prog) in &mut straight {
             let vm = rbpf::EbpfVmNoData::new(Some(prog)).unwrap();
@@ -111,29 +113,38 @@ fn interleave(rounds: usize, n: u64) {
         format!("{:.2} ({lo:.2}–{hi:.2})", median(r))
     };
     println!(
-        "{rounds} rounds × {n} steps (turnaround and programs: {} steps)",
+        "{rounds} rounds × {n} steps (turnaround, return and programs: {} steps)",
         n / 4
     );
     println!(
-        "{:>8} {:>9} {:>9} {:>9} {:>22} {:>22}",
-        "payload", "ipv4 ns", "hop ns", "turn ns", "hop / ipv4", "turn / ipv4"
+        "{:>8} {:>9} {:>9} {:>9} {:>9} {:>22} {:>22} {:>22}",
+        "payload",
+        "ipv4 ns",
+        "hop ns",
+        "turn ns",
+        "ret ns",
+        "hop / ipv4",
+        "turn / ipv4",
+        "ret / ipv4"
     );
     for (k, (p, ..)) in ping.iter().enumerate() {
-        let [ip, hop, turn] = [&ns[3 * k], &ns[3 * k + 1], &ns[3 * k + 2]];
+        let [ip, hop, turn, back] = [&ns[4 * k], &ns[4 * k + 1], &ns[4 * k + 2], &ns[4 * k + 3]];
         println!(
-            "{p:>8} {:>9.1} {:>9.1} {:>9.1} {:>22} {:>22}",
+            "{p:>8} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>22} {:>22} {:>22}",
             median(ip.clone()),
             median(hop.clone()),
             median(turn.clone()),
+            median(back.clone()),
             ratio(hop, ip),
-            ratio(turn, ip)
+            ratio(turn, ip),
+            ratio(back, ip)
         );
     }
     println!(
         "{:>8} {:>12} {:>12} {:>14} {:>14} {:>22}",
         "instrs", "snap ns", "rbpf ns", "snap ns/instr", "rbpf ns/instr", "rbpf / snap"
     );
-    let base = 3 * ping.len();
+    let base = 4 * ping.len();
     for (k, (len, ..)) in straight.iter().enumerate() {
         let [snap, rbpf] = [&ns[base + 2 * k], &ns[base + 2 * k + 1]];
         let (s, r) = (median(snap.clone()), median(rbpf.clone()));

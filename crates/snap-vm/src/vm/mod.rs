@@ -157,7 +157,8 @@ pub enum Delivered {
     Float(f32),
     /// A wide integer.
     Wide(i64),
-    /// A byte array.
+    /// A byte array. Delivered by `demux` from the packet heap, it is the packet's own
+    /// buffer (its capacity at most 4 × MTU), so delivering it allocates nothing.
     Bytes(Vec<u8>),
     /// A tuple.
     Tuple(Vec<Delivered>),
