@@ -26,7 +26,7 @@ pub(crate) use frame::payload_words as payload_words_of;
 use crate::op::Op;
 use crate::service::Services;
 use crate::value::Word;
-use crate::wire::{HEADER_LEN, HeaderRepr, Packet, WireError};
+use crate::wire::{HEADER_LEN, Packet, WireError};
 
 /// What a node tells its VM about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -415,26 +415,21 @@ impl Vm {
                 if dirty {
                     write_stack(&mut packet, stack_at, &self.stack);
                 }
-                if matches!(stop, Stop::ReuseAsChild(..)) {
-                    // Exactly the header `child` would write.
-                    let repr = HeaderRepr {
-                        src,
-                        dst: to,
-                        port,
-                        rb,
-                        entry,
-                        code_len: ((heap_at - HEADER_LEN) / 4) as u16,
-                        heap_len: ((stack_at - heap_at) / 4) as u16,
-                        stack_len: self.stack.len() as u16,
-                        little_endian: false,
-                    };
-                    let _ = repr.emit(&mut packet);
-                } else {
-                    let mut p = Packet::wrap(&mut packet[..]);
-                    p.set_dst(to);
-                    // All that is left: less than arrived if the program sent children.
-                    p.set_rb(rb);
-                    p.set_stack_len(self.stack.len() as u16);
+                let mut p = Packet::wrap(&mut packet[..]);
+                p.set_dst(to);
+                // All that is left: less than arrived if the program sent children.
+                p.set_rb(rb);
+                p.set_stack_len(self.stack.len() as u16);
+                if matches!(stop, Stop::ReuseAsChild(..))
+                    && let Some(h) = packet.first_chunk_mut::<HEADER_LEN>()
+                {
+                    // Exactly the header `child` would write: the other fields (source,
+                    // port, entry, section lengths) are the packet's own, and the flags
+                    // and reserved bytes are zero.
+                    h[0] = crate::wire::VERSION << 4;
+                    h[1] = 0;
+                    h[22] = 0;
+                    h[23] = 0;
                 }
                 out.transmits.push(Transmit { dst: to, packet });
                 End::Forwarded
