@@ -121,8 +121,6 @@ impl Exec<'_> {
         r
     }
 
-    // Inlined into `run`: one call less per run (turnaround 992 -> 988 Ir, `snap_8` 823 -> 820).
-    #[inline(always)]
     fn run_loop(&mut self, frame: &mut Frame<'_>, executed: &mut u32) -> Result<Stop, Fault> {
         let code = frame.code;
         loop {
