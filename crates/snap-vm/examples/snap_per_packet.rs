@@ -10,9 +10,10 @@
 //!
 //! `case` is one of
 //!
-//! * `ipv4_<P>`, `snap_hop_<P>`, `snap_turn_<P>` for a payload `P` of 4, 64, 256, 1024 or
-//!   1400 bytes: plain IPv4 forwarding of a packet as long as the SNAP ping, the ping at an
-//!   intermediate node, the ping at its destination (group `snap_ping`);
+//! * `ipv4_<P>`, `snap_hop_<P>`, `snap_turn_<P>`, `snap_return_<P>` for a payload `P` of
+//!   4, 64, 256, 1024 or 1400 bytes: plain IPv4 forwarding of a packet as long as the SNAP
+//!   ping, the ping at an intermediate node, the ping at its destination (group
+//!   `snap_ping`), the reply back at its source (`demux` delivers the payload);
 //! * `snap_<I>`, `rbpf_<I>` for `I` = 202 or 8: one run of the straight-line program of `I`
 //!   instructions (group `snap_vs_rbpf`).
 //!
@@ -40,7 +41,7 @@ use support::{
 fn usage() -> ! {
     eprintln!(
         "usage: snap_per_packet <case> <N> | interleave <ROUNDS> <N>\n\
-         case: ipv4_P snap_hop_P snap_turn_P (P: 4 64 256 1024 1400), snap_I rbpf_I (I: 202 8)"
+         case: ipv4_P snap_hop_P snap_turn_P snap_return_P (P: 4 64 256 1024 1400), snap_I rbpf_I (I: 202 8)"
     );
     std::process::exit(2)
 }
@@ -66,7 +67,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 /// The interleaved runs: every case once per round.
 fn interleave(rounds: usize, n: u64) {
-    let mut ping: Vec<(usize, Ipv4Step, PingStep, PingStep)> = PAYLOADS
+    let mut ping: Vec<(usize, Ipv4Step, PingStep, PingStep, PingStep)> = PAYLOADS
         .iter()
         .map(|&p| {
             let hop = PingStep::new(Where::Hop, p);
@@ -75,6 +76,7 @@ fn interleave(rounds: usize, n: u64) {
                 Ipv4Step::new(hop.len()),
                 hop,
                 PingStep::new(Where::Turn, p),
+                PingStep::new(Where::Return, p),
             )
         })
         .collect();
@@ -87,14 +89,15 @@ fn interleave(rounds: usize, n: u64) {
         })
         .collect();
     // ns[case][round]
-    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); 3 * ping.len() + 2 * straight.len()];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); 4 * ping.len() + 2 * straight.len()];
     for _ in 0..rounds {
         let mut i = 0;
-        for (_, ip, hop, turn) in &mut ping {
+        for (_, ip, hop, turn, back) in &mut ping {
             ns[i].push(ns_per_step(n, || ip.step()));
             ns[i + 1].push(ns_per_step(n, || hop.step()));
             ns[i + 2].push(ns_per_step(n / 4, || turn.step()));
-            i += 3;
+            ns[i + 3].push(ns_per_step(n / 4, || back.step()));
+            i += 4;
         }
         for (_, snap, prog) in &mut straight {
             let vm = rbpf::EbpfVmNoData::new(Some(prog)).unwrap();
@@ -110,29 +113,38 @@ fn interleave(rounds: usize, n: u64) {
         format!("{:.2} ({lo:.2}–{hi:.2})", median(r))
     };
     println!(
-        "{rounds} rounds × {n} steps (turnaround and programs: {} steps)",
+        "{rounds} rounds × {n} steps (turnaround, return and programs: {} steps)",
         n / 4
     );
     println!(
-        "{:>8} {:>9} {:>9} {:>9} {:>22} {:>22}",
-        "payload", "ipv4 ns", "hop ns", "turn ns", "hop / ipv4", "turn / ipv4"
+        "{:>8} {:>9} {:>9} {:>9} {:>9} {:>22} {:>22} {:>22}",
+        "payload",
+        "ipv4 ns",
+        "hop ns",
+        "turn ns",
+        "ret ns",
+        "hop / ipv4",
+        "turn / ipv4",
+        "ret / ipv4"
     );
     for (k, (p, ..)) in ping.iter().enumerate() {
-        let [ip, hop, turn] = [&ns[3 * k], &ns[3 * k + 1], &ns[3 * k + 2]];
+        let [ip, hop, turn, back] = [&ns[4 * k], &ns[4 * k + 1], &ns[4 * k + 2], &ns[4 * k + 3]];
         println!(
-            "{p:>8} {:>9.1} {:>9.1} {:>9.1} {:>22} {:>22}",
+            "{p:>8} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>22} {:>22} {:>22}",
             median(ip.clone()),
             median(hop.clone()),
             median(turn.clone()),
+            median(back.clone()),
             ratio(hop, ip),
-            ratio(turn, ip)
+            ratio(turn, ip),
+            ratio(back, ip)
         );
     }
     println!(
         "{:>8} {:>12} {:>12} {:>14} {:>14} {:>22}",
         "instrs", "snap ns", "rbpf ns", "snap ns/instr", "rbpf ns/instr", "rbpf / snap"
     );
-    let base = 3 * ping.len();
+    let base = 4 * ping.len();
     for (k, (len, ..)) in straight.iter().enumerate() {
         let [snap, rbpf] = [&ns[base + 2 * k], &ns[base + 2 * k + 1]];
         let (s, r) = (median(snap.clone()), median(rbpf.clone()));
@@ -162,7 +174,7 @@ fn main() {
 
     let start = Instant::now();
     match kind {
-        "ipv4" | "snap_hop" | "snap_turn" => {
+        "ipv4" | "snap_hop" | "snap_turn" | "snap_return" => {
             if !PAYLOADS.contains(&size) {
                 usage();
             }
@@ -171,10 +183,10 @@ fn main() {
                 let mut s = Ipv4Step::new(len);
                 run(n, || s.step());
             } else {
-                let at = if kind == "snap_hop" {
-                    Where::Hop
-                } else {
-                    Where::Turn
+                let at = match kind {
+                    "snap_hop" => Where::Hop,
+                    "snap_turn" => Where::Turn,
+                    _ => Where::Return,
                 };
                 let mut s = PingStep::new(at, size);
                 run(n, || s.step());

@@ -551,3 +551,66 @@ fn the_turnaround_child_is_the_collected_packet_byte_for_byte() {
         }
     }
 }
+
+#[test]
+fn a_delivered_packet_byte_array_is_what_the_general_delivery_gives() {
+    // `demux` of a byte array in the packet heap delivers it from the packet's own buffer;
+    // inside a tuple the same array goes through the general delivery, which copies it out
+    // of the heap: the two must agree, for every length and place in the heap, whatever
+    // the buffer's capacity (past 4 × MTU the bytes are copied out instead).
+    let op = |op: Op, imm: i32| Word::new(op as u8, imm);
+    for len in [0usize, 1, 3, 4, 5, 8, 1400] {
+        for (before, after) in [(0usize, 0usize), (5, 0), (0, 9), (2, 3)] {
+            let mut p = Program {
+                src: A,
+                dst: B,
+                port: 7,
+                rb: 4,
+                ..Program::default()
+            };
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + before) as u8).collect();
+            if before > 0 {
+                p.heap_bytes(&vec![0xee; before]);
+            }
+            let v = p.heap_bytes(&bytes);
+            p.heap_bytes(&vec![0xdd; after]);
+            let mut direct = p.clone();
+            direct.code = vec![op(Op::Demux, 0)];
+            direct.stack = vec![v, Value::int(9)];
+            let mut boxed = p.clone();
+            boxed.code = vec![op(Op::Mktup, 1), op(Op::Push, 9), op(Op::Demux, 0)];
+            boxed.stack = vec![v];
+            let want = node(B).run(0, 0, boxed.to_bytes().unwrap());
+            let Some(Delivered::Tuple(inner)) = want.delivery.map(|d| d.value) else {
+                panic!("tuple delivered");
+            };
+            assert_eq!(inner, vec![Delivered::Bytes(bytes.clone())]);
+            for extra in [0usize, 64, 4 * 1500 + 1] {
+                let mut buf = Vec::with_capacity(direct.packet_len() + extra);
+                buf.extend_from_slice(&direct.to_bytes().unwrap());
+                let out = node(B).run(0, 0, buf);
+                assert_eq!(out.end, End::Delivered);
+                let d = out.delivery.unwrap();
+                assert_eq!((d.port, d.src), (9, A));
+                assert_eq!(
+                    d.value, inner[0],
+                    "len {len}, at {before}/{after}, +{extra}"
+                );
+            }
+        }
+    }
+    // An array whose length runs past the heap faults as the general delivery does.
+    let mut p = Program {
+        src: A,
+        dst: B,
+        rb: 4,
+        ..Program::default()
+    };
+    let v = p.heap_bytes(b"abcd");
+    p.heap[0] = ((Tag::Bytes as u32) << 25) | 9; // header: bytes, length 9 (3 words)
+    p.code = vec![op(Op::Demux, 0)];
+    p.stack = vec![v, Value::int(9)];
+    let out = node(B).run(0, 0, p.to_bytes().unwrap());
+    assert_eq!(out.end, End::Fault(Fault::HeapBounds));
+    assert!(out.delivery.is_none());
+}

@@ -89,8 +89,11 @@ pub(crate) enum Where {
     /// At an intermediate node: `forw` sends it on (the buffer-reuse fast path).
     Hop,
     /// At the destination: `forw` falls through, `bne` (not taken), `push 1`, `getsrc`
-    /// (allocates), `forwto` (builds the child by copying collection).
+    /// (allocates), `forwto` (the packet leaves in its own buffer with a fresh header).
     Turn,
+    /// The reply back at the source: `forw` falls through, `bne` (taken), `demux` delivers
+    /// the payload (the packet stays; the step takes a fresh receive buffer).
+    Return,
 }
 
 impl Where {
@@ -98,6 +101,7 @@ impl Where {
         match self {
             Where::Hop => "snap_hop",
             Where::Turn => "snap_turn",
+            Where::Return => "snap_return",
         }
     }
 }
@@ -115,10 +119,17 @@ impl PingStep {
     ///
     /// If the packet does not take the expected path.
     pub(crate) fn new(at: Where, payload: usize) -> PingStep {
-        let template = ping(payload).to_bytes().expect("ping fits");
+        let mut template = ping(payload).to_bytes().expect("ping fits");
+        if at == Where::Return {
+            // The reply as the destination sends it back.
+            let out = node(B).run(0, 0, template);
+            assert_eq!(out.end, End::Forwarded, "{out:?}");
+            template = out.transmits.into_iter().next().expect("reply").packet;
+        }
         let vm = node(match at {
             Where::Hop => R,
             Where::Turn => B,
+            Where::Return => A,
         });
         let mut s = PingStep {
             vm,
@@ -130,16 +141,26 @@ impl PingStep {
         let mut probe = s.template.clone();
         probe.reserve(HEADROOM);
         let out = s.vm.run(0, 0, probe);
-        assert_eq!(out.end, End::Forwarded, "{out:?}");
-        let (executed, dst) = match at {
-            Where::Hop => (1, B),
-            Where::Turn => (5, A),
-        };
-        assert_eq!(out.stats.executed, executed);
-        assert_eq!(out.transmits.len(), 1);
-        assert_eq!(out.transmits[0].dst, dst);
-        assert_eq!(out.transmits[0].packet.len(), s.template.len());
-        assert_eq!(out.stats.allocated, if at == Where::Hop { 0 } else { 2 });
+        if at == Where::Return {
+            assert_eq!(out.end, End::Delivered, "{out:?}");
+            assert_eq!(out.stats.executed, 3);
+            assert!(out.transmits.is_empty());
+            let d = out.delivery.as_ref().expect("delivered");
+            assert_eq!(d.port, PORT);
+            let bytes: Vec<u8> = (0..payload).map(|i| i as u8).collect();
+            assert_eq!(d.value, snap_vm::vm::Delivered::Bytes(bytes));
+        } else {
+            assert_eq!(out.end, End::Forwarded, "{out:?}");
+            let (executed, dst) = match at {
+                Where::Hop => (1, B),
+                _ => (5, A),
+            };
+            assert_eq!(out.stats.executed, executed);
+            assert_eq!(out.transmits.len(), 1);
+            assert_eq!(out.transmits[0].dst, dst);
+            assert_eq!(out.transmits[0].packet.len(), s.template.len());
+            assert_eq!(out.stats.allocated, if at == Where::Hop { 0 } else { 2 });
+        }
         for _ in 0..3 {
             black_box(s.step());
         }

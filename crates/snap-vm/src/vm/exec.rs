@@ -204,6 +204,21 @@ impl Exec<'_> {
                 Op::Demux => {
                     let p = frame.pop()?.as_int();
                     let v = frame.pop()?;
+                    // A byte array inside the packet heap (a ping's payload): what `deliver`
+                    // would copy out lies in the packet, which stays here, so the caller
+                    // moves it to the front of the packet's own buffer instead.
+                    if v.tag() == Some(Tag::Bytes) {
+                        let (_, len, at) = frame.object(v)?;
+                        if (at as usize).saturating_add(len.div_ceil(4) as usize)
+                            <= frame.heap.len()
+                        {
+                            return Ok(Stop::DeliverBytes {
+                                port: p,
+                                at: 4 * at as usize,
+                                len: len as usize,
+                            });
+                        }
+                    }
                     // Linear in the packet: honest sharing fits, exponential sharing does not.
                     let mut budget = 8 * (frame.heap_len() + 1);
                     let value = deliver(frame, v, 0, &mut budget)?;

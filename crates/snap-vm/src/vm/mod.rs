@@ -26,7 +26,7 @@ pub(crate) use frame::payload_words as payload_words_of;
 use crate::op::Op;
 use crate::service::Services;
 use crate::value::Word;
-use crate::wire::{HEADER_LEN, HeaderRepr, Packet, WireError};
+use crate::wire::{HEADER_LEN, Packet, WireError};
 
 /// What a node tells its VM about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,7 +157,8 @@ pub enum Delivered {
     Float(f32),
     /// A wide integer.
     Wide(i64),
-    /// A byte array.
+    /// A byte array. Delivered by `demux` from the packet heap, it is the packet's own
+    /// buffer (its capacity at most 4 × MTU), so delivering it allocates nothing.
     Bytes(Vec<u8>),
     /// A tuple.
     Tuple(Vec<Delivered>),
@@ -400,35 +401,35 @@ impl Vm {
                 self.keep_spare(packet);
                 end
             }
+            Ok(Stop::DeliverBytes { port, at, len }) => {
+                out.delivery = Some(Delivery {
+                    port,
+                    value: Delivered::Bytes(self.bytes_of(packet, heap_at + at, len)),
+                    src,
+                });
+                End::Delivered
+            }
             Ok(stop @ (Stop::Reuse(to, rb) | Stop::ReuseAsChild(to, rb))) => {
                 // §VI.D's best case: the packet leaves in its own buffer; only the header
                 // changes, and the stack if the program changed it.
                 if dirty {
-                    packet.truncate(stack_at);
-                    for w in self.stack.iter() {
-                        packet.extend_from_slice(&w.to_be_bytes());
-                    }
+                    write_stack(&mut packet, stack_at, &self.stack);
                 }
-                if matches!(stop, Stop::ReuseAsChild(..)) {
-                    // Exactly the header `child` would write.
-                    let repr = HeaderRepr {
-                        src,
-                        dst: to,
-                        port,
-                        rb,
-                        entry,
-                        code_len: ((heap_at - HEADER_LEN) / 4) as u16,
-                        heap_len: ((stack_at - heap_at) / 4) as u16,
-                        stack_len: self.stack.len() as u16,
-                        little_endian: false,
-                    };
-                    let _ = repr.emit(&mut packet);
-                } else {
-                    let mut p = Packet::wrap(&mut packet[..]);
-                    p.set_dst(to);
-                    // All that is left: less than arrived if the program sent children.
-                    p.set_rb(rb);
-                    p.set_stack_len(self.stack.len() as u16);
+                let mut p = Packet::wrap(&mut packet[..]);
+                p.set_dst(to);
+                // All that is left: less than arrived if the program sent children.
+                p.set_rb(rb);
+                p.set_stack_len(self.stack.len() as u16);
+                if matches!(stop, Stop::ReuseAsChild(..))
+                    && let Some(h) = packet.first_chunk_mut::<HEADER_LEN>()
+                {
+                    // Exactly the header `child` would write: the other fields (source,
+                    // port, entry, section lengths) are the packet's own, and the flags
+                    // and reserved bytes are zero.
+                    h[0] = crate::wire::VERSION << 4;
+                    h[1] = 0;
+                    h[22] = 0;
+                    h[23] = 0;
                 }
                 out.transmits.push(Transmit { dst: to, packet });
                 End::Forwarded
@@ -440,6 +441,24 @@ impl Vm {
         };
     }
 
+    /// The `len` bytes at byte `start` of `packet` (a packet that stays here), delivered:
+    /// in the packet's own buffer, moved to its front, if that buffer is no larger than a
+    /// spare the VM would keep (so a delivery allocates nothing); else copied out.
+    #[inline(never)]
+    fn bytes_of(&mut self, mut packet: Vec<u8>, start: usize, len: usize) -> Vec<u8> {
+        if start.saturating_add(len) <= packet.len()
+            && packet.capacity() <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN))
+        {
+            packet.copy_within(start..start + len, 0);
+            packet.truncate(len);
+            packet
+        } else {
+            let bytes = packet.get(start..start + len).unwrap_or_default().to_vec();
+            self.keep_spare(packet);
+            bytes
+        }
+    }
+
     /// Keeps `buf` (a packet that stays here) for building the next child in, if it is
     /// larger than the spare buffer the VM has and within [`SPARE_LIMIT`].
     fn keep_spare(&mut self, buf: Vec<u8>) {
@@ -449,6 +468,25 @@ impl Vm {
         {
             self.spare = buf;
         }
+    }
+}
+
+/// Replaces the packet's stack (from byte `stack_at`) with `stack`: the words that fit where
+/// the old stack was are overwritten in place, the rest appended.
+#[inline]
+fn write_stack(packet: &mut Vec<u8>, stack_at: usize, stack: &[u32]) {
+    packet.truncate(stack_at.saturating_add(4 * stack.len()));
+    let old = packet
+        .get_mut(stack_at..)
+        .unwrap_or_default()
+        .as_chunks_mut::<4>()
+        .0;
+    let n = old.len();
+    for (dst, w) in old.iter_mut().zip(stack) {
+        *dst = w.to_be_bytes();
+    }
+    for w in stack.get(n..).unwrap_or_default() {
+        packet.extend_from_slice(&w.to_be_bytes());
     }
 }
 
@@ -538,4 +576,14 @@ enum Stop {
     /// `forw`/`forwto` whose child would be the packet's heap unchanged (only unreachable
     /// objects allocated): send the packet's own buffer with the child's header.
     ReuseAsChild([u8; 4], u16),
+    /// `demux` of a byte array inside the packet heap, checked: deliver the `len` bytes at
+    /// byte `at` of the heap to `port`.
+    DeliverBytes {
+        /// The demux port.
+        port: i32,
+        /// Byte offset of the payload in the packet heap.
+        at: usize,
+        /// Bytes.
+        len: usize,
+    },
 }

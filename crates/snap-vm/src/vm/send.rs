@@ -156,9 +156,13 @@ pub(crate) fn heap_unchanged(frame: &Frame<'_>) -> bool {
     let Some(first) = frame.heap.first() else {
         return false;
     };
-    let Ok((tag, len, _)) = frame.object_at(0) else {
+    // The object at offset 0, read straight from the packet heap (that it fills the heap
+    // exactly, below, is the bounds check `Frame::object_at` would make).
+    let h = Value(u32::from_be_bytes(*first));
+    let Some(tag) = h.tag() else {
         return false;
     };
+    let len = h.data();
     if tag == Tag::Tuple
         || 1 + payload_words(tag, len) as usize != frame.heap.len()
         || super::frame::header(tag, len) != u32::from_be_bytes(*first)
@@ -176,9 +180,9 @@ pub(crate) fn heap_unchanged(frame: &Frame<'_>) -> bool {
         }
     }
     for w in frame.code {
-        let word = u32::from_be_bytes(*w);
-        if HEAP_IMM_7.get((word >> DATA_BITS) as usize) == Some(&true) {
-            if word & DATA_MASK != 0 {
+        // The opcode is the first byte's top 7 bits (`word >> DATA_BITS`).
+        if HEAP_IMM_7[usize::from(w[0] >> (DATA_BITS - 24))] {
+            if u32::from_be_bytes(*w) & DATA_MASK != 0 {
                 return false;
             }
             reached = true;
