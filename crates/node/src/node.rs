@@ -493,6 +493,10 @@ impl Node {
         };
         if self.vm.is_some() && h.version == Version::V4 && h.protocol == snap_vm::wire::IP_PROTOCOL
         {
+            if let Some((fate, out)) = self.snap_transit(&h, packet) {
+                let range = at..at + h.total_len;
+                return (fate, out.map(|iface| InPlace { iface, range }));
+            }
             let fate = self.snap_arrival(now, iface, &h, packet, originated);
             return (fate, None);
         }

@@ -41,6 +41,43 @@ impl Node {
         self.run_snap(now, ifc, snap.to_vec())
     }
 
+    /// The transit fast path: a SNAP packet in a 20-byte IPv4 header whose program only
+    /// routes it on from here ([`Vm::forward_in_place`](snap_vm::vm::Vm::forward_in_place))
+    /// is forwarded in the frame it arrived in, its resource bound decremented and its IP
+    /// header rewritten as [`snap_vm::ip::encapsulate`] would write it: the same bytes, the
+    /// same counters and the same fate as the general path (a run, a copy out, a fresh
+    /// buffer), without them. The fate and, when it goes out, the interface; `None` (the
+    /// packet untouched) for anything else.
+    pub(crate) fn snap_transit(
+        &mut self,
+        h: &IpHeader,
+        packet: &mut [u8],
+    ) -> Option<(Fate, Option<usize>)> {
+        if h.header_len != waist_ip::IPV4_HEADER_LEN {
+            return None;
+        }
+        let dst = self
+            .vm
+            .as_ref()?
+            .forward_in_place(packet.get_mut(waist_ip::IPV4_HEADER_LEN..)?)?;
+        self.stats.snap_executed += 1;
+        let Some(out) = self.routes.route(dst.into()).map(usize::from) else {
+            self.stats.snap_no_route += 1;
+            return Some((Fate::Dropped(Reason::Snap), None));
+        };
+        // In the general path's order: framing, then the link's MTU.
+        if snap_vm::ip::reframe_in_place(packet).is_err() {
+            return Some((Fate::Dropped(Reason::Snap), None));
+        }
+        if packet.len() > self.config.ifaces.get(out).map_or(0, |f| f.mtu) {
+            self.stats.snap_no_route += 1;
+            return Some((Fate::Dropped(Reason::Snap), None));
+        }
+        self.stats.snap_sent += 1;
+        self.stats.copies += 1;
+        Some((Fate::Forwarded, Some(out)))
+    }
+
     /// Runs `snap` at the node and every local run it causes.
     fn run_snap(&mut self, now: Instant, ifc: u32, snap: Vec<u8>) -> Fate {
         let node = self;

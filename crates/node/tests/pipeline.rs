@@ -454,10 +454,10 @@ fn snap_ping_runs_at_the_node_and_is_routed() {
     // The paper's Fig. 1 ping, exactly.
     let ping = snap_vm::fixtures::ping([10, 1, 0, 1], [10, 2, 0, 7], 7, b"hi", 8);
     let mut f = snap_vm::ip::encapsulate(&ping.to_bytes().unwrap()).unwrap();
-    assert_eq!(n.handle_packet(T0, 0, &mut f), None);
-    let out = drain(&mut n);
-    assert_eq!(out.len(), 1);
-    let (iface, ip) = &out[0];
+    // It only routes from here: forwarded in the frame it came in (the transit fast path).
+    let sent = n.handle_packet(T0, 0, &mut f).expect("forwarded in place");
+    assert!(drain(&mut n).is_empty());
+    let (iface, ip) = (&sent.iface, &f[sent.range.clone()]);
     let h = IpHeader::parse(ip).unwrap();
     assert_eq!(
         (*iface, h.protocol, h.ttl, h.dst),
@@ -650,4 +650,79 @@ fn a_routing_cost_at_infinity_is_a_config_error() {
         Node::new(c, T0).err(),
         Some(waist_node::ConfigError::CostTooHigh { iface: 0, cost: 16 })
     );
+}
+
+proptest::proptest! {
+    /// The SNAP transit fast path forwards exactly what the general path would send: the
+    /// VM's own fast path (`try_forward`) framed by `encapsulate`, on the interface the
+    /// route names; packets it cannot take (addressed here, no resource bound left, too
+    /// big for the link, IP options) go the general way with the same counters.
+    #[test]
+    fn snap_transit_in_place_is_the_general_path(
+        payload in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1500),
+        rb in 0u16..4,
+        to in 0usize..4,
+        options in proptest::prelude::any::<bool>(),
+    ) {
+        let dst = [[10, 2, 0, 7], [10, 1, 0, 9], [10, 0, 0, 254], [192, 168, 0, 1]][to];
+        let mut n = router(|c| {
+            c.snap = true;
+            c.ifaces[1].mtu = 1200;
+        });
+        let ping = snap_vm::fixtures::ping([10, 1, 0, 1], dst, 7, &payload, rb);
+        let snap = ping.to_bytes().unwrap();
+        let mut frame = snap_vm::ip::encapsulate(&snap).unwrap();
+        // As a neighbour might send it: another TTL and identification, so the header the
+        // node writes is visibly its own.
+        frame[8] = 9;
+        frame[4..6].copy_from_slice(&[0x12, 0x34]);
+        frame[10..12].copy_from_slice(&[0, 0]);
+        let c = waist_ip::checksum::checksum(&frame[..20]);
+        frame[10..12].copy_from_slice(&c.to_be_bytes());
+        if options {
+            // Four bytes of NOP options: a 24-byte header, which the fast path leaves alone.
+            let mut h = frame[..20].to_vec();
+            h.extend_from_slice(&[1, 1, 1, 1]);
+            h[0] = 0x46;
+            let total = (frame.len() + 4) as u16;
+            h[2..4].copy_from_slice(&total.to_be_bytes());
+            h[10..12].copy_from_slice(&[0, 0]);
+            let c = waist_ip::checksum::checksum(&h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            h.extend_from_slice(&frame[20..]);
+            frame = h;
+        }
+        // The expected transmit, from the VM and the framing alone.
+        let vm = snap_vm::vm::Vm::new(snap_vm::vm::NodeConfig {
+            address: [10, 0, 0, 254],
+            ifaces: 2,
+            mtu: 1500,
+        });
+        let expected = vm.try_forward(snap.clone()).ok().and_then(|t| {
+            let iface = match t.dst {
+                [10, 1, ..] => 0,
+                [10, 2, ..] => 1,
+                _ => return None,
+            };
+            let ip = snap_vm::ip::encapsulate(&t.packet).unwrap();
+            (ip.len() <= [1500, 1200][iface]).then_some((iface, ip))
+        });
+        let sent = n.handle_packet(T0, 0, &mut frame);
+        let queued = drain(&mut n);
+        let got: Vec<(usize, Vec<u8>)> = sent
+            .map(|s| (s.iface, frame[s.range].to_vec()))
+            .into_iter()
+            .chain(queued)
+            .collect();
+        let s = n.stats();
+        let transit = vm.try_forward(snap.clone()).is_ok();
+        if let Some(e) = &expected {
+            proptest::prop_assert_eq!(&got, &vec![e.clone()]);
+            proptest::prop_assert_eq!((s.snap_executed, s.snap_sent, s.copies), (1, 1, 1));
+        } else if transit {
+            // Routed nowhere, or too big for the link: dropped, counted, nothing sent.
+            proptest::prop_assert!(got.is_empty());
+            proptest::prop_assert_eq!((s.snap_executed, s.snap_sent, s.snap_no_route), (1, 0, 1));
+        }
+    }
 }

@@ -96,6 +96,24 @@ pub fn encapsulate_into(snap: &[u8], out: &mut Vec<u8>) -> Result<(), FramingErr
     Ok(())
 }
 
+/// Frames, in place, a SNAP packet that follows a 20-byte slot at the front of `ip`: writes
+/// into the slot exactly the header [`encapsulate`] would put in front of `ip[20..]`. A
+/// router forwarding a SNAP packet it received in a 20-byte IPv4 header re-frames it this
+/// way without copying it out and back.
+///
+/// # Errors
+///
+/// As [`encapsulate`]; `ip` is then unchanged.
+pub fn reframe_in_place(ip: &mut [u8]) -> Result<(), FramingError> {
+    let (header, snap) = ip
+        .split_at_mut_checked(IPV4_HEADER_LEN)
+        .ok_or(FramingError::NotSnap)?;
+    let p = Packet::new_checked(&*snap).map_err(|_| FramingError::NotSnap)?;
+    let (src, dst) = (p.src().into(), p.dst().into());
+    emit_header(header, src, dst, IP_PROTOCOL, TTL, snap.len())?;
+    Ok(())
+}
+
 /// The SNAP packet inside an IPv4 packet of protocol 254 (its structure not yet checked):
 /// the bytes between the IP header (options skipped) and the IP total length.
 ///

@@ -270,9 +270,19 @@ impl Vm {
     /// The packet itself, when it needs the interpreter.
     #[inline]
     pub fn try_forward(&self, mut packet: Vec<u8>) -> Result<Transmit, Vec<u8>> {
-        let Some(h) = packet.first_chunk::<HEADER_LEN>() else {
-            return Err(packet);
-        };
+        match self.forward_in_place(&mut packet) {
+            Some(dst) => Ok(Transmit { dst, packet }),
+            None => Err(packet),
+        }
+    }
+
+    /// [`try_forward`](Self::try_forward) on a packet wherever it lies, e.g. inside the IP
+    /// packet a router received: if the packet only routes, its resource bound is
+    /// decremented in place and its destination returned; otherwise (`None`) it is left
+    /// untouched, for [`run`](Self::run).
+    #[inline]
+    pub fn forward_in_place(&self, packet: &mut [u8]) -> Option<[u8; 4]> {
+        let h = packet.first_chunk::<HEADER_LEN>()?;
         let be16 = |i: usize| usize::from(u16::from_be_bytes([h[i], h[i + 1]]));
         let (code, entry, rb) = (be16(16), be16(14), be16(12));
         let len = HEADER_LEN + 4 * (code + be16(18) + be16(20));
@@ -287,12 +297,12 @@ impl Vm {
             || dst == self.config.address
             || self.config.ifaces == 0
         {
-            return Err(packet);
+            return None;
         }
         if let Some(f) = packet.get_mut(12..14) {
             f.copy_from_slice(&(rb as u16 - 1).to_be_bytes());
         }
-        Ok(Transmit { dst, packet })
+        Some(dst)
     }
 
     /// [`run`](Self::run), writing into `out` (cleared first) so a node that reuses one
