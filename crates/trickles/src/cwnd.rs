@@ -49,7 +49,10 @@ pub fn tcp_cwnd(k: u64, tcp_base: u64, start_cwnd: u32, ssthresh: u32) -> u32 {
     }
     let s = u128::from(ssthresh);
     let d = (2 * s - 1) * (2 * s - 1) + 8 * u128::from(n);
-    let x = d.isqrt().div_ceil(2);
+    // `d` fits 64 bits for every window below 2^31 packets since the epoch: the 64-bit
+    // square root is the cheaper one, with the same result.
+    let root = u64::try_from(d).map_or_else(|_| d.isqrt(), |d| u128::from(d.isqrt()));
+    let x = root.div_ceil(2);
     u32::try_from(x).unwrap_or(u32::MAX)
 }
 

@@ -34,7 +34,7 @@ use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
 use crate::delta::ContinuationDelta;
 use crate::replay::{self, ReplayConfig, ReplayFilter};
-use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
+use crate::sack::{self, ProofError, SackBlock};
 use crate::wire::{self, ByteRange, Request, RequestKind, ResponseKind, WireError};
 
 /// Everything a server (and its replicas) is configured with.
@@ -241,6 +241,8 @@ pub struct Server {
     inbound_macs: u64,
     /// Scratch for the planned slots, reused across requests (not connection state).
     scratch: Vec<Slot>,
+    /// Scratch for a request's SACK blocks, reused across requests.
+    blocks: Vec<SackBlock>,
     /// Continuations this server issued, verified (soft state; empty when disabled).
     cache: ContinuationCache,
 }
@@ -253,6 +255,7 @@ impl Server {
             replay: ReplayFilter::new(cfg.replay),
             inbound_macs: 0,
             scratch: Vec::new(),
+            blocks: Vec::new(),
             cache: ContinuationCache::new(cfg.cache_entries),
             cfg,
         }
@@ -348,11 +351,8 @@ impl Server {
         } else {
             0
         };
-        let mut blocks = [SackBlock {
-            left: 0,
-            right: 0,
-            nonce: 0,
-        }; MAX_SACK_BLOCKS];
+        // The SACK proof's blocks: the server's reused buffer once a continuation passed.
+        let mut blocks: Vec<SackBlock> = Vec::new();
         let (kind, conn_nonce, rtt_us, slots, nblocks, fresh_key) =
             match (req.kind, req.continuation.as_ref()) {
                 (RequestKind::Syn, None) => {
@@ -377,6 +377,7 @@ impl Server {
                         .get(wire::REQUEST_HEADER_LEN..wire::REQUEST_HEADER_LEN + CONTINUATION_LEN)
                         .unwrap_or_default();
                     self.authenticate(now_ms, &tuple, c, raw, kind)?;
+                    blocks = core::mem::take(&mut self.blocks);
                     let nblocks = parse_blocks(&req, &mut blocks)?;
                     let proof = blocks.get(..nblocks).unwrap_or_default();
                     // Plan from the proof as sent; its nonces are checked below, before the
@@ -428,6 +429,7 @@ impl Server {
             keys,
             replay,
             scratch,
+            blocks: blocks_slot,
             cache,
             ..
         } = self;
@@ -476,8 +478,9 @@ impl Server {
                 }));
                 Ok(())
             });
-        // Back to the scratch buffer, rejected or not, for the next request.
+        // Back to the scratch buffers, rejected or not, for the next request.
         *scratch = slots;
+        *blocks_slot = blocks;
         planned?;
         Ok(Event {
             kind,

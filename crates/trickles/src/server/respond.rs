@@ -1,5 +1,7 @@
-//! The pieces of a reply: SACK blocks parsed onto the stack, a SYN's replay key, and one
+//! The pieces of a reply: SACK blocks parsed into a reused buffer, a SYN's replay key, and one
 //! planned response with its MACed continuation.
+
+use alloc::vec::Vec;
 
 use super::cache::ContinuationCache;
 use super::{PlannedResponse, Rejected, ServerConfig, payload_limit};
@@ -22,22 +24,22 @@ pub(super) fn syn_hash(conn_nonce: u64, retry: u8) -> u64 {
 }
 
 /// The request's SACK blocks, shape-checked (nonces are checked with the responses'), into
-/// `out`; returns how many. A timeout request (and a FIN) may carry none.
-pub(super) fn parse_blocks(
-    req: &Request<'_>,
-    out: &mut [SackBlock; MAX_SACK_BLOCKS],
-) -> Result<usize, Rejected> {
-    let mut n = 0;
+/// `out` (cleared first, so a server can keep one `Vec` across requests instead of zeroing
+/// room for [`MAX_SACK_BLOCKS`] on every one); returns how many. A timeout request (and a
+/// FIN) may carry none.
+pub(super) fn parse_blocks(req: &Request<'_>, out: &mut Vec<SackBlock>) -> Result<usize, Rejected> {
+    out.clear();
     for chunk in req.sack_chunks() {
-        let slot = out.get_mut(n).ok_or(Rejected::Proof(ProofError::TooMany))?;
-        *slot = SackBlock::parse(chunk);
-        n += 1;
+        if out.len() == MAX_SACK_BLOCKS {
+            return Err(Rejected::Proof(ProofError::TooMany));
+        }
+        out.push(SackBlock::parse(chunk));
     }
-    if n == 0 && req.kind == RequestKind::Timeout {
+    if out.is_empty() && req.kind == RequestKind::Timeout {
         return Ok(0);
     }
-    sack::check_shape(out.get(..n).unwrap_or_default()).map_err(Rejected::Proof)?;
-    Ok(n)
+    sack::check_shape(out).map_err(Rejected::Proof)?;
+    Ok(out.len())
 }
 
 /// One planned response: its continuation (MACed over all its fields, and remembered in
