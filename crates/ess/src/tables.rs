@@ -25,7 +25,7 @@ pub(crate) const NONE: u32 = 0;
 /// line the `find` already brought in. 24 bytes per entry.
 ///
 /// Opaque: callers only allocate arrays of [`Entry::EMPTY`] to lend to a store. With the
-/// `bytemuck` feature it is [`bytemuck::Pod`], so a caller can also view memory it mapped
+/// `bytemuck` feature it is `bytemuck::Pod`, so a caller can also view memory it mapped
 /// itself (huge pages, say) as entries: all-zero bytes are [`Entry::EMPTY`], and any bytes
 /// are a valid entry (a store checks whatever its tables hold).
 ///
