@@ -13,7 +13,7 @@ use std::io::Write;
 
 use ess::{Ess, EssConfig, Full, HashKey, Instant, Tag, Value};
 
-use crate::repro::SplitMix;
+use repro::common::SplitMix;
 
 /// Ticks are milliseconds throughout the demo.
 const MS: u64 = 1;

@@ -10,7 +10,7 @@ use fastpath::lpm::Prefix;
 use fastpath::sim::Network;
 use fastpath::threaded::{Forward, Label, MAX_HOP_LIMIT};
 
-use crate::repro::SplitMix;
+use repro::common::SplitMix;
 
 /// Honest flows, and the packets they send between them.
 const FLOWS: usize = 8;

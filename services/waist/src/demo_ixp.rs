@@ -12,7 +12,7 @@ use ixp_model::handler::{Field, Message, Predicate};
 use ixp_model::handlers::{CustomMulticast, naive_multicast};
 use ixp_model::strongarm::{Core, CoreCode, call_steps};
 
-use crate::repro::ixp_fig5::{HANDLERS, ixp_deployment};
+use repro::ixp_fig5::{HANDLERS, ixp_deployment};
 
 /// Small messages for admission: a 64-byte body, one RUDP packet.
 const SMALL: u64 = 64;

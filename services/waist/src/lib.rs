@@ -1,5 +1,6 @@
-//! The `waist` command line: a demo of the workspace's cores, the paper reproductions, and
-//! host tools that talk to real routers over a link ([`host`]: `esp send`, `snap ping`).
+//! The `waist` command line: a demo of the workspace's cores, the paper reproductions (the
+//! `waist-repro` crate, [`repro`], does them), and host tools that talk to real routers over
+//! a link ([`host`]: `esp send`, `snap ping`).
 //!
 //! `main` only parses arguments; everything runs through [`run`] so tests can drive it and
 //! capture its output. No protocol logic lives here: the demo and the reproductions call
@@ -17,9 +18,7 @@ pub mod demo_ixp;
 pub mod demo_trickles;
 pub mod host;
 pub mod plan_cli;
-pub mod plot;
 pub mod progress;
-pub mod repro;
 pub mod snap_cli;
 
 /// Lightweight network support, made real: demo and paper reproductions.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::repro::{Progress, ProgressSink};
+use repro::{Progress, ProgressSink};
 
 /// An indicatif bar as a [`ProgressSink`].
 #[derive(Debug)]

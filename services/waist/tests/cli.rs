@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use waist::repro::{Options, esp_aggregation, esp_fig8, ess_collisions, ess_fig11, snap_table2};
+use repro::{Options, esp_aggregation, esp_fig8, ess_collisions, ess_fig11, snap_table2};
 
 /// The SNAP table times real round trips: it takes this lock exclusively, every other test
 /// here shares it, so nothing else in this binary runs while it measures.
@@ -276,7 +276,7 @@ fn fig8_is_a_repro_name() {
     assert!(matches!(
         cli.command,
         waist::Command::Repro {
-            name: waist::repro::Name::EspFig8,
+            name: repro::Name::EspFig8,
             seed: 5,
             ..
         }
@@ -347,7 +347,7 @@ fn snap_table2_is_a_repro_name() {
     assert!(matches!(
         cli.command,
         waist::Command::Repro {
-            name: waist::repro::Name::SnapTable2,
+            name: repro::Name::SnapTable2,
             runs: Some(10),
             ..
         }

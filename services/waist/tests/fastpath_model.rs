@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use waist::repro::{Options, fastpath_model};
+use repro::{Options, fastpath_model};
 
 fn opts(name: &str) -> Options {
     let dir = std::env::temp_dir().join(format!("waist-{name}-{}", std::process::id()));
@@ -92,7 +92,7 @@ fn fastpath_model_is_a_repro_name() {
     assert!(matches!(
         cli.command,
         waist::Command::Repro {
-            name: waist::repro::Name::FastpathModel,
+            name: repro::Name::FastpathModel,
             ..
         }
     ));

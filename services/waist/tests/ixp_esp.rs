@@ -7,7 +7,7 @@
 use ess::HashRatio;
 use ixp_model::Params;
 use ixp_model::esp::EspInstruction;
-use waist::repro::{Options, ixp_esp_fig11, ixp_esp_table1, ixp_esp_table2, ixp_esp_table3};
+use repro::{Options, ixp_esp_fig11, ixp_esp_table1, ixp_esp_table2, ixp_esp_table3};
 
 fn opts(name: &str) -> Options {
     Options {
@@ -174,10 +174,10 @@ fn fig11_chains_grow_with_fill_and_shrink_with_h() {
 fn ixp_esp_repros_are_repro_names() {
     use clap::Parser;
     for (name, want) in [
-        ("ixp-esp-table1", waist::repro::Name::IxpEspTable1),
-        ("ixp-esp-table2", waist::repro::Name::IxpEspTable2),
-        ("ixp-esp-table3", waist::repro::Name::IxpEspTable3),
-        ("ixp-esp-fig11", waist::repro::Name::IxpEspFig11),
+        ("ixp-esp-table1", repro::Name::IxpEspTable1),
+        ("ixp-esp-table2", repro::Name::IxpEspTable2),
+        ("ixp-esp-table3", repro::Name::IxpEspTable3),
+        ("ixp-esp-fig11", repro::Name::IxpEspFig11),
     ] {
         let cli = waist::Cli::try_parse_from(["waist", "repro", name]).unwrap();
         assert!(
