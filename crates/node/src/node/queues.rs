@@ -55,8 +55,8 @@ impl Node {
     }
 
     /// Writes the next queued frame into `buf` and says where it goes; `None` when nothing
-    /// waits. `buf` should hold [`MAX_FRAME`] bytes: a frame that does not fit is dropped
-    /// and counted ([`Stats::tx_buffer_short`]).
+    /// waits. `buf` should hold [`MAX_FRAME`](super::MAX_FRAME) bytes: a frame that does not fit is dropped
+    /// and counted ([`Stats::tx_buffer_short`](crate::Stats::tx_buffer_short)).
     pub fn poll_transmit(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         loop {
             let (iface, frame) = self.out.pop_front()?;
