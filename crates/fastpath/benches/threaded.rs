@@ -10,15 +10,14 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-#[path = "threaded_support/setup.rs"]
-mod setup;
+mod threaded_support;
 
 fn forwarding(c: &mut Criterion) {
-    let w = setup::workload(7);
+    let w = threaded_support::workload(7);
     let mut g = c.benchmark_group("forward_100_dests");
     let mut i = 0usize;
     let mut next = move || {
-        i = (i + 1) % setup::POOL;
+        i = (i + 1) % threaded_support::POOL;
         i
     };
     g.bench_function("threaded", |b| {

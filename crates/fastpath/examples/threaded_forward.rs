@@ -23,7 +23,7 @@
 
 use std::hint::black_box;
 
-#[path = "../benches/threaded_support/setup.rs"]
+#[path = "../benches/threaded_support/mod.rs"]
 mod setup;
 
 type Packet = (

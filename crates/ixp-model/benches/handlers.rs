@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ixp_model::handler::{Field, Message, Predicate, StreamHandler};
+use ixp_model::handlers::stream::{Field, Message, Predicate, StreamHandler};
 use ixp_model::handlers::{ContentRouter, CustomMulticast, Delta, Filter, Format, Mirror};
 
 fn bench(c: &mut Criterion) {

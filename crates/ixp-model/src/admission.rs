@@ -17,7 +17,7 @@ use core::fmt;
 
 use crate::control::{ControlError, ControlMessage};
 use crate::deploy::{Deployment, Point};
-use crate::handler::{HandlerCosts, HandlerError, Param, StreamHandler};
+use crate::handlers::stream::{HandlerCosts, HandlerError, Param, StreamHandler};
 use crate::path::PathParams;
 
 /// Where admission put a deployment, and why.
@@ -268,16 +268,20 @@ impl Controller {
 }
 
 /// A stand-in with a fixed work, for pricing a handler held elsewhere.
-struct Fixed(crate::handler::Work, &'static str);
+struct Fixed(crate::handlers::stream::Work, &'static str);
 
 impl StreamHandler for Fixed {
     fn name(&self) -> &'static str {
         self.1
     }
-    fn handle(&mut self, msg: crate::handler::Message, out: &mut Vec<crate::handler::Message>) {
+    fn handle(
+        &mut self,
+        msg: crate::handlers::stream::Message,
+        out: &mut Vec<crate::handlers::stream::Message>,
+    ) {
         out.push(msg);
     }
-    fn work(&self, _len: u64) -> crate::handler::Work {
+    fn work(&self, _len: u64) -> crate::handlers::stream::Work {
         self.0
     }
     fn configure(&mut self, _p: Param) -> Result<(), HandlerError> {

@@ -27,7 +27,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::handler::{Destination, Field, Param, Predicate};
+use crate::handlers::stream::{Destination, Field, Param, Predicate};
 
 /// The control-message version spoken.
 pub const VERSION: u8 = 1;

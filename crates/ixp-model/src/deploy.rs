@@ -11,7 +11,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use crate::handler::{Message, StreamHandler, Work};
+use crate::handlers::stream::{Message, StreamHandler, Work};
 
 /// Where on the data path a handler runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -186,7 +186,7 @@ impl Deployment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handler::{Field, Predicate};
+    use crate::handlers::stream::{Field, Predicate};
     use crate::handlers::{DestFilter, Filter, Format, Mirror};
     use alloc::vec;
 
@@ -226,7 +226,7 @@ mod tests {
         assert_eq!(pw.at(Point::TxSide).instructions, u64::MAX);
         assert_eq!(
             pw.at(Point::TxSide)
-                .np_cycles(&crate::handler::HandlerCosts::IXP1200),
+                .np_cycles(&crate::handlers::stream::HandlerCosts::IXP1200),
             u64::MAX
         );
     }

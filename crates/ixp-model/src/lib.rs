@@ -64,8 +64,9 @@
 //!  host (HostParams)      control (ControlMessage) ──► admission (headroom, host fallback)
 //! ```
 //!
-//! * [`handler`]: the [`handler::StreamHandler`] trait, [`handler::Message`], fields and
-//!   predicates over message bodies, [`handler::Work`] priced by [`handler::HandlerCosts`]
+//! * [`handlers::stream`] (formerly `handler`): the [`handlers::stream::StreamHandler`]
+//!   trait, [`handlers::stream::Message`], fields and predicates over message bodies,
+//!   [`handlers::stream::Work`] priced by [`handlers::stream::HandlerCosts`]
 //!   (built on [`Params`]).
 //! * [`handlers`]: the paper's handlers; customised multicast is an Rx-side mirror composed
 //!   with Tx-side per-destination filters.
@@ -78,7 +79,7 @@
 //! ```
 //! use ixp_model::admission::Admission;
 //! use ixp_model::deploy::Point;
-//! use ixp_model::handler::{Field, Message, Predicate};
+//! use ixp_model::handlers::stream::{Field, Message, Predicate};
 //! use ixp_model::handlers::CustomMulticast;
 //! use ixp_model::path::{deployment_load, Machines};
 //!
@@ -108,8 +109,11 @@ extern crate alloc;
 extern crate std;
 
 pub mod deploy;
-pub mod handler;
 pub mod handlers;
+
+/// Re-export for compatibility: the stream-handler interface lives in
+/// [`handlers::stream`] now.
+pub use handlers::stream as handler;
 pub mod host;
 pub mod params;
 pub mod rudp;

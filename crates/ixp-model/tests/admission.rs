@@ -6,7 +6,7 @@
 
 use ixp_model::admission::Admission;
 use ixp_model::deploy::{Deployment, Point};
-use ixp_model::handler::{Field, Predicate, StreamHandler};
+use ixp_model::handlers::stream::{Field, Predicate, StreamHandler};
 use ixp_model::handlers::{ContentRouter, CustomMulticast, Delta, Filter, Format, Mirror};
 use proptest::prelude::*;
 

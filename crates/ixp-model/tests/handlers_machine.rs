@@ -7,7 +7,7 @@
 
 use ixp_model::MachineConfig;
 use ixp_model::esp::{latency_cycles, saturated_run};
-use ixp_model::handler::HandlerCosts;
+use ixp_model::handlers::stream::HandlerCosts;
 use proptest::prelude::*;
 
 #[test]

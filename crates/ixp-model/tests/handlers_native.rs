@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use ixp_model::deploy::{Deployment, Point};
-use ixp_model::handler::{Field, Message, Param, Predicate, StreamHandler};
+use ixp_model::handlers::stream::{Field, Message, Param, Predicate, StreamHandler};
 use ixp_model::handlers::{ContentRouter, Delta, Filter, Format, Mirror};
 
 /// A flight-data-like record: 2-byte kind, 2-byte altitude band, 4-byte timestamp, body.

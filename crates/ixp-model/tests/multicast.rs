@@ -4,7 +4,7 @@
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use ixp_model::handler::{Field, Message, Predicate, StreamHandler};
+use ixp_model::handlers::stream::{Field, Message, Predicate, StreamHandler};
 use ixp_model::handlers::{CustomMulticast, naive_multicast};
 use proptest::prelude::*;
 

@@ -63,8 +63,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
-use snap_vm::fixtures::ping;
 use snap_vm::ip::{FramingError, decapsulate, encapsulate};
+use snap_vm::paper::ping;
 use snap_vm::plan::Compiled;
 use snap_vm::plan::ast::Ty;
 use snap_vm::program::Program;

@@ -452,7 +452,7 @@ fn snap_ping_runs_at_the_node_and_is_routed() {
     n.add_route(p([10, 1, 0, 0], 16), 0);
     n.add_route(p([10, 2, 0, 0], 16), 1);
     // The paper's Fig. 1 ping, exactly.
-    let ping = snap_vm::fixtures::ping([10, 1, 0, 1], [10, 2, 0, 7], 7, b"hi", 8);
+    let ping = snap_vm::paper::ping([10, 1, 0, 1], [10, 2, 0, 7], 7, b"hi", 8);
     let mut f = snap_vm::ip::encapsulate(&ping.to_bytes().unwrap()).unwrap();
     // It only routes from here: forwarded in the frame it came in (the transit fast path).
     let sent = n.handle_packet(T0, 0, &mut f).expect("forwarded in place");
@@ -669,7 +669,7 @@ proptest::proptest! {
             c.snap = true;
             c.ifaces[1].mtu = 1200;
         });
-        let ping = snap_vm::fixtures::ping([10, 1, 0, 1], dst, 7, &payload, rb);
+        let ping = snap_vm::paper::ping([10, 1, 0, 1], dst, 7, &payload, rb);
         let snap = ping.to_bytes().unwrap();
         let mut frame = snap_vm::ip::encapsulate(&snap).unwrap();
         // As a neighbour might send it: another TTL and identification, so the header the

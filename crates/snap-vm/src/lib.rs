@@ -16,7 +16,8 @@
 //! * [`verify`]: the one-pass linear-resource verifier and its [`Bounds`](verify::Bounds);
 //! * [`vm`]: the interpreter — in place, checks interleaved, output returned not performed;
 //! * [`asm`]: the assembler and disassembler (the paper's notation, plus data directives);
-//! * [`fixtures`]: ready-made programs — Figs. 1 and 2's pings, traceroute, multicast;
+//! * [`paper`]: the paper's programs, ready-made — Figs. 1 and 2's pings — and a
+//!   traceroute and a multicast in their style (formerly `fixtures`);
 //! * [`service`]: node-resident services, including the ESS (SNAP as ESP microcode);
 //! * [`ip`]: SNAP in IPv4 protocol 254;
 //! * [`plan`]: a compiler from a PLAN subset to SNAP (§V: inlining, unrolled folds).
@@ -65,9 +66,9 @@ extern crate alloc;
 extern crate std;
 
 pub mod asm;
-pub mod fixtures;
 pub mod ip;
 pub mod op;
+pub mod paper;
 pub mod plan;
 pub mod program;
 pub mod service;
@@ -75,3 +76,6 @@ pub mod value;
 pub mod verify;
 pub mod vm;
 pub mod wire;
+
+/// Re-export for compatibility: the paper's programs live in [`paper`] now.
+pub use paper as fixtures;

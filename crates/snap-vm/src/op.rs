@@ -40,6 +40,10 @@ pub enum Pops {
     Imm,
 }
 
+/// Most heap words one service call (`calls`) may allocate: the verifier's bound for
+/// `calls`, which the VM enforces against every service.
+pub const MAX_SERVICE_ALLOC: u32 = 3;
+
 /// How many heap words an instruction can allocate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Alloc {
@@ -47,8 +51,7 @@ pub enum Alloc {
     Words(u8),
     /// The immediate plus one (mktup n: header and n values).
     ImmPlus1,
-    /// Whatever the service declares ([`MAX_SERVICE_ALLOC`](crate::service::MAX_SERVICE_ALLOC)
-    /// at most).
+    /// Whatever the service declares ([`MAX_SERVICE_ALLOC`] at most).
     Service,
 }
 
@@ -257,7 +260,7 @@ impl Op {
         match self.info().alloc {
             Words(n) => n as u32,
             ImmPlus1 => imm + 1,
-            Service => crate::service::MAX_SERVICE_ALLOC,
+            Service => MAX_SERVICE_ALLOC,
         }
     }
 }

@@ -2,69 +2,17 @@
 //! that packets invoke, and the ESS service that lets SNAP programs act as ESP "microcode"
 //! against the node's ephemeral state store.
 
-use alloc::boxed::Box;
-use alloc::vec::Vec;
-
 use ess::{Ess, EssConfig, HashKey, Instant, Tag as EssTag, Value as EssValue};
 
 use crate::value::Value;
 use crate::vm::{Fault, Frame};
 
-/// Most heap words one service call may allocate (the verifier's bound for `calls`).
-pub const MAX_SERVICE_ALLOC: u32 = 3;
-
-/// A node-resident service. SNAP-safe services run in constant time and allocate at most
-/// [`MAX_SERVICE_ALLOC`] heap words per call; the VM enforces the allocation limit.
-pub trait Service {
-    /// The name packets call it by.
-    fn name(&self) -> &[u8];
-
-    /// Runs one call against the calling packet's `frame` (its stack and heap) at `now`.
-    ///
-    /// # Errors
-    ///
-    /// A [`Fault`] terminates the packet.
-    fn call(&mut self, now: u64, frame: &mut Frame<'_>) -> Result<(), Fault>;
-}
-
-/// The services a node offers.
-#[derive(Default)]
-pub struct Services {
-    list: Vec<Box<dyn Service>>,
-}
-
-impl core::fmt::Debug for Services {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list()
-            .entries(
-                self.list
-                    .iter()
-                    .map(|s| alloc::string::String::from_utf8_lossy(s.name())),
-            )
-            .finish()
-    }
-}
-
-impl Services {
-    /// No services.
-    pub fn new() -> Services {
-        Services::default()
-    }
-
-    /// Registers `service` (replacing one of the same name).
-    pub fn register(&mut self, service: Box<dyn Service>) {
-        self.list.retain(|s| s.name() != service.name());
-        self.list.push(service);
-    }
-
-    /// The service named `name`.
-    pub fn get_mut(&mut self, name: &[u8]) -> Option<&mut (dyn Service + 'static)> {
-        self.list
-            .iter_mut()
-            .find(|s| s.name() == name)
-            .map(|b| &mut **b)
-    }
-}
+/// Re-export: lives in [`op`](crate::op) now, beside the instructions whose allocation it
+/// bounds.
+pub use crate::op::MAX_SERVICE_ALLOC;
+/// Re-export: the service interface lives in [`vm`](crate::vm) now, beside the [`Frame`]
+/// and [`Fault`] it is written against.
+pub use crate::vm::{Service, Services};
 
 /// Which ESS operation an [`EssService`] performs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 
 use proptest::prelude::*;
 use snap_vm::asm::{AsmError, AsmErrorKind, assemble, disassemble, instruction, summary};
-use snap_vm::fixtures;
 use snap_vm::op::Op;
+use snap_vm::paper;
 use snap_vm::program::Program;
 use snap_vm::value::{Tag, Value, Word};
 
@@ -220,7 +220,7 @@ fn errors_name_the_line_and_what_is_wrong() {
 
 #[test]
 fn the_disassembly_labels_branch_targets_and_names_objects() {
-    let p = fixtures::ping([10, 0, 0, 1], [10, 0, 0, 2], 7, b"ping", 8);
+    let p = paper::ping([10, 0, 0, 1], [10, 0, 0, 2], 7, b"ping", 8);
     let text = disassemble(&p);
     assert!(
         text.contains(".src 10.0.0.1\n.dst 10.0.0.2\n.port 7\n.rb 8\n.entry 0\n"),
@@ -287,7 +287,7 @@ fn oddities_round_trip_as_raw_words() {
 
 #[test]
 fn every_fixture_round_trips() {
-    for (name, text) in fixtures::examples() {
+    for (name, text) in paper::examples() {
         let p = assemble(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         round_trips(&p);
     }
@@ -299,7 +299,7 @@ fn instruction_and_summary_lines() {
     assert_eq!(instruction(w(Op::Paj, -1)), "paj -1");
     assert_eq!(instruction(w(Op::Forw, 0)), "forw");
     assert_eq!(instruction(Word(0xFE00_0000)), ".inst 0xfe000000");
-    let p = fixtures::ping([10, 0, 0, 1], [10, 0, 0, 2], 7, b"hi", 8);
+    let p = paper::ping([10, 0, 0, 1], [10, 0, 0, 2], 7, b"hi", 8);
     assert_eq!(
         summary(&p),
         "10.0.0.1 → 10.0.0.2 port 7 rb 8 entry 0 (forw), 7 instructions, 2 heap words, stack [@h0 7 0]"

@@ -500,7 +500,7 @@ fn the_forwarding_fast_path_agrees_with_the_interpreter() {
 fn a_reused_vm_sends_what_a_fresh_one_does() {
     // A VM keeps the buffers of packets that stayed with it to build later children in,
     // and its collector's table: neither may leak into what it sends.
-    use snap_vm::fixtures::{ping, plan_ping, traceroute};
+    use snap_vm::paper::{ping, plan_ping, traceroute};
     let mut reused = node(B);
     let mut packets = Vec::new();
     for payload in [1400usize, 0, 4, 333, 1, 1024] {
@@ -526,7 +526,7 @@ fn the_turnaround_child_is_the_collected_packet_byte_for_byte() {
     // Fig. 1's turnaround allocates an address (`getsrc`) that `forwto` pops: the child
     // leaves in the packet's own buffer, and must be exactly the packet the copying
     // collection builds — heap as it was, new stack, a fresh header (reserved bits zero).
-    use snap_vm::fixtures::ping;
+    use snap_vm::paper::ping;
     for payload in [0usize, 3, 4, 1400] {
         let bytes: Vec<u8> = (0..payload).map(|i| i as u8 ^ 0x5a).collect();
         let p = ping(A, B, 7, &bytes, 9);

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use crate::handler::{
+use crate::handlers::stream::{
     Destination, Field, HandlerError, Message, Param, Predicate, StreamHandler, Work,
 };
 

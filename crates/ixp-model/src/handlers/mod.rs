@@ -1,11 +1,13 @@
-//! The paper's stream handlers (§4, Fig. 5): content-based routing, mirroring, filtering,
+//! Stream handlers: the interface every handler implements ([`stream`]), and the paper's
+//! handlers (§4, Fig. 5): content-based routing, mirroring, filtering,
 //! destination-customised multicast, delta and format.
 //!
-//! Each is a [`StreamHandler`](crate::handler::StreamHandler): it transforms real bytes
-//! natively and states its [`Work`](crate::handler::Work) per message size.
+//! Each is a [`StreamHandler`](crate::handlers::stream::StreamHandler): it transforms real bytes
+//! natively and states its [`Work`](crate::handlers::stream::Work) per message size.
 
 mod forward;
 mod multicast;
+pub mod stream;
 mod transform;
 
 pub use forward::{ContentRouter, DestFilter, Filter, Mirror};

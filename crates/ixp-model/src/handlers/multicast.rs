@@ -5,7 +5,9 @@ use alloc::vec::Vec;
 
 use super::{DestFilter, Mirror};
 use crate::deploy::{Deployment, Point};
-use crate::handler::{Destination, HandlerError, Message, Param, Predicate, StreamHandler, Work};
+use crate::handlers::stream::{
+    Destination, HandlerError, Message, Param, Predicate, StreamHandler, Work,
+};
 
 /// Destination-customised multicast: every destination receives the copy its own filter
 /// lets through.
@@ -92,7 +94,7 @@ pub fn naive_multicast(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handler::Field;
+    use crate::handlers::stream::Field;
     use alloc::vec;
 
     #[test]

@@ -165,13 +165,8 @@ impl PerPacket {
                     .unwrap()
             }
             Case::SnapPing => {
-                let ping = snap_vm::fixtures::ping(
-                    [10, 1, 0, 1],
-                    [10, 2, 7, 7],
-                    7,
-                    b"ping payload",
-                    60_000,
-                );
+                let ping =
+                    snap_vm::paper::ping([10, 1, 0, 1], [10, 2, 7, 7], 7, b"ping payload", 60_000);
                 snap_vm::ip::encapsulate(&ping.to_bytes().unwrap()).unwrap()
             }
             Case::SourceHashHit => {

@@ -60,7 +60,7 @@ const PORT: i32 = 7;
 /// Fig. 1's ping from [`A`] to [`B`] with `payload` bytes, on its outward trip.
 pub(crate) fn ping(payload: usize) -> Program {
     let bytes: Vec<u8> = (0..payload).map(|i| i as u8).collect();
-    snap_vm::fixtures::ping(A, B, PORT as u16, &bytes, 16)
+    snap_vm::paper::ping(A, B, PORT as u16, &bytes, 16)
 }
 
 /// An empty outcome for `Vm::run_into` to fill.

@@ -4,9 +4,9 @@ use alloc::vec::Vec;
 
 use super::frame::Frame;
 use super::send::{ChildHeader, child, deliver, heap_unchanged};
+use super::services::Services;
 use super::{Delivery, End, Fault, NodeConfig, Outcome, Stop, Transmit};
-use crate::op::Op;
-use crate::service::{MAX_SERVICE_ALLOC, Services};
+use crate::op::{MAX_SERVICE_ALLOC, Op};
 use crate::value::{DATA_MASK, Tag, Value, Word};
 
 /// One execution's registers.

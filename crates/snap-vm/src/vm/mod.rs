@@ -14,6 +14,7 @@
 mod exec;
 mod frame;
 mod send;
+mod services;
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -22,9 +23,9 @@ use exec::Exec;
 pub use frame::Frame;
 pub(crate) use frame::header as frame_header;
 pub(crate) use frame::payload_words as payload_words_of;
+pub use services::{Service, Services};
 
 use crate::op::Op;
-use crate::service::Services;
 use crate::value::Word;
 use crate::wire::{HEADER_LEN, Packet, WireError};
 

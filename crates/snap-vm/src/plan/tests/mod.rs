@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use alloc::{format, vec};
 
 use super::*;
-use crate::fixtures;
+use crate::paper;
 use crate::value::Value;
 use crate::vm::{Delivered, End, Outcome, Vm};
 
@@ -78,7 +78,7 @@ fn delivered_int(out: &Outcome) -> Option<i32> {
 #[test]
 fn fig2_ping_compiles_verifies_and_is_close_to_the_papers_listing() {
     let c = compile(FIG2, &opts("p", 4)).unwrap();
-    let hand = fixtures::plan_ping(A, B, 7, b"x", 8);
+    let hand = paper::plan_ping(A, B, 7, b"x", 8);
     std::println!(
         "Fig. 2 ping: compiled {} instructions, hand-written (paper) {}\n{}",
         c.program.code.len(),

@@ -13,9 +13,17 @@
 //! * **TUN**: a device created (or opened) by name, given its addresses and MTU, offloads
 //!   off; it carries plain IP packets to and from the host's kernel. Needs root.
 
+mod batch;
+#[cfg(test)]
+mod tests;
+mod tun;
+
+pub use batch::{BATCH, Batch};
+pub use tun::{AsyncDevice, open_tun, parse_cidr};
+
 use std::future::poll_fn;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -49,89 +57,6 @@ enum Io {
     /// A UDP socket read in batches (recvmmsg, GRO) through quinn-udp.
     UdpBatch(UdpSocket, quinn_udp::UdpSocketState),
     Tun(tun_rs::AsyncDevice),
-}
-
-/// Datagrams one batched receive takes at most.
-pub const BATCH: usize = 32;
-/// Bytes of each batch buffer: a GRO-coalesced run of datagrams fits.
-const BATCH_BUF: usize = 64 * 1024;
-
-/// Buffers for [`Links::try_recv_batch`], reused from call to call.
-pub struct Batch {
-    bufs: Vec<Vec<u8>>,
-    meta: Vec<quinn_udp::RecvMeta>,
-    filled: usize,
-}
-
-impl std::fmt::Debug for Batch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Batch")
-            .field("filled", &self.filled)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for Batch {
-    fn default() -> Self {
-        Batch::new()
-    }
-}
-
-impl Batch {
-    /// Room for [`BATCH`] receives of up to 64 KiB each.
-    pub fn new() -> Batch {
-        Batch {
-            bufs: (0..BATCH).map(|_| vec![0u8; BATCH_BUF]).collect(),
-            meta: vec![quinn_udp::RecvMeta::default(); BATCH],
-            filled: 0,
-        }
-    }
-
-    /// Runs one receive into the buffers and records how many slots it filled; returns the
-    /// number of datagrams (a GRO slot holds several).
-    pub(crate) fn fill(
-        &mut self,
-        recv: impl FnOnce(&mut [Vec<u8>], &mut [quinn_udp::RecvMeta]) -> io::Result<usize>,
-    ) -> io::Result<usize> {
-        self.filled = 0;
-        let n = recv(&mut self.bufs, &mut self.meta)?;
-        self.filled = n;
-        Ok(self
-            .meta
-            .iter()
-            .take(n)
-            .map(|m| m.len.div_ceil(m.stride.max(1)))
-            .sum())
-    }
-
-    /// The datagrams of the last receive with their sources (a GRO buffer split by its
-    /// stride).
-    pub fn datagrams(&mut self) -> impl Iterator<Item = (SocketAddr, &mut [u8])> {
-        self.bufs
-            .iter_mut()
-            .zip(self.meta.iter())
-            .take(self.filled)
-            .flat_map(|(buf, m)| {
-                let stride = m.stride.max(1);
-                let addr = m.addr;
-                buf.get_mut(..m.len)
-                    .unwrap_or_default()
-                    .chunks_mut(stride)
-                    .map(move |d| (addr, d))
-            })
-    }
-
-    /// The frames of the last receive, one per datagram (a GRO buffer split by its stride).
-    pub fn frames(&mut self) -> impl Iterator<Item = &mut [u8]> {
-        self.bufs
-            .iter_mut()
-            .zip(self.meta.iter())
-            .take(self.filled)
-            .flat_map(|(buf, m)| {
-                let stride = m.stride.max(1);
-                buf.get_mut(..m.len).unwrap_or_default().chunks_mut(stride)
-            })
-    }
 }
 
 /// One open link.
@@ -272,34 +197,6 @@ impl Link {
             Err(_) => self.counters.tx_errors += 1,
         }
     }
-}
-
-/// A TUN device, as [`open_tun`] returns it.
-pub use tun_rs::AsyncDevice;
-
-/// Creates (or opens) the TUN device `name` with `addresses` (address, prefix length) and
-/// `mtu`, offloads off, for a daemon that drives one device itself. Needs root.
-///
-/// # Errors
-///
-/// The device cannot be created (no permission, a bad name).
-pub fn open_tun(
-    name: &str,
-    addresses: &[(IpAddr, u8)],
-    mtu: usize,
-) -> anyhow::Result<tun_rs::AsyncDevice> {
-    let mut b = tun_rs::DeviceBuilder::new()
-        .name(name.to_string())
-        .mtu(u16::try_from(mtu).unwrap_or(1500))
-        .offload(false);
-    for &(addr, len) in addresses {
-        b = match addr {
-            IpAddr::V4(v4) => b.ipv4(v4, len, None),
-            IpAddr::V6(v6) => b.ipv6(v6, len),
-        };
-    }
-    b.build_async()
-        .map_err(|e| anyhow::anyhow!("cannot create TUN device `{name}`: {e} (root needed)"))
 }
 
 /// The links of a daemon. See the [module docs](self).
@@ -598,145 +495,5 @@ impl Links {
                 link.send_now(&f);
             }
         }
-    }
-}
-
-/// `10.1.0.1/24` → (address, prefix length).
-///
-/// # Errors
-///
-/// A message naming what is wrong.
-pub fn parse_cidr(s: &str) -> Result<(IpAddr, u8), String> {
-    let (a, l) = s
-        .split_once('/')
-        .ok_or_else(|| format!("`{s}`: expected ADDRESS/LENGTH"))?;
-    let addr: IpAddr = a.parse().map_err(|e| format!("`{a}`: {e}"))?;
-    let len: u8 = l.parse().map_err(|e| format!("`{l}`: {e}"))?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    if len > max {
-        return Err(format!("prefix length {len} above {max}"));
-    }
-    Ok((addr, len))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Source;
-
-    #[derive(serde::Deserialize)]
-    struct File {
-        link: Vec<LinkConfig>,
-    }
-
-    fn free() -> SocketAddr {
-        std::net::UdpSocket::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-    }
-
-    fn links_of(text: &str) -> (Source, Vec<LinkConfig>) {
-        let s = Source::new("t.toml", text);
-        let f: File = s.parse().unwrap();
-        (s, f.link)
-    }
-
-    #[tokio::test]
-    async fn two_udp_links_exchange_frames_and_count() {
-        // Two free ports, then each link bound to one and connected to the other.
-        let (pa, pb) = (free(), free());
-        let conf = |name: &str, local: SocketAddr, peer: SocketAddr, extra: &str| {
-            format!(
-                "[[link]]\nname = \"{name}\"\nkind = \"udp\"\nlocal = \"{local}\"\npeer = \"{peer}\"\n{extra}"
-            )
-        };
-        let t0 = Instant::now();
-        let (s, c) = links_of(&conf("a", pa, pb, ""));
-        let mut a = Links::open(&c, &s, t0).await.unwrap();
-        let (s, c) = links_of(&conf("b", pb, pa, "emulation = { delay_ms = 20 }\n"));
-        let mut b = Links::open(&c, &s, t0).await.unwrap();
-        b.send(0, &[0x45, 1, 2, 3], Instant::now());
-        // Emulated: nothing leaves before 20 ms.
-        assert!(b.next_due().is_some());
-        let mut buf = [0u8; 64];
-        assert!(a.try_recv(0, &mut buf).is_err());
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        b.send_due(Instant::now());
-        let (i, n) = tokio::time::timeout(std::time::Duration::from_secs(2), a.recv(&mut buf))
-            .await
-            .unwrap();
-        assert_eq!((i, &buf[..n.unwrap()]), (0, &[0x45, 1, 2, 3][..]));
-        assert_eq!(a.get(0).unwrap().counters().rx_frames, 1);
-        assert_eq!(b.get(0).unwrap().counters().tx_frames, 1);
-        assert_eq!(b.get(0).unwrap().emulation().unwrap().delivered, 1);
-    }
-
-    #[tokio::test]
-    async fn config_errors_are_located() {
-        let (s, c) = links_of(
-            "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"127.0.0.1:0\"\npeer = \"nowhere\"\n",
-        );
-        let e = Links::open(&c, &s, Instant::now())
-            .await
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("t.toml:5:8: key `peer`: not a socket address"),
-            "{e}"
-        );
-        let (s, c) = links_of("[[link]]\nname = \"a\"\nkind = \"udp\"\n");
-        let e = Links::open(&c, &s, Instant::now())
-            .await
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("key `kind`: a udp link needs `local` and `peer`"),
-            "{e}"
-        );
-        let (s, c) = links_of(
-            "[[link]]\nname = \"t\"\nkind = \"tun\"\ndevice = \"x\"\naddresses = [\"10.0.0.1/40\"]\n",
-        );
-        let e = Links::open(&c, &s, Instant::now())
-            .await
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("prefix length 40 above 32"), "{e}");
-    }
-
-    #[tokio::test]
-    async fn a_batched_link_takes_many_datagrams_a_call() {
-        let (pa, pb) = (free(), free());
-        let (s, c) = links_of(&format!(
-            "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"{pa}\"\npeer = \"{pb}\"\nbatch = true\n"
-        ));
-        let mut a = Links::open(&c, &s, Instant::now()).await.unwrap();
-        assert!(a.get(0).unwrap().batched());
-        let peer = std::net::UdpSocket::bind(pb).unwrap();
-        peer.connect(pa).unwrap();
-        for i in 0..10u8 {
-            peer.send(&[0x45, i, 0, 0]).unwrap();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        let mut batch = Batch::new();
-        let mut got = Vec::new();
-        while let Ok(n) = a.try_recv_batch(0, &mut batch) {
-            assert!(n > 0);
-            got.extend(batch.frames().map(|f| f.to_vec()));
-        }
-        assert_eq!(got.len(), 10, "{got:?}");
-        assert!(
-            got.iter()
-                .enumerate()
-                .all(|(i, f)| f == &[0x45, i as u8, 0, 0])
-        );
-        assert_eq!(a.get(0).unwrap().counters().rx_frames, 10);
-    }
-
-    #[test]
-    fn cidr() {
-        assert_eq!(parse_cidr("10.1.0.1/24"), Ok(([10, 1, 0, 1].into(), 24)));
-        assert!(parse_cidr("10.1.0.1").is_err());
-        assert!(parse_cidr("fd00::1/129").is_err());
     }
 }

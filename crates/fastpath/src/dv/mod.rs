@@ -101,21 +101,23 @@
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 
+mod advertise;
 mod dest;
 mod error;
 pub mod host;
 mod prefixes;
 mod query;
+mod recompute;
 pub mod wire;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 
-use crate::lpm::{IpPrefix, LpmTable, LpmTable6};
+use crate::lpm::{LpmTable, LpmTable6};
 use crate::threaded::{Entry, MAX_INDEX, NextHop, ThreadedTable};
 pub use dest::Dest;
 pub use error::{HandleError, LinkError, LocalError};
-use wire::{AdvEntry, Advertisement, MessageKind, PrefixEntry};
+use wire::{Advertisement, MessageKind};
 
 /// A router's identity (also the destination address that names it).
 pub type RouterId = u32;
@@ -524,204 +526,5 @@ impl Router {
     /// The next message to send, if any.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.out.pop_front()
-    }
-
-    fn clear_changed(&mut self) {
-        for s in self.slots.iter_mut().flatten() {
-            s.changed = false;
-        }
-        self.triggered_at = None;
-    }
-
-    fn collect_garbage(&mut self, now: u64) {
-        let gc = self.config.gc_timeout;
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            let due = slot
-                .as_ref()
-                .and_then(|s| s.unreachable_since)
-                .is_some_and(|since| since.saturating_add(gc) <= now);
-            if due {
-                if let Some(s) = slot.take() {
-                    self.index_of.remove(&s.route.dest);
-                }
-                // `i` < slots.len() ≤ max_destinations ≤ 2^24.
-                let i = u32::try_from(i).unwrap_or(MAX_INDEX);
-                self.table.clear(i);
-                self.free.push(i);
-            }
-        }
-    }
-
-    fn recompute_all(&mut self, now: u64) {
-        let mut dests: Vec<Dest> = self.index_of.keys().copied().collect();
-        for link in self.links.values() {
-            dests.extend(link.vector.keys().copied());
-        }
-        dests.sort_unstable();
-        dests.dedup();
-        for d in dests {
-            self.recompute(now, d);
-        }
-    }
-
-    /// Bellman-Ford for one destination: the least `link cost + advertised cost` over the
-    /// up links; ties go to the lowest interface number. A prefix this router originates
-    /// is local at cost 0, whatever the neighbours say.
-    fn recompute(&mut self, now: u64, dest: Dest) {
-        if dest == Dest::Router(self.config.id) {
-            return;
-        }
-        let infinity = self.config.infinity;
-        let mut best: Option<(u16, NextHop, u32)> = None;
-        if self.local.contains(&dest) {
-            best = Some((0, NextHop::Local, 0));
-        }
-        for (&iface, link) in &self.links {
-            if let Some(h) = link.vector.get(&dest) {
-                let cost = h.cost.saturating_add(link.cost).min(infinity);
-                if cost < infinity && best.is_none_or(|(c, _, _)| cost < c) {
-                    best = Some((cost, NextHop::Neighbour(iface), h.index));
-                }
-            }
-        }
-        let index = match (self.index_of_dest(dest), best) {
-            (Some(i), _) => i,
-            (None, None) => return,
-            (None, Some(_)) => match self.allocate(dest) {
-                Some(i) => i,
-                None => {
-                    self.stats.table_full += 1;
-                    return;
-                }
-            },
-        };
-        let Some(Some(slot)) = self.slots.get_mut(index as usize) else {
-            return;
-        };
-        let new = match best {
-            Some((cost, next_hop, next_index)) => Route {
-                dest,
-                index,
-                cost,
-                next_hop,
-                next_index,
-            },
-            None => Route {
-                cost: infinity,
-                ..slot.route
-            },
-        };
-        if new == slot.route && slot.unreachable_since.is_some() == best.is_none() {
-            return;
-        }
-        let was_reachable = slot.route.cost < infinity;
-        slot.route = new;
-        slot.changed = true;
-        self.stats.route_changes += 1;
-        match best {
-            Some(_) => {
-                slot.unreachable_since = None;
-                // Both indices fit in 24 bits (allocation and wire parsing check them).
-                let _ = self.table.set(
-                    index,
-                    Entry {
-                        next_hop: new.next_hop,
-                        next_index: new.next_index,
-                    },
-                );
-                self.set_prefix_route(dest, Some(index));
-            }
-            None => {
-                if was_reachable || slot.unreachable_since.is_none() {
-                    slot.unreachable_since = Some(now);
-                }
-                self.table.clear(index);
-                self.set_prefix_route(dest, None);
-            }
-        }
-        if self.triggered_at.is_none() {
-            self.triggered_at = Some(now.saturating_add(self.config.triggered_delay));
-        }
-    }
-
-    fn allocate(&mut self, dest: Dest) -> Option<u32> {
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                if self.slots.len() >= self.config.max_destinations {
-                    return None;
-                }
-                let i = u32::try_from(self.slots.len()).ok()?;
-                self.slots.push(None);
-                i
-            }
-        };
-        let slot = self.slots.get_mut(index as usize)?;
-        *slot = Some(Slot {
-            route: Route {
-                dest,
-                index,
-                cost: self.config.infinity,
-                next_hop: NextHop::Local,
-                next_index: 0,
-            },
-            changed: false,
-            unreachable_since: Some(0),
-        });
-        self.index_of.insert(dest, index);
-        Some(index)
-    }
-
-    /// Queues our vector (all routes, or only the changed ones) for `iface`, with split
-    /// horizon and poisoned reverse: routes through `iface` are advertised at infinity.
-    /// Router ids go in kind 1 updates, prefixes in kind 5 updates (routers first).
-    fn queue_vector(&mut self, iface: u16, only_changed: bool) {
-        let infinity = self.config.infinity;
-        let mut routers: Vec<AdvEntry> = Vec::new();
-        let mut prefixes: Vec<PrefixEntry> = Vec::new();
-        for s in self.slots.iter().flatten() {
-            if only_changed && !s.changed {
-                continue;
-            }
-            let cost = if s.route.next_hop == NextHop::Neighbour(iface) {
-                infinity
-            } else {
-                s.route.cost
-            };
-            let index = s.route.index;
-            match s.route.dest {
-                Dest::Router(dest) => routers.push(AdvEntry { dest, cost, index }),
-                Dest::V4(p) => prefixes.push(PrefixEntry {
-                    prefix: IpPrefix::V4(p),
-                    cost,
-                    index,
-                }),
-                Dest::V6(p) => prefixes.push(PrefixEntry {
-                    prefix: IpPrefix::V6(p),
-                    cost,
-                    index,
-                }),
-            }
-        }
-        for chunk in routers.chunks(self.config.max_entries) {
-            self.queue(iface, MessageKind::Update, chunk);
-        }
-        let per_message = self.config.max_entries.min(wire::MAX_PREFIX_ENTRIES);
-        for chunk in prefixes.chunks(per_message) {
-            let mut bytes = Vec::new();
-            Advertisement::emit_prefixes(
-                MessageKind::PrefixUpdate,
-                self.config.id,
-                chunk,
-                &mut bytes,
-            );
-            self.out.push_back(Transmit { iface, bytes });
-        }
-    }
-
-    fn queue(&mut self, iface: u16, kind: MessageKind, entries: &[AdvEntry]) {
-        let mut bytes = Vec::new();
-        Advertisement::emit(kind, self.config.id, entries, &mut bytes);
-        self.out.push_back(Transmit { iface, bytes });
     }
 }

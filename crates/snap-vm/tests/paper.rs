@@ -1,4 +1,4 @@
-//! The fixtures at work, one VM at a time: each packet runs on a node, and its transmits are
+//! The paper's programs at work, one VM at a time: each packet runs on a node, and its transmits are
 //! handed by hand to the next node of a line of hosts 10.0.0.1, 10.0.0.2, … Every packet is
 //! verified before it runs and its use checked against the verifier's bounds.
 
@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use snap_vm::fixtures;
+use snap_vm::paper;
 use snap_vm::program::Program;
 use snap_vm::verify::verify;
 use snap_vm::vm::{Delivered, Delivery, End, Fault, NodeConfig, Outcome, Vm};
@@ -87,7 +87,7 @@ fn packet(p: &Program) -> Vec<u8> {
 #[test]
 fn ping_delivers_its_payload_at_the_sender_after_one_round_trip() {
     for links in 0..4 {
-        let p = fixtures::ping(A, addr(links), 7, b"hello", 2 * links as u16 + 1);
+        let p = paper::ping(A, addr(links), 7, b"hello", 2 * links as u16 + 1);
         let t = line(4, 2, 0, packet(&p));
         // Out over `links` links and back: 2 · links + 1 runs, the last delivering at A.
         assert_eq!(t.runs.len(), 2 * links + 1);
@@ -116,7 +116,7 @@ fn ping_delivers_its_payload_at_the_sender_after_one_round_trip() {
         );
     }
     // One unit short and the packet dies on its last arrival, back at A.
-    let p = fixtures::ping(A, addr(3), 7, b"hello", 6);
+    let p = paper::ping(A, addr(3), 7, b"hello", 6);
     let t = line(4, 2, 0, packet(&p));
     assert!(t.deliveries.is_empty());
     assert_eq!(t.runs.last().unwrap().1.end, End::NoResource);
@@ -125,7 +125,7 @@ fn ping_delivers_its_payload_at_the_sender_after_one_round_trip() {
 #[test]
 fn plan_ping_runs_p_at_the_destination_and_r_back_at_the_source() {
     for links in 1..4 {
-        let p = fixtures::plan_ping(A, addr(links), 7, b"hello", 2 * links as u16 + 1);
+        let p = paper::plan_ping(A, addr(links), 7, b"hello", 2 * links as u16 + 1);
         let t = line(4, 2, 0, packet(&p));
         assert_eq!(t.runs.len(), 2 * links + 1);
         // At the destination p sends one child (entry defaultRoute = 0) home and exits.
@@ -151,11 +151,11 @@ fn plan_ping_runs_p_at_the_destination_and_r_back_at_the_source() {
 #[test]
 fn plan_ping_to_itself_sends_its_child_to_itself() {
     // p's send is a real one even at home: two runs, two units of bound.
-    let p = fixtures::plan_ping(A, A, 7, b"me", 2);
+    let p = paper::plan_ping(A, A, 7, b"me", 2);
     let t = line(1, 1, 0, packet(&p));
     assert_eq!(t.runs.len(), 2);
     assert_eq!(t.deliveries.len(), 1);
-    let p = fixtures::plan_ping(A, A, 7, b"me", 1);
+    let p = paper::plan_ping(A, A, 7, b"me", 1);
     assert!(line(1, 1, 0, packet(&p)).deliveries.is_empty());
 }
 
@@ -166,7 +166,7 @@ fn report(at: usize, k: i32) -> Delivered {
 #[test]
 fn traceroute_reports_every_hop_then_the_destination() {
     // Three links need 3·2/2 + 2·3 + 1 = 10.
-    let p = fixtures::traceroute(A, addr(3), 9, 10);
+    let p = paper::traceroute(A, addr(3), 9, 10);
     let t = line(4, 2, 0, packet(&p));
     let got: Vec<(usize, i32, Delivered)> = t
         .deliveries
@@ -195,14 +195,14 @@ fn traceroute_reports_every_hop_then_the_destination() {
     let r1 = Program::from_bytes(&t.runs[1].1.transmits[0].packet).unwrap();
     assert_eq!((r1.rb, r1.dst), (1, A));
     // With one unit less, the destination's report cannot get home.
-    let p = fixtures::traceroute(A, addr(3), 9, 9);
+    let p = paper::traceroute(A, addr(3), 9, 9);
     let t = line(4, 2, 0, packet(&p));
     assert_eq!(t.deliveries.len(), 2);
 }
 
 #[test]
 fn traceroute_respects_the_send_limit() {
-    let p = fixtures::traceroute(A, addr(2), 9, 20);
+    let p = paper::traceroute(A, addr(2), 9, 20);
     let t = line(3, 1, 0, packet(&p));
     // A router with one interface may send once: the report goes, the forw faults.
     assert_eq!(t.runs[1].1.end, End::Fault(Fault::SendLimit));
@@ -221,7 +221,7 @@ fn traceroute_respects_the_send_limit() {
 
 #[test]
 fn traceroute_to_itself_reports_once() {
-    let p = fixtures::traceroute(A, A, 9, 2);
+    let p = paper::traceroute(A, A, 9, 2);
     let t = line(1, 1, 0, packet(&p));
     assert_eq!(t.deliveries.len(), 1);
     assert_eq!(t.deliveries[0].1.value, report(0, 0));
@@ -230,7 +230,7 @@ fn traceroute_to_itself_reports_once() {
 #[test]
 fn multicast_splits_the_bound_and_delivers_at_every_destination() {
     let dests = [addr(1), addr(2), addr(3)];
-    let p = fixtures::multicast(A, &dests, 5, b"hi all", 13);
+    let p = paper::multicast(A, &dests, 5, b"hi all", 13);
     let t = line(4, 3, 0, packet(&p));
     let (at, first) = &t.runs[0];
     assert_eq!((*at, first.end, first.transmits.len()), (0, End::Exit, 3));
@@ -260,7 +260,7 @@ fn multicast_splits_the_bound_and_delivers_at_every_destination() {
 #[test]
 fn multicast_shares_round_down_and_the_source_needs_an_interface_per_destination() {
     let dests = [addr(1), addr(2)];
-    let p = fixtures::multicast(A, &dests, 5, b"x", 8);
+    let p = paper::multicast(A, &dests, 5, b"x", 8);
     let t = line(3, 2, 0, packet(&p));
     let rbs: Vec<u16> = t.runs[0]
         .1
@@ -271,12 +271,12 @@ fn multicast_shares_round_down_and_the_source_needs_an_interface_per_destination
     assert_eq!(rbs, [3, 3]); // 7 / 2, the odd unit kept
     assert_eq!(t.deliveries.len(), 2);
     // Three destinations, two interfaces: the third send faults, two children stand.
-    let p = fixtures::multicast(A, &[addr(1), addr(2), addr(2)], 5, b"x", 9);
+    let p = paper::multicast(A, &[addr(1), addr(2), addr(2)], 5, b"x", 9);
     let t = line(3, 2, 0, packet(&p));
     assert_eq!(t.runs[0].1.end, End::Fault(Fault::SendLimit));
     assert_eq!(t.runs[0].1.transmits.len(), 2);
     // No destinations: it just exits.
-    let p = fixtures::multicast(A, &[], 5, b"x", 9);
+    let p = paper::multicast(A, &[], 5, b"x", 9);
     assert_eq!(line(1, 1, 0, packet(&p)).runs[0].1.end, End::Exit);
 }
 
@@ -288,12 +288,12 @@ fn the_verifier_accepts_every_fixture() {
         mtu: 1500,
     };
     let all = [
-        fixtures::ping(A, addr(1), 7, b"", 3),
-        fixtures::ping(A, addr(5), 65535, &[0xff; 300], 65535),
-        fixtures::plan_ping(A, addr(1), 7, b"payload", 3),
-        fixtures::traceroute(A, addr(9), 1, 100),
-        fixtures::multicast(A, &[addr(1)], 5, b"x", 3),
-        fixtures::multicast(A, &(1..40).map(addr).collect::<Vec<_>>(), 5, b"x", 3),
+        paper::ping(A, addr(1), 7, b"", 3),
+        paper::ping(A, addr(5), 65535, &[0xff; 300], 65535),
+        paper::plan_ping(A, addr(1), 7, b"payload", 3),
+        paper::traceroute(A, addr(9), 1, 100),
+        paper::multicast(A, &[addr(1)], 5, b"x", 3),
+        paper::multicast(A, &(1..40).map(addr).collect::<Vec<_>>(), 5, b"x", 3),
     ];
     for p in &all {
         let b = verify(p, &node).unwrap();

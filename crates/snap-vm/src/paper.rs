@@ -1,18 +1,21 @@
-//! Ready-made SNAP programs, written as assembly so the text is their documentation: the
-//! paper's two pings (Figs. 1 and 2), a traceroute and a source-fanout multicast.
+//! The paper's programs, and two more in their style, as ready-made SNAP packets: written
+//! as assembly so the text is their documentation.
 //!
-//! Each fixture has a `*_source` function returning the whole packet as text (header
+//! | item | reproduces | sends per node | resource bound needed, `h` links away |
+//! |---|---|---|---|
+//! | [`ping`] | Fig. 1: the hand-written ping, exactly | 1 | `2h + 1`: one arrival per node out and back |
+//! | [`plan_ping`] | Fig. 2: PLAN's ping as compiled to SNAP, exactly | 1 | `2h + 1` (2 for `h = 0`: `p` sends its child even to itself) |
+//! | [`traceroute`] | no figure: a traceroute written for this crate | 2 at routers, 1 at the ends | `h(h − 1)/2 + 2h + 1` for `h ≥ 1` (see [`traceroute_source`]) |
+//! | [`multicast`] | no figure: a source-fanout multicast written for this crate | one per destination at the source | `k·h + 1` for `k` destinations, the farthest `h` links away |
+//! | [`examples`] | no figure: the example packets of the `waist snap` tools, built from the above | — | — |
+//!
+//! Each program has a `*_source` function returning the whole packet as text (header
 //! directives, heap objects, initial stack, then the code) and a function returning the
 //! assembled [`Program`]. Every program starts at its source: the packet is injected there
 //! and runs there first (§III.A), its resource bound decremented on that first arrival like
 //! on every other.
 //!
-//! | fixture | sends per node | resource bound needed, `h` links away |
-//! |---|---|---|
-//! | [`ping`] | 1 | `2h + 1`: one arrival per node out and back |
-//! | [`plan_ping`] | 1 | `2h + 1` (2 for `h = 0`: `p` sends its child even to itself) |
-//! | [`traceroute`] | 2 at routers, 1 at the ends | `h(h − 1)/2 + 2h + 1` for `h ≥ 1` (see [`traceroute_source`]) |
-//! | [`multicast`] | one per destination at the source | `k·h + 1` for `k` destinations, the farthest `h` links away |
+//! This module was called `fixtures`; [`crate::fixtures`] still names it.
 //!
 //! "Sends per node" is what the node's interface count must allow (§IV.A.1: a packet may
 //! send as many packets as the node has interfaces).

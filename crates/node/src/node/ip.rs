@@ -1,0 +1,206 @@
+//! The IP pipeline: TTL, input- and output-port ESP, multicast copies, the route lookup
+//! (with its source-hash cache), fragmentation or "too big", and ICMP errors.
+
+use alloc::vec::Vec;
+
+use waist_ip::icmp::{self, IcmpError, Unreachable};
+use waist_ip::{IpHeader, Version, rewrite};
+
+use super::{Fate, InPlace, Node, Reason};
+use crate::frag;
+use crate::routes::Found;
+use crate::time::Instant;
+
+impl Node {
+    /// The IP pipeline for the packet at `frame[at..]`. `local` marks a packet the node
+    /// itself originates (no TTL decrement, no input-port ESP). Always inlined: its
+    /// answer, returned through memory, cost a store-forwarding stall per packet.
+    #[inline(always)]
+    pub(crate) fn ip(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        frame: &mut [u8],
+        at: usize,
+        originated: bool,
+    ) -> (Fate, Option<InPlace>) {
+        let Some(packet) = frame.get_mut(at..) else {
+            return (Fate::Dropped(Reason::Malformed), None);
+        };
+        let Ok(h) = IpHeader::parse(packet) else {
+            return (Fate::Dropped(Reason::Malformed), None);
+        };
+        let Some(packet) = packet.get_mut(..h.total_len) else {
+            return (Fate::Dropped(Reason::Malformed), None);
+        };
+        if self.vm.is_some() && h.version == Version::V4 && h.protocol == snap_vm::wire::IP_PROTOCOL
+        {
+            if let Some((fate, out)) = self.snap_transit(&h, packet) {
+                let range = at..at + h.total_len;
+                return (fate, out.map(|iface| InPlace { iface, range }));
+            }
+            let fate = self.snap_arrival(now, iface, &h, packet, originated);
+            return (fate, None);
+        }
+        if !originated && self.own.contains(&h.dst) {
+            return (self.deliver_local(iface, packet), None);
+        }
+        if !originated {
+            if rewrite::decrement_checked(packet, &h) == 0 {
+                self.icmp_error(iface, IcmpError::TimeExceeded, packet);
+                return (Fate::Dropped(Reason::TtlExpired), None);
+            }
+            if let Some(esp) = &mut self.esp
+                && !esp.ingress(now.ess(), iface, packet)
+            {
+                return (Fate::Dropped(Reason::Esp), None);
+            }
+        }
+        if let Some(group) = self.routes.group_of(&h.dst) {
+            let downstream: Vec<usize> = group
+                .iter()
+                .map(|&i| usize::from(i))
+                .filter(|&i| i != iface || originated)
+                .collect();
+            return (self.send_copies(now, &h, packet, &downstream), None);
+        }
+        let hash = self.source_hash(&h, packet);
+        let (out, found) = self.routes.lookup(&h.dst, &h.src, hash);
+        match found {
+            Found::Hit => self.stats.cache_hits += 1,
+            Found::Miss => self.stats.cache_misses += 1,
+            Found::Lpm => {}
+        }
+        let Some(out) = out.map(usize::from) else {
+            self.icmp_error(iface, IcmpError::Unreachable(Unreachable::Net), packet);
+            return (Fate::Dropped(Reason::NoRoute), None);
+        };
+        let mtu = self.config.ifaces.get(out).map_or(0, |f| f.mtu);
+        if h.total_len > mtu {
+            return (self.too_big(now, iface, out, mtu, &h, packet), None);
+        }
+        if let Some(esp) = &mut self.esp
+            && !esp.egress(now.ess(), out, packet)
+        {
+            self.stats.esp_copies_dropped += 1;
+            return (Fate::Dropped(Reason::Esp), None);
+        }
+        self.stats.copies += 1;
+        (
+            Fate::Forwarded,
+            Some(InPlace {
+                iface: out,
+                range: at..at + h.total_len,
+            }),
+        )
+    }
+
+    /// The source hash a packet carries (IPv4 option 94), if the node has a cache to use
+    /// it with.
+    #[inline]
+    fn source_hash(&self, h: &IpHeader, packet: &[u8]) -> Option<fastpath::flow::SourceHash> {
+        if self.config.route_cache_log2.is_none() || h.version != Version::V4 || h.header_len == 20
+        {
+            return None;
+        }
+        fastpath::wire::find_ipv4_option(packet)
+            .ok()
+            .flatten()
+            .map(|o| o.hash)
+    }
+
+    /// One copy per downstream interface, each with its own ESP output processing.
+    #[inline(never)]
+    fn send_copies(
+        &mut self,
+        now: Instant,
+        h: &IpHeader,
+        packet: &[u8],
+        downstream: &[usize],
+    ) -> Fate {
+        let mut sent = 0;
+        for &o in downstream {
+            let mtu = self.config.ifaces.get(o).map_or(0, |f| f.mtu);
+            if h.total_len > mtu {
+                continue;
+            }
+            let mut copy = packet.to_vec();
+            if let Some(esp) = &mut self.esp
+                && !esp.egress(now.ess(), o, &mut copy)
+            {
+                self.stats.esp_copies_dropped += 1;
+                continue;
+            }
+            self.stats.copies += 1;
+            self.out.push_back((o, copy));
+            sent += 1;
+        }
+        if sent > 0 {
+            Fate::Forwarded
+        } else if downstream.is_empty() {
+            Fate::Dropped(Reason::NoRoute)
+        } else {
+            Fate::Dropped(Reason::Esp)
+        }
+    }
+
+    /// A packet too big for `out`: fragments (IPv4 without DF) or ICMP and a drop.
+    #[cold]
+    #[inline(never)]
+    fn too_big(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        out: usize,
+        mtu: usize,
+        h: &IpHeader,
+        packet: &mut [u8],
+    ) -> Fate {
+        if h.dont_fragment {
+            let mtu = u32::try_from(mtu).unwrap_or(u32::MAX);
+            self.icmp_error(iface, IcmpError::TooBig { mtu }, packet);
+            return Fate::Dropped(Reason::TooBig);
+        }
+        if let Some(esp) = &mut self.esp
+            && !esp.egress(now.ess(), out, packet)
+        {
+            self.stats.esp_copies_dropped += 1;
+            return Fate::Dropped(Reason::Esp);
+        }
+        let before = self.out.len();
+        if frag::fragment(packet, mtu, |f| self.out.push_back((out, f))).is_err() {
+            self.out.truncate(before);
+            return Fate::Dropped(Reason::TooBig);
+        }
+        let made = (self.out.len() - before) as u64;
+        self.stats.fragments += made;
+        self.stats.copies += made;
+        Fate::Forwarded
+    }
+
+    /// Queues ICMP error `kind` about `packet` (which arrived on `iface`) back toward its
+    /// source, if ICMP is on, the RFCs allow it, and there is a route.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn icmp_error(&mut self, iface: usize, kind: IcmpError, packet: &[u8]) {
+        if !self.config.icmp {
+            return;
+        }
+        let version = match packet.first().map(|b| b >> 4) {
+            Some(6) => Version::V6,
+            _ => Version::V4,
+        };
+        let Some(from) = self.icmp_source(iface, version) else {
+            self.stats.icmp_suppressed += 1;
+            return;
+        };
+        let mut buf = alloc::vec![0u8; icmp::error_len(packet)];
+        match icmp::emit_error(kind, packet, from, &mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                self.send_own(buf);
+            }
+            Err(_) => self.stats.icmp_suppressed += 1,
+        }
+    }
+}

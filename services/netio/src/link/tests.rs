@@ -1,0 +1,120 @@
+//! The links' tests.
+
+use super::*;
+use crate::config::Source;
+
+#[derive(serde::Deserialize)]
+struct File {
+    link: Vec<LinkConfig>,
+}
+
+fn free() -> SocketAddr {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+fn links_of(text: &str) -> (Source, Vec<LinkConfig>) {
+    let s = Source::new("t.toml", text);
+    let f: File = s.parse().unwrap();
+    (s, f.link)
+}
+
+#[tokio::test]
+async fn two_udp_links_exchange_frames_and_count() {
+    // Two free ports, then each link bound to one and connected to the other.
+    let (pa, pb) = (free(), free());
+    let conf = |name: &str, local: SocketAddr, peer: SocketAddr, extra: &str| {
+        format!(
+            "[[link]]\nname = \"{name}\"\nkind = \"udp\"\nlocal = \"{local}\"\npeer = \"{peer}\"\n{extra}"
+        )
+    };
+    let t0 = Instant::now();
+    let (s, c) = links_of(&conf("a", pa, pb, ""));
+    let mut a = Links::open(&c, &s, t0).await.unwrap();
+    let (s, c) = links_of(&conf("b", pb, pa, "emulation = { delay_ms = 20 }\n"));
+    let mut b = Links::open(&c, &s, t0).await.unwrap();
+    b.send(0, &[0x45, 1, 2, 3], Instant::now());
+    // Emulated: nothing leaves before 20 ms.
+    assert!(b.next_due().is_some());
+    let mut buf = [0u8; 64];
+    assert!(a.try_recv(0, &mut buf).is_err());
+    tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    b.send_due(Instant::now());
+    let (i, n) = tokio::time::timeout(std::time::Duration::from_secs(2), a.recv(&mut buf))
+        .await
+        .unwrap();
+    assert_eq!((i, &buf[..n.unwrap()]), (0, &[0x45, 1, 2, 3][..]));
+    assert_eq!(a.get(0).unwrap().counters().rx_frames, 1);
+    assert_eq!(b.get(0).unwrap().counters().tx_frames, 1);
+    assert_eq!(b.get(0).unwrap().emulation().unwrap().delivered, 1);
+}
+
+#[tokio::test]
+async fn config_errors_are_located() {
+    let (s, c) = links_of(
+        "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"127.0.0.1:0\"\npeer = \"nowhere\"\n",
+    );
+    let e = Links::open(&c, &s, Instant::now())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("t.toml:5:8: key `peer`: not a socket address"),
+        "{e}"
+    );
+    let (s, c) = links_of("[[link]]\nname = \"a\"\nkind = \"udp\"\n");
+    let e = Links::open(&c, &s, Instant::now())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("key `kind`: a udp link needs `local` and `peer`"),
+        "{e}"
+    );
+    let (s, c) = links_of(
+        "[[link]]\nname = \"t\"\nkind = \"tun\"\ndevice = \"x\"\naddresses = [\"10.0.0.1/40\"]\n",
+    );
+    let e = Links::open(&c, &s, Instant::now())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("prefix length 40 above 32"), "{e}");
+}
+
+#[tokio::test]
+async fn a_batched_link_takes_many_datagrams_a_call() {
+    let (pa, pb) = (free(), free());
+    let (s, c) = links_of(&format!(
+        "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"{pa}\"\npeer = \"{pb}\"\nbatch = true\n"
+    ));
+    let mut a = Links::open(&c, &s, Instant::now()).await.unwrap();
+    assert!(a.get(0).unwrap().batched());
+    let peer = std::net::UdpSocket::bind(pb).unwrap();
+    peer.connect(pa).unwrap();
+    for i in 0..10u8 {
+        peer.send(&[0x45, i, 0, 0]).unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let mut batch = Batch::new();
+    let mut got = Vec::new();
+    while let Ok(n) = a.try_recv_batch(0, &mut batch) {
+        assert!(n > 0);
+        got.extend(batch.frames().map(|f| f.to_vec()));
+    }
+    assert_eq!(got.len(), 10, "{got:?}");
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(i, f)| f == &[0x45, i as u8, 0, 0])
+    );
+    assert_eq!(a.get(0).unwrap().counters().rx_frames, 10);
+}
+
+#[test]
+fn cidr() {
+    assert_eq!(parse_cidr("10.1.0.1/24"), Ok(([10, 1, 0, 1].into(), 24)));
+    assert!(parse_cidr("10.1.0.1").is_err());
+    assert!(parse_cidr("fd00::1/129").is_err());
+}
