@@ -43,9 +43,9 @@
 
 use alloc::vec::Vec;
 
-use crate::continuation::{Continuation, EpochStart};
 use crate::cwnd::tcp_cwnd;
 use crate::sack::SackBlock;
+use crate::wire::continuation::{Continuation, EpochStart};
 
 /// Congestion-control settings the server and its clients agree on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -92,7 +92,7 @@ use aes::Aes128;
 use aes::cipher::{BlockEncrypt, KeyInit};
 
 use crate::conn::{Addr, FOUR_TUPLE_MAX_LEN, FourTuple};
-use crate::continuation::Continuation;
+use crate::wire::continuation::Continuation;
 
 /// Length of a MAC tag: a full AES-128-CMAC output, untruncated.
 pub const TAG_LEN: usize = 16;
@@ -736,7 +736,7 @@ impl fmt::Debug for ServerKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::continuation::EpochStart;
+    use crate::wire::continuation::EpochStart;
     use proptest::prelude::*;
 
     proptest! {

@@ -22,8 +22,8 @@ use core::net::IpAddr;
 use waist_ip::{IpError, IpHeader, emit_header, header_len_for};
 
 use crate::conn::Addr;
-use crate::continuation::CONTINUATION_LEN;
 use crate::server::UCONT_ROOM;
+use crate::wire::continuation::CONTINUATION_LEN;
 use crate::wire::{RESPONSE_HEADER_LEN, TCP_HEADER_LEN};
 
 /// Hop limit of the packets [`wrap`] writes.

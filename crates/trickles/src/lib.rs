@@ -13,11 +13,11 @@
 //!   reassembly ◄──────────────── responses ◄──  new continuations + nonces + app data
 //! ```
 //!
-//! * [`wire`] and [`continuation`]: TCP segments marked by option 253 carrying requests
+//! * [`wire`] (with [`wire::continuation`] and [`wire::delta`], the continuation formats): TCP segments marked by option 253 carrying requests
 //!   (continuation, SACK blocks, byte ranges, user continuation, data) and responses. The
 //!   IP layer beneath them ([`ip`]: whole IP packets in and out, and [`ip::mss_for_mtu`];
 //!   the Internet checksum summed into each segment's) is the workspace's one, `waist-ip`.
-//! * [`delta`]: delta-encoded continuations (§5.3): a client that asks for them gets only
+//! * [`delta`]: delta-encoded continuations (§5.3; format in [`wire::delta`]): a client that asks for them gets only
 //!   the fields it cannot predict with [`cc::plan`], rebuilds the full continuation, and
 //!   presents it as usual.
 //! * [`crypto`]: AES-128-CMAC continuation MACs under two live keys, the nonce PRF.
@@ -99,7 +99,11 @@ pub mod client;
 #[cfg(feature = "tcp-fallback")]
 pub mod compat;
 pub mod conn;
-pub mod continuation;
+/// The transport continuation's format. It lives in [`wire::continuation`] now; this path
+/// re-exports it.
+pub mod continuation {
+    pub use crate::wire::continuation::*;
+}
 pub mod crypto;
 pub mod cwnd;
 pub mod delta;

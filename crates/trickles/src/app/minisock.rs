@@ -67,10 +67,10 @@ use core::fmt;
 
 use super::ucont::Binding;
 use crate::conn::{Addr, FourTuple};
-use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{MacKey, TAG_LEN};
-use crate::delta::{ContinuationDelta, DELTA_MAX_LEN};
 use crate::server::{EventKind, PlannedResponse, Rejected, Server, ucont_room};
+use crate::wire::continuation::{CONTINUATION_LEN, Continuation};
+use crate::wire::delta::{ContinuationDelta, DELTA_MAX_LEN};
 use crate::wire::{ByteRange, Reader, ResponseKind, WireError};
 
 /// Largest segment a minisocket writes: a response header, continuation, user

@@ -34,10 +34,10 @@ use alloc::vec::Vec;
 
 use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
 use crate::conn::FourTuple;
-use crate::continuation::Continuation;
 use crate::delta;
 use crate::sack::{MAX_SACK_BLOCKS, ProofBuilder, SACK_BLOCK_LEN, SackBlock};
 use crate::server::{DEFAULT_MSS, payload_limit, ucont_room};
+use crate::wire::continuation::Continuation;
 use crate::wire::{
     self, ByteRange, RangeList, Request, RequestKind, Response, ResponseKind, SegmentHeader,
     WireError,
@@ -50,7 +50,7 @@ use ucont::UcontStore;
 /// Bytes of request payload (after the TCP header) that fit the packets responses use:
 /// the default MSS, a continuation and the response header, so requests never exceed the
 /// path MTU the responses fit.
-const REQUEST_ROOM: usize = DEFAULT_MSS as usize + crate::continuation::CONTINUATION_LEN + 24;
+const REQUEST_ROOM: usize = DEFAULT_MSS as usize + crate::wire::continuation::CONTINUATION_LEN + 24;
 
 /// Blocks kept from the front of a proof too long to send whole (see
 /// `Client::proof_blocks`): the first loss and the blocks around it.

@@ -30,11 +30,11 @@ use respond::{parse_blocks, respond, syn_hash};
 
 use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
 use crate::conn::{Addr, FourTuple};
-use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
-use crate::delta::ContinuationDelta;
 use crate::replay::{self, ReplayConfig, ReplayFilter};
 use crate::sack::{self, ProofError, SackBlock};
+use crate::wire::continuation::{CONTINUATION_LEN, Continuation};
+use crate::wire::delta::ContinuationDelta;
 use crate::wire::{self, ByteRange, Request, RequestKind, ResponseKind, WireError};
 
 /// Everything a server (and its replicas) is configured with.
@@ -99,7 +99,7 @@ pub fn payload_limit(mss: u16, with_continuation: bool) -> u16 {
     if with_continuation {
         mss
     } else {
-        mss.saturating_add(crate::continuation::CONTINUATION_LEN as u16)
+        mss.saturating_add(crate::wire::continuation::CONTINUATION_LEN as u16)
     }
 }
 

@@ -19,9 +19,9 @@ use netsim::{Instant, Node, Outbox, Simulator};
 
 use crate::client::{Client, ClientConfig, ClientStats};
 use crate::conn::{Addr, FourTuple};
-use crate::continuation::CONTINUATION_LEN;
 use crate::crypto::KeyConfig;
 use crate::server::{Event, EventKind, PlannedResponse, Rejected, Server, ServerConfig};
+use crate::wire::continuation::CONTINUATION_LEN;
 
 pub use crate::app::object::object_byte;
 

@@ -20,7 +20,7 @@
 //! A request, emitted and parsed back:
 //!
 //! ```
-//! use trickles::continuation::{CONTINUATION_LEN, Continuation, EpochStart};
+//! use trickles::wire::continuation::{CONTINUATION_LEN, Continuation, EpochStart};
 //! use trickles::wire::{ByteRange, RangeList, Request, RequestKind};
 //!
 //! let continuation = Continuation {
@@ -75,6 +75,8 @@
 use core::fmt;
 
 mod checksum;
+pub mod continuation;
+pub mod delta;
 mod request;
 mod response;
 mod tcp;
@@ -260,8 +262,11 @@ impl<'a> Writer<'a> {
     }
 
     /// The continuation's 54 bytes, written in place (no temporary copy).
-    fn continuation(&mut self, c: &crate::continuation::Continuation) -> Result<(), WireError> {
-        const LEN: usize = crate::continuation::CONTINUATION_LEN;
+    fn continuation(
+        &mut self,
+        c: &crate::wire::continuation::Continuation,
+    ) -> Result<(), WireError> {
+        const LEN: usize = crate::wire::continuation::CONTINUATION_LEN;
         let end = self.pos.checked_add(LEN).ok_or(WireError::BadLength)?;
         let dst: &mut [u8; LEN] = self
             .out
