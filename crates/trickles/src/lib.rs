@@ -25,6 +25,7 @@
 //! * [`replay`]: two Bloom filters rotating every horizon, fed bits of the MAC (Fig. 4).
 //! * [`cwnd`] and [`cc`]: Reno's window in closed form (Fig. 8) and the per-request plan:
 //!   continue, split, terminate, fast recovery, retransmit timeout (§2.5).
+//! * [`limits`]: packet sizing both ends share (default MSS, user-continuation room).
 //! * [`server`] and [`client`]: the engines. The server's only state is its keys and
 //!   replay filters, whatever the number of connections.
 //! * [`app`]: what a stateless server application needs on top: MACed user continuations
@@ -108,6 +109,7 @@ pub mod crypto;
 pub mod cwnd;
 pub mod delta;
 pub mod ip;
+pub mod limits;
 pub mod replay;
 pub mod sack;
 pub mod server;

@@ -68,7 +68,8 @@ use core::fmt;
 use super::ucont::Binding;
 use crate::conn::{Addr, FourTuple};
 use crate::crypto::{MacKey, TAG_LEN};
-use crate::server::{EventKind, PlannedResponse, Rejected, Server, ucont_room};
+use crate::limits::ucont_room;
+use crate::server::{EventKind, PlannedResponse, Rejected, Server};
 use crate::wire::continuation::{CONTINUATION_LEN, Continuation};
 use crate::wire::delta::{ContinuationDelta, DELTA_MAX_LEN};
 use crate::wire::{ByteRange, Reader, ResponseKind, WireError};
@@ -305,7 +306,7 @@ impl Minisocket {
 
     /// Sends with the data of each response supplied by `fill(range, allowed, out)`: it
     /// appends at most `allowed` bytes (the response's limit, less what a user
-    /// continuation longer than [`UCONT_ROOM`](crate::server::UCONT_ROOM) takes) of the server's output at `range.start` to `out`
+    /// continuation longer than [`UCONT_ROOM`](crate::limits::UCONT_ROOM) takes) of the server's output at `range.start` to `out`
     /// (anything beyond is cut) and returns whether they end the output. Responses
     /// without a range get no call. Consumes the minisocket.
     pub fn send_with(

@@ -35,8 +35,8 @@ use alloc::vec::Vec;
 use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
 use crate::conn::FourTuple;
 use crate::delta;
+use crate::limits::{DEFAULT_MSS, payload_limit, ucont_room};
 use crate::sack::{MAX_SACK_BLOCKS, ProofBuilder, SACK_BLOCK_LEN, SackBlock};
-use crate::server::{DEFAULT_MSS, payload_limit, ucont_room};
 use crate::wire::continuation::Continuation;
 use crate::wire::{
     self, ByteRange, RangeList, Request, RequestKind, Response, ResponseKind, SegmentHeader,

@@ -4,11 +4,12 @@
 use alloc::vec::Vec;
 
 use super::cache::ContinuationCache;
-use super::{PlannedResponse, Rejected, ServerConfig, payload_limit};
+use super::{PlannedResponse, Rejected, ServerConfig};
 use crate::cc::{Slot, SlotKind};
 use crate::conn::FourTuple;
 use crate::crypto::ServerKeys;
 use crate::delta;
+use crate::limits::payload_limit;
 use crate::replay;
 use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
 use crate::wire::continuation::Continuation;
