@@ -79,14 +79,14 @@ pub mod continuation;
 pub mod delta;
 mod request;
 mod response;
-mod tcp;
+mod segment;
 
 pub use request::{
     REQUEST_FLAG_DATA_OFFSET, REQUEST_FLAG_DELTA, REQUEST_FLAG_FIN, RangeList, Request, RequestKind,
 };
 pub(crate) use response::Parts;
 pub use response::{Response, ResponseKind};
-pub use tcp::{Segment, SegmentHeader, emit_segment, finish_segment, parse_segment};
+pub use segment::{Segment, SegmentHeader, emit_segment, finish_segment, parse_segment};
 
 /// Why a Trickles message or segment was rejected (or could not be emitted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
