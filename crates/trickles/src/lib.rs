@@ -23,7 +23,7 @@
 //! * [`crypto`]: AES-128-CMAC continuation MACs under two live keys, the nonce PRF.
 //! * [`sack`]: SACK proofs from XOR range nonces (§2.2, Appendix A).
 //! * [`replay`]: two Bloom filters rotating every horizon, fed bits of the MAC (Fig. 4).
-//! * [`cwnd`] and [`cc`]: Reno's window in closed form (Fig. 8) and the per-request plan:
+//! * [`cc`]: the per-request plan, with Reno's window in closed form ([`cc::window`], Fig. 8):
 //!   continue, split, terminate, fast recovery, retransmit timeout (§2.5).
 //! * [`limits`]: packet sizing both ends share (default MSS, user-continuation room).
 //! * [`server`] and [`client`]: the engines. The server's only state is its keys and
@@ -106,7 +106,11 @@ pub mod continuation {
     pub use crate::wire::continuation::*;
 }
 pub mod crypto;
-pub mod cwnd;
+/// Reno's window in closed form. It lives in [`cc::window`] now, beside the plan that
+/// uses it; this path re-exports it.
+pub mod cwnd {
+    pub use crate::cc::window::*;
+}
 pub mod delta;
 pub mod ip;
 pub mod limits;
