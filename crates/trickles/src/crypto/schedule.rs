@@ -13,7 +13,7 @@ use super::{KeyConfig, encrypt};
 /// same time without talking to each other, and a restarted process picks up exactly where
 /// it was: the MAC key of rotation period `p` (wall-clock time divided by the rotation
 /// interval, computed by the caller) is `AES_master("trickles mac" ‖ p)`, live for
-/// periods `p` and `p + 1` (the core's two live keys; see [`ServerKeys::rotate`]). The
+/// periods `p` and `p + 1` (the core's two live keys; see [`ServerKeys::rotate`](super::ServerKeys::rotate)). The
 /// nonce keys and the application's keys do not rotate: they are fixed derivations under
 /// their own labels.
 ///
