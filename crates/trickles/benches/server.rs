@@ -44,6 +44,10 @@
 // Bench harness: a failed setup should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// `#[path]` on purpose: Cargo gives bench and example targets no module they can share
+// (each is its own crate root; `benches/support/mod.rs` reaches only the benches), and a
+// separate support crate for two files would publish test scaffolding. Both targets
+// include the same two files.
 // Shared with the example, which uses the small-window items this bench does not.
 #[allow(dead_code)]
 #[path = "support/server_pool.rs"]

@@ -29,6 +29,10 @@
 // Example harness: bad arguments or a failed setup should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// `#[path]` on purpose: Cargo gives bench and example targets no module they can share
+// (each is its own crate root; `benches/support/mod.rs` reaches only the benches), and a
+// separate support crate for two files would publish test scaffolding. Both targets
+// include the same two files.
 // Shared with the bench, which uses the items this example does not.
 #[allow(dead_code)]
 #[path = "../benches/support/server_pool.rs"]

@@ -22,8 +22,8 @@ use core::net::IpAddr;
 use waist_ip::{IpError, IpHeader, emit_header, header_len_for};
 
 use crate::conn::Addr;
-use crate::continuation::CONTINUATION_LEN;
-use crate::server::UCONT_ROOM;
+use crate::limits::UCONT_ROOM;
+use crate::wire::continuation::CONTINUATION_LEN;
 use crate::wire::{RESPONSE_HEADER_LEN, TCP_HEADER_LEN};
 
 /// Hop limit of the packets [`wrap`] writes.
@@ -149,7 +149,7 @@ pub fn unwrap(packet: &[u8]) -> Option<(Addr, Addr, &[u8])> {
 /// the response header (24), a full continuation (54) and the user continuation room
 /// ([`UCONT_ROOM`], 16). 0 if the MTU is too small for any data.
 ///
-/// A 1500-byte IPv4 link gives [`DEFAULT_MSS`](crate::server::DEFAULT_MSS), 1362. IP
+/// A 1500-byte IPv4 link gives [`DEFAULT_MSS`](crate::limits::DEFAULT_MSS), 1362. IP
 /// in UDP over a 1500-byte IPv4 link leaves 1472 bytes for the inner packet (1500 − 20 −
 /// 8): 1334.
 ///
@@ -157,7 +157,7 @@ pub fn unwrap(packet: &[u8]) -> Option<(Addr, Addr, &[u8])> {
 /// use trickles::conn::Addr;
 /// use trickles::ip::mss_for_mtu;
 /// let v4 = Addr::V4([10, 0, 0, 2]);
-/// assert_eq!(mss_for_mtu(1500, &v4), trickles::server::DEFAULT_MSS);
+/// assert_eq!(mss_for_mtu(1500, &v4), trickles::limits::DEFAULT_MSS);
 /// assert_eq!(mss_for_mtu(1472, &v4), 1334);
 /// assert_eq!(mss_for_mtu(1500, &Addr::V6([0; 16])), 1342);
 /// ```
@@ -205,7 +205,7 @@ mod tests {
     #[test]
     fn mss_fits_the_mtu() {
         let v4 = Addr::V4([1, 2, 3, 4]);
-        assert_eq!(mss_for_mtu(1500, &v4), crate::server::DEFAULT_MSS);
+        assert_eq!(mss_for_mtu(1500, &v4), crate::limits::DEFAULT_MSS);
         assert_eq!(mss_for_mtu(1500 - UDP_TUNNEL_OVERHEAD_V4, &v4), 1334);
         assert_eq!(mss_for_mtu(100, &v4), 0);
         assert_eq!(mss_for_mtu(u16::MAX, &Addr::V6([0; 16])), u16::MAX - 158);

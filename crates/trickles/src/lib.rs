@@ -13,18 +13,19 @@
 //!   reassembly ◄──────────────── responses ◄──  new continuations + nonces + app data
 //! ```
 //!
-//! * [`wire`] and [`continuation`]: TCP segments marked by option 253 carrying requests
+//! * [`wire`] (with [`wire::continuation`] and [`wire::delta`], the continuation formats): TCP segments marked by option 253 carrying requests
 //!   (continuation, SACK blocks, byte ranges, user continuation, data) and responses. The
 //!   IP layer beneath them ([`ip`]: whole IP packets in and out, and [`ip::mss_for_mtu`];
 //!   the Internet checksum summed into each segment's) is the workspace's one, `waist-ip`.
-//! * [`delta`]: delta-encoded continuations (§5.3): a client that asks for them gets only
+//! * [`delta`]: delta-encoded continuations (§5.3; format in [`wire::delta`]): a client that asks for them gets only
 //!   the fields it cannot predict with [`cc::plan`], rebuilds the full continuation, and
 //!   presents it as usual.
 //! * [`crypto`]: AES-128-CMAC continuation MACs under two live keys, the nonce PRF.
 //! * [`sack`]: SACK proofs from XOR range nonces (§2.2, Appendix A).
 //! * [`replay`]: two Bloom filters rotating every horizon, fed bits of the MAC (Fig. 4).
-//! * [`cwnd`] and [`cc`]: Reno's window in closed form (Fig. 8) and the per-request plan:
+//! * [`cc`]: the per-request plan, with Reno's window in closed form ([`cc::window`], Fig. 8):
 //!   continue, split, terminate, fast recovery, retransmit timeout (§2.5).
+//! * [`limits`]: packet sizing both ends share (default MSS, user-continuation room).
 //! * [`server`] and [`client`]: the engines. The server's only state is its keys and
 //!   replay filters, whatever the number of connections.
 //! * [`app`]: what a stateless server application needs on top: MACed user continuations
@@ -99,11 +100,20 @@ pub mod client;
 #[cfg(feature = "tcp-fallback")]
 pub mod compat;
 pub mod conn;
-pub mod continuation;
+/// The transport continuation's format. It lives in [`wire::continuation`] now; this path
+/// re-exports it.
+pub mod continuation {
+    pub use crate::wire::continuation::*;
+}
 pub mod crypto;
-pub mod cwnd;
+/// Reno's window in closed form. It lives in [`cc::window`] now, beside the plan that
+/// uses it; this path re-exports it.
+pub mod cwnd {
+    pub use crate::cc::window::*;
+}
 pub mod delta;
 pub mod ip;
+pub mod limits;
 pub mod replay;
 pub mod sack;
 pub mod server;

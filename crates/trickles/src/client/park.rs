@@ -5,7 +5,7 @@
 //! as soon as there is something to ask ([`ClientConfig::park_max_us`](super::ClientConfig::park_max_us)).
 
 use super::Client;
-use crate::continuation::Continuation;
+use crate::wire::continuation::Continuation;
 
 impl Client {
     /// Sends the request that uses continuation `c`, or parks it (in order behind any

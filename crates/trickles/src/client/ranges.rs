@@ -5,7 +5,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::Client;
-use super::ucont::Place;
+use super::ucont_store::Place;
 use crate::wire::ByteRange;
 
 /// A requested byte range not yet received.

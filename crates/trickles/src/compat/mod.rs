@@ -53,7 +53,7 @@
 //! `request`s made before `connect`, then everything written after.
 
 mod device;
-mod tcp;
+mod tcp_conn;
 
 pub use device::MemDevice;
 
@@ -67,8 +67,8 @@ use crate::client::{Client, ClientConfig, ClientError};
 use crate::conn::FourTuple;
 use crate::ip;
 use crate::wire::WireError;
-use tcp::smol_addr;
-use tcp::{SynShape, TcpLeg};
+use tcp_conn::smol_addr;
+use tcp_conn::{SynShape, TcpLeg};
 
 /// The most sequence space a SYN with data covers: the SYN and a whole segment.
 const MAX_SYN_SPAN: u32 = 1 + crate::wire::MAX_SEGMENT_LEN as u32;

@@ -38,8 +38,8 @@
 use alloc::vec::Vec;
 
 use crate::conn::{Addr, FourTuple};
-use crate::continuation::MAC_FIELDS_LEN;
 use crate::crypto::{Tag, ct_eq};
+use crate::wire::continuation::MAC_FIELDS_LEN;
 
 /// Entries per set.
 pub const WAYS: usize = 4;
@@ -235,7 +235,7 @@ impl ContinuationCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::continuation::CONTINUATION_LEN;
+    use crate::wire::continuation::CONTINUATION_LEN;
 
     fn tuple(port: u16) -> FourTuple {
         FourTuple {

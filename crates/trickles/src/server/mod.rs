@@ -30,11 +30,11 @@ use respond::{parse_blocks, respond, syn_hash};
 
 use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
 use crate::conn::{Addr, FourTuple};
-use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
-use crate::delta::ContinuationDelta;
 use crate::replay::{self, ReplayConfig, ReplayFilter};
 use crate::sack::{self, ProofError, SackBlock};
+use crate::wire::continuation::{CONTINUATION_LEN, Continuation};
+use crate::wire::delta::ContinuationDelta;
 use crate::wire::{self, ByteRange, Request, RequestKind, ResponseKind, WireError};
 
 /// Everything a server (and its replicas) is configured with.
@@ -75,33 +75,9 @@ impl ServerConfig {
     }
 }
 
-/// Payload per response that fits a 1500-byte IPv4 MTU with a continuation:
-/// 1500 − 20 (IPv4) − 24 (TCP + option) − 24 (response header) − 54 (continuation)
-/// − 16 bytes left for a small user continuation.
-pub const DEFAULT_MSS: u16 = 1362;
-
-/// Bytes of user continuation that [`DEFAULT_MSS`] leaves room for. A response whose user
-/// continuation is longer carries that much less data ([`ucont_room`]), so the packet still
-/// fits; the client sizes its ranges by the same rule from the user continuation it sends
-/// (servers echo it, or answer with one of about the same size).
-pub const UCONT_ROOM: usize = 16;
-
-/// Application bytes left of `limit` when the response carries a user continuation of
-/// `ucont_len` bytes (see [`UCONT_ROOM`]).
-pub fn ucont_room(limit: usize, ucont_len: usize) -> usize {
-    limit.saturating_sub(ucont_len.saturating_sub(UCONT_ROOM))
-}
-
-/// Most application bytes a response may carry: `mss` with a continuation, `mss` plus the
-/// continuation's length without one (delayed acks, retransmissions), so packets stay the
-/// same size. The client sizes its ranges with the same rule.
-pub fn payload_limit(mss: u16, with_continuation: bool) -> u16 {
-    if with_continuation {
-        mss
-    } else {
-        mss.saturating_add(crate::continuation::CONTINUATION_LEN as u16)
-    }
-}
+/// Sizing constants and rules, re-exported: they live in [`crate::limits`], which the
+/// client and the application layer import too.
+pub use crate::limits::{DEFAULT_MSS, UCONT_ROOM, payload_limit, ucont_room};
 
 /// Most retransmissions of one normal request the server answers (each with half the
 /// data of the one before, and never with a continuation).
@@ -232,6 +208,23 @@ pub struct Reply<'a> {
     pub responses: Vec<PlannedResponse>,
 }
 
+/// What opening a connection from a SYN, or resuming one from a continuation, decided
+/// before the SACK proof's nonces and the replay filter are checked.
+struct Admitted {
+    /// What the application is told.
+    kind: EventKind,
+    /// The connection's nonce.
+    conn_nonce: u64,
+    /// The smoothed RTT the new continuations carry.
+    rtt_us: u32,
+    /// The planned responses (the server's scratch buffer, returned after the reply).
+    slots: Vec<Slot>,
+    /// How many SACK blocks the proof has.
+    nblocks: usize,
+    /// The replay-filter key.
+    fresh_key: u64,
+}
+
 /// The Trickles server: keys, configuration and the replay filter. No connection state.
 pub struct Server {
     cfg: ServerConfig,
@@ -353,76 +346,25 @@ impl Server {
         };
         // The SACK proof's blocks: the server's reused buffer once a continuation passed.
         let mut blocks: Vec<SackBlock> = Vec::new();
-        let (kind, conn_nonce, rtt_us, slots, nblocks, fresh_key) =
-            match (req.kind, req.continuation.as_ref()) {
-                (RequestKind::Syn, None) => {
-                    self.inbound_macs += 1;
-                    let nonce = self.keys.conn_nonce(&tuple, seg.seq);
-                    // A retransmitted SYN carries its retry count, so it is not taken for a
-                    // replay of the first; a replayed SYN of the same count is dropped.
-                    (
-                        EventKind::Open,
-                        nonce,
-                        0,
-                        cc::open(&self.cfg.cc),
-                        0,
-                        syn_hash(nonce, req.retry),
-                    )
-                }
-                (RequestKind::Syn, Some(_)) | (_, None) => return Err(Rejected::Malformed),
-                (kind, Some(c)) => {
-                    // The continuation's bytes as sent: they follow the request header.
-                    let raw = seg
-                        .payload
-                        .get(wire::REQUEST_HEADER_LEN..wire::REQUEST_HEADER_LEN + CONTINUATION_LEN)
-                        .unwrap_or_default();
-                    self.authenticate(now_ms, &tuple, c, raw, kind)?;
-                    blocks = core::mem::take(&mut self.blocks);
-                    let nblocks = parse_blocks(&req, &mut blocks)?;
-                    let proof = blocks.get(..nblocks).unwrap_or_default();
-                    // Plan from the proof as sent; its nonces are checked below, before the
-                    // replay filter sees the request, in the same cipher call as the
-                    // responses' nonces.
-                    let mut slots = core::mem::take(&mut self.scratch);
-                    slots.clear();
-                    match kind {
-                        RequestKind::Fin => {}
-                        RequestKind::Timeout => {
-                            cc::plan_into(c, proof, RequestMode::Timeout, &self.cfg.cc, &mut slots)
-                                .map_err(Rejected::Plan)?
-                        }
-                        _ => cc::plan_into(c, proof, RequestMode::Normal, &self.cfg.cc, &mut slots)
-                            .map_err(Rejected::Plan)?,
-                    }
-                    if kind == RequestKind::Request && req.retry > 0 {
-                        // A retransmitted request re-delivers data only: its responses carry
-                        // no continuation, so retries can never multiply trickles.
-                        slots.retain(|s| s.kind.carries_data());
-                        for s in &mut slots {
-                            s.params = None;
-                        }
-                    }
-                    let sample = now_ms.wrapping_sub(c.timestamp_ms).saturating_mul(1000);
-                    let rtt = if c.rtt_us == 0 {
-                        sample
-                    } else {
-                        c.rtt_us - c.rtt_us / 8 + sample / 8
-                    };
-                    let event = if kind == RequestKind::Fin {
-                        EventKind::Close
-                    } else {
-                        EventKind::Request
-                    };
-                    (
-                        event,
-                        c.conn_nonce,
-                        rtt,
-                        slots,
-                        nblocks,
-                        self.fresh_key(now_us, c, kind, req.retry),
-                    )
-                }
-            };
+        let Admitted {
+            kind,
+            conn_nonce,
+            rtt_us,
+            slots,
+            nblocks,
+            fresh_key,
+        } = match (req.kind, req.continuation.as_ref()) {
+            (RequestKind::Syn, None) => self.open_from_syn(&req, &tuple, seg.seq),
+            (RequestKind::Syn, Some(_)) | (_, None) => return Err(Rejected::Malformed),
+            (kind, Some(c)) => {
+                // The continuation's bytes as sent: they follow the request header.
+                let raw = seg
+                    .payload
+                    .get(wire::REQUEST_HEADER_LEN..wire::REQUEST_HEADER_LEN + CONTINUATION_LEN)
+                    .unwrap_or_default();
+                self.resume(now_us, &tuple, &req, kind, c, raw, &mut blocks)?
+            }
+        };
         let proof = blocks.get(..nblocks).unwrap_or_default();
         let Server {
             cfg,
@@ -489,6 +431,85 @@ impl Server {
             user_continuation: req.user_continuation,
             data_offset: req.data_offset,
             data: req.data,
+        })
+    }
+
+    /// Opens a connection from a SYN (§2.1): derives the connection's nonce from the
+    /// four-tuple and the SYN's sequence number (one MAC) and plans the initial window.
+    #[inline(always)]
+    fn open_from_syn(&mut self, req: &Request<'_>, tuple: &FourTuple, seq: u32) -> Admitted {
+        self.inbound_macs += 1;
+        let conn_nonce = self.keys.conn_nonce(tuple, seq);
+        // A retransmitted SYN carries its retry count, so it is not taken for a replay of
+        // the first; a replayed SYN of the same count is dropped.
+        Admitted {
+            kind: EventKind::Open,
+            conn_nonce,
+            rtt_us: 0,
+            slots: cc::open(&self.cfg.cc),
+            nblocks: 0,
+            fresh_key: syn_hash(conn_nonce, req.retry),
+        }
+    }
+
+    /// Resumes a connection from the continuation `c` a request of `kind` presented
+    /// (`raw`: its bytes as sent): authenticates it (Fig. 4A), parses the SACK proof's
+    /// blocks into `blocks` (the server's reused buffer) and plans the responses from the
+    /// proof as sent (§2.5). The proof's nonces are checked afterwards, before the replay
+    /// filter sees the request, in the same cipher call as the responses' nonces.
+    #[allow(clippy::too_many_arguments)] // The request's parts, all borrowed; a struct would only rename them.
+    #[inline(always)]
+    fn resume(
+        &mut self,
+        now_us: u64,
+        tuple: &FourTuple,
+        req: &Request<'_>,
+        kind: RequestKind,
+        c: &Continuation,
+        raw: &[u8],
+        blocks: &mut Vec<SackBlock>,
+    ) -> Result<Admitted, Rejected> {
+        let now_ms = (now_us / 1000) as u32;
+        self.authenticate(now_ms, tuple, c, raw, kind)?;
+        *blocks = core::mem::take(&mut self.blocks);
+        let nblocks = parse_blocks(req, blocks)?;
+        let proof = blocks.get(..nblocks).unwrap_or_default();
+        let mut slots = core::mem::take(&mut self.scratch);
+        slots.clear();
+        match kind {
+            RequestKind::Fin => {}
+            RequestKind::Timeout => {
+                cc::plan_into(c, proof, RequestMode::Timeout, &self.cfg.cc, &mut slots)
+                    .map_err(Rejected::Plan)?
+            }
+            _ => cc::plan_into(c, proof, RequestMode::Normal, &self.cfg.cc, &mut slots)
+                .map_err(Rejected::Plan)?,
+        }
+        if kind == RequestKind::Request && req.retry > 0 {
+            // A retransmitted request re-delivers data only: its responses carry no
+            // continuation, so retries can never multiply trickles.
+            slots.retain(|s| s.kind.carries_data());
+            for s in &mut slots {
+                s.params = None;
+            }
+        }
+        let sample = now_ms.wrapping_sub(c.timestamp_ms).saturating_mul(1000);
+        let rtt_us = if c.rtt_us == 0 {
+            sample
+        } else {
+            c.rtt_us - c.rtt_us / 8 + sample / 8
+        };
+        Ok(Admitted {
+            kind: if kind == RequestKind::Fin {
+                EventKind::Close
+            } else {
+                EventKind::Request
+            },
+            conn_nonce: c.conn_nonce,
+            rtt_us,
+            slots,
+            nblocks,
+            fresh_key: self.fresh_key(now_us, c, kind, req.retry),
         })
     }
 

@@ -4,14 +4,16 @@
 use alloc::vec::Vec;
 
 use super::cache::ContinuationCache;
-use super::{PlannedResponse, Rejected, ServerConfig, payload_limit};
+use super::{PlannedResponse, Rejected, ServerConfig};
 use crate::cc::{Slot, SlotKind};
 use crate::conn::FourTuple;
-use crate::continuation::Continuation;
 use crate::crypto::ServerKeys;
-use crate::delta::{self, ContinuationDelta};
+use crate::delta;
+use crate::limits::payload_limit;
 use crate::replay;
 use crate::sack::{self, MAX_SACK_BLOCKS, ProofError, SackBlock};
+use crate::wire::continuation::Continuation;
+use crate::wire::delta::ContinuationDelta;
 use crate::wire::{ByteRange, Request, RequestKind, ResponseKind};
 
 /// The Bloom key of a SYN: its connection nonce (a CMAC output, so uniform) folded with

@@ -21,7 +21,7 @@ use smoltcp::socket::tcp;
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 
-use super::tcp::SimDevice;
+use super::tcp_baseline::SimDevice;
 use super::{CLIENT_ADDR, SERVER_ADDR, Transfer, object_byte, sim_keys};
 use crate::compat::{CompatConfig, Connection, Mode};
 use crate::conn::{Addr, FourTuple};

@@ -11,7 +11,12 @@
 pub mod app;
 pub mod compat;
 mod pipeline;
-pub mod tcp;
+/// smoltcp's TCP over the same links, the baseline. It lives in [`tcp_baseline`] now; this
+/// path re-exports it.
+pub mod tcp {
+    pub use super::tcp_baseline::*;
+}
+pub mod tcp_baseline;
 use alloc::vec::Vec;
 
 pub use netsim::LinkConfig;
@@ -19,9 +24,9 @@ use netsim::{Instant, Node, Outbox, Simulator};
 
 use crate::client::{Client, ClientConfig, ClientStats};
 use crate::conn::{Addr, FourTuple};
-use crate::continuation::CONTINUATION_LEN;
 use crate::crypto::KeyConfig;
 use crate::server::{Event, EventKind, PlannedResponse, Rejected, Server, ServerConfig};
+use crate::wire::continuation::CONTINUATION_LEN;
 
 pub use crate::app::object::object_byte;
 

@@ -20,7 +20,7 @@
 //! A request, emitted and parsed back:
 //!
 //! ```
-//! use trickles::continuation::{CONTINUATION_LEN, Continuation, EpochStart};
+//! use trickles::wire::continuation::{CONTINUATION_LEN, Continuation, EpochStart};
 //! use trickles::wire::{ByteRange, RangeList, Request, RequestKind};
 //!
 //! let continuation = Continuation {
@@ -75,16 +75,18 @@
 use core::fmt;
 
 mod checksum;
+pub mod continuation;
+pub mod delta;
 mod request;
 mod response;
-mod tcp;
+mod segment;
 
 pub use request::{
     REQUEST_FLAG_DATA_OFFSET, REQUEST_FLAG_DELTA, REQUEST_FLAG_FIN, RangeList, Request, RequestKind,
 };
 pub(crate) use response::Parts;
 pub use response::{Response, ResponseKind};
-pub use tcp::{Segment, SegmentHeader, emit_segment, finish_segment, parse_segment};
+pub use segment::{Segment, SegmentHeader, emit_segment, finish_segment, parse_segment};
 
 /// Why a Trickles message or segment was rejected (or could not be emitted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,8 +262,11 @@ impl<'a> Writer<'a> {
     }
 
     /// The continuation's 54 bytes, written in place (no temporary copy).
-    fn continuation(&mut self, c: &crate::continuation::Continuation) -> Result<(), WireError> {
-        const LEN: usize = crate::continuation::CONTINUATION_LEN;
+    fn continuation(
+        &mut self,
+        c: &crate::wire::continuation::Continuation,
+    ) -> Result<(), WireError> {
+        const LEN: usize = crate::wire::continuation::CONTINUATION_LEN;
         let end = self.pos.checked_add(LEN).ok_or(WireError::BadLength)?;
         let dst: &mut [u8; LEN] = self
             .out

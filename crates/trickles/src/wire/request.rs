@@ -2,11 +2,11 @@
 
 use core::fmt;
 
+use super::continuation::{CONTINUATION_LEN, Continuation};
 use super::{
     BYTE_RANGE_LEN, ByteRange, MAX_RANGES, MAX_SACK_CHUNKS, REQUEST_HEADER_LEN, Reader,
     SACK_CHUNK_LEN, VERSION, WireError, Writer, count_u8, len_u16,
 };
-use crate::continuation::{CONTINUATION_LEN, Continuation};
 
 /// What a request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

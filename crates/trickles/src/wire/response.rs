@@ -1,8 +1,8 @@
 //! Responses: server to client.
 
+use super::continuation::{CONTINUATION_LEN, Continuation};
+use super::delta::ContinuationDelta;
 use super::{RESPONSE_HEADER_LEN, Reader, VERSION, WireError, Writer, len_u16};
-use crate::continuation::{CONTINUATION_LEN, Continuation};
-use crate::delta::ContinuationDelta;
 
 /// What a response carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,7 +54,7 @@ const FLAG_DELTA: u8 = 0x04;
 /// bit 2 = delta continuation present; bits 0 and 2 never both), a reserved zero byte,
 /// packet number `u32`, nonce `u32`, stream offset `u64`, user continuation length `u16`,
 /// two reserved zero bytes; then the transport continuation (54 bytes) or its delta
-/// (26 to 55 bytes, see [`crate::delta`]) if flagged, the user continuation, and the data
+/// (26 to 55 bytes, see [`crate::wire::delta`]) if flagged, the user continuation, and the data
 /// (the rest of the payload).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Response<'a> {
@@ -247,7 +247,7 @@ impl Parts<'_> {
             w.continuation(c)?;
         }
         if let Some(d) = self.delta {
-            let mut bytes = [0u8; crate::delta::DELTA_MAX_LEN];
+            let mut bytes = [0u8; super::delta::DELTA_MAX_LEN];
             let n = d.emit(&mut bytes)?;
             w.put(bytes.get(..n).ok_or(WireError::BadLength)?)?;
         }

@@ -60,6 +60,12 @@
 //! assert_eq!(&got[..n], b"hi!");
 //! ```
 
+mod migration;
+mod queue;
+
+pub use migration::MigrationKey;
+pub use queue::{EventQueue, PushError, QueueStats};
+
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -67,10 +73,11 @@ use core::fmt;
 
 use super::ucont::Binding;
 use crate::conn::{Addr, FourTuple};
-use crate::continuation::{CONTINUATION_LEN, Continuation};
 use crate::crypto::{MacKey, TAG_LEN};
-use crate::delta::{ContinuationDelta, DELTA_MAX_LEN};
-use crate::server::{EventKind, PlannedResponse, Rejected, Server, ucont_room};
+use crate::limits::ucont_room;
+use crate::server::{EventKind, PlannedResponse, Rejected, Server};
+use crate::wire::continuation::{CONTINUATION_LEN, Continuation};
+use crate::wire::delta::{ContinuationDelta, DELTA_MAX_LEN};
 use crate::wire::{ByteRange, Reader, ResponseKind, WireError};
 
 /// Largest segment a minisocket writes: a response header, continuation, user
@@ -107,25 +114,6 @@ impl fmt::Display for MskError {
 impl From<WireError> for MskError {
     fn from(e: WireError) -> Self {
         MskError::Wire(e)
-    }
-}
-
-/// Why [`EventQueue::push_segment`] queued nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PushError {
-    /// The server refused the segment (see [`Rejected`]); nothing about it is kept.
-    Rejected(Rejected),
-    /// The queue is full: the segment was not even examined (it costs no MAC and does not
-    /// touch the replay filter), as if the network had dropped it.
-    Full,
-}
-
-impl fmt::Display for PushError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PushError::Rejected(r) => write!(f, "rejected: {r}"),
-            PushError::Full => f.write_str("event queue full"),
-        }
     }
 }
 
@@ -305,7 +293,7 @@ impl Minisocket {
 
     /// Sends with the data of each response supplied by `fill(range, allowed, out)`: it
     /// appends at most `allowed` bytes (the response's limit, less what a user
-    /// continuation longer than [`UCONT_ROOM`](crate::server::UCONT_ROOM) takes) of the server's output at `range.start` to `out`
+    /// continuation longer than [`UCONT_ROOM`](crate::limits::UCONT_ROOM) takes) of the server's output at `range.start` to `out`
     /// (anything beyond is cut) and returns whether they end the output. Responses
     /// without a range get no call. Consumes the minisocket.
     pub fn send_with(
@@ -356,93 +344,6 @@ impl Minisocket {
         Ok(())
     }
 
-    /// Serializes this minisocket under `key`, stamped with `now_us`, for
-    /// [`Minisocket::install`] on another replica (or after a restart).
-    pub fn extract(&self, key: &MigrationKey, now_us: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.push(MIGRATION_VERSION);
-        out.push(kind_byte(self.kind));
-        put_addr(&mut out, &self.tuple.client_addr);
-        out.extend_from_slice(&self.tuple.client_port.to_be_bytes());
-        put_addr(&mut out, &self.tuple.server_addr);
-        out.extend_from_slice(&self.tuple.server_port.to_be_bytes());
-        out.extend_from_slice(&self.conn_nonce.to_be_bytes());
-        out.extend_from_slice(&now_us.to_be_bytes());
-        out.extend_from_slice(&self.received_us.to_be_bytes());
-        match self.data_offset {
-            Some(o) => {
-                out.push(1);
-                out.extend_from_slice(&o.to_be_bytes());
-            }
-            None => out.push(0),
-        }
-        put_bytes(&mut out, &self.user_continuation);
-        put_bytes(&mut out, &self.data);
-        // At most a few dozen responses per request (burst limit and window growth).
-        out.extend_from_slice(&(self.responses.len() as u16).to_be_bytes());
-        for (resp, ucont) in self.responses.iter().zip(&self.uconts) {
-            out.push(resp.kind as u8);
-            out.extend_from_slice(&resp.packet_number.to_be_bytes());
-            out.extend_from_slice(&resp.nonce.to_be_bytes());
-            match &resp.continuation {
-                Some(c) => {
-                    out.push(1);
-                    let mut b = [0u8; CONTINUATION_LEN];
-                    c.emit(&mut b);
-                    out.extend_from_slice(&b);
-                }
-                None => out.push(0),
-            }
-            match &resp.delta {
-                Some(d) => {
-                    out.push(1);
-                    let mut b = [0u8; DELTA_MAX_LEN];
-                    let n = d.emit(&mut b).unwrap_or(0);
-                    out.extend_from_slice(b.get(..n).unwrap_or_default());
-                }
-                None => out.push(0),
-            }
-            match resp.range {
-                Some(r) => {
-                    out.push(1);
-                    out.extend_from_slice(&r.start.to_be_bytes());
-                    out.extend_from_slice(&r.len.to_be_bytes());
-                }
-                None => out.push(0),
-            }
-            out.extend_from_slice(&resp.limit.to_be_bytes());
-            match ucont {
-                Some(u) => {
-                    out.push(1);
-                    put_bytes(&mut out, u);
-                }
-                None => out.push(0),
-            }
-        }
-        let tag = key.mac.tag(&[MIGRATION_DOMAIN, &out]);
-        out.extend_from_slice(&tag);
-        out
-    }
-
-    /// Rebuilds a minisocket from [`Minisocket::extract`]'s bytes: the MAC is checked
-    /// first, then the stamp (refused if older than the key's horizon at `now_us`, or from
-    /// the future), then the fields.
-    pub fn install(key: &MigrationKey, bytes: &[u8], now_us: u64) -> Result<Minisocket, MskError> {
-        let split = bytes
-            .len()
-            .checked_sub(TAG_LEN)
-            .ok_or(MskError::Malformed)?;
-        let (body, tag) = bytes.split_at(split);
-        if !key.mac.verify(&[MIGRATION_DOMAIN, body], &tag_array(tag)) {
-            return Err(MskError::Mac);
-        }
-        let (m, stamped) = decode(body).map_err(|_| MskError::Malformed)?;
-        if stamped > now_us || now_us - stamped > key.horizon_us {
-            return Err(MskError::Stale);
-        }
-        Ok(m)
-    }
-
     /// Heap bytes this minisocket holds (for the queue's memory accounting).
     fn heap_bytes(&self) -> usize {
         self.user_continuation.capacity()
@@ -474,311 +375,5 @@ fn gather(iov: &[&[u8]], from: u64, to: u64, out: &mut Vec<u8>) {
         if at >= to {
             break;
         }
-    }
-}
-
-const MIGRATION_VERSION: u8 = 1;
-const MIGRATION_DOMAIN: &[u8] = b"trickles minisocket";
-
-fn kind_byte(kind: EventKind) -> u8 {
-    match kind {
-        EventKind::Open => 0,
-        EventKind::Request => 1,
-        EventKind::Close => 2,
-    }
-}
-
-fn put_addr(out: &mut Vec<u8>, a: &Addr) {
-    match a {
-        Addr::V4(b) => {
-            out.push(4);
-            out.extend_from_slice(b);
-        }
-        Addr::V6(b) => {
-            out.push(6);
-            out.extend_from_slice(b);
-        }
-    }
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    // Lengths are those of one request's data or user continuation: below 2^32.
-    out.extend_from_slice(&(b.len() as u32).to_be_bytes());
-    out.extend_from_slice(b);
-}
-
-fn tag_array(tag: &[u8]) -> [u8; TAG_LEN] {
-    let mut t = [0u8; TAG_LEN];
-    if tag.len() == TAG_LEN {
-        t.copy_from_slice(tag);
-    }
-    t
-}
-
-/// Decodes [`Minisocket::extract`]'s body (MAC already checked): the minisocket and its
-/// stamp. Lengths are still checked: every read goes through the crate's [`Reader`].
-fn decode(body: &[u8]) -> Result<(Minisocket, u64), WireError> {
-    let mut r = Reader::new(body);
-    if r.u8()? != MIGRATION_VERSION {
-        return Err(WireError::BadVersion(0));
-    }
-    let kind = match r.u8()? {
-        0 => EventKind::Open,
-        1 => EventKind::Request,
-        2 => EventKind::Close,
-        k => return Err(WireError::BadKind(k)),
-    };
-    let client_addr = addr(&mut r)?;
-    let client_port = r.u16()?;
-    let server_addr = addr(&mut r)?;
-    let server_port = r.u16()?;
-    let conn_nonce = r.u64()?;
-    let stamped = r.u64()?;
-    let received_us = r.u64()?;
-    let data_offset = present(&mut r)?.then(|| r.u64()).transpose()?;
-    let user_continuation = bytes(&mut r)?.to_vec();
-    let data = bytes(&mut r)?.to_vec();
-    let n = usize::from(r.u16()?);
-    let mut responses = Vec::new();
-    let mut uconts = Vec::new();
-    for _ in 0..n {
-        let kind = ResponseKind::try_from(r.u8()?)?;
-        let packet_number = r.u32()?;
-        let nonce = r.u32()?;
-        let continuation = present(&mut r)?
-            .then(|| Continuation::parse(r.take(CONTINUATION_LEN)?))
-            .transpose()?;
-        let delta = if present(&mut r)? {
-            let rest = r.peek();
-            let (d, used) = ContinuationDelta::parse(rest)?;
-            r.take(used)?;
-            Some(d)
-        } else {
-            None
-        };
-        let range = present(&mut r)?
-            .then(|| -> Result<ByteRange, WireError> {
-                Ok(ByteRange {
-                    start: r.u64()?,
-                    len: r.u16()?,
-                })
-            })
-            .transpose()?;
-        let limit = r.u16()?;
-        let ucont = present(&mut r)?
-            .then(|| bytes(&mut r).map(<[u8]>::to_vec))
-            .transpose()?;
-        responses.push(PlannedResponse {
-            kind,
-            packet_number,
-            nonce,
-            continuation,
-            delta,
-            range,
-            limit,
-        });
-        uconts.push(ucont);
-    }
-    if r.remaining() != 0 {
-        return Err(WireError::BadLength);
-    }
-    let m = Minisocket {
-        kind,
-        tuple: FourTuple {
-            client_addr,
-            client_port,
-            server_addr,
-            server_port,
-        },
-        conn_nonce,
-        received_us,
-        user_continuation,
-        data_offset,
-        data,
-        responses,
-        uconts,
-    };
-    Ok((m, stamped))
-}
-
-/// A presence byte: 0 or 1.
-fn present(r: &mut Reader<'_>) -> Result<bool, WireError> {
-    match r.u8()? {
-        0 => Ok(false),
-        1 => Ok(true),
-        b => Err(WireError::BadFlags(b)),
-    }
-}
-
-fn addr(r: &mut Reader<'_>) -> Result<Addr, WireError> {
-    match r.u8()? {
-        4 => Ok(Addr::V4(r.array()?)),
-        6 => Ok(Addr::V6(r.array()?)),
-        b => Err(WireError::BadKind(b)),
-    }
-}
-
-/// A `u32`-length-prefixed byte string.
-fn bytes<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], WireError> {
-    let n = usize::try_from(r.u32()?).map_err(|_| WireError::BadLength)?;
-    r.take(n)
-}
-
-/// The key replicas share to move minisockets between them, with the longest time an
-/// extracted minisocket may wait before it is installed.
-#[derive(Clone, Debug)]
-pub struct MigrationKey {
-    mac: MacKey,
-    horizon_us: u64,
-}
-
-impl MigrationKey {
-    /// Prepares `key`; extracted minisockets older than `horizon_us` are refused (use the
-    /// transport's freshness horizon: their continuations are no use to a client later).
-    pub fn new(key: &[u8; 16], horizon_us: u64) -> MigrationKey {
-        MigrationKey {
-            mac: MacKey::new(key),
-            horizon_us,
-        }
-    }
-}
-
-/// Counters of an [`EventQueue`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QueueStats {
-    /// Events queued (pushed or installed).
-    pub queued: u64,
-    /// Segments the server refused.
-    pub rejected: u64,
-    /// Segments not examined because the queue was full.
-    pub overflow: u64,
-}
-
-/// The queue of events waiting for the application (§3.1), in receive order.
-#[derive(Clone, Debug)]
-pub struct EventQueue {
-    events: VecDeque<Minisocket>,
-    capacity: usize,
-    stats: QueueStats,
-}
-
-impl EventQueue {
-    /// An empty queue holding at most `capacity` events.
-    pub fn new(capacity: usize) -> EventQueue {
-        EventQueue {
-            events: VecDeque::new(),
-            capacity,
-            stats: QueueStats::default(),
-        }
-    }
-
-    /// Runs one segment (the bytes after the IP header, from `src` to `dst`) through
-    /// `server` at `now_us` and queues its event. A full queue refuses the segment before
-    /// the server sees it.
-    pub fn push_segment(
-        &mut self,
-        server: &mut Server,
-        now_us: u64,
-        src: Addr,
-        dst: Addr,
-        tcp: &[u8],
-    ) -> Result<(), PushError> {
-        if self.events.len() >= self.capacity {
-            self.stats.overflow += 1;
-            return Err(PushError::Full);
-        }
-        let reply = match server.handle_request(now_us, src, dst, tcp) {
-            Ok(r) => r,
-            Err(e) => {
-                self.stats.rejected += 1;
-                return Err(PushError::Rejected(e));
-            }
-        };
-        let e = reply.event;
-        let n = reply.responses.len();
-        self.events.push_back(Minisocket {
-            kind: e.kind,
-            tuple: e.tuple,
-            conn_nonce: e.conn_nonce,
-            received_us: now_us,
-            user_continuation: e.user_continuation.to_vec(),
-            data_offset: e.data_offset,
-            data: e.data.to_vec(),
-            responses: reply.responses,
-            uconts: alloc::vec![None; n],
-        });
-        self.stats.queued += 1;
-        Ok(())
-    }
-
-    /// Events waiting.
-    pub fn len(&self) -> usize {
-        self.events.len()
-    }
-
-    /// Whether no event waits.
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
-    /// The oldest event, left in place.
-    pub fn front(&self) -> Option<&Minisocket> {
-        self.events.front()
-    }
-
-    /// Takes the oldest event out of the queue (`msk_detach`): the minisocket stays valid
-    /// for every operation and is the caller's.
-    pub fn pop(&mut self) -> Option<Minisocket> {
-        self.events.pop_front()
-    }
-
-    /// Removes and frees the oldest event unanswered (`msk_drop`): to the client it is a
-    /// lost packet, recovered like any other.
-    pub fn drop_front(&mut self) -> bool {
-        self.events.pop_front().is_some()
-    }
-
-    /// Removes the events `select` picks (`msk_extract_events`), in order; the rest stay
-    /// in order.
-    pub fn extract(&mut self, mut select: impl FnMut(&Minisocket) -> bool) -> Vec<Minisocket> {
-        let mut out = Vec::new();
-        let mut keep = VecDeque::with_capacity(self.events.len());
-        for m in self.events.drain(..) {
-            if select(&m) {
-                out.push(m);
-            } else {
-                keep.push_back(m);
-            }
-        }
-        self.events = keep;
-        out
-    }
-
-    /// Queues a minisocket (`msk_install_events`), behind the events already waiting; a
-    /// full queue gives it back.
-    pub fn install(&mut self, m: Minisocket) -> Result<(), Box<Minisocket>> {
-        if self.events.len() >= self.capacity {
-            self.stats.overflow += 1;
-            return Err(Box::new(m));
-        }
-        self.events.push_back(m);
-        self.stats.queued += 1;
-        Ok(())
-    }
-
-    /// Counters.
-    pub fn stats(&self) -> QueueStats {
-        self.stats
-    }
-
-    /// Bytes the queue holds: linear in the events waiting, nothing per connection.
-    pub fn memory_bytes(&self) -> usize {
-        core::mem::size_of::<EventQueue>()
-            + self.events.capacity() * core::mem::size_of::<Minisocket>()
-            + self
-                .events
-                .iter()
-                .map(Minisocket::heap_bytes)
-                .sum::<usize>()
     }
 }

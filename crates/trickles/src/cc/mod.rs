@@ -41,11 +41,13 @@
 //! `cwnd` data responses open an epoch numbered beyond anything the old one can have
 //! issued.
 
+pub mod window;
+
 use alloc::vec::Vec;
 
-use crate::continuation::{Continuation, EpochStart};
-use crate::cwnd::tcp_cwnd;
 use crate::sack::SackBlock;
+use crate::wire::continuation::{Continuation, EpochStart};
+use window::tcp_cwnd;
 
 /// Congestion-control settings the server and its clients agree on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,7 +14,7 @@
 //! ```
 //!
 //! ```
-//! use trickles::continuation::{CONTINUATION_LEN, Continuation, EpochStart};
+//! use trickles::wire::continuation::{CONTINUATION_LEN, Continuation, EpochStart};
 //! let c = Continuation {
 //!     number: 7,
 //!     tcp_base: 3,
@@ -36,7 +36,7 @@
 //! assert_eq!(Continuation::parse(&bytes), Ok(c));
 //! ```
 
-use crate::wire::WireError;
+use super::WireError;
 
 /// Length of an encoded continuation, tag included.
 pub const CONTINUATION_LEN: usize = 54;

@@ -27,7 +27,7 @@
 /// Reno would leave slow start at once. The result saturates at `u32::MAX`.
 ///
 /// ```
-/// use trickles::cwnd::tcp_cwnd;
+/// use trickles::cc::window::tcp_cwnd;
 /// // Fig. 9's epoch: TCPBase 40, startCwnd 3, ssthresh 8.
 /// let w: Vec<u32> = (40..=60).map(|k| tcp_cwnd(k, 40, 3, 8)).collect();
 /// assert_eq!(w, [3, 4, 5, 6, 7, 8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9]);

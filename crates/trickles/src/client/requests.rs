@@ -1,0 +1,249 @@
+//! How the client builds its requests ([`Client::send_with`]): picks the user continuation,
+//! trims the SACK proof, spends a continuation and frames the request.
+
+use super::*;
+
+impl Client {
+    /// The user continuation a request carries, and the end of the output it may ask for
+    /// with it (see the `ucont_store` module): the best input continuation when client data
+    /// waits, else the output continuation covering the next range, else `given` (the
+    /// one that arrived with the transport continuation being spent).
+    pub(super) fn pick_ucont(&self, kind: RequestKind, given: &[u8]) -> (Vec<u8>, Option<u64>) {
+        if kind == RequestKind::Syn || kind == RequestKind::Fin {
+            return (given.to_vec(), None);
+        }
+        if self.out.has_unsent()
+            && let Some(input) = self.uconts.input()
+        {
+            // Ranges of known output regions need their output continuation: a request
+            // carrying input asks for none of them (before any is known, it asks blindly
+            // from the start, which the server may answer from the object it opens).
+            let limit = self.uconts.has_outputs().then_some(0);
+            return (input.to_vec(), limit);
+        }
+        if let Some(start) = self.peek_range_start()
+            && let Some((end, output)) = self.uconts.output_for(start)
+        {
+            return (output.to_vec(), Some(end));
+        }
+        (given.to_vec(), None)
+    }
+
+    /// The proof to send: the whole one, or — when a window lost so much that it needs more
+    /// than [`MAX_SACK_BLOCKS`] blocks — its first [`PROOF_HEAD`] blocks (which fix the
+    /// first loss) and its last blocks (which fix the run of losses right before the
+    /// request). The blocks left out read as losses to the server: a client may always
+    /// report more loss than it had, and the server reads only the first gap and the gap
+    /// before the request, which both survive.
+    pub(super) fn proof_blocks(&self) -> Vec<SackBlock> {
+        let blocks = self.proof.blocks();
+        if blocks.len() <= MAX_SACK_BLOCKS {
+            return blocks.to_vec();
+        }
+        let tail = MAX_SACK_BLOCKS - PROOF_HEAD;
+        let mut out = blocks.get(..PROOF_HEAD).unwrap_or_default().to_vec();
+        out.extend_from_slice(blocks.get(blocks.len() - tail..).unwrap_or_default());
+        out
+    }
+
+    /// Sends the request that uses continuation `c` (the FIN once done).
+    pub(super) fn spend_now(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
+        self.proof.trim_below(c.proof_start);
+        if self.done() {
+            // Done: the first unused continuation carries the FIN (a hint: the server
+            // frees nothing, its application may).
+            if !self.fin_sent {
+                self.fin_sent = true;
+                let proof = self.proof_blocks();
+                let planned = Planned {
+                    slots: &[],
+                    proof: &proof,
+                };
+                self.send_with(now_us, RequestKind::Fin, Some(c), ucont, planned, 0);
+            }
+            return;
+        }
+        let blocks = self.proof_blocks();
+        let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Normal, &self.cfg.cc) else {
+            return;
+        };
+        let planned = Planned {
+            slots: &slots,
+            proof: &blocks,
+        };
+        self.send_with(now_us, RequestKind::Request, Some(c), ucont, planned, 0);
+    }
+
+    /// Records what `planned.slots` will bring, assigns ranges, and queues the request
+    /// with `planned.proof` (the blocks the plan was made from).
+    pub(super) fn send_with(
+        &mut self,
+        now_us: u64,
+        kind: RequestKind,
+        c: Option<Continuation>,
+        ucont: &[u8],
+        planned: Planned<'_>,
+        retry: u8,
+    ) {
+        let Planned { slots, proof } = planned;
+        self.settle();
+        let (ucont, range_end) = self.pick_ucont(kind, ucont);
+        let ucont = ucont.as_slice();
+        let mut ranges = RangeList::new();
+        // A retransmission is watched against packets numbered from this request's first
+        // new packet on; a request with none (a trickle terminated in recovery) watches
+        // packets after everything predicted so far, which come from later requests.
+        let next_number = slots
+            .iter()
+            .filter(|s| s.kind != SlotKind::Retransmit)
+            .map(|s| s.number)
+            .min()
+            .or_else(|| {
+                self.expected
+                    .last_key_value()
+                    .map(|(&n, _)| n.saturating_add(1))
+            })
+            .unwrap_or(self.floor);
+        for slot in slots {
+            if slot.kind != SlotKind::Retransmit {
+                let predicted = slot
+                    .params
+                    .filter(|_| self.cfg.delta)
+                    .map(|p| delta::predict(&p, c.as_ref()));
+                self.expected.insert(slot.number, predicted);
+                self.sent_at.entry(slot.number).or_insert(now_us);
+            }
+            if !slot.kind.carries_data() {
+                continue;
+            }
+            let size = ucont_room(
+                usize::from(payload_limit(self.cfg.mss, slot.params.is_some())),
+                ucont.len(),
+            ) as u16;
+            let Some(range) = self.next_range(size, range_end) else {
+                continue;
+            };
+            self.requested_end = self
+                .requested_end
+                .max(range.start.saturating_add(u64::from(range.len)));
+            let retransmit = slot.kind == SlotKind::Retransmit;
+            let watch = if retransmit { next_number } else { slot.number };
+            if ranges.push(range).is_err() {
+                self.lost_ranges.push_front(range);
+                continue;
+            }
+            if retransmit {
+                self.retransmitted.push(range.start);
+            } else {
+                self.by_number.insert(slot.number, range.start);
+            }
+            self.outstanding.insert(
+                range.start,
+                Outstanding {
+                    len: range.len,
+                    watch,
+                    retransmit,
+                    later: 0,
+                },
+            );
+        }
+        let sack: Vec<u8> = if kind == RequestKind::Syn {
+            Vec::new()
+        } else {
+            proof
+                .iter()
+                .flat_map(|b| {
+                    let mut out = [0u8; SACK_BLOCK_LEN];
+                    b.emit(&mut out);
+                    out
+                })
+                .collect()
+        };
+        let numbered: Vec<u32> = slots
+            .iter()
+            .filter(|s| s.kind != SlotKind::Retransmit)
+            .map(|s| s.number)
+            .collect();
+        // Data rides only where a response is predicted (that response acknowledges it).
+        let chunk = if kind == RequestKind::Syn {
+            // The SYN carries the connection's first request, always the same bytes.
+            (!self.syn_data.is_empty()).then(|| (0, self.syn_data.clone()))
+        } else if kind == RequestKind::Fin || numbered.is_empty() {
+            None
+        } else {
+            // At most `max_request_data`, and no more than fits a packet the size of a full
+            // response beside everything else the request carries (a long user
+            // continuation, a long proof).
+            let fixed = Request {
+                kind,
+                flags: 0,
+                retry,
+                continuation: c,
+                sack: &sack,
+                ranges,
+                user_continuation: ucont,
+                data_offset: Some(0),
+                data: &[],
+            }
+            .buffer_len();
+            let room = REQUEST_ROOM.saturating_sub(fixed);
+            self.out
+                .take(usize::from(self.cfg.max_request_data).min(room))
+        };
+        let (data_offset, data) = match &chunk {
+            Some((offset, bytes)) => (Some(*offset), bytes.as_slice()),
+            None => (None, &[][..]),
+        };
+        let req = Request {
+            kind,
+            flags: if self.cfg.delta {
+                wire::REQUEST_FLAG_DELTA
+            } else {
+                0
+            },
+            retry,
+            continuation: c,
+            sack: &sack,
+            ranges,
+            user_continuation: ucont,
+            data_offset,
+            data,
+        };
+        let mut out = alloc::vec![0u8; wire::TCP_HEADER_LEN + req.buffer_len()];
+        let Some(body) = out.get_mut(wire::TCP_HEADER_LEN..) else {
+            return;
+        };
+        let Ok(n) = req.emit(body) else { return };
+        let header = SegmentHeader {
+            src_port: self.tuple.client_port,
+            dst_port: self.tuple.server_port,
+            syn: kind == RequestKind::Syn,
+            seq: if kind == RequestKind::Syn {
+                self.isn
+            } else {
+                c.map_or(0, |c| c.number)
+            },
+            ack: 0,
+        };
+        let Ok(len) = wire::finish_segment(
+            &self.tuple.client_addr,
+            &self.tuple.server_addr,
+            &header,
+            &mut out,
+            n,
+        ) else {
+            return;
+        };
+        out.truncate(len);
+        self.transmit.push_back(out);
+        self.stats.requests += 1;
+        if let Some((offset, bytes)) = chunk
+            && kind != RequestKind::Syn
+        {
+            self.out.sent(offset, bytes.len(), numbered);
+        }
+        if self.deadline.is_none() {
+            self.deadline = Some(now_us.saturating_add(self.rto_us));
+        }
+    }
+}
