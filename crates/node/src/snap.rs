@@ -61,21 +61,37 @@ impl Node {
             .as_ref()?
             .forward_in_place(packet.get_mut(waist_ip::IPV4_HEADER_LEN..)?)?;
         self.stats.snap_executed += 1;
-        let Some(out) = self.routes.route(dst.into()).map(usize::from) else {
-            self.stats.snap_no_route += 1;
-            return Some((Fate::Dropped(Reason::Snap), None));
+        let dropped = Some((Fate::Dropped(Reason::Snap), None));
+        let Some(out) = self.snap_route(dst) else {
+            return dropped;
         };
         // In the general path's order: framing, then the link's MTU.
-        if snap_vm::ip::reframe_in_place(packet).is_err() {
-            return Some((Fate::Dropped(Reason::Snap), None));
+        if snap_vm::ip::reframe_in_place(packet).is_err() || !self.snap_fits(out, packet.len()) {
+            return dropped;
         }
-        if packet.len() > self.config.ifaces.get(out).map_or(0, |f| f.mtu) {
+        Some((Fate::Forwarded, Some(out)))
+    }
+
+    /// The interface toward a SNAP packet's destination (longest-prefix match, no cache),
+    /// counting a packet with no route.
+    fn snap_route(&mut self, dst: [u8; 4]) -> Option<usize> {
+        let out = self.routes.route(dst.into()).map(usize::from);
+        if out.is_none() {
             self.stats.snap_no_route += 1;
-            return Some((Fate::Dropped(Reason::Snap), None));
+        }
+        out
+    }
+
+    /// Whether a framed SNAP packet of `len` bytes fits interface `out`'s MTU; counts it as
+    /// sent if so, as unroutable if not.
+    fn snap_fits(&mut self, out: usize, len: usize) -> bool {
+        if len > self.config.ifaces.get(out).map_or(0, |f| f.mtu) {
+            self.stats.snap_no_route += 1;
+            return false;
         }
         self.stats.snap_sent += 1;
         self.stats.copies += 1;
-        Some((Fate::Forwarded, Some(out)))
+        true
     }
 
     /// Runs `snap` at the node and every local run it causes.
@@ -141,19 +157,15 @@ impl Node {
             }
             return false;
         }
-        let Some(out) = self.routes.route(t.dst.into()).map(usize::from) else {
-            self.stats.snap_no_route += 1;
+        let Some(out) = self.snap_route(t.dst) else {
             return false;
         };
         let Ok(ip) = snap_vm::ip::encapsulate(&t.packet) else {
             return false;
         };
-        if ip.len() > self.config.ifaces.get(out).map_or(0, |f| f.mtu) {
-            self.stats.snap_no_route += 1;
+        if !self.snap_fits(out, ip.len()) {
             return false;
         }
-        self.stats.snap_sent += 1;
-        self.stats.copies += 1;
         self.out.push_back((out, ip));
         true
     }
