@@ -85,15 +85,13 @@ pub fn encapsulate(snap: &[u8]) -> Result<Vec<u8>, FramingError> {
 /// As [`encapsulate`]; `out` is then empty.
 pub fn encapsulate_into(snap: &[u8], out: &mut Vec<u8>) -> Result<(), FramingError> {
     out.clear();
-    let p = Packet::new_checked(snap).map_err(|_| FramingError::NotSnap)?;
-    let (src, dst) = (p.src().into(), p.dst().into());
     out.resize(IPV4_HEADER_LEN, 0);
-    if let Err(e) = emit_header(out, src, dst, IP_PROTOCOL, TTL, snap.len()) {
-        out.clear();
-        return Err(e.into());
-    }
     out.extend_from_slice(snap);
-    Ok(())
+    let framed = reframe_in_place(out);
+    if framed.is_err() {
+        out.clear();
+    }
+    framed
 }
 
 /// Frames, in place, a SNAP packet that follows a 20-byte slot at the front of `ip`: writes
