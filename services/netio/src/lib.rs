@@ -8,6 +8,7 @@
 //! * [`link`]: links — IP-in-UDP to one peer, or a TUN device — polled together by one
 //!   task, each with optional user-space emulation ([`emulate`]) of what it sends.
 //! * [`pcap`]: capture per link, LINKTYPE_RAW, for tshark and Wireshark.
+//! * [`ports`]: free UDP ports for configs written before their daemons start.
 //! * [`metrics`]: a Prometheus text endpoint (127.0.0.1 by default) that asks the core's
 //!   task for a fresh snapshot at each scrape — no shared state, no locks.
 //! * [`trace`]: tracing to stderr, filtered by `RUST_LOG`.
@@ -23,6 +24,7 @@ pub mod emulate;
 pub mod link;
 pub mod metrics;
 pub mod pcap;
+pub mod ports;
 pub mod shutdown;
 pub mod trace;
 pub mod udp;

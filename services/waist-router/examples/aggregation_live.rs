@@ -33,11 +33,9 @@ const LOSS: f64 = 0.1;
 const LOSSY: [usize; 2] = [0, 1];
 const COLLECTOR: [u8; 4] = [10, 255, 0, 1];
 
+/// A free loopback UDP address, never the same one twice in this process.
 fn free() -> SocketAddr {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 fn link(name: &str, local: SocketAddr, peer: SocketAddr, loss: f64) -> String {

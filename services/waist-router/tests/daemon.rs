@@ -10,11 +10,9 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_waist-router");
 
+/// A free loopback UDP address, never the same one twice in this process.
 fn free() -> std::net::SocketAddr {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 fn config(

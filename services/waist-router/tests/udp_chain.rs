@@ -4,15 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::net::{SocketAddr, UdpSocket as StdUdp};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::net::UdpSocket;
 use waist_ip::{IpHeader, emit_header};
 use waist_router::embed::Embedded;
 
+/// A free loopback UDP address, never the same one twice in this process.
 fn free() -> SocketAddr {
-    StdUdp::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) -> String {

@@ -10,7 +10,7 @@
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket as StdUdp};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use esp_proto::instr::{CombineOp, Instruction};
@@ -27,8 +27,9 @@ const R2: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 /// Behind R2's far link, where nobody listens.
 const NOBODY: Ipv4Addr = Ipv4Addr::new(10, 2, 0, 9);
 
+/// A free loopback UDP address, never the same one twice in this process.
 fn free() -> SocketAddr {
-    StdUdp::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) -> String {

@@ -8,11 +8,9 @@ struct File {
     link: Vec<LinkConfig>,
 }
 
+/// A free loopback UDP address, never the same one twice in this process.
 fn free() -> SocketAddr {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    crate::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 fn links_of(text: &str) -> (Source, Vec<LinkConfig>) {
