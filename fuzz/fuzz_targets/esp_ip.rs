@@ -50,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
                     .expect("and carry it");
                 assert_eq!(&out[found.range], &ESP[..]);
             }
-            Err(IpError::OptionSpace { .. } | IpError::TooLong { .. }) => {}
+            Err(IpError::OptionSpace { .. } | IpError::Ip(waist_ip::IpError::TooLong { .. })) => {}
             Err(e) => panic!("a packet that locates cannot be refused with {e:?}"),
         },
         Err(_) => return,

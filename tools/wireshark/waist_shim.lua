@@ -77,27 +77,22 @@ local fl = {}
 for _, v in pairs(f) do fl[#fl + 1] = v end
 waist.fields = fl
 
-local E = ProtoExpert
-local ex = {
-    truncated = E.new("waist.expert.truncated", "Truncated", expert.group.MALFORMED,
-        expert.severity.ERROR),
-    kind = E.new("waist.expert.kind", "Unknown kind", expert.group.MALFORMED,
-        expert.severity.ERROR),
-    version = E.new("waist.expert.version", "Unknown version", expert.group.MALFORMED,
-        expert.severity.ERROR),
-    invalid = E.new("waist.expert.invalid", "Invalid field", expert.group.MALFORMED,
-        expert.severity.WARN),
-    length = E.new("waist.expert.length", "Length does not match", expert.group.MALFORMED,
-        expert.severity.ERROR),
-    not_ip = E.new("waist.expert.not_ip", "No IP packet after the label",
-        expert.group.MALFORMED, expert.severity.WARN),
-    hop = E.new("waist.expert.hop_limit", "Hop limit exhausted", expert.group.SEQUENCE,
-        expert.severity.NOTE),
-    inner = E.new("waist.expert.inner", "The inner packet's dissection failed",
-        expert.group.MALFORMED, expert.severity.ERROR),
-}
-waist.experts = { ex.truncated, ex.kind, ex.version, ex.invalid, ex.length, ex.not_ip, ex.hop,
-    ex.inner }
+-- Expert infos, in registration order: { key, abbreviation, summary, group, severity }.
+local ex, experts = {}, {}
+for _, e in ipairs({
+    { "truncated", "waist.expert.truncated", "Truncated", "MALFORMED", "ERROR" },
+    { "kind", "waist.expert.kind", "Unknown kind", "MALFORMED", "ERROR" },
+    { "version", "waist.expert.version", "Unknown version", "MALFORMED", "ERROR" },
+    { "invalid", "waist.expert.invalid", "Invalid field", "MALFORMED", "WARN" },
+    { "length", "waist.expert.length", "Length does not match", "MALFORMED", "ERROR" },
+    { "not_ip", "waist.expert.not_ip", "No IP packet after the label", "MALFORMED", "WARN" },
+    { "hop", "waist.expert.hop_limit", "Hop limit exhausted", "SEQUENCE", "NOTE" },
+    { "inner", "waist.expert.inner", "The inner packet's dissection failed", "MALFORMED", "ERROR" },
+}) do
+    ex[e[1]] = ProtoExpert.new(e[2], e[3], expert.group[e[4]], expert.severity[e[5]])
+    experts[#experts + 1] = ex[e[1]]
+end
+waist.experts = experts
 
 local ip = Dissector.get("ip")
 local ipv6 = Dissector.get("ipv6")

@@ -141,27 +141,22 @@ for _, v in pairs(f) do fl[#fl + 1] = v end
 trickles.fields = fl
 trickles_opt.fields = {}
 
-local E = ProtoExpert
-local ex = {
-    truncated = E.new("trickles.expert.truncated", "Truncated", expert.group.MALFORMED,
-        expert.severity.ERROR),
-    version = E.new("trickles.expert.version", "Unknown version", expert.group.MALFORMED,
-        expert.severity.ERROR),
-    kind = E.new("trickles.expert.kind", "Unknown kind", expert.group.MALFORMED,
-        expert.severity.ERROR),
-    reserved = E.new("trickles.expert.reserved", "Reserved bits or bytes set",
-        expert.group.MALFORMED, expert.severity.WARN),
-    count = E.new("trickles.expert.count", "Count over the limit", expert.group.MALFORMED,
-        expert.severity.ERROR),
-    ucont = E.new("trickles.expert.ucont", "User continuation not well formed",
-        expert.group.MALFORMED, expert.severity.WARN),
-    option = E.new("trickles.expert.option", "Trickles option of the wrong length",
-        expert.group.MALFORMED, expert.severity.ERROR),
-    exid = E.new("trickles.expert.exid", "Experimental option of another experiment",
-        expert.group.PROTOCOL, expert.severity.NOTE),
-}
-trickles.experts = { ex.truncated, ex.version, ex.kind, ex.reserved, ex.count, ex.ucont,
-    ex.option, ex.exid }
+-- Expert infos, in registration order: { key, abbreviation, summary, group, severity }.
+local ex, experts = {}, {}
+for _, e in ipairs({
+    { "truncated", "trickles.expert.truncated", "Truncated", "MALFORMED", "ERROR" },
+    { "version", "trickles.expert.version", "Unknown version", "MALFORMED", "ERROR" },
+    { "kind", "trickles.expert.kind", "Unknown kind", "MALFORMED", "ERROR" },
+    { "reserved", "trickles.expert.reserved", "Reserved bits or bytes set", "MALFORMED", "WARN" },
+    { "count", "trickles.expert.count", "Count over the limit", "MALFORMED", "ERROR" },
+    { "ucont", "trickles.expert.ucont", "User continuation not well formed", "MALFORMED", "WARN" },
+    { "option", "trickles.expert.option", "Trickles option of the wrong length", "MALFORMED", "ERROR" },
+    { "exid", "trickles.expert.exid", "Experimental option of another experiment", "PROTOCOL", "NOTE" },
+}) do
+    ex[e[1]] = ProtoExpert.new(e[2], e[3], expert.group[e[4]], expert.severity[e[5]])
+    experts[#experts + 1] = ex[e[1]]
+end
+trickles.experts = experts
 
 local tcp_seq_raw = Field.new("tcp.seq_raw")
 local tcp_flags_syn = Field.new("tcp.flags.syn")
@@ -410,21 +405,25 @@ local function message_head(buf, tree, what, kinds)
     return c, info, kind
 end
 
+-- The flags byte: its bit fields under one item, and an expert note when `bad(flags)`.
+-- Returns the byte's range (nil if cut short) and its value (0 then).
+local function flags_byte(c, tree, bits, bad, what)
+    local flr = c.take(1, "flags")
+    if not flr then return nil, 0 end
+    local flags = flr:uint()
+    local ft = tree:add(f.flags, flr)
+    for _, bf in ipairs(bits) do ft:add(bf, flr) end
+    if bad(flags) then
+        ft:add_proto_expert_info(ex.reserved, string.format("%s 0x%02x", what, flags))
+    end
+    return flr, flags
+end
+
 local function dissect_request(buf, pinfo, tree)
     local c, info, kind = message_head(buf, tree, "request", request_kinds)
     if not kind then return table.concat(info, " ") end
-    local flr = c.take(1, "flags")
-    local flags = 0
-    if flr then
-        flags = flr:uint()
-        local ft = tree:add(f.flags, flr)
-        ft:add(f.flag_fin, flr)
-        ft:add(f.flag_doff, flr)
-        ft:add(f.flag_delta, flr)
-        if bit32.band(flags, 0xF8) ~= 0 then
-            ft:add_proto_expert_info(ex.reserved, string.format("Reserved flags 0x%02x", flags))
-        end
-    end
+    local _, flags = flags_byte(c, tree, { f.flag_fin, f.flag_doff, f.flag_delta },
+        function(x) return bit32.band(x, 0xF8) ~= 0 end, "Reserved flags")
     put(tree, c, f.retry, 1, "retry")
     local nb = put(tree, c, f.sack_count, 1, "SACK count")
     local nr = put(tree, c, f.range_count, 1, "range count")
@@ -506,17 +505,10 @@ end
 local function dissect_response(buf, pinfo, tree)
     local c, info, kind = message_head(buf, tree, "response", response_kinds)
     if not kind then return table.concat(info, " ") end
-    local flr = c.take(1, "flags")
-    local flags = 0
+    local flr, flags = flags_byte(c, tree, { f.rflag_cont, f.rflag_eos, f.rflag_delta },
+        function(x) return bit32.band(x, 0xF8) ~= 0 or bit32.band(x, 0x05) == 0x05 end,
+        "Bad flags")
     if flr then
-        flags = flr:uint()
-        local ft = tree:add(f.flags, flr)
-        ft:add(f.rflag_cont, flr)
-        ft:add(f.rflag_eos, flr)
-        ft:add(f.rflag_delta, flr)
-        if bit32.band(flags, 0xF8) ~= 0 or bit32.band(flags, 0x05) == 0x05 then
-            ft:add_proto_expert_info(ex.reserved, string.format("Bad flags 0x%02x", flags))
-        end
         tree:add(f.eos, flr, bit32.rshift(bit32.band(flags, 0x02), 1)):set_generated()
     end
     local r1 = c.take(1, "reserved byte")

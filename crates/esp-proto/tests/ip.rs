@@ -159,10 +159,10 @@ fn malformed_packets_are_errors() {
     bad[3] = 35; // total length past the bytes
     assert_eq!(
         locate(&bad),
-        Err(IpError::TotalLength {
+        Err(IpError::Ip(waist_ip::IpError::TotalLength {
             declared: 35,
             len: 34
-        })
+        }))
     );
     let mut longer = DEDICATED_V4;
     longer[23] = 3; // three operands: one payload byte more, still well-formed
@@ -184,7 +184,10 @@ fn malformed_packets_are_errors() {
     assert_eq!(locate(&bad), Err(IpError::OptionLength { offset: 24 }));
     let mut bad = OPTION_V4;
     bad[0] = 0x44;
-    assert_eq!(locate(&bad), Err(IpError::HeaderLength { ihl: 4 }));
+    assert_eq!(
+        locate(&bad),
+        Err(IpError::Ip(waist_ip::IpError::HeaderLength { ihl: 4 }))
+    );
     let mut bad = hbh_v6();
     bad[41] = 3; // hop-by-hop header of 32 bytes in a 20-byte payload
     assert_eq!(
@@ -202,8 +205,17 @@ fn malformed_packets_are_errors() {
     assert_eq!(locate(&two), Err(IpError::Duplicate { offset: 56 }));
     two[42] = 0x3F; // not ESP's option any more
     assert_eq!(locate(&two).unwrap().unwrap().range, 56..66);
-    assert_eq!(locate(&[0x55; 40]), Err(IpError::Version { version: 5 }));
-    assert_eq!(locate(&[]), Err(IpError::Truncated { len: 0, needed: 1 }));
+    assert_eq!(
+        locate(&[0x55; 40]),
+        Err(IpError::Ip(waist_ip::IpError::Version { version: 5 }))
+    );
+    assert_eq!(
+        locate(&[]),
+        Err(IpError::Ip(waist_ip::IpError::Truncated {
+            len: 0,
+            needed: 1
+        }))
+    );
 }
 
 #[test]
@@ -240,10 +252,10 @@ fn reflect_and_ttl() {
     assert_eq!(decrement_ttl(&mut v6), Ok(0));
     assert_eq!(
         decrement_ttl(&mut [0x45; 19]),
-        Err(IpError::Truncated {
+        Err(IpError::Ip(waist_ip::IpError::Truncated {
             len: 19,
             needed: 20
-        })
+        }))
     );
 }
 

@@ -48,6 +48,23 @@ impl Drops {
             + self.routing
             + self.local
     }
+
+    /// Every reason with its count, named as metrics label them (`"no_route"`, …).
+    pub const fn by_reason(&self) -> [(&'static str, u64); 11] {
+        [
+            ("bad_frame", self.bad_frame),
+            ("bad_iface", self.bad_iface),
+            ("malformed", self.malformed),
+            ("ttl_expired", self.ttl_expired),
+            ("label_hop_limit", self.label_hop_limit),
+            ("no_route", self.no_route),
+            ("too_big", self.too_big),
+            ("esp", self.esp),
+            ("snap", self.snap),
+            ("routing", self.routing),
+            ("local", self.local),
+        ]
+    }
 }
 
 /// A node's counters.
@@ -102,5 +119,135 @@ impl Stats {
     /// Whether every received frame is accounted for exactly once.
     pub const fn balanced(&self) -> bool {
         self.received == self.forwarded + self.delivered + self.routing + self.dropped.total()
+    }
+
+    /// Every counter but the drops ([`Drops::by_reason`] has those) as a metric name, a
+    /// one-line help text and its value: what a daemon's metrics endpoint or a simulation's
+    /// report prints.
+    pub const fn named(&self) -> [(&'static str, &'static str, u64); 19] {
+        [
+            (
+                "frames_received",
+                "frames handed to the node",
+                self.received,
+            ),
+            ("frames_forwarded", "frames sent on", self.forwarded),
+            (
+                "frames_delivered",
+                "frames for the router itself",
+                self.delivered,
+            ),
+            (
+                "routing_messages",
+                "routing messages taken in",
+                self.routing,
+            ),
+            ("routing_sent", "routing messages sent", self.routing_sent),
+            ("copies", "frames put on links by forwarding", self.copies),
+            ("fragments", "IPv4 fragments made", self.fragments),
+            ("icmp_sent", "ICMP messages sent", self.icmp_sent),
+            (
+                "icmp_suppressed",
+                "ICMP errors not sent",
+                self.icmp_suppressed,
+            ),
+            (
+                "esp_executed",
+                "ESP instructions executed",
+                self.esp_executed,
+            ),
+            (
+                "esp_copies_dropped",
+                "copies an ESP instruction dropped at an output port",
+                self.esp_copies_dropped,
+            ),
+            ("snap_executed", "SNAP executions", self.snap_executed),
+            ("snap_sent", "packets SNAP programs sent", self.snap_sent),
+            (
+                "snap_no_route",
+                "packets SNAP programs sent with no route or too big for their link",
+                self.snap_no_route,
+            ),
+            (
+                "label_forwarded",
+                "frames forwarded by their threaded label",
+                self.label_forwarded,
+            ),
+            (
+                "label_fallback",
+                "labelled frames routed by their IP header",
+                self.label_fallback,
+            ),
+            (
+                "cache_hits",
+                "source-hash route cache hits",
+                self.cache_hits,
+            ),
+            (
+                "cache_misses",
+                "source-hash route cache misses",
+                self.cache_misses,
+            ),
+            (
+                "tx_buffer_short",
+                "frames dropped: the caller's transmit buffer was too small",
+                self.tx_buffer_short,
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_and_by_reason_cover_every_counter_once() {
+        // Every field a distinct power of two: a sum names exactly the fields it covers.
+        let dropped = Drops {
+            bad_frame: 1 << 0,
+            bad_iface: 1 << 1,
+            malformed: 1 << 2,
+            ttl_expired: 1 << 3,
+            label_hop_limit: 1 << 4,
+            no_route: 1 << 5,
+            too_big: 1 << 6,
+            esp: 1 << 7,
+            snap: 1 << 8,
+            routing: 1 << 9,
+            local: 1 << 10,
+        };
+        let s = Stats {
+            received: 1 << 11,
+            forwarded: 1 << 12,
+            delivered: 1 << 13,
+            routing: 1 << 14,
+            dropped,
+            copies: 1 << 15,
+            esp_copies_dropped: 1 << 16,
+            fragments: 1 << 17,
+            icmp_sent: 1 << 18,
+            icmp_suppressed: 1 << 19,
+            routing_sent: 1 << 20,
+            snap_executed: 1 << 21,
+            snap_sent: 1 << 22,
+            snap_no_route: 1 << 23,
+            esp_executed: 1 << 24,
+            label_forwarded: 1 << 25,
+            label_fallback: 1 << 26,
+            cache_hits: 1 << 27,
+            cache_misses: 1 << 28,
+            tx_buffer_short: 1 << 29,
+        };
+        let drops: u64 = dropped.by_reason().iter().map(|(_, v)| v).sum();
+        assert_eq!(drops, dropped.total());
+        assert_eq!(drops, (1 << 11) - 1);
+        let named: u64 = s.named().iter().map(|(_, _, v)| v).sum();
+        // Every counter but the drops.
+        assert_eq!(named, ((1 << 30) - 1) & !((1 << 11) - 1));
+        let mut names: alloc::vec::Vec<_> = s.named().iter().map(|(n, _, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), s.named().len());
     }
 }

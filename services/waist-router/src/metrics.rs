@@ -18,90 +18,16 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
     let d = s.dropped;
     let mut out = vec![
         Sample::gauge("waist_up", "1 while the router runs", 1.0).with_label("router", r.name()),
-        counter(
-            "waist_frames_received",
-            "frames handed to the node",
-            s.received,
-        ),
-        counter("waist_frames_forwarded", "frames sent on", s.forwarded),
-        counter(
-            "waist_frames_delivered",
-            "frames for the router itself",
-            s.delivered,
-        ),
-        counter(
-            "waist_routing_messages",
-            "routing messages taken in",
-            s.routing,
-        ),
-        counter(
-            "waist_routing_sent",
-            "routing messages sent",
-            s.routing_sent,
-        ),
-        counter(
-            "waist_copies",
-            "frames put on links by forwarding",
-            s.copies,
-        ),
-        counter("waist_fragments", "IPv4 fragments made", s.fragments),
-        counter("waist_icmp_sent", "ICMP messages sent", s.icmp_sent),
-        counter(
-            "waist_icmp_suppressed",
-            "ICMP errors not sent",
-            s.icmp_suppressed,
-        ),
-        counter(
-            "waist_esp_executed",
-            "ESP instructions executed",
-            s.esp_executed,
-        ),
-        counter(
-            "waist_esp_copies_dropped",
-            "copies an ESP instruction dropped at an output port",
-            s.esp_copies_dropped,
-        ),
-        counter("waist_snap_executed", "SNAP executions", s.snap_executed),
-        counter("waist_snap_sent", "packets SNAP programs sent", s.snap_sent),
-        counter(
-            "waist_label_forwarded",
-            "frames forwarded by their threaded label",
-            s.label_forwarded,
-        ),
-        counter(
-            "waist_label_fallback",
-            "labelled frames routed by their IP header",
-            s.label_fallback,
-        ),
-        counter(
-            "waist_cache_hits",
-            "source-hash route cache hits",
-            s.cache_hits,
-        ),
-        counter(
-            "waist_cache_misses",
-            "source-hash route cache misses",
-            s.cache_misses,
-        ),
-        counter(
-            "waist_unclaimed",
-            "packets for the router that no one took",
-            r.unclaimed(),
-        ),
     ];
-    for (reason, v) in [
-        ("bad_frame", d.bad_frame),
-        ("bad_iface", d.bad_iface),
-        ("malformed", d.malformed),
-        ("ttl_expired", d.ttl_expired),
-        ("label_hop_limit", d.label_hop_limit),
-        ("no_route", d.no_route),
-        ("too_big", d.too_big),
-        ("esp", d.esp),
-        ("snap", d.snap),
-        ("routing", d.routing),
-        ("local", d.local),
-    ] {
+    for (name, help, v) in s.named() {
+        out.push(counter(&format!("waist_{name}"), help, v));
+    }
+    out.push(counter(
+        "waist_unclaimed",
+        "packets for the router that no one took",
+        r.unclaimed(),
+    ));
+    for (reason, v) in d.by_reason() {
         out.push(
             counter("waist_frames_dropped", "frames dropped, by reason", v)
                 .with_label("reason", reason),

@@ -114,12 +114,12 @@ impl Located {
     #[inline]
     pub fn header_mut<'p>(&self, packet: &'p mut [u8]) -> Result<Header<&'p mut [u8]>, IpError> {
         let len = packet.len();
-        let bytes = packet
-            .get_mut(self.range.clone())
-            .ok_or(IpError::Truncated {
+        let bytes = packet.get_mut(self.range.clone()).ok_or(IpError::Ip(
+            waist_ip::IpError::Truncated {
                 len,
                 needed: self.range.end,
-            })?;
+            },
+        ))?;
         Header::new_checked(bytes).map_err(|error| IpError::Instruction {
             offset: self.range.start,
             error,
@@ -128,33 +128,16 @@ impl Located {
 }
 
 /// Why bytes are not a well-formed IP packet, or an instruction cannot be put into one.
+///
+/// What the IP layer itself rejects (truncation, version, header and total length, a packet
+/// too long to build) is [`IpError::Ip`] with [`waist_ip::IpError`]; the other variants are
+/// about options and ESP instructions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IpError {
-    /// Fewer bytes than the fixed IP header needs.
-    Truncated {
-        /// Bytes present.
-        len: usize,
-        /// Bytes needed.
-        needed: usize,
-    },
-    /// An IP version other than 4 and 6.
-    Version {
-        /// The version nibble.
-        version: u8,
-    },
-    /// An IPv4 header length (IHL) below 5 words.
-    HeaderLength {
-        /// The IHL field.
-        ihl: u8,
-    },
-    /// The IPv4 total length (or IPv6 40 + payload length) is below the header length or
-    /// beyond the bytes present.
-    TotalLength {
-        /// Bytes the header declares.
-        declared: usize,
-        /// Bytes present.
-        len: usize,
-    },
+    /// The IP layer rejects the packet (or the packet to build): [`waist_ip::IpError`]'s
+    /// `Truncated`, `Version`, `HeaderLength`, `TotalLength` or `TooLong`. This crate does
+    /// not verify IPv4 header checksums, so `Checksum` only comes from callers converting.
+    Ip(waist_ip::IpError),
     /// An IPv4 option or IPv6 hop-by-hop option whose length is below 2 or overruns its
     /// header.
     OptionLength {
@@ -194,11 +177,6 @@ pub enum IpError {
         /// Bytes left for them.
         available: usize,
     },
-    /// The packet to build would exceed the IP length field.
-    TooLong {
-        /// Bytes it would have.
-        len: usize,
-    },
     /// The output buffer is too small for the packet to build.
     BufferTooSmall {
         /// Bytes needed.
@@ -206,41 +184,19 @@ pub enum IpError {
         /// Bytes available.
         len: usize,
     },
-    /// Any other rejection by the IP layer ([`waist_ip::IpError`]), such as a wrong IPv4
-    /// header checksum. This crate's own functions do not return it: they neither verify
-    /// the checksum nor build from mixed address families; it lets every IP-layer error
-    /// convert into this type.
-    Ip(waist_ip::IpError),
 }
 
-/// The IP layer's errors as this crate's: the variants both have map one to one, so
-/// callers keep matching on [`IpError::Truncated`] and its siblings.
+/// The IP layer's errors as this crate's: [`IpError::Ip`].
 impl From<waist_ip::IpError> for IpError {
     #[inline]
     fn from(e: waist_ip::IpError) -> Self {
-        use waist_ip::IpError as L;
-        match e {
-            L::Truncated { len, needed } => IpError::Truncated { len, needed },
-            L::Version { version } => IpError::Version { version },
-            L::HeaderLength { ihl } => IpError::HeaderLength { ihl },
-            L::TotalLength { declared, len } => IpError::TotalLength { declared, len },
-            L::TooLong { len } => IpError::TooLong { len },
-            other => IpError::Ip(other),
-        }
+        IpError::Ip(e)
     }
 }
 
 impl fmt::Display for IpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            IpError::Truncated { len, needed } => {
-                write!(f, "IP packet truncated: {len} of {needed} bytes")
-            }
-            IpError::Version { version } => write!(f, "IP version {version}, expected 4 or 6"),
-            IpError::HeaderLength { ihl } => write!(f, "IPv4 header length {ihl} words, below 5"),
-            IpError::TotalLength { declared, len } => {
-                write!(f, "IP length {declared} but {len} bytes present")
-            }
             IpError::OptionLength { offset } => write!(f, "bad IP option length at {offset}"),
             IpError::ExtensionLength {
                 declared,
@@ -260,7 +216,6 @@ impl fmt::Display for IpError {
                 f,
                 "ESP option needs {needed} bytes, {available} left in the IP header"
             ),
-            IpError::TooLong { len } => write!(f, "IP packet of {len} bytes is too long"),
             IpError::BufferTooSmall { needed, len } => {
                 write!(f, "output buffer of {len} bytes, {needed} needed")
             }

@@ -48,7 +48,7 @@ fn check_esp(esp: &[u8]) -> Result<(), IpError> {
 
 /// `value` as an IP length field of a packet of `len` bytes.
 fn length_field(value: usize, len: usize) -> Result<u16, IpError> {
-    u16::try_from(value).map_err(|_| IpError::TooLong { len })
+    u16::try_from(value).map_err(|_| IpError::Ip(waist_ip::IpError::TooLong { len }))
 }
 
 /// Writes a dedicated IPv4 ESP packet into `out`: a 20-byte header (protocol 253, DF set,
@@ -376,7 +376,7 @@ mod tests {
         let big = std::vec![0u8; 65535];
         assert_eq!(
             emit_dedicated_ipv4([0; 4], [0; 4], 1, &ESP, &big, &mut out),
-            Err(IpError::TooLong { len: 65563 })
+            Err(IpError::Ip(waist_ip::IpError::TooLong { len: 65563 }))
         );
         assert_eq!(
             emit_dedicated_ipv6([0; 16], [0; 16], 1, &ESP, &big[8..], &mut out),

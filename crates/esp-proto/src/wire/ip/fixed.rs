@@ -67,14 +67,24 @@ pub fn addresses(packet: &[u8]) -> Result<(IpAddr, IpAddr), IpError> {
                 Ipv4Addr::new(a, b, c, d).into(),
                 Ipv4Addr::new(e, f, g, h).into(),
             ),
-            _ => return Err(IpError::Truncated { len, needed: 20 }),
+            _ => {
+                return Err(IpError::Ip(waist_ip::IpError::Truncated {
+                    len,
+                    needed: 20,
+                }));
+            }
         },
         Fixed::V6 { .. } => {
             let addrs = packet.get(8..40).unwrap_or_default();
             let (src, dst) = addrs.split_at_checked(16).unwrap_or_default();
             match (<[u8; 16]>::try_from(src), <[u8; 16]>::try_from(dst)) {
                 (Ok(s), Ok(d)) => (Ipv6Addr::from(s).into(), Ipv6Addr::from(d).into()),
-                _ => return Err(IpError::Truncated { len, needed: 40 }),
+                _ => {
+                    return Err(IpError::Ip(waist_ip::IpError::Truncated {
+                        len,
+                        needed: 40,
+                    }));
+                }
             }
         }
     })
@@ -148,10 +158,10 @@ mod tests {
         assert!(ipv4_checksum_ok(&p));
         assert_eq!(
             reflect(&mut p[..19]),
-            Err(IpError::Truncated {
+            Err(IpError::Ip(waist_ip::IpError::Truncated {
                 len: 19,
                 needed: 20
-            })
+            }))
         );
     }
 
@@ -159,18 +169,21 @@ mod tests {
     fn ttl_errors_are_this_crates() {
         assert_eq!(
             decrement_ttl(&mut [0x45; 10]),
-            Err(IpError::Truncated {
+            Err(IpError::Ip(waist_ip::IpError::Truncated {
                 len: 10,
                 needed: 20
-            })
+            }))
         );
         assert_eq!(
             decrement_ttl(&mut [0x75]),
-            Err(IpError::Version { version: 7 })
+            Err(IpError::Ip(waist_ip::IpError::Version { version: 7 }))
         );
         assert_eq!(
             decrement_ttl(&mut []),
-            Err(IpError::Truncated { len: 0, needed: 1 })
+            Err(IpError::Ip(waist_ip::IpError::Truncated {
+                len: 0,
+                needed: 1
+            }))
         );
         let mut v6 = [0u8; 40];
         v6[0] = 0x60;
@@ -215,27 +228,27 @@ mod tests {
         ));
         assert_eq!(
             fixed_header(&p[..0x72]).err(),
-            Some(IpError::TotalLength {
+            Some(IpError::Ip(waist_ip::IpError::TotalLength {
                 declared: 0x73,
                 len: 0x72
-            })
+            }))
         );
         assert_eq!(
             fixed_header(&p[..19]).err(),
-            Some(IpError::Truncated {
+            Some(IpError::Ip(waist_ip::IpError::Truncated {
                 len: 19,
                 needed: 20
-            })
+            }))
         );
         let mut short = p;
         short[3] = 19;
         short[2] = 0;
         assert_eq!(
             fixed_header(&short).err(),
-            Some(IpError::TotalLength {
+            Some(IpError::Ip(waist_ip::IpError::TotalLength {
                 declared: 19,
                 len: 0x73
-            })
+            }))
         );
         let mut v6 = [0u8; 48];
         v6[0] = 0x60;
@@ -244,17 +257,17 @@ mod tests {
         v6[5] = 9;
         assert_eq!(
             fixed_header(&v6).err(),
-            Some(IpError::TotalLength {
+            Some(IpError::Ip(waist_ip::IpError::TotalLength {
                 declared: 49,
                 len: 48
-            })
+            }))
         );
         assert_eq!(
             fixed_header(&v6[..39]).err(),
-            Some(IpError::Truncated {
+            Some(IpError::Ip(waist_ip::IpError::Truncated {
                 len: 39,
                 needed: 40
-            })
+            }))
         );
     }
 }
