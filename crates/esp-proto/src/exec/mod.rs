@@ -518,5 +518,4 @@ fn aborted<B: AsRef<[u8]> + AsMut<[u8]>>(header: &mut Header<B>, abort: Abort) -
 }
 
 #[cfg(test)]
-#[path = "exec_tests.rs"]
 mod tests;

@@ -43,9 +43,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-#[path = "netns/env.rs"]
 mod env;
-#[path = "netns/traffic.rs"]
 mod traffic;
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};

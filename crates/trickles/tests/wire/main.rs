@@ -5,11 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 // A test crate's root is its own directory's file, so the modules name their paths.
-#[path = "wire/messages.rs"]
 mod messages;
-#[path = "wire/rejections.rs"]
 mod rejections;
-#[path = "wire/segments.rs"]
 mod segments;
-#[path = "wire/strategies.rs"]
 mod strategies;
