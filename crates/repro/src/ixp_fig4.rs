@@ -19,8 +19,8 @@ use std::io::Write;
 
 use anyhow::Context;
 use ixp_model::deploy::{Deployment, Point};
-use ixp_model::handler::Field;
 use ixp_model::handlers::ContentRouter;
+use ixp_model::handlers::stream::Field;
 use ixp_model::path::{Machines, Node, latency_ns, stream_ns};
 
 use crate::common::Options;

@@ -20,7 +20,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use ixp_model::deploy::{Deployment, Point};
-use ixp_model::handler::{Field, Predicate, StreamHandler};
+use ixp_model::handlers::stream::{Field, Predicate, StreamHandler};
 use ixp_model::handlers::{CustomMulticast, Delta, Filter, Format, Mirror};
 use ixp_model::path::{Machines, deployment_load};
 

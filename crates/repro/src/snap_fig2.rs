@@ -4,14 +4,14 @@
 //! The paper's compiler turned Fig. 2's two-line PLAN ping into 16 instructions, 112 bytes
 //! of packet overhead against 68 for Fig. 1 by hand and 178 for the PLAN packet (4-byte
 //! payloads). Ours compiles the same source with `snap_vm::plan`, prints the listing next
-//! to the paper's (as transcribed in `snap_vm::fixtures::plan_ping_source`), counts
+//! to the paper's (as transcribed in `snap_vm::paper::plan_ping_source`), counts
 //! instructions and packet bytes the same way (the packet less its payload), and runs all
 //! three SNAP programs on the VM from A to B and back: each must deliver the payload to the
 //! port at A.
 
 use std::io::Write;
 
-use snap_vm::fixtures;
+use snap_vm::paper;
 use snap_vm::plan::{self, Options as PlanOptions};
 use snap_vm::program::Program;
 use snap_vm::value::Value;
@@ -89,8 +89,8 @@ pub fn run(out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
         Value::int(i32::from(PORT)),
         Value::int(i32::from(compiled.entry_index)),
     ];
-    let paper = fixtures::plan_ping(A, B, PORT, PAYLOAD, 8);
-    let hand = fixtures::ping(A, B, PORT, PAYLOAD, 8);
+    let paper = paper::plan_ping(A, B, PORT, PAYLOAD, 8);
+    let hand = paper::ping(A, B, PORT, PAYLOAD, 8);
     let mut rows = Vec::new();
     for (name, p) in [
         ("Fig. 1 ping, by hand", &hand),
@@ -114,7 +114,7 @@ pub fn run(out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
     writeln!(
         out,
         "the paper's listing (transcribed):\n{}\n",
-        fixtures::plan_ping_source(A, B, PORT, PAYLOAD, 8).trim_end()
+        paper::plan_ping_source(A, B, PORT, PAYLOAD, 8).trim_end()
     )?;
     writeln!(
         out,

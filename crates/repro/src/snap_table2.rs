@@ -141,7 +141,7 @@ fn index(a: [u8; 4]) -> usize {
 fn snap_ping(payload: usize, hops: usize) -> anyhow::Result<Vec<u8>> {
     let bytes: Vec<u8> = (0..payload).map(|i| i as u8).collect();
     let port = u16::try_from(PORT)?;
-    Ok(snap_vm::fixtures::ping(addr(0), addr(hops), port, &bytes, 32).to_bytes()?)
+    Ok(snap_vm::paper::ping(addr(0), addr(hops), port, &bytes, 32).to_bytes()?)
 }
 
 /// An ICMP echo request from node 0 to node `hops` carrying `payload` bytes.

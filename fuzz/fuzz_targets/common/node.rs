@@ -330,10 +330,10 @@ pub fn snap_program(src: [u8; 4], dst: [u8; 4], spec: &SnapSpec) -> Program {
     let rb = u16::from(spec.rb % 32);
     match &spec.kind {
         SnapKind::Ping(payload) => {
-            snap_vm::fixtures::ping(src, dst, spec.port, &payload[..payload.len().min(64)], rb)
+            snap_vm::paper::ping(src, dst, spec.port, &payload[..payload.len().min(64)], rb)
         }
         SnapKind::PlanPing(payload) => {
-            snap_vm::fixtures::plan_ping(src, dst, spec.port, &payload[..payload.len().min(64)], rb)
+            snap_vm::paper::plan_ping(src, dst, spec.port, &payload[..payload.len().min(64)], rb)
         }
         SnapKind::Code { entry, code, stack } => {
             let mut p = Program {

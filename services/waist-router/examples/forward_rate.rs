@@ -158,7 +158,7 @@ fn packet(kind: &str, size: usize) -> Vec<u8> {
         }
         "snap" => {
             let pad = size.saturating_sub(120).max(4);
-            let ping = snap_vm::fixtures::ping(src, dst, 7, &vec![0u8; pad], 60_000);
+            let ping = snap_vm::paper::ping(src, dst, 7, &vec![0u8; pad], 60_000);
             snap_vm::ip::encapsulate(&ping.to_bytes().unwrap()).unwrap()
         }
         _ => {

@@ -8,7 +8,7 @@ use ixp_model::Params;
 use ixp_model::admission::Admission;
 use ixp_model::esp::latency_cycles;
 use ixp_model::ess_model::{EssCall, EssPlacement};
-use ixp_model::handler::{Field, Message, Predicate};
+use ixp_model::handlers::stream::{Field, Message, Predicate};
 use ixp_model::handlers::{CustomMulticast, naive_multicast};
 use ixp_model::strongarm::{Core, CoreCode, call_steps};
 

@@ -43,7 +43,7 @@ fn fig2_ping_compiles_to_assembly_the_snap_tools_accept() {
     );
     // The same code as the library compiles, and the verifier takes it.
     let program = snap_vm::asm::assemble(&text).unwrap();
-    let fig2 = snap_vm::fixtures::plan_ping([10, 0, 0, 1], [10, 0, 0, 2], 7, b"x", 8);
+    let fig2 = snap_vm::paper::plan_ping([10, 0, 0, 1], [10, 0, 0, 2], 7, b"x", 8);
     assert!(
         program.code.len() <= 2 * fig2.code.len(),
         "{} vs the paper's {}",

@@ -1,7 +1,7 @@
 //! `waist snap`: the example programs through asm → verify → run → disasm, and rejections.
 //!
-//! The examples under `examples/snap/` are the fixtures' source text; `SNAP_BLESS=1 cargo
-//! test -p waist --test snap` rewrites them from `snap_vm::fixtures::examples()`.
+//! The examples under `examples/snap/` are the source text of the paper's programs; `SNAP_BLESS=1 cargo
+//! test -p waist --test snap` rewrites them from `snap_vm::paper::examples()`.
 
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use snap_vm::asm::assemble;
-use snap_vm::fixtures;
+use snap_vm::paper;
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/snap")
@@ -43,15 +43,15 @@ fn fail(args: &[&str]) -> String {
 }
 
 #[test]
-fn the_examples_are_the_fixtures_source() {
+fn the_examples_are_the_paper_programs_source() {
     let dir = examples_dir();
     if std::env::var_os("SNAP_BLESS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
-        for (name, text) in fixtures::examples() {
+        for (name, text) in paper::examples() {
             std::fs::write(dir.join(name), text).unwrap();
         }
     }
-    for (name, text) in fixtures::examples() {
+    for (name, text) in paper::examples() {
         let on_disk = std::fs::read_to_string(dir.join(name))
             .unwrap_or_else(|e| panic!("{name}: {e} (SNAP_BLESS=1 writes it)"));
         assert_eq!(on_disk, text, "{name} is stale: SNAP_BLESS=1 rewrites it");
@@ -60,7 +60,7 @@ fn the_examples_are_the_fixtures_source() {
 
 #[test]
 fn every_example_assembles_verifies_runs_and_disassembles_back() {
-    for (name, text) in fixtures::examples() {
+    for (name, text) in paper::examples() {
         let src = examples_dir().join(name);
         let src = src.to_str().unwrap();
         let pkt = tmp(&name.replace(".snap", ".pkt"));
@@ -116,7 +116,7 @@ fn run_shows_the_end_transmits_and_delivery() {
     let home = tmp("home.snap");
     std::fs::write(
         &home,
-        fixtures::ping_source([10, 0, 0, 1], [10, 0, 0, 1], 7, b"hello", 1),
+        paper::ping_source([10, 0, 0, 1], [10, 0, 0, 1], 7, b"hello", 1),
     )
     .unwrap();
     let r = ok(&["run", home.to_str().unwrap()]);
@@ -197,7 +197,7 @@ fn bad_files_are_errors_not_panics() {
     let e = fail(&["run", tmp("missing.snap").to_str().unwrap()]);
     assert!(e.contains("reading "), "{e}");
     // A binary packet is read as one; cut short, it is neither a packet nor text.
-    let bytes = fixtures::ping([1; 4], [2; 4], 1, b"\xff", 3)
+    let bytes = paper::ping([1; 4], [2; 4], 1, b"\xff", 3)
         .to_bytes()
         .unwrap();
     std::fs::write(&f, &bytes).unwrap();

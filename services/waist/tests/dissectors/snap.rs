@@ -4,8 +4,8 @@
 //! truncated or inconsistent packets.
 
 use snap_vm::asm;
-use snap_vm::fixtures;
 use snap_vm::ip::encapsulate;
+use snap_vm::paper;
 use snap_vm::plan::{self, Options, ServiceSig};
 use snap_vm::program::Program;
 use snap_vm::value::{Tag, Value};
@@ -103,13 +103,13 @@ fn check_program(row: &[String], p: &Program) {
     );
 }
 
-/// Fig. 1's hand-written ping (`snap_vm::fixtures::ping`).
+/// Fig. 1's hand-written ping (`snap_vm::paper::ping`).
 #[test]
 fn snap_ping_fixture() {
     if !harness::have_tshark() {
         return;
     }
-    let p = fixtures::ping(A, B, 7, b"hello", 16);
+    let p = paper::ping(A, B, 7, b"hello", 16);
     let f = frame(&p);
     let rows = dissect("snap-ping", std::slice::from_ref(&f), &FIELDS);
     check_program(&rows[0], &p);
@@ -259,7 +259,7 @@ fn snap_truncated_is_flagged() {
     if !harness::have_tshark() {
         return;
     }
-    let snap = fixtures::ping(A, B, 7, b"hello", 16).to_bytes().unwrap();
+    let snap = paper::ping(A, B, 7, b"hello", 16).to_bytes().unwrap();
     let ip = |payload: &[u8]| {
         let mut out = vec![0u8; 20 + payload.len()];
         waist_ip::emit_header(&mut out, A.into(), B.into(), 254, 64, payload.len()).unwrap();
