@@ -36,7 +36,7 @@
 //! assert_eq!(Continuation::parse(&bytes), Ok(c));
 //! ```
 
-use super::WireError;
+use super::{Reader, WireError};
 
 /// Length of an encoded continuation, tag included.
 pub const CONTINUATION_LEN: usize = 54;
@@ -143,21 +143,22 @@ impl Continuation {
             _ => bytes.try_into().map_err(|_| WireError::BadLength)?,
         };
         let (mac, tag) = all.split_at(MAC_FIELDS_LEN);
-        let mut r = Fields { bytes: mac };
+        // The length is checked above: `fixed` reads the layout without an error path.
+        let mut r = Reader::new(mac);
         let c = Continuation {
-            number: u32::from_be_bytes(r.take()),
-            tcp_base: u32::from_be_bytes(r.take()),
-            start_cwnd: u16::from_be_bytes(r.take()),
-            ssthresh: u16::from_be_bytes(r.take()),
-            proof_start: u32::from_be_bytes(r.take()),
-            rtt_us: u32::from_be_bytes(r.take()),
-            timestamp_ms: u32::from_be_bytes(r.take()),
-            epoch_start: EpochStart::try_from(u8::from_be_bytes(r.take()))?,
-            rtx: u8::from_be_bytes(r.take()),
-            site: u16::from_be_bytes(r.take()),
-            key_epoch: u8::from_be_bytes(r.take()),
-            flags: u8::from_be_bytes(r.take()),
-            conn_nonce: u64::from_be_bytes(r.take()),
+            number: u32::from_be_bytes(r.fixed()),
+            tcp_base: u32::from_be_bytes(r.fixed()),
+            start_cwnd: u16::from_be_bytes(r.fixed()),
+            ssthresh: u16::from_be_bytes(r.fixed()),
+            proof_start: u32::from_be_bytes(r.fixed()),
+            rtt_us: u32::from_be_bytes(r.fixed()),
+            timestamp_ms: u32::from_be_bytes(r.fixed()),
+            epoch_start: EpochStart::try_from(u8::from_be_bytes(r.fixed()))?,
+            rtx: u8::from_be_bytes(r.fixed()),
+            site: u16::from_be_bytes(r.fixed()),
+            key_epoch: u8::from_be_bytes(r.fixed()),
+            flags: u8::from_be_bytes(r.fixed()),
+            conn_nonce: u64::from_be_bytes(r.fixed()),
             tag: tag.try_into().map_err(|_| WireError::BadLength)?,
         };
         if c.flags != 0 {
@@ -213,24 +214,6 @@ impl Continuation {
             Some(&u8::from(self.epoch_start))
         );
         debug_assert_eq!(out.get(field::FLAGS), Some(&self.flags));
-    }
-}
-
-/// Reads fixed-size big-endian fields off the front of the 38 MACed bytes, whose length
-/// `Continuation::parse` has already checked.
-struct Fields<'a> {
-    bytes: &'a [u8],
-}
-
-impl Fields<'_> {
-    /// The next `N` bytes; zeros past the end, which the fixed layout never reaches.
-    fn take<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0u8; N];
-        if let Some((head, rest)) = self.bytes.split_at_checked(N) {
-            out.copy_from_slice(head);
-            self.bytes = rest;
-        }
-        out
     }
 }
 

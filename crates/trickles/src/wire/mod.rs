@@ -199,6 +199,19 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    /// The next `N` bytes, or zeros if fewer are left (and then nothing is consumed): for a
+    /// fixed layout whose length the caller has already checked, read without an error
+    /// path (a `Result` per field costs the continuation parser about 45 instructions).
+    #[inline(always)]
+    pub(crate) fn fixed<const N: usize>(&mut self) -> [u8; N] {
+        let mut out = [0u8; N];
+        if let Some((head, rest)) = self.rest.split_at_checked(N) {
+            out.copy_from_slice(head);
+            self.rest = rest;
+        }
+        out
+    }
+
     pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
         self.take(N)?.try_into().map_err(|_| WireError::Truncated)
     }
