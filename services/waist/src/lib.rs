@@ -20,6 +20,7 @@ pub mod host;
 pub mod plan_cli;
 pub mod progress;
 pub mod snap_cli;
+pub mod up;
 
 /// Lightweight network support, made real: demo and paper reproductions.
 #[derive(Debug, Parser)]
@@ -79,6 +80,13 @@ pub enum Command {
         #[command(subcommand)]
         command: snap_cli::SnapCommand,
     },
+    /// Bring a network of routers and Trickles servers up from a topology file, each
+    /// daemon its own process, until Ctrl-C (or --detach).
+    Up(up::UpArgs),
+    /// Stop a detached `waist up`.
+    Down(up::RunDirArgs),
+    /// Each process of a detached `waist up` and its live counters.
+    Status(up::RunDirArgs),
 }
 
 /// Runs one command, writing its report to `out`; returns the process exit code (0 but
@@ -111,6 +119,9 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         Command::Route { command } => return host::route::run(command, out),
         Command::Snap { command } => return snap_cli::run(command, out),
         Command::Plan { command } => return plan_cli::run(command, out),
+        Command::Up(args) => return up::up(&args, out),
+        Command::Down(args) => return up::down(&args, out),
+        Command::Status(args) => return up::status(&args, out),
     };
     done.map(|()| 0)
 }

@@ -2,11 +2,11 @@
 //! router publishes every route as a `waist_route{prefix,link,source}` sample whose value
 //! is the cost), so no second control protocol is needed.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 /// `waist route …`.
 #[derive(clap::Subcommand, Debug)]
@@ -34,42 +34,28 @@ pub struct RouteRow {
 
 /// The `waist_route` samples of a Prometheus text page.
 pub fn parse_routes(page: &str) -> Vec<RouteRow> {
-    page.lines()
-        .filter_map(|l| l.strip_prefix("waist_route{"))
-        .filter_map(|rest| {
-            let (labels, value) = rest.split_once("} ")?;
-            let label = |name: &str| {
-                labels.split(',').find_map(|kv| {
-                    let (k, v) = kv.split_once('=')?;
-                    (k == name).then(|| v.trim_matches('"').to_string())
-                })
-            };
+    netio::scrape::parse(page)
+        .into_iter()
+        .filter(|s| s.name == "waist_route")
+        .filter_map(|s| {
             Some(RouteRow {
-                prefix: label("prefix")?,
-                link: label("link")?,
-                source: label("source")?,
-                cost: value.trim().parse().ok()?,
+                prefix: s.label("prefix")?.to_string(),
+                link: s.label("link")?.to_string(),
+                source: s.label("source")?.to_string(),
+                cost: s.value,
             })
         })
         .collect()
 }
 
-/// Fetches `GET /metrics` from `addr` (plain text format).
+/// Fetches the router's metrics page from `addr`.
 ///
 /// # Errors
 ///
 /// Connection or HTTP errors.
 pub fn fetch(addr: SocketAddr) -> anyhow::Result<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .with_context(|| format!("cannot reach the router's metrics at {addr}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: waist\r\nConnection: close\r\n\r\n")?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
-    if !body.starts_with("HTTP/1.1 200") {
-        bail!("{addr}: {}", body.lines().next().unwrap_or("no answer"));
-    }
-    Ok(body)
+    netio::scrape::fetch(addr, Duration::from_secs(5))
+        .with_context(|| format!("cannot read the router's metrics at {addr}"))
 }
 
 /// Runs a route command; returns the exit code.

@@ -1,0 +1,312 @@
+//! `waist up`, `waist down`, `waist status`: a whole network of our daemons from one
+//! topology file ([`topology`]), each daemon its own process ([`fleet`]).
+//!
+//! `waist up FILE` checks the file, checks that every binary is there and every port free,
+//! starts the routers and then the servers, each ready (its metrics endpoint answers)
+//! before the next, prints what runs where, and stays in the foreground until Ctrl-C or
+//! SIGTERM, when it stops everything it started (SIGTERM, SIGKILL after a bound) — also
+//! when it fails half-way. `--only MACHINE` starts one machine's part of a network that
+//! spans machines. `--detach` leaves the processes running and writes `DIR/state.json`,
+//! which `waist down` and `waist status` read.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+pub mod fleet;
+pub mod topology;
+
+use fleet::{Fleet, STOP_GRACE, Started};
+use topology::{Plan, Role};
+
+/// The state file of a detached run, in its directory.
+pub const STATE_FILE: &str = "state.json";
+
+/// `waist up` options.
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// The topology file.
+    pub file: PathBuf,
+    /// Start only the nodes of this machine (its `[[machine]]` name; `local` for nodes
+    /// that name none).
+    #[arg(long, value_name = "MACHINE")]
+    pub only: Option<String>,
+    /// The run's directory: generated configs, keys, logs, captures, state.
+    #[arg(long, default_value = "waist-run")]
+    pub dir: PathBuf,
+    /// Start, write DIR/state.json and return, leaving the processes running (stop them
+    /// with `waist down`).
+    #[arg(long)]
+    pub detach: bool,
+    /// Check the file, the binaries and the ports, print the plan, start nothing.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// `waist down` and `waist status` options.
+#[derive(Debug, Args)]
+pub struct RunDirArgs {
+    /// The run's directory (`waist up --dir`).
+    #[arg(long, default_value = "waist-run")]
+    pub dir: PathBuf,
+}
+
+/// What a detached run leaves for `waist down` and `waist status`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct State {
+    /// The run's name.
+    pub name: String,
+    /// The topology file.
+    pub topology: PathBuf,
+    /// What runs.
+    pub processes: Vec<Started>,
+}
+
+impl State {
+    /// Reads `dir`'s state file.
+    ///
+    /// # Errors
+    ///
+    /// No detached run there.
+    pub fn load(dir: &Path) -> anyhow::Result<State> {
+        let path = dir.join(STATE_FILE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "no detached run in {} (no {}): start one with `waist up FILE --detach --dir {}`",
+                dir.display(),
+                path.display(),
+                dir.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))
+    }
+}
+
+/// Checks `args.file` and the machine, ready to start.
+fn prepare(args: &UpArgs) -> anyhow::Result<(Plan, PathBuf)> {
+    let plan = topology::load(&args.file)?;
+    if let Some(m) = &args.only
+        && !plan.machines.contains_key(m)
+    {
+        let known: Vec<_> = plan.machines.keys().cloned().collect();
+        bail!(
+            "--only {m}: {} has no such machine (it has: {})",
+            args.file.display(),
+            known.join(", ")
+        );
+    }
+    let bins = fleet::binary_dir()?;
+    fleet::preflight(&plan, args.only.as_deref(), &bins)?;
+    Ok((plan, bins))
+}
+
+/// `waist up`; returns the exit code.
+///
+/// # Errors
+///
+/// A bad topology, a missing binary, a port in use, a process that does not start.
+pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let (plan, bins) = prepare(args)?;
+    let only = args.only.as_deref();
+    if args.check {
+        writeln!(
+            out,
+            "{}: ok: {} processes to start{}",
+            args.file.display(),
+            plan.on(only).count(),
+            only.map_or(String::new(), |m| format!(" on {m}"))
+        )?;
+        for p in plan.on(only) {
+            let links: Vec<_> = p.links.iter().map(|l| l.name.as_str()).collect();
+            writeln!(
+                out,
+                "  {:<10} {:<13} links {}",
+                p.name,
+                p.role.program(),
+                links.join(", ")
+            )?;
+        }
+        return Ok(0);
+    }
+    if args.dir.join(STATE_FILE).exists() {
+        bail!(
+            "{} holds a detached run: stop it with `waist down --dir {}` first",
+            args.dir.display(),
+            args.dir.display()
+        );
+    }
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("cannot create {}", args.dir.display()))?;
+    writeln!(out, "starting {} from {}", plan.name, args.file.display())?;
+    let mut fleet = Fleet::start(&plan, only, &args.dir, &bins)?;
+    fleet::print_table(&plan, &fleet.started, only, out)?;
+    if args.detach {
+        let state = State {
+            name: plan.name.clone(),
+            topology: args.file.clone(),
+            processes: fleet.detach(),
+        };
+        let path = args.dir.join(STATE_FILE);
+        std::fs::write(&path, serde_json::to_string_pretty(&state)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        writeln!(
+            out,
+            "\ndetached; `waist status --dir {0}` shows counters, `waist down --dir {0}` stops it",
+            args.dir.display()
+        )?;
+        return Ok(0);
+    }
+    writeln!(out, "\nrunning; Ctrl-C stops everything")?;
+    out.flush()?;
+    let signal = wait_for_signal(&mut fleet, out)?;
+    let n = fleet.stop(STOP_GRACE);
+    writeln!(out, "{signal}: stopped {n} processes")?;
+    Ok(0)
+}
+
+/// Waits for SIGINT or SIGTERM, reporting processes that exit meanwhile; returns the
+/// signal's name.
+fn wait_for_signal(fleet: &mut Fleet, out: &mut dyn Write) -> anyhow::Result<&'static str> {
+    crate::host::block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                _ = int.recv() => return Ok("interrupted"),
+                _ = term.recv() => return Ok("terminated"),
+                _ = tick.tick() => {
+                    for (name, status) in fleet.exited() {
+                        writeln!(out, "{name} exited ({status})")?;
+                        out.flush()?;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// `waist down`: stops a detached run; returns the exit code.
+///
+/// # Errors
+///
+/// No detached run in the directory.
+pub fn down(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let state = State::load(&args.dir)?;
+    let mut alive: Vec<&Started> = state
+        .processes
+        .iter()
+        .filter(|s| is_ours(s.pid, s.role.program()))
+        .collect();
+    for s in &alive {
+        let _ = nix::sys::signal::kill(pid(s.pid), nix::sys::signal::Signal::SIGTERM);
+    }
+    let deadline = std::time::Instant::now() + STOP_GRACE;
+    while std::time::Instant::now() < deadline
+        && alive.iter().any(|s| is_ours(s.pid, s.role.program()))
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    alive.retain(|s| is_ours(s.pid, s.role.program()));
+    for s in &alive {
+        let _ = nix::sys::signal::kill(pid(s.pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    std::fs::remove_file(args.dir.join(STATE_FILE))?;
+    writeln!(
+        out,
+        "{}: stopped {} processes{}",
+        state.name,
+        state.processes.len(),
+        if alive.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} needed SIGKILL)", alive.len())
+        }
+    )?;
+    Ok(0)
+}
+
+fn pid(p: u32) -> nix::unistd::Pid {
+    nix::unistd::Pid::from_raw(i32::try_from(p).unwrap_or(i32::MAX))
+}
+
+/// Whether `pid` runs `program` (so a reused pid is never signalled).
+pub fn is_ours(pid: u32, program: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| {
+        let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
+        Path::new(&*String::from_utf8_lossy(argv0)).file_name() == Some(program.as_ref())
+    }) && !is_zombie(pid)
+}
+
+/// Whether `pid` has exited and awaits its parent.
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// One process's headline counters, from its metrics page.
+pub fn counters(role: Role, metrics: SocketAddr) -> anyhow::Result<Vec<(&'static str, f64)>> {
+    let page = netio::scrape::fetch(metrics, Duration::from_secs(2))?;
+    let s = netio::scrape::parse(&page);
+    let get = |name: &str| netio::scrape::sum(&s, name, &[]).unwrap_or(0.0);
+    Ok(match role {
+        Role::Router => vec![
+            ("received", get("waist_frames_received_total")),
+            ("forwarded", get("waist_frames_forwarded_total")),
+            ("delivered", get("waist_frames_delivered_total")),
+            ("dropped", get("waist_frames_dropped_total")),
+            ("esp", get("waist_esp_executed_total")),
+            ("snap", get("waist_snap_executed_total")),
+            (
+                "routes",
+                s.iter().filter(|x| x.name == "waist_route").count() as f64,
+            ),
+        ],
+        Role::Server => vec![
+            ("packets", get("trickles_packets_total")),
+            ("responses", get("trickles_responses_total")),
+            ("bytes", get("trickles_response_bytes_total")),
+            ("refused", get("trickles_refused_total")),
+        ],
+    })
+}
+
+/// `waist status`: each process of a detached run and its live counters.
+///
+/// # Errors
+///
+/// No detached run in the directory.
+pub fn status(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let state = State::load(&args.dir)?;
+    writeln!(out, "{} ({})", state.name, state.topology.display())?;
+    let mut down = 0;
+    for s in &state.processes {
+        let line = match counters(s.role, s.metrics) {
+            Ok(c) => c
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join("  "),
+            Err(e) => {
+                down += 1;
+                format!("not answering: {e:#}")
+            }
+        };
+        writeln!(
+            out,
+            "{:<10} {:<13} {:>7}  {line}",
+            s.name,
+            s.role.program(),
+            s.pid
+        )?;
+    }
+    Ok(if down == 0 { 0 } else { 1 })
+}
