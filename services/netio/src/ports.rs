@@ -28,7 +28,7 @@ const ATTEMPTS: usize = 1000;
 ///
 /// # Errors
 /// The bind's error (e.g. `ip` is not an address of this machine), or `AddrInUse` if every
-/// port the kernel offered in [`ATTEMPTS`] tries had already been handed out.
+/// port the kernel offered in 1000 tries had already been handed out.
 pub fn udp(ip: IpAddr) -> io::Result<SocketAddr> {
     // Hold the sockets until a fresh port turns up, so the kernel offers new ones.
     let mut held = Vec::new();

@@ -57,7 +57,7 @@ fn length_field(value: usize, len: usize) -> Result<u16, IpError> {
 ///
 /// # Errors
 ///
-/// [`IpError::Instruction`] if `esp` is not one ESP instruction, [`IpError::TooLong`] past
+/// [`IpError::Instruction`] if `esp` is not one ESP instruction, [`IpError::Ip`] (`TooLong`) past
 /// 65535 bytes, [`IpError::BufferTooSmall`].
 pub fn emit_dedicated_ipv4(
     src: [u8; 4],
@@ -123,7 +123,7 @@ pub fn emit_dedicated_ipv6(
 /// [`IpError::Instruction`] if `esp` is not one instruction, [`IpError::OptionSpace`] if it
 /// does not fit (IPv4 with no other options: more than
 /// [`MAX_IPV4_OPTION_OPERANDS`](crate::consts::MAX_IPV4_OPTION_OPERANDS) operand bytes),
-/// [`IpError::TooLong`], [`IpError::BufferTooSmall`].
+/// [`IpError::Ip`] (`TooLong`), [`IpError::BufferTooSmall`].
 pub fn piggyback_into(packet: &[u8], esp: &[u8], out: &mut [u8]) -> Result<usize, IpError> {
     plan(packet, esp)?.write(packet, esp, out)
 }

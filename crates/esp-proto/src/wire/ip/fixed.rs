@@ -114,7 +114,7 @@ pub fn reflect(packet: &mut [u8]) -> Result<(), IpError> {
 ///
 /// # Errors
 ///
-/// [`IpError::Version`] or [`IpError::Truncated`].
+/// [`IpError::Ip`] (`Version`) or [`IpError::Ip`] (`Truncated`).
 #[inline]
 pub fn decrement_ttl(packet: &mut [u8]) -> Result<u8, IpError> {
     Ok(rewrite::decrement_ttl(packet)?)

@@ -110,7 +110,7 @@ impl Located {
     ///
     /// # Errors
     ///
-    /// [`IpError::Truncated`] or [`IpError::Instruction`] if `packet` is not that packet.
+    /// [`IpError::Ip`] (`Truncated`) or [`IpError::Instruction`] if `packet` is not that packet.
     #[inline]
     pub fn header_mut<'p>(&self, packet: &'p mut [u8]) -> Result<Header<&'p mut [u8]>, IpError> {
         let len = packet.len();
