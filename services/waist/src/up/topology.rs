@@ -532,9 +532,41 @@ pub fn plan(source: &Source, file: &TopologyFile, base: &Path) -> Result<Plan, C
         servers.push((n, a, names_of));
     }
 
+    // Routes for routers without distance vector: every other router's address and
+    // attached prefixes over the first hop of a cheapest path.
+    let graph: Vec<Vec<(usize, u32)>> = routers
+        .iter()
+        .map(|r| {
+            r.links
+                .iter()
+                .filter_map(|(end, li)| {
+                    let cost = file.link.get((*li)?)?.cost.unwrap_or(1);
+                    let j = router_names.iter().position(|n| n == &end.name)?;
+                    Some((j, u32::from(cost)))
+                })
+                .collect()
+        })
+        .collect();
+    let mut computed: Vec<Vec<(String, String)>> = Vec::new();
+    for (i, _) in routers.iter().enumerate() {
+        let hops = first_hops(&graph, i);
+        let mut routes = Vec::new();
+        for (j, other) in routers.iter().enumerate() {
+            let Some(hop) = hops.get(j).copied().flatten() else {
+                continue;
+            };
+            let via = router_names[hop].clone();
+            routes.push((host_prefix(other.address), via.clone()));
+            for (prefix, _) in &other.routes {
+                routes.push((prefix.clone(), via.clone()));
+            }
+        }
+        computed.push(routes);
+    }
+
     // Each router's waist-router config, checked by the router's own parser.
     let mut processes = Vec::new();
-    for (r, section) in routers.iter().zip(&file.router) {
+    for ((r, section), computed) in routers.iter().zip(&file.router).zip(&computed) {
         let text = router_config(
             source,
             base,
@@ -543,6 +575,7 @@ pub fn plan(source: &Source, file: &TopologyFile, base: &Path) -> Result<Plan, C
             r.address,
             &r.links,
             &r.routes,
+            computed,
             &r.originate,
         )?;
         let generated = Source::new(format!("{}.toml (generated)", r.name), text.clone());
@@ -598,6 +631,7 @@ fn router_config(
     address: IpAddr,
     links: &[(LinkEnd, Option<usize>)],
     routes: &[(String, String)],
+    computed: &[(String, String)],
     originate: &[String],
 ) -> Result<String, ConfigError> {
     use toml::{Table, Value};
@@ -640,6 +674,7 @@ fn router_config(
         Value::Array(vec![Value::String(address.to_string())]),
     );
     t.insert("node".into(), Value::Table(node));
+    let dv_on = t.contains_key("dv");
     if let Some(Value::Table(dv)) = t.get_mut("dv") {
         let mut all = match dv.remove("originate") {
             Some(Value::Array(a)) => a,
@@ -659,10 +694,10 @@ fn router_config(
         l.insert("local".into(), Value::String(end.local.to_string()));
         l.insert("peer".into(), Value::String(end.peer.to_string()));
         if let Some(s) = settings.and_then(|i| file.link.get(i)) {
-            l.insert(
-                "cost".into(),
-                Value::Integer(i64::from(s.cost.unwrap_or(1))),
-            );
+            if dv_on {
+                let cost = Value::Integer(i64::from(s.cost.unwrap_or(1)));
+                l.insert("cost".into(), cost);
+            }
             if let Some(mtu) = s.mtu {
                 l.insert("mtu".into(), Value::Integer(mtu as i64));
             }
@@ -677,7 +712,8 @@ fn router_config(
         Some(Value::Array(a)) => a,
         _ => Vec::new(),
     };
-    for (prefix, link) in routes {
+    let without_dv = if dv_on { &[][..] } else { computed };
+    for (prefix, link) in routes.iter().chain(without_dv) {
         let mut r = Table::new();
         r.insert("prefix".into(), Value::String(prefix.clone()));
         r.insert("link".into(), Value::String(link.clone()));
@@ -719,6 +755,32 @@ fn emulation_table(e: &EmulationConfig) -> toml::Value {
     toml::Value::Table(t)
 }
 
+/// For each router, the neighbour a cheapest path from `from` starts with (`None` for
+/// `from` itself and for routers it cannot reach). Dijkstra over small graphs.
+fn first_hops(graph: &[Vec<(usize, u32)>], from: usize) -> Vec<Option<usize>> {
+    let n = graph.len();
+    let mut dist = vec![u32::MAX; n];
+    let mut hop: Vec<Option<usize>> = vec![None; n];
+    let mut done = vec![false; n];
+    if let Some(d) = dist.get_mut(from) {
+        *d = 0;
+    }
+    while let Some(u) = (0..n)
+        .filter(|&i| !done[i] && dist[i] != u32::MAX)
+        .min_by_key(|&i| (dist[i], i))
+    {
+        done[u] = true;
+        for &(v, cost) in &graph[u] {
+            let d = dist[u].saturating_add(cost);
+            if d < dist[v] {
+                dist[v] = d;
+                hop[v] = if u == from { Some(v) } else { hop[u] };
+            }
+        }
+    }
+    hop
+}
+
 /// `a/32` or `a/128`.
 fn host_prefix(a: IpAddr) -> String {
     match a {
@@ -735,5 +797,133 @@ trait HasSpan {
 impl<T> HasSpan for Spanned<T> {
     fn span(&self) -> std::ops::Range<usize> {
         Spanned::span(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(text: &str) -> Result<Plan, ConfigError> {
+        let source = Source::new("t.toml", text);
+        let file: TopologyFile = source.parse()?;
+        plan(&source, &file, Path::new("."))
+    }
+
+    fn config_of<'a>(p: &'a Plan, name: &str) -> &'a str {
+        p.processes
+            .iter()
+            .find(|x| x.name == name)
+            .and_then(|x| x.config.as_deref())
+            .unwrap_or_default()
+    }
+
+    const LINE: &str = "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n\
+                        [[router]]\nname = \"r2\"\naddress = \"10.0.0.2\"\n\
+                        [[router]]\nname = \"r3\"\naddress = \"10.0.0.3\"\n\
+                        [[link]]\nbetween = [\"r1\", \"r2\"]\n\
+                        [[link]]\nbetween = [\"r2\", \"r3\"]\n\
+                        [[link]]\nbetween = [\"r1\", \"r3\"]\ncost = 5\n\
+                        [[host]]\nname = \"h3\"\naddress = \"10.3.0.1\"\nrouter = \"r3\"\n";
+
+    #[test]
+    fn without_dv_routes_follow_the_cheapest_first_hop() {
+        let p = planned(LINE).unwrap();
+        let r1: toml::Table = config_of(&p, "r1").parse().unwrap();
+        let routes = r1["route"].as_array().unwrap();
+        let via = |prefix: &str| {
+            routes
+                .iter()
+                .find(|r| r["prefix"].as_str() == Some(prefix))
+                .and_then(|r| r["link"].as_str())
+        };
+        // r1 → r2 → r3 costs 2, the direct link 5.
+        assert_eq!(via("10.0.0.3/32"), Some("r2"));
+        assert_eq!(via("10.3.0.1/32"), Some("r2"));
+        assert_eq!(via("10.0.0.2/32"), Some("r2"));
+        assert!(r1.get("dv").is_none());
+        let links = r1["link"].as_array().unwrap();
+        assert!(links.iter().all(|l| l.get("cost").is_none()), "{links:?}");
+    }
+
+    #[test]
+    fn with_dv_links_carry_costs_and_attached_prefixes_are_announced() {
+        let p = planned(&format!("[defaults.router]\ndv = {{}}\n{LINE}")).unwrap();
+        let r3: toml::Table = config_of(&p, "r3").parse().unwrap();
+        let originate = r3["dv"]["originate"].as_array().unwrap();
+        assert_eq!(originate, &vec![toml::Value::String("10.3.0.1/32".into())]);
+        let r1: toml::Table = config_of(&p, "r1").parse().unwrap();
+        let costs: Vec<_> = r1["link"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["cost"].as_integer())
+            .collect();
+        assert_eq!(costs, [Some(1), Some(5)]);
+        // Only static routes to what is attached.
+        assert!(r1["route"].as_array().unwrap().is_empty());
+    }
+
+    #[test]
+    fn ports_are_handed_out_in_file_order_per_machine() {
+        let p = planned(&format!("[defaults]\nfirst_port = 30000\n{LINE}")).unwrap();
+        let r1 = p.processes.iter().find(|x| x.name == "r1").unwrap();
+        let ports: Vec<u16> = r1.links.iter().map(|l| l.local.port()).collect();
+        // Links r1–r2 (30000/30001), r2–r3 (30002/30003), r1–r3 (30004/30005).
+        assert_eq!(ports, [30000, 30004]);
+        assert_eq!(p.hosts[0].local.port(), 30006);
+        assert_eq!(p.hosts[0].peer.port(), 30007);
+        assert_eq!(p.hosts[0].via(), "udp:127.0.0.1:30006=127.0.0.1:30007");
+    }
+
+    #[test]
+    fn errors_name_line_and_key() {
+        let cases = [
+            ("[[router]]\nname = \"r1\"\naddress = \"x\"\n", 3, "address"),
+            (
+                "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\nhost = \"nowhere\"\n",
+                4,
+                "host",
+            ),
+            (
+                "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n[[router]]\nname = \"r1\"\naddress = \"10.0.0.2\"\n",
+                5,
+                "name",
+            ),
+            (
+                "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n[[link]]\nbetween = [\"r1\", \"r1\"]\n",
+                5,
+                "between",
+            ),
+            (
+                "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n[[link]]\nbetween = [\"r1\"]\n",
+                5,
+                "between",
+            ),
+            (
+                "[[router]]\nname = \"r1\"\naddres = \"10.0.0.1\"\n",
+                3,
+                "addres",
+            ),
+        ];
+        for (text, line, key) in cases {
+            let e = planned(text).unwrap_err();
+            assert_eq!((e.line, e.key.as_deref()), (line, Some(key)), "{e}");
+        }
+    }
+
+    #[test]
+    fn first_hops_on_a_square() {
+        // 0–1 (1), 1–2 (1), 0–3 (1), 3–2 (5).
+        let g = vec![
+            vec![(1, 1), (3, 1)],
+            vec![(0, 1), (2, 1)],
+            vec![(1, 1), (3, 5)],
+            vec![(0, 1), (2, 5)],
+        ];
+        assert_eq!(first_hops(&g, 0), [None, Some(1), Some(1), Some(3)]);
+        assert_eq!(first_hops(&g, 3), [Some(0), Some(0), Some(0), None]);
+        let lonely = vec![vec![], vec![]];
+        assert_eq!(first_hops(&lonely, 0), [None, None]);
     }
 }

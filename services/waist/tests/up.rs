@@ -1,0 +1,279 @@
+//! `waist up`, `waist status`, `waist down` with the real daemons: bad topologies refused
+//! before anything starts, and one network spread over two "machines" (two `waist up
+//! --only` processes on different loopback addresses) that routes as one.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+const WAIST: &str = env!("CARGO_BIN_EXE_waist");
+
+/// Builds the daemons beside `waist` if this test run did not (e.g. `cargo test -p waist`).
+fn ensure_daemons() {
+    static BUILD: Once = Once::new();
+    BUILD.call_once(|| {
+        let dir = Path::new(WAIST).parent().unwrap();
+        if ["waist-router", "trickles-web"]
+            .iter()
+            .all(|b| dir.join(b).is_file())
+        {
+            return;
+        }
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "waist-router", "-p", "trickles-web"])
+            .env("CARGO_TARGET_DIR", dir.parent().unwrap());
+        if dir.ends_with("release") {
+            cmd.arg("--release");
+        }
+        assert!(
+            cmd.status().unwrap().success(),
+            "building the daemons failed"
+        );
+    });
+}
+
+/// A first port for a test: below the ephemeral range, apart per test and per process.
+fn base(slot: u16) -> u16 {
+    20_000 + (std::process::id() % 300) as u16 * 40 + slot * 10
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("waist-up-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn waist(args: &[&str]) -> Output {
+    Command::new(WAIST).args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `waist up FILE` refuses `topology`; returns what it said. Nothing may have started.
+fn refused(name: &str, topology: &str) -> String {
+    ensure_daemons();
+    let d = scratch(name);
+    let file = d.join("t.toml");
+    std::fs::write(&file, topology).unwrap();
+    let run = d.join("run");
+    let o = waist(&["up", file.to_str().unwrap(), "--dir", run.to_str().unwrap()]);
+    assert!(!o.status.success(), "accepted:\n{}", text(&o));
+    assert!(
+        !run.join("logs").exists(),
+        "something started before the error"
+    );
+    let said = text(&o);
+    std::fs::remove_dir_all(&d).unwrap();
+    said
+}
+
+const TWO_ROUTERS: &str = "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n\n\
+                           [[router]]\nname = \"r2\"\naddress = \"10.0.0.2\"\n";
+
+#[test]
+fn a_link_to_an_unknown_router_is_refused_with_file_line_and_key() {
+    let said = refused(
+        "unknown",
+        &format!("{TWO_ROUTERS}\n[[link]]\nbetween = [\"r1\", \"r9\"]\n"),
+    );
+    assert!(
+        said.contains("t.toml:10:") && said.contains("key `between`") && said.contains("`r9`"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_duplicate_address_is_refused() {
+    let said = refused(
+        "dup",
+        &format!(
+            "{TWO_ROUTERS}\n[[host]]\nname = \"h1\"\naddress = \"10.0.0.2\"\nrouter = \"r1\"\n"
+        ),
+    );
+    assert!(
+        said.contains("t.toml:11:") && said.contains("key `address`") && said.contains("r2's"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_missing_directory_to_serve_is_refused() {
+    let said = refused(
+        "root",
+        &format!(
+            "{TWO_ROUTERS}\n[[server]]\nname = \"web\"\naddress = \"10.2.0.80\"\nroot = \"no-such-dir\"\nrouter = \"r2\"\n"
+        ),
+    );
+    assert!(
+        said.contains("key `root`")
+            && said.contains("no-such-dir")
+            && said.contains("not a directory"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_port_in_use_is_refused_naming_the_link() {
+    let first = base(0);
+    let _taken = std::net::UdpSocket::bind(("127.0.0.1", first + 1)).unwrap();
+    let said = refused(
+        "port",
+        &format!(
+            "[defaults]\nfirst_port = {first}\n{TWO_ROUTERS}\n[[link]]\nbetween = [\"r1\", \"r2\"]\n"
+        ),
+    );
+    assert!(
+        said.contains(&format!("127.0.0.1:{}", first + 1))
+            && said.contains("`r2`")
+            && said.contains("link `r1`"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_router_section_the_router_refuses_is_refused_before_start() {
+    let said = refused(
+        "esp",
+        "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\nesp = { rte = 5 }\n",
+    );
+    assert!(
+        said.contains("t.toml:2:") && said.contains("router `r1`") && said.contains("rte"),
+        "{said}"
+    );
+}
+
+/// Waits until `f` holds, or fails after `limit` with `what`.
+fn eventually(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "{what} after {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The metrics address and pid of every process in `run`'s state file.
+fn state(run: &Path) -> Vec<(String, u32, SocketAddr)> {
+    let s: waist::up::State =
+        serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap();
+    s.processes
+        .iter()
+        .map(|p| (p.name.clone(), p.pid, p.metrics))
+        .collect()
+}
+
+#[test]
+fn two_machines_form_one_routed_network() {
+    ensure_daemons();
+    let d = scratch("two");
+    let first = base(1);
+    let topology = format!(
+        "name = \"pair\"\n\
+         [defaults.router]\n\
+         dv = {{ update_ms = 300, timeout_ms = 2000, gc_ms = 1000, triggered_ms = 20 }}\n\
+         snap = {{}}\n\
+         [[machine]]\nname = \"alpha\"\nip = \"127.0.0.2\"\nfirst_port = {first}\n\
+         [[machine]]\nname = \"beta\"\nip = \"127.0.0.3\"\nfirst_port = {first}\n\
+         [[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\nhost = \"alpha\"\n\
+         [[router]]\nname = \"r2\"\naddress = \"10.0.0.2\"\nhost = \"beta\"\n\
+         [[link]]\nbetween = [\"r1\", \"r2\"]\n\
+         [[host]]\nname = \"h1\"\naddress = \"10.1.0.10\"\nrouter = \"r1\"\nhost = \"alpha\"\n\
+         [[host]]\nname = \"h2\"\naddress = \"10.2.0.10\"\nrouter = \"r2\"\nhost = \"beta\"\n"
+    );
+    let file = d.join("pair.toml");
+    std::fs::write(&file, topology).unwrap();
+    let mut pids = Vec::new();
+    let mut runs = Vec::new();
+    for m in ["alpha", "beta"] {
+        let run = d.join(m);
+        let o = waist(&[
+            "up",
+            file.to_str().unwrap(),
+            "--only",
+            m,
+            "--detach",
+            "--dir",
+            run.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{m}:\n{}", text(&o));
+        let started = state(&run);
+        assert_eq!(started.len(), 1, "{m} runs its one router");
+        pids.extend(started.iter().map(|(_, pid, _)| *pid));
+        runs.push((run, started));
+    }
+    let guard = Down(runs.iter().map(|(r, _)| r.clone()).collect());
+
+    // r1 (alpha) learns h2's address from r2 (beta) over the link between the machines.
+    let r1 = runs[0].1[0].2;
+    eventually(
+        Duration::from_secs(10),
+        "r1 never learned 10.2.0.10",
+        || {
+            netio::scrape::fetch(r1, Duration::from_secs(1)).is_ok_and(|page| {
+                netio::scrape::parse(&page).iter().any(|s| {
+                    s.name == "waist_route"
+                        && s.label("prefix") == Some("10.2.0.10/32")
+                        && s.label("source") == Some("dv")
+                })
+            })
+        },
+    );
+    // And a SNAP ping from h1 (on alpha) is answered by r2 (on beta).
+    // Ports in file order: the link takes `first` on each machine, then h1's socket and
+    // r1's end of h1's link.
+    let via = format!("udp:127.0.0.2:{}=127.0.0.2:{}", first + 1, first + 2);
+    let o = waist(&[
+        "snap",
+        "ping",
+        "--via",
+        &via,
+        "--src",
+        "10.1.0.10",
+        "-c",
+        "3",
+        "10.0.0.2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("from=10.0.0.2"), "{}", text(&o));
+
+    let status = waist(&["status", "--dir", runs[1].0.to_str().unwrap()]);
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(text(&status).contains("r2"), "{}", text(&status));
+
+    drop(guard);
+    for pid in pids {
+        assert!(
+            !waist::up::is_ours(pid, "waist-router"),
+            "pid {pid} still runs after waist down"
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `waist down` for each run directory, also when the test fails.
+struct Down(Vec<PathBuf>);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        for run in &self.0 {
+            if run.join("state.json").exists() {
+                let o = waist(&["down", "--dir", run.to_str().unwrap()]);
+                assert!(
+                    o.status.success() || std::thread::panicking(),
+                    "{}",
+                    text(&o)
+                );
+            }
+        }
+    }
+}
