@@ -15,6 +15,7 @@ pub mod demo;
 pub mod demo_esp;
 pub mod demo_fastpath;
 pub mod demo_ixp;
+pub mod demo_net;
 pub mod demo_trickles;
 pub mod host;
 pub mod plan_cli;
@@ -34,8 +35,10 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show the cores at work: the ephemeral state store, then ESP on simulated networks.
-    Demo,
+    /// Bring the shipped topology up as real processes on loopback (four routers, two
+    /// trickles-web replicas, two hosts) and exercise it: ESP, SNAP, Trickles, a proxy,
+    /// a router and a replica killed. `--sim`: the tour of the cores on a virtual clock.
+    Demo(demo_net::DemoArgs),
     /// Reproduce a paper's table or figure, ours beside the paper's.
     Repro {
         /// Which reproduction.
@@ -97,7 +100,7 @@ pub enum Command {
 /// If writing the report or a plot fails, or a host tool's link cannot be opened.
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
     let done = match cli.command {
-        Command::Demo => demo::run(out),
+        Command::Demo(args) => return demo_net::run(&args, out),
         Command::Repro {
             name,
             out: dir,

@@ -32,7 +32,7 @@ fn is_png(path: &PathBuf) -> bool {
 #[test]
 fn demo_shows_expiry_on_schedule_refusal_and_rate_sizing() {
     let _shared = TIMING.read().unwrap_or_else(|e| e.into_inner());
-    let text = run(&["waist", "demo"]);
+    let text = run(&["waist", "demo", "--sim"]);
     // Each binding vanishes exactly τ = 10 s after creation; writes did not move 0xb0b's.
     assert!(text.contains("t =  10.0 s  expired: 0xa11ce "), "{text}");
     assert!(text.contains("t =  12.5 s  expired: 0xb0b "), "{text}");

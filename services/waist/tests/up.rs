@@ -6,35 +6,11 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
-const WAIST: &str = env!("CARGO_BIN_EXE_waist");
+mod support;
 
-/// Builds the daemons beside `waist` if this test run did not (e.g. `cargo test -p waist`).
-fn ensure_daemons() {
-    static BUILD: Once = Once::new();
-    BUILD.call_once(|| {
-        let dir = Path::new(WAIST).parent().unwrap();
-        if ["waist-router", "trickles-web"]
-            .iter()
-            .all(|b| dir.join(b).is_file())
-        {
-            return;
-        }
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "waist-router", "-p", "trickles-web"])
-            .env("CARGO_TARGET_DIR", dir.parent().unwrap());
-        if dir.ends_with("release") {
-            cmd.arg("--release");
-        }
-        assert!(
-            cmd.status().unwrap().success(),
-            "building the daemons failed"
-        );
-    });
-}
+use support::{ensure_daemons, text, waist};
 
 /// A first port for a test: below the ephemeral range, apart per test and per process.
 fn base(slot: u16) -> u16 {
@@ -46,18 +22,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn waist(args: &[&str]) -> Output {
-    Command::new(WAIST).args(args).output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// `waist up FILE` refuses `topology`; returns what it said. Nothing may have started.
