@@ -72,6 +72,7 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     };
     let plan = prepare(&dir)?;
     let bins = fleet::binary_dir()?;
+    fleet::build_if_missing(&bins, out)?;
     fleet::preflight(&plan, None, &bins)?;
     writeln!(
         out,

@@ -98,6 +98,58 @@ pub fn find_binary(bins: &Path, program: &str) -> anyhow::Result<PathBuf> {
     )
 }
 
+/// Builds the daemons beside `waist` if some are missing and this `waist` was started by
+/// `cargo run` (cargo sets `CARGO`), so the first `cargo run -p waist -- demo` on a fresh
+/// clone works; otherwise does nothing ([`preflight`] then names what is missing).
+///
+/// # Errors
+///
+/// The build fails.
+pub fn build_if_missing(bins: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
+    let programs = [
+        "waist-router",
+        "trickles-web",
+        "trickles-get",
+        "trickles-proxy",
+    ];
+    let missing: Vec<&str> = programs
+        .into_iter()
+        .filter(|p| !bins.join(p).is_file())
+        .collect();
+    let (Some(cargo), Some(manifest)) =
+        (std::env::var_os("CARGO"), option_env!("CARGO_MANIFEST_DIR"))
+    else {
+        return Ok(());
+    };
+    if missing.is_empty() || !Path::new(manifest).join("Cargo.toml").is_file() {
+        return Ok(());
+    }
+    writeln!(out, "building {} beside waist (once) …", missing.join(", "))?;
+    out.flush()?;
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "waist-router",
+        "-p",
+        "trickles-web",
+    ])
+    .arg("--manifest-path")
+    .arg(Path::new(manifest).join("Cargo.toml"));
+    if let Some(target) = bins.parent() {
+        cmd.env("CARGO_TARGET_DIR", target);
+    }
+    if bins.ends_with("release") {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().context("cannot run cargo")?;
+    if !status.success() {
+        bail!("building the daemons failed ({status})");
+    }
+    Ok(())
+}
+
 /// Checks, before anything starts, that every binary is there and every UDP port the
 /// processes of `machine` (all for `None`) bind is free.
 ///

@@ -101,6 +101,7 @@ fn prepare(args: &UpArgs) -> anyhow::Result<(Plan, PathBuf)> {
         );
     }
     let bins = fleet::binary_dir()?;
+    fleet::build_if_missing(&bins, &mut std::io::stderr())?;
     fleet::preflight(&plan, args.only.as_deref(), &bins)?;
     Ok((plan, bins))
 }
