@@ -6,6 +6,11 @@
 //!                                                 └─► body ─► Output::write_at(offset)
 //! ```
 //!
+//! With `--via UDPADDR` every datagram goes to that first hop (a waist router's link
+//! socket) and the URL's host is the server's inner address (`trickles://10.2.0.80/f`, the
+//! port optional); `--src` and `--bind` set the inner source and the local socket (see
+//! [`Hop`]).
+//!
 //! With `--parallel N` (N > 1) the first connection asks for the first
 //! [`FIRST_PART`] bytes; the `Content-Range` of its answer gives the file's length, and
 //! the rest is split among N − 1 more connections, each writing at its own offset. To
@@ -14,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{IsTerminal, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,7 +29,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use trickles::app::http::{ContentRange, HttpError, ResponseHead};
 use trickles::client::ConnId;
 
-use crate::udp::{DEFAULT_FAILOVER, Link, LinkConfig, LinkStats, Mode, parse_emulation};
+use crate::udp::{DEFAULT_FAILOVER, Hop, Link, LinkStats, Mode, parse_emulation};
 
 /// Bytes the first connection of a parallel download asks for.
 pub const FIRST_PART: u64 = 1 << 20;
@@ -33,7 +38,8 @@ pub const FIRST_PART: u64 = 1 << 20;
 #[derive(clap::Parser, Debug, Clone)]
 #[command(version)]
 pub struct Args {
-    /// `trickles://HOST:PORT/path`: HOST:PORT is the server's UDP address.
+    /// `trickles://HOST:PORT/path`: HOST:PORT is the server's UDP address (with --via:
+    /// `trickles://IP[:PORT]/path`, IP the server's inner address, any port ignored).
     pub url: String,
     /// Write the body here (`-` or absent: stdout).
     #[arg(short, long, value_name = "FILE")]
@@ -41,7 +47,8 @@ pub struct Args {
     /// Fetch the file over N connections by byte ranges.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub parallel: u16,
-    /// Another replica's UDP address (repeatable; the URL's server comes first).
+    /// Another replica's UDP address (repeatable; the URL's server comes first). Not with
+    /// --via: behind routers replicas share the URL's (anycast) address.
     #[arg(long = "server", value_name = "ADDR")]
     pub servers: Vec<String>,
     /// Spread the packets over all replicas round-robin instead of failing over.
@@ -58,6 +65,9 @@ pub struct Args {
     /// Give up after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout_s: Option<u64>,
+    /// The first hop and the inner addresses (--via, --src, --bind).
+    #[command(flatten)]
+    pub hop: Hop,
 }
 
 /// What a finished download did.
@@ -71,8 +81,10 @@ pub struct Summary {
     pub connections: usize,
     /// The link's counters.
     pub link: LinkStats,
-    /// The replicas, in the order of the link's counters.
+    /// The replicas, in the order of the link's counters (with `--via`: the first hop).
     pub replicas: Vec<SocketAddr>,
+    /// The inner server address the connections named.
+    pub server: IpAddr,
 }
 
 impl std::fmt::Display for Summary {
@@ -85,8 +97,8 @@ impl std::fmt::Display for Summary {
         };
         write!(
             f,
-            "{} bytes in {secs:.3} s, {rate:.2} MB/s, {} connection(s)",
-            self.bytes, self.connections
+            "{} bytes in {secs:.3} s, {rate:.2} MB/s, {} connection(s) to {}",
+            self.bytes, self.connections, self.server
         )?;
         for (i, r) in self.replicas.iter().enumerate() {
             let sent = self.link.sent.get(i).copied().unwrap_or(0);
@@ -126,10 +138,14 @@ pub struct Url {
     pub path: String,
 }
 
-impl std::str::FromStr for Url {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> anyhow::Result<Url> {
+impl Url {
+    /// Parses `trickles://HOST[:PORT]/path`; the port may be left out when `port_needed`
+    /// is false (the host is then an inner address behind a router).
+    ///
+    /// # Errors
+    ///
+    /// Another scheme, no host, a missing port when needed, unencoded spaces or controls.
+    pub fn parse(s: &str, port_needed: bool) -> anyhow::Result<Url> {
         let rest = s
             .strip_prefix("trickles://")
             .with_context(|| format!("{s:?}: the URL must start with trickles://"))?;
@@ -137,7 +153,7 @@ impl std::str::FromStr for Url {
             Some(at) => rest.split_at(at),
             None => (rest, "/"),
         };
-        if authority.is_empty() || !authority.contains(':') {
+        if authority.is_empty() || (port_needed && !authority.contains(':')) {
             bail!("{s:?}: the URL needs HOST:PORT (the server's UDP address)");
         }
         if !path.bytes().all(|b| b.is_ascii_graphic()) || authority.contains('@') {
@@ -147,6 +163,28 @@ impl std::str::FromStr for Url {
             authority: authority.to_string(),
             path: path.to_string(),
         })
+    }
+
+    /// The host part of the authority (brackets of an IPv6 literal removed), without
+    /// the port.
+    pub fn host(&self) -> &str {
+        let a = self.authority.as_str();
+        if let Some(rest) = a.strip_prefix('[') {
+            return rest.split(']').next().unwrap_or_default();
+        }
+        match a.rsplit_once(':') {
+            Some((host, _)) => host,
+            None => a,
+        }
+    }
+}
+
+impl std::str::FromStr for Url {
+    type Err = anyhow::Error;
+
+    /// [`Url::parse`] with the port needed.
+    fn from_str(s: &str) -> anyhow::Result<Url> {
+        Url::parse(s, true)
     }
 }
 
@@ -450,24 +488,44 @@ impl Download {
     }
 }
 
+/// The inner address of `host` (an IP literal, or a name resolved by the system).
+async fn resolve_ip(host: &str) -> anyhow::Result<IpAddr> {
+    if let Ok(ip) = host.parse() {
+        return Ok(ip);
+    }
+    Ok(resolve(&format!("{host}:0")).await?.ip())
+}
+
 /// Runs the download `args` describes and returns its summary (print it on stderr).
 pub async fn run(args: &Args) -> anyhow::Result<Summary> {
-    let url: Url = args.url.parse()?;
-    let mut replicas = vec![resolve(&url.authority).await?];
-    for s in &args.servers {
-        replicas.push(resolve(s).await?);
-    }
-    let emulation = args.emulate.as_deref().map(parse_emulation).transpose()?;
-    let cfg = LinkConfig {
-        replicas: replicas.clone(),
-        mode: if args.spray {
-            Mode::Spray
-        } else {
-            Mode::Failover
-        },
-        failover: Duration::from_millis(args.failover_ms.max(1)),
-        emulation,
+    let via = args.hop.via.is_some();
+    let url = Url::parse(&args.url, !via)?;
+    let mut cfg = if via {
+        if let Some(s) = args.servers.first() {
+            bail!(
+                "--server {s} with --via: behind routers the URL's host is the one (anycast) \
+                 server address and the network picks the replica"
+            );
+        }
+        args.hop.check(1, args.spray)?;
+        let inner = resolve_ip(url.host()).await?;
+        args.hop.link_config(Vec::new(), inner)
+    } else {
+        let first = resolve(&url.authority).await?;
+        let mut replicas = vec![first];
+        for s in &args.servers {
+            replicas.push(resolve(s).await?);
+        }
+        args.hop.link_config(replicas, first.ip())
     };
+    cfg.mode = if args.spray {
+        Mode::Spray
+    } else {
+        Mode::Failover
+    };
+    cfg.failover = Duration::from_millis(args.failover_ms.max(1));
+    cfg.emulation = args.emulate.as_deref().map(parse_emulation).transpose()?;
+    let replicas = cfg.replicas.clone();
     let mut link = Link::bind(cfg).await?;
     let output = Output::open(args.output.as_ref())?;
     let progress = if std::io::stderr().is_terminal() {
@@ -531,6 +589,7 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
         connections: dl.parts.len(),
         link: link.stats(),
         replicas,
+        server: link.server(),
     })
 }
 
@@ -548,6 +607,22 @@ mod tests {
         assert!("http://h:1/".parse::<Url>().is_err());
         assert!("trickles://h/".parse::<Url>().is_err());
         assert!("trickles://h:1/a b".parse::<Url>().is_err());
+        // Behind a router the port may go.
+        let u = Url::parse("trickles://10.2.0.80/x", false).unwrap();
+        assert_eq!((u.host(), u.path.as_str()), ("10.2.0.80", "/x"));
+        assert!(Url::parse("trickles://10.2.0.80/x", true).is_err());
+        assert_eq!(
+            Url::parse("trickles://10.2.0.80:7/", false).unwrap().host(),
+            "10.2.0.80"
+        );
+        assert_eq!(
+            Url::parse("trickles://[fd00::80]/", false).unwrap().host(),
+            "fd00::80"
+        );
+        assert_eq!(
+            Url::parse("trickles://[fd00::80]:9/", true).unwrap().host(),
+            "fd00::80"
+        );
     }
 
     #[test]

@@ -18,6 +18,10 @@
 //! must fit one SYN (the client's `max_request_data`, 1024 bytes); a longer one reaches
 //! the server cut and is answered 400 by it.
 //!
+//! With `--via UDPADDR` the link's datagrams go to that first hop (a waist router's link
+//! socket) and `--server` names the server's inner address (`10.2.0.80`, one only: the
+//! routers pick among replicas sharing it); see [`Hop`].
+//!
 //! Relayed data waits in unbounded channels: a TCP client that reads slowly costs memory
 //! (at most the bodies it asked for), never the other clients' progress.
 
@@ -35,7 +39,7 @@ use tokio::sync::mpsc;
 use trickles::app::http::{Answer, HttpError, parse_request, write_head};
 use trickles::client::ConnId;
 
-use crate::udp::{DEFAULT_FAILOVER, Link, LinkConfig, Mode, parse_emulation};
+use crate::udp::{DEFAULT_FAILOVER, Hop, Link, LinkConfig, Mode, ServerAddr, parse_emulation};
 
 /// A local HTTP proxy relaying GETs to a Trickles web server (trickles-web).
 #[derive(clap::Parser, Debug, Clone)]
@@ -44,9 +48,10 @@ pub struct Args {
     /// Where TCP clients connect (port 0: any; the `ready` line on stdout says which).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// A replica's UDP address (repeatable; the first one's IP names the server).
+    /// A replica's UDP address (repeatable; the first one's IP names the server). With
+    /// --via: the server's inner address (IP, any port ignored), once.
     #[arg(long = "server", value_name = "ADDR", required = true)]
-    pub servers: Vec<SocketAddr>,
+    pub servers: Vec<ServerAddr>,
     /// Spread the packets over all replicas round-robin instead of failing over.
     #[arg(long)]
     pub spray: bool,
@@ -56,21 +61,41 @@ pub struct Args {
     /// Emulate loss, delay and jitter each way (as trickles-get's `--emulate`).
     #[arg(long, value_name = "SPEC")]
     pub emulate: Option<String>,
+    /// The first hop and the inner addresses (--via, --src, --bind).
+    #[command(flatten)]
+    pub hop: Hop,
 }
 
 impl Args {
     /// The link these options describe.
+    ///
+    /// # Errors
+    ///
+    /// A `--server` without a port (unless `--via`), `--via` with several servers or
+    /// `--spray`, a bad emulation spec.
     pub fn link_config(&self) -> anyhow::Result<LinkConfig> {
-        Ok(LinkConfig {
-            replicas: self.servers.clone(),
-            mode: if self.spray {
-                Mode::Spray
-            } else {
-                Mode::Failover
-            },
-            failover: Duration::from_millis(self.failover_ms.max(1)),
-            emulation: self.emulate.as_deref().map(parse_emulation).transpose()?,
-        })
+        self.hop.check(self.servers.len(), self.spray)?;
+        let Some(first) = self.servers.first() else {
+            anyhow::bail!("--server ADDR is required");
+        };
+        let mut cfg = if self.hop.via.is_some() {
+            self.hop.link_config(Vec::new(), first.ip)
+        } else {
+            let replicas = self
+                .servers
+                .iter()
+                .map(|s| s.udp("--server"))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            self.hop.link_config(replicas, first.ip)
+        };
+        cfg.mode = if self.spray {
+            Mode::Spray
+        } else {
+            Mode::Failover
+        };
+        cfg.failover = Duration::from_millis(self.failover_ms.max(1));
+        cfg.emulation = self.emulate.as_deref().map(parse_emulation).transpose()?;
+        Ok(cfg)
     }
 }
 

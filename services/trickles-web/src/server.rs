@@ -5,6 +5,11 @@
 //! * **UDP** (`--listen udp:ADDR`, no root): every datagram is one whole IP packet; each
 //!   event remembers the datagram's source ([`Service`]'s `P`), and its responses go back
 //!   there. Nothing else is kept per client.
+//!   The inner address served is the listen IP, or `--address` ([`Options::address`]):
+//!   behind a waist router the datagrams come from the router's link socket and carry
+//!   the network's addresses (`10.1.0.10` to `10.2.0.80`); the answers still go back to
+//!   each datagram's source. Replicas given the same address and key file are one
+//!   anycast service.
 //! * **TUN** (`--listen tun:NAME`, root): the paper's deployment; Trickles packets are
 //!   real IP packets the kernel routes to and from the device.
 //!
@@ -101,6 +106,11 @@ pub struct Options {
     /// The link's MTU for the Trickles packets (the MSS follows from it; over UDP the
     /// tunnel overhead is taken off first).
     pub mtu: u16,
+    /// UDP only: the inner (IP-level) address served. `None`: the listen IP names the
+    /// server (its MSS), and packets to any inner destination are answered as that
+    /// destination, as before. `Some`: packets to any other destination are refused and
+    /// counted (`trickles_refused_total{reason="other_address"}`).
+    pub address: Option<IpAddr>,
 }
 
 /// What the server says when it has bound everything: the line `ready …` on stdout.
@@ -112,6 +122,8 @@ pub struct Bound {
     pub tcp: Option<SocketAddr>,
     /// The metrics endpoint's address.
     pub metrics: Option<SocketAddr>,
+    /// The inner address served, when given (`--address`).
+    pub address: Option<IpAddr>,
 }
 
 impl std::fmt::Display for Bound {
@@ -125,6 +137,9 @@ impl std::fmt::Display for Bound {
             if let Some(v) = v {
                 write!(f, " {k}={v}")?;
             }
+        }
+        if let Some(a) = self.address {
+            write!(f, " address={a}")?;
         }
         Ok(())
     }
@@ -148,6 +163,10 @@ pub struct Web {
     send_errors: u64,
     /// Key rotations done.
     rotations: u64,
+    /// The one inner destination served over UDP, if [`Options::address`] is set.
+    address: Option<Addr>,
+    /// Packets refused for naming another inner destination.
+    other_address: u64,
 }
 
 /// Microseconds since the Unix epoch: the clock every replica shares.
@@ -172,6 +191,7 @@ impl Web {
         let period = keys.period_at(SystemTime::now());
         let (io, udp, server_addr, mtu) = match &opts.listen {
             Listen::Udp(a) => {
+                let served = opts.address.unwrap_or(a.ip());
                 let s = UdpIo::bind(*a, SOCKET_BUFFER)
                     .map_err(|e| anyhow::anyhow!("--listen udp:{a}: {e}"))?;
                 let local = s.local_addr()?;
@@ -183,11 +203,17 @@ impl Web {
                 (
                     Io::Udp(Box::new((s, Batch::new(), Outbox::new()))),
                     Some(local),
-                    Addr::from(a.ip()),
+                    Addr::from(served),
                     opts.mtu.saturating_sub(overhead),
                 )
             }
             Listen::Tun { name, addresses } => {
+                if let Some(a) = opts.address {
+                    anyhow::bail!(
+                        "--address {a} is for udp: links (a TUN device serves the addresses \
+                         of tun:NAME,CIDR)"
+                    );
+                }
                 let d = netio::link::open_tun(name, addresses, usize::from(opts.mtu))?;
                 let addr = addresses
                     .first()
@@ -209,7 +235,7 @@ impl Web {
             }
             None => None,
         };
-        tracing::info!(root = %opts.root.display(), mss = cfg.mss, period, "serving");
+        tracing::info!(root = %opts.root.display(), mss = cfg.mss, period, address = ?opts.address, "serving");
         Ok((
             Web {
                 service,
@@ -220,6 +246,8 @@ impl Web {
                 tcp,
                 send_errors: 0,
                 rotations: 0,
+                address: opts.address.map(Addr::from),
+                other_address: 0,
             },
             udp,
         ))
@@ -244,6 +272,8 @@ impl Web {
             service,
             pcap,
             send_errors,
+            address,
+            other_address,
             ..
         } = self;
         match io {
@@ -252,6 +282,15 @@ impl Web {
                 if sock.try_recv_batch(batch).is_ok() {
                     for (peer, packet) in batch.datagrams() {
                         Self::capture(pcap, packet);
+                        // A packet the core cannot parse goes on, to be counted there.
+                        if let Some(a) = address
+                            && let Ok(p) = trickles::ip::parse(packet)
+                            && p.dst != *a
+                        {
+                            *other_address += 1;
+                            tracing::trace!(%peer, dst = ?p.dst, "refused: not our address");
+                            continue;
+                        }
                         if let Err(e) = service.handle_packet(now, packet, Some(peer)) {
                             tracing::trace!(%peer, "refused: {e}");
                         }
@@ -477,6 +516,7 @@ impl Web {
             ("proof", r.proof),
             ("plan", r.plan),
             ("too_many_retries", r.too_many_retries),
+            ("other_address", self.other_address),
         ] {
             out.push(
                 Sample::counter("trickles_refused", "Packets refused, by reason", v as f64)

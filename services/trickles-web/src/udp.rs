@@ -11,7 +11,13 @@
 //! Every connection names the **first** replica's IP address as its server, whichever
 //! replica a packet goes to: the continuations' MACs bind the inner addresses, and the
 //! replicas share keys, so any replica can carry on a transfer another one started. The
-//! inner source address is the socket's local IP address. Which replica gets each packet:
+//! inner source address is the socket's local IP address. Both can be set apart from the
+//! UDP addresses ([`LinkConfig::server`], [`LinkConfig::source`]), which is how a client
+//! sits in a routed network: its one "replica" is the first hop, a waist router's link
+//! socket ([`Hop::via`]), and the inner addresses are the network's (`10.1.0.10` to
+//! `10.2.0.80`); the router forwards each IP packet by its inner destination, and the
+//! routers, not the client, pick among replicas that share one (anycast) address. Which
+//! replica gets each packet:
 //!
 //! * [`Mode::Failover`]: all go to the current replica; when nothing has arrived for
 //!   [`LinkConfig::failover`] since a datagram was sent, while some connection is
@@ -42,6 +48,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -92,17 +99,144 @@ pub struct LinkConfig {
     pub failover: Duration,
     /// Emulated loss, delay and jitter, applied to each direction.
     pub emulation: Option<EmulationConfig>,
+    /// The inner server address every connection names (`None`: the first replica's IP).
+    /// Set when the replicas are first hops (routers) rather than the server itself.
+    pub server: Option<IpAddr>,
+    /// The inner source address every connection names (`None`: the socket's local IP).
+    /// It must be of the server address's family.
+    pub source: Option<IpAddr>,
+    /// The local UDP socket's address (`None`: the local IP that reaches the first
+    /// replica, any port). A router link's `peer` names it in advance.
+    pub bind: Option<SocketAddr>,
 }
 
 impl LinkConfig {
-    /// Failover over `replicas` after [`DEFAULT_FAILOVER`], no emulation.
+    /// Failover over `replicas` after [`DEFAULT_FAILOVER`], no emulation, the inner
+    /// addresses those of the sockets.
     pub fn new(replicas: Vec<SocketAddr>) -> LinkConfig {
         LinkConfig {
             replicas,
             mode: Mode::Failover,
             failover: DEFAULT_FAILOVER,
             emulation: None,
+            server: None,
+            source: None,
+            bind: None,
         }
+    }
+}
+
+/// A server named on the command line: an IP address, with the UDP port it listens on
+/// when the client sends to it directly (`127.0.0.1:7700`, `[::1]:7700`), or the bare
+/// inner address behind a router (`10.2.0.80`, `fd00::80`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerAddr {
+    /// The server's IP address.
+    pub ip: IpAddr,
+    /// Its UDP port, if given.
+    pub port: Option<u16>,
+}
+
+impl ServerAddr {
+    /// The UDP address to send to directly, or an error naming `option` when the port is
+    /// missing.
+    pub fn udp(&self, option: &str) -> anyhow::Result<SocketAddr> {
+        match self.port {
+            Some(port) => Ok(SocketAddr::new(self.ip, port)),
+            None => anyhow::bail!(
+                "{option} {}: needs a port (the server's UDP address) unless --via is given",
+                self.ip
+            ),
+        }
+    }
+}
+
+impl FromStr for ServerAddr {
+    type Err = String;
+
+    /// `IP:PORT`, `[IPv6]:PORT`, `IP` or `[IPv6]`.
+    fn from_str(s: &str) -> Result<ServerAddr, String> {
+        if let Ok(a) = s.parse::<SocketAddr>() {
+            return Ok(ServerAddr {
+                ip: a.ip(),
+                port: Some(a.port()),
+            });
+        }
+        let bare = s
+            .strip_prefix('[')
+            .and_then(|r| r.strip_suffix(']'))
+            .unwrap_or(s);
+        bare.parse()
+            .map(|ip| ServerAddr { ip, port: None })
+            .map_err(|_| format!("{s:?}: expected IP, IP:PORT or [IPv6]:PORT"))
+    }
+}
+
+impl std::fmt::Display for ServerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.port {
+            Some(port) => SocketAddr::new(self.ip, port).fmt(f),
+            None => self.ip.fmt(f),
+        }
+    }
+}
+
+/// The first-hop options trickles-get and trickles-proxy share: how to reach the server
+/// through a network of waist routers instead of directly.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hop {
+    /// Send every datagram to this UDP address (a waist router link's `local`) instead of
+    /// to the server's: the server address becomes the inner (IP-level) one, and the
+    /// routers deliver to it (one address; replicas sharing it are picked by the network).
+    #[arg(long, value_name = "UDPADDR")]
+    pub via: Option<SocketAddr>,
+    /// The inner source address (default: the local socket's IP).
+    #[arg(long, value_name = "IP")]
+    pub src: Option<IpAddr>,
+    /// Bind the local UDP socket here (a router link's `peer` names it; default: any
+    /// port).
+    #[arg(long, value_name = "UDPADDR")]
+    pub bind: Option<SocketAddr>,
+}
+
+impl Hop {
+    /// Checks the combination: with `--via` there is one inner server address (an
+    /// anycast address: the routers pick the replica), so several servers or `--spray`
+    /// are refused with a message saying why. `servers` counts the servers named.
+    ///
+    /// # Errors
+    ///
+    /// `--via` with more than one server or with `--spray`.
+    pub fn check(&self, servers: usize, spray: bool) -> anyhow::Result<()> {
+        let Some(via) = self.via else { return Ok(()) };
+        if servers > 1 {
+            anyhow::bail!(
+                "--via {via}: one inner server address only (replicas behind routers share \
+                 one anycast address and the network picks among them); drop the extra --server"
+            );
+        }
+        if spray {
+            anyhow::bail!(
+                "--via {via}: --spray needs several server addresses, and with --via there is \
+                 one (the network picks the replica)"
+            );
+        }
+        Ok(())
+    }
+
+    /// The link to `replicas` (sent to directly) or, with `--via`, to inner server
+    /// `inner` through the first hop; [`Hop::check`] first.
+    pub fn link_config(&self, replicas: Vec<SocketAddr>, inner: IpAddr) -> LinkConfig {
+        let mut cfg = match self.via {
+            Some(via) => LinkConfig {
+                server: Some(inner),
+                ..LinkConfig::new(vec![via])
+            },
+            None => LinkConfig::new(replicas),
+        };
+        cfg.source = self.src;
+        cfg.bind = self.bind;
+        cfg
     }
 }
 
@@ -218,8 +352,10 @@ pub fn client_config(server: &Addr) -> ClientConfig {
 }
 
 impl Link {
-    /// Binds a socket on the local IP address that reaches the first replica (any port)
-    /// and makes an empty [`Demux`] seeded from the operating system.
+    /// Binds a socket ([`LinkConfig::bind`], or the local IP address that reaches the
+    /// first replica, any port) and makes an empty [`Demux`] seeded from the operating
+    /// system, naming [`LinkConfig::server`] and [`LinkConfig::source`] (or the sockets'
+    /// addresses) as the inner addresses.
     pub async fn bind(cfg: LinkConfig) -> anyhow::Result<Link> {
         let first = *cfg
             .replicas
@@ -228,16 +364,37 @@ impl Link {
         if cfg.replicas.iter().any(|r| r.is_ipv4() != first.is_ipv4()) {
             anyhow::bail!("replicas mix IPv4 and IPv6 addresses");
         }
-        let local_ip =
-            local_ip_towards(first).with_context(|| format!("no local address reaches {first}"))?;
-        let socket = UdpIo::bind(SocketAddr::new(local_ip, 0), SOCKET_BUFFER)
-            .with_context(|| format!("binding a UDP socket on {local_ip}"))?;
-        let server = Addr::from(first.ip());
+        let bind = match cfg.bind {
+            Some(b) if b.is_ipv4() != first.is_ipv4() => {
+                anyhow::bail!("--bind {b} and {first} are of different IP versions")
+            }
+            Some(b) => b,
+            None => SocketAddr::new(
+                local_ip_towards(first)
+                    .with_context(|| format!("no local address reaches {first}"))?,
+                0,
+            ),
+        };
+        let socket = UdpIo::bind(bind, SOCKET_BUFFER)
+            .with_context(|| format!("binding a UDP socket on {bind}"))?;
+        let local_ip = match socket.local_addr()?.ip() {
+            ip if ip.is_unspecified() => local_ip_towards(first)
+                .with_context(|| format!("no local address reaches {first}"))?,
+            ip => ip,
+        };
+        let server_ip = cfg.server.unwrap_or(first.ip());
+        let source_ip = cfg.source.unwrap_or(local_ip);
+        if server_ip.is_ipv4() != source_ip.is_ipv4() {
+            anyhow::bail!(
+                "inner addresses of different IP versions: source {source_ip}, server {server_ip}"
+            );
+        }
+        let server = Addr::from(server_ip);
         let mut seed = [0u8; 8];
         getrandom::fill(&mut seed).context("no randomness from the operating system")?;
         let demux = Demux::new(
             client_config(&server),
-            Addr::from(local_ip),
+            Addr::from(source_ip),
             u64::from_le_bytes(seed),
         );
         let start = Instant::now();
@@ -315,9 +472,20 @@ impl Link {
         &self.replicas
     }
 
-    /// The socket's local address (its IP is every connection's client address).
+    /// The socket's local address (its IP is every connection's client address unless
+    /// [`LinkConfig::source`] says otherwise).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.socket.local_addr()
+    }
+
+    /// The inner server address every connection names.
+    pub fn server(&self) -> IpAddr {
+        self.server.into()
+    }
+
+    /// The inner source address every connection names.
+    pub fn source(&self) -> IpAddr {
+        self.demux.local().into()
     }
 
     /// Sends what the connections have queued (through the emulation, if any) without
@@ -485,6 +653,47 @@ mod tests {
         assert!(parse_emulation("loss=2").is_err());
         assert!(parse_emulation("lose=0.1").is_err());
         assert!(parse_emulation("loss").is_err());
+    }
+
+    #[test]
+    fn server_addresses() {
+        let a: ServerAddr = "127.0.0.1:7700".parse().unwrap();
+        assert_eq!(
+            a.udp("--server").unwrap(),
+            "127.0.0.1:7700".parse().unwrap()
+        );
+        let a: ServerAddr = "10.2.0.80".parse().unwrap();
+        assert_eq!((a.ip, a.port), ("10.2.0.80".parse().unwrap(), None));
+        assert!(a.udp("--server").is_err());
+        assert_eq!(a.to_string(), "10.2.0.80");
+        let a: ServerAddr = "[fd00::80]".parse().unwrap();
+        assert_eq!(a.ip, "fd00::80".parse::<IpAddr>().unwrap());
+        assert_eq!("[::1]:9".parse::<ServerAddr>().unwrap().port, Some(9));
+        assert!("host:80".parse::<ServerAddr>().is_err());
+    }
+
+    #[test]
+    fn via_takes_one_inner_server() {
+        let direct = Hop::default();
+        assert!(direct.check(3, true).is_ok());
+        let hop = Hop {
+            via: Some("127.0.0.1:40001".parse().unwrap()),
+            src: Some("10.1.0.10".parse().unwrap()),
+            bind: Some("127.0.0.1:40002".parse().unwrap()),
+        };
+        assert!(hop.check(1, false).is_ok());
+        let several = hop.check(2, false).unwrap_err().to_string();
+        assert!(several.contains("one inner server address"), "{several}");
+        assert!(
+            hop.check(1, true)
+                .unwrap_err()
+                .to_string()
+                .contains("--spray")
+        );
+        let cfg = hop.link_config(Vec::new(), "10.2.0.80".parse().unwrap());
+        assert_eq!(cfg.replicas, vec![hop.via.unwrap()]);
+        assert_eq!(cfg.server, Some("10.2.0.80".parse().unwrap()));
+        assert_eq!((cfg.source, cfg.bind), (hop.src, hop.bind));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `trickles-web --root DIR --keys FILE [--listen udp:ADDR | tun:NAME[,CIDR]] [--tcp ADDR]`
-use std::net::SocketAddr;
+//! `trickles-web --root DIR --keys FILE [--listen udp:ADDR | tun:NAME[,CIDR]] [--address IP]
+//! [--tcp ADDR]`
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +21,7 @@ use trickles_web::tcp::{self, TcpStats};
 #[command(version, about)]
 struct Args {
     /// A TOML config with the same keys as these options (root, keys, listen, tcp,
-    /// metrics, pcap, rotate_s, queue, mtu); options given here override it.
+    /// metrics, pcap, rotate_s, queue, mtu, address); options given here override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The directory to serve.
@@ -33,6 +34,12 @@ struct Args {
     /// (default udp:127.0.0.1:7700).
     #[arg(long, value_name = "LINK")]
     listen: Option<String>,
+    /// With udp:ADDR, the inner (IP-level) address served (default: ADDR's IP, and any
+    /// inner destination answered). Behind a waist router this is the network's address
+    /// of the server (10.2.0.80); replicas with the same address and key file are one
+    /// anycast service. Packets to other inner addresses are refused.
+    #[arg(long, value_name = "IP")]
+    address: Option<IpAddr>,
     /// Also serve the directory over plain TCP (HTTP/1.1) at ADDR.
     #[arg(long, value_name = "ADDR")]
     tcp: Option<SocketAddr>,
@@ -69,6 +76,7 @@ struct File {
     rotate_s: Option<Spanned<u64>>,
     queue: Option<Spanned<usize>>,
     mtu: Option<Spanned<u16>>,
+    address: Option<Spanned<String>>,
 }
 
 /// The options from the config file, then the command line.
@@ -102,6 +110,18 @@ fn options(args: &Args) -> anyhow::Result<Options> {
         (None, Some(l)) => l.get_ref().parse().map_err(|m| located(l, m))?,
         (None, None) => Listen::Udp(SocketAddr::from(([127, 0, 0, 1], 7700))),
     };
+    let address = match (args.address, &file.address) {
+        (Some(a), _) => Some(a),
+        (None, Some(a)) => Some(
+            a.get_ref()
+                .parse()
+                .map_err(|e| located(a, format!("not an IP address: {e}")))?,
+        ),
+        (None, None) => None,
+    };
+    if let (Some(a), Listen::Tun { .. }) = (address, &listen) {
+        anyhow::bail!("address {a}: only for udp: links (tun: serves its CIDRs' addresses)");
+    }
     let root = args
         .root
         .clone()
@@ -135,6 +155,7 @@ fn options(args: &Args) -> anyhow::Result<Options> {
             .mtu
             .or(file.mtu.map(Spanned::into_inner))
             .unwrap_or(1500),
+        address,
     })
 }
 
@@ -154,6 +175,7 @@ async fn main() -> anyhow::Result<()> {
     let (mut web, udp) = Web::open(&opts, store.clone(), tcp_stats.clone()).await?;
     let mut bound = Bound {
         udp,
+        address: opts.address,
         ..Bound::default()
     };
     let mut tasks = tokio::task::JoinSet::new();
