@@ -394,6 +394,11 @@ impl Web {
         Ok(self.service.stats())
     }
 
+    /// Packets refused for naming an inner destination other than [`Options::address`].
+    pub fn other_address(&self) -> u64 {
+        self.other_address
+    }
+
     /// Every counter as metrics samples.
     pub fn snapshot(&self) -> Vec<Sample> {
         let s = self.service.stats();

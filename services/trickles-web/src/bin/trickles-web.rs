@@ -215,6 +215,7 @@ async fn main() -> anyhow::Result<()> {
         events = stats.events,
         responses = stats.responses,
         refused = stats.rejected.total(),
+        other_address = web.other_address(),
         "bye"
     );
     Ok(())
