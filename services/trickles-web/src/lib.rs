@@ -11,7 +11,8 @@
 //! * [`server`]: `trickles-web`: Trickles over IP-in-UDP or a TUN device.
 //! * [`tcp`]: the plain-TCP fallback serving the same directory.
 //! * [`udp`]: the client side's link: one UDP socket to one or more replicas (failover,
-//!   spraying), with optional emulation.
+//!   spraying), or to the first hop of a waist router network (`--via`), with optional
+//!   emulation.
 //! * [`get`]: the downloader, `trickles-get`.
 //! * [`proxy`]: `trickles-proxy`, relaying TCP clients' GETs over Trickles.
 //! * [`load`]: `trickles-load`, the load generator of the benchmarks (Trickles or TCP).

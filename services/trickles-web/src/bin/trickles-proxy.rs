@@ -1,4 +1,5 @@
-//! `trickles-proxy [--listen ADDR] --server ADDR [--server ADDR …] [--spray]`: see
+//! `trickles-proxy [--listen ADDR] --server ADDR [--server ADDR …] [--spray] [--via UDPADDR]
+//! [--src IP] [--bind UDPADDR]`: see
 //! [`trickles_web::proxy`]. Prints `ready tcp=IP:PORT` on stdout once listening.
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
