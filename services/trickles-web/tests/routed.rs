@@ -285,3 +285,33 @@ fn a_line_of_two_routers_with_five_percent_loss_is_byte_exact() {
         assert!(s.node.forwarded > received(&summary) / 2, "{:?}", s.node);
     }
 }
+
+#[test]
+fn the_address_key_of_the_config_file_is_checked() {
+    let dir = TempDir::new("routed-config");
+    let cfg = dir.0.join("web.toml");
+    let check = |text: String| {
+        std::fs::write(&cfg, text).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_trickles-web"))
+            .args(["--config", path_str(&cfg), "--check"])
+            .output()
+            .unwrap()
+    };
+    let root = dir.root();
+    let head = format!("root = \"{}\"\nkeys = \"/tmp/k\"\n", root.display());
+    let o = check(format!("{head}address = \"10.2.0.800\"\n"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("web.toml") && err.contains(":3"),
+        "{err}"
+    );
+    let o = check(format!(
+        "{head}listen = \"tun:tw9,10.9.0.1/24\"\naddress = \"10.2.0.80\"\n"
+    ));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("udp:"), "{err}");
+    let o = check(format!(
+        "{head}listen = \"udp:127.0.0.1:0\"\naddress = \"10.2.0.80\"\n"
+    ));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
