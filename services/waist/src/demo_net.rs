@@ -34,8 +34,8 @@ use crate::up::topology::{self, HostPlan, Plan, Role};
 pub const TOPOLOGY: &str = include_str!("../../../examples/topologies/demo.toml");
 /// The object fetched across the lossy link.
 const BIG: (&str, usize) = ("big.bin", 4 << 20);
-/// The object whose transfer loses a replica half-way.
-const HUGE: (&str, usize) = ("huge.bin", 16 << 20);
+/// The object whose transfer loses a replica a quarter of the way.
+const HUGE: (&str, usize) = ("huge.bin", 8 << 20);
 
 /// `waist demo` options.
 #[derive(Debug, Default, clap::Args)]
@@ -140,7 +140,7 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     let r = reroute_step(&h1, r4, &mut fleet, out);
     step("reroute around a dead router", out, r);
 
-    header(out, "6. web-1 killed in the middle of a 16 MiB transfer")?;
+    header(out, "6. web-1 killed in the middle of an 8 MiB transfer")?;
     let r = get_step(&bins, &dir, &h1, web, HUGE, Some(&mut fleet), out);
     step("replica killed mid-transfer", out, r);
 
@@ -530,7 +530,7 @@ fn reroute_step(
     let p = Ping {
         src: v4(h1)?,
         host: dst,
-        count: 250,
+        count: 100,
         interval,
         rb: 32,
         port: 9,
