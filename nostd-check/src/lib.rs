@@ -124,6 +124,17 @@ pub extern "C" fn waist_nostd_esp_count(tag: u64, thresh: u64) -> u32 {
     forwarded
 }
 
+/// `waist-sansio`: the first draw of `SplitMix64::new(seed)` XOR the first of `Rng::new(seed)`,
+/// plus the ticks of `Instant::from_ticks(seed)` moved `add` ticks later.
+#[unsafe(no_mangle)]
+pub extern "C" fn waist_nostd_sansio_draw(seed: u64, add: u64) -> u64 {
+    let later = sansio::Instant::from_ticks(seed)
+        .saturating_add(add)
+        .ticks();
+    let draw = sansio::SplitMix64::new(seed).next_u64() ^ sansio::Rng::new(seed).next_u64();
+    draw.wrapping_add(later)
+}
+
 /// `waist-ip`: builds an IPv4 header for `ttl`, decrements the TTL in place and returns
 /// the new TTL if the header checksum still verifies (`u32::MAX` otherwise).
 #[unsafe(no_mangle)]

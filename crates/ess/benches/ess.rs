@@ -25,11 +25,12 @@ use std::time::{Duration, Instant as Wall};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use ess::{BATCH, HashRatio, Instant, Tag, Value};
 use moka::sync::Cache;
+use sansio::SplitMix64;
 use support::fixtures::{
     EssChurn, FifoChurn, ess_filled, ess_store, fifo_filled, huge_filled, live,
 };
 use support::huge::{HugeReport, anon_huge_kib};
-use support::{FifoStore, MISS_BASE, SplitMix, tag_of};
+use support::{FifoStore, MISS_BASE, tag_of};
 
 /// Measurement time per bench (warm-up 0.5 s, 20 samples): short, so the whole run takes
 /// minutes on a 2-core machine; CLI flags override it.
@@ -261,20 +262,20 @@ fn find(c: &mut Criterion, quick: bool) {
             let mut g = c.benchmark_group(group);
             g.bench_function(p.ess_id(), |b| {
                 let ess = ess.get_or_insert_with(|| ess_filled(p.log2, p.fill, p.h));
-                let mut rng = SplitMix::new(1);
+                let mut rng = SplitMix64::new(1);
                 b.iter(|| black_box(ess.find(now, Tag(tag_of(offset + rng.below(n))))));
             });
             if p.baselines {
                 g.bench_function(p.base_id("hashbrown_fifo"), |b| {
                     let fifo = fifo.get_or_insert_with(|| fifo_filled(p.log2, p.fill));
-                    let mut rng = SplitMix::new(1);
+                    let mut rng = SplitMix64::new(1);
                     b.iter(|| black_box(fifo.get(n, tag_of(offset + rng.below(n)))));
                 });
             }
             if p.moka() {
                 g.bench_function(p.base_id("moka"), |b| {
                     let moka = moka.get_or_insert_with(|| moka_filled(&p));
-                    let mut rng = SplitMix::new(1);
+                    let mut rng = SplitMix64::new(1);
                     b.iter(|| black_box(moka.get(&tag_of(offset + rng.below(n)))));
                 });
             }
@@ -291,12 +292,12 @@ fn find_create_existing(c: &mut Criterion, quick: bool) {
         let (mut ess, mut fifo, mut moka) = (None, None, None);
         g.bench_function(p.ess_id(), |b| {
             let ess = ess.get_or_insert_with(|| ess_filled(p.log2, p.fill, p.h));
-            let mut rng = SplitMix::new(2);
+            let mut rng = SplitMix64::new(2);
             b.iter(|| black_box(ess.find_create(now, Tag(tag_of(rng.below(n))))));
         });
         g.bench_function(p.base_id("hashbrown_fifo"), |b| {
             let fifo = fifo.get_or_insert_with(|| fifo_filled(p.log2, p.fill));
-            let mut rng = SplitMix::new(2);
+            let mut rng = SplitMix64::new(2);
             b.iter(|| {
                 black_box(
                     fifo.find_create(n, tag_of(rng.below(n)))
@@ -307,7 +308,7 @@ fn find_create_existing(c: &mut Criterion, quick: bool) {
         if p.moka() {
             g.bench_function(p.base_id("moka"), |b| {
                 let moka = moka.get_or_insert_with(|| moka_filled(&p));
-                let mut rng = SplitMix::new(2);
+                let mut rng = SplitMix64::new(2);
                 b.iter(|| black_box(moka.entry(tag_of(rng.below(n))).or_insert(0)));
             });
         }
@@ -323,7 +324,7 @@ fn read_write(c: &mut Criterion, quick: bool) {
         let (mut ess, mut fifo, mut moka) = (None, None, None);
         g.bench_function(p.ess_id(), |b| {
             let ess = ess.get_or_insert_with(|| ess_filled(p.log2, p.fill, p.h));
-            let mut rng = SplitMix::new(3);
+            let mut rng = SplitMix64::new(3);
             b.iter(|| {
                 if let Some(h) = ess.find(now, Tag(tag_of(rng.below(n)))) {
                     let v = ess.read(h);
@@ -333,7 +334,7 @@ fn read_write(c: &mut Criterion, quick: bool) {
         });
         g.bench_function(p.base_id("hashbrown_fifo"), |b| {
             let fifo = fifo.get_or_insert_with(|| fifo_filled(p.log2, p.fill));
-            let mut rng = SplitMix::new(3);
+            let mut rng = SplitMix64::new(3);
             b.iter(|| {
                 if let Some(v) = fifo.get_mut(n, tag_of(rng.below(n))) {
                     *v += 1;
@@ -345,7 +346,7 @@ fn read_write(c: &mut Criterion, quick: bool) {
             // its TTL, which the ESS never does).
             g.bench_function(p.base_id("moka"), |b| {
                 let moka = moka.get_or_insert_with(|| moka_filled(&p));
-                let mut rng = SplitMix::new(3);
+                let mut rng = SplitMix64::new(3);
                 b.iter(|| {
                     let tag = tag_of(rng.below(n));
                     if let Some(v) = moka.get(&tag) {
@@ -469,7 +470,7 @@ fn batched(c: &mut Criterion, quick: bool) {
             BenchmarkId::new(format!("find_hit/{s}"), format!("2^{}/{}%", p.log2, p.fill))
         };
         g.bench_function(id("ess"), |b| {
-            let mut rng = SplitMix::new(1);
+            let mut rng = SplitMix64::new(1);
             b.iter(|| {
                 for _ in 0..BATCH {
                     black_box(ess.find(now, Tag(tag_of(rng.below(n)))));
@@ -477,7 +478,7 @@ fn batched(c: &mut Criterion, quick: bool) {
             });
         });
         g.bench_function(id("ess_batch"), |b| {
-            let mut rng = SplitMix::new(1);
+            let mut rng = SplitMix64::new(1);
             let mut out = [None; BATCH];
             b.iter(|| {
                 let tags: [Tag; BATCH] = std::array::from_fn(|_| Tag(tag_of(rng.below(n))));
@@ -486,7 +487,7 @@ fn batched(c: &mut Criterion, quick: bool) {
             });
         });
         g.bench_function(id("hashbrown_fifo"), |b| {
-            let mut rng = SplitMix::new(1);
+            let mut rng = SplitMix64::new(1);
             b.iter(|| {
                 for _ in 0..BATCH {
                     black_box(fifo.get(n, tag_of(rng.below(n))));
@@ -552,13 +553,13 @@ fn huge_pages(c: &mut Criterion, quick: bool) {
     let (ess, report) = huge_filled(p.log2, p.fill, p.h);
     report_huge("find_hit", &report);
     g.bench_function(id("ess_huge", "find_hit"), |b| {
-        let mut rng = SplitMix::new(1);
+        let mut rng = SplitMix64::new(1);
         b.iter(|| black_box(ess.find(now, Tag(tag_of(rng.below(n))))));
     });
     // (The huge-page tables are leaked, see `support::huge`: 34 MiB for the bench's run.)
     let plain = ess_filled(p.log2, p.fill, p.h);
     g.bench_function(id("ess", "find_hit"), |b| {
-        let mut rng = SplitMix::new(1);
+        let mut rng = SplitMix64::new(1);
         b.iter(|| black_box(plain.find(now, Tag(tag_of(rng.below(n))))));
     });
     drop(plain);
@@ -567,7 +568,7 @@ fn huge_pages(c: &mut Criterion, quick: bool) {
         println!("huge pages: hashbrown table's mapping: {kib} KiB");
     }
     g.bench_function(id("hashbrown_fifo", "find_hit"), |b| {
-        let mut rng = SplitMix::new(1);
+        let mut rng = SplitMix64::new(1);
         b.iter(|| black_box(fifo.get(n, tag_of(rng.below(n)))));
     });
     drop(fifo);

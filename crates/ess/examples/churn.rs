@@ -46,11 +46,12 @@ use std::hint::black_box;
 use std::time::Instant as Wall;
 
 use ess::{BATCH, Ess, HashRatio, Instant, Tables, Tag};
+use sansio::SplitMix64;
 use support::fixtures::{
     EssChurn, FifoChurn, ess_filled, ess_store, fifo_filled, huge_filled, live,
 };
 use support::huge::{HugeReport, anon_huge_kib};
-use support::{FifoStore, MISS_BASE, SplitMix, tag_of};
+use support::{FifoStore, MISS_BASE, tag_of};
 
 /// Steady churn, one call per operation: returns when it started and the occupancy.
 fn churn<T: Tables>(mut s: EssChurn<T>, n: u64) -> (Wall, u64) {
@@ -74,7 +75,7 @@ fn churn_batch<T: Tables>(mut s: EssChurn<T>, n: u64) -> (Wall, u64) {
 
 /// `n` lookups, one call each, of tag numbers `offset + 0..filled` at random.
 fn finds<T: Tables>(ess: &Ess<T>, n: u64, filled: u64, offset: u64) -> (Wall, u64) {
-    let mut rng = SplitMix::new(1);
+    let mut rng = SplitMix64::new(1);
     let now = Instant::from_ticks(filled);
     let start = Wall::now();
     let mut found = 0;
@@ -87,7 +88,7 @@ fn finds<T: Tables>(ess: &Ess<T>, n: u64, filled: u64, offset: u64) -> (Wall, u6
 
 /// `n` lookups of bound tags through `find_batch`.
 fn finds_batch<T: Tables>(ess: &Ess<T>, n: u64, filled: u64) -> (Wall, u64) {
-    let mut rng = SplitMix::new(1);
+    let mut rng = SplitMix64::new(1);
     let now = Instant::from_ticks(filled);
     let mut out = [None; BATCH];
     let start = Wall::now();
@@ -133,7 +134,7 @@ fn main() {
     };
     let kind = if base.starts_with("ess") { "ess" } else { base };
 
-    let mut rng = SplitMix::new(1);
+    let mut rng = SplitMix64::new(1);
     let offset = if work == "find_miss" { MISS_BASE } else { 0 };
     let mut report: Option<HugeReport> = None;
     // hashbrown's table mapping and its KiB in huge pages.

@@ -9,10 +9,10 @@
 
 use core::hint::black_box;
 
+use crate::Instant;
 use crate::Tag;
 use crate::store::{Ess, Full, Handle};
 use crate::tables::Tables;
-use crate::time::Instant;
 
 /// Tags handled per pass; longer slices are taken this many at a time.
 pub const BATCH: usize = 32;

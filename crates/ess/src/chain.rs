@@ -6,9 +6,9 @@
 //! still in the window and older than the entry it leaves, and it stops after the first
 //! expired entry.
 
+use crate::Instant;
 use crate::store::{Ess, Handle};
 use crate::tables::{Entry, NONE, Tables};
-use crate::time::Instant;
 
 /// The outcome of one chain walk.
 #[derive(Clone, Copy, Debug)]

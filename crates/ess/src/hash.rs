@@ -11,6 +11,8 @@
 //! The `adversary` property test checks that tags chosen without the key spread like random
 //! ones.
 
+use sansio::SplitMix64;
+
 /// The secret key of a store's tag hash (256 bits).
 ///
 /// Give every store its own key, drawn from a good random source by whoever builds the
@@ -47,15 +49,6 @@ const fn folded_multiply(a: u64, b: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// One step of SplitMix64, used to stretch a seed into a key.
-const fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 impl HashKey {
     /// A key made of four secret words.
     pub const fn new(words: [u64; 4]) -> Self {
@@ -64,23 +57,19 @@ impl HashKey {
 
     /// A key stretched from one 64-bit secret seed (SplitMix64).
     pub const fn from_seed(seed: u64) -> Self {
-        let mut s = seed;
-        HashKey([
-            splitmix64(&mut s),
-            splitmix64(&mut s),
-            splitmix64(&mut s),
-            splitmix64(&mut s),
-        ])
+        let mut s = SplitMix64::new(seed);
+        HashKey([s.next_u64(), s.next_u64(), s.next_u64(), s.next_u64()])
     }
 
     /// A different key derived from this one, for the `i`th member of a family (shards).
     pub const fn derive(&self, i: u64) -> Self {
-        let mut s =
-            self.0[0] ^ self.0[1].rotate_left(17) ^ self.0[2].rotate_left(31) ^ self.0[3] ^ i;
+        let mut s = SplitMix64::new(
+            self.0[0] ^ self.0[1].rotate_left(17) ^ self.0[2].rotate_left(31) ^ self.0[3] ^ i,
+        );
         let mut out = [0u64; 4];
         let mut j = 0;
         while j < 4 {
-            out[j] = self.0[j] ^ splitmix64(&mut s);
+            out[j] = self.0[j] ^ s.next_u64();
             j += 1;
         }
         HashKey(out)

@@ -111,6 +111,9 @@ mod time;
 pub use batch::BATCH;
 pub use config::{ConfigError, EssConfig, HashRatio, MAX_CAPACITY_LOG2, MAX_LIFETIME_UNITS};
 pub use hash::HashKey;
+/// The caller's time, in ticks of its clock: [`sansio::Instant`], the one type every core
+/// (and `netsim`) shares.
+pub use sansio::Instant;
 #[cfg(feature = "alloc")]
 pub use shard::{ShardRouter, ShardedEss};
 pub use stats::{ChainStats, HISTOGRAM_LEN};
@@ -118,7 +121,6 @@ pub use store::{Counters, DefaultTables, Ess, Full, Handle, Probe};
 #[cfg(feature = "alloc")]
 pub use tables::OwnedTables;
 pub use tables::{BorrowedTables, Entry, Tables};
-pub use time::Instant;
 
 /// A 64-bit tag: the name of a binding, chosen at random by its users (§2.3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

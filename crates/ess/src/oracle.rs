@@ -8,9 +8,9 @@
 
 use alloc::collections::BTreeMap;
 
+use crate::Instant;
 use crate::config::EssConfig;
 use crate::store::Full;
-use crate::time::Instant;
 use crate::{Tag, Value};
 
 /// The reference model. Slow (O(n) to count live bindings) and obviously right.

@@ -3,10 +3,10 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use crate::Instant;
 use crate::config::EssConfig;
 use crate::hash::{HashKey, reduce};
 use crate::store::{Ess, Full};
-use crate::time::Instant;
 use crate::{Tag, Value};
 
 /// Maps a computation ID (CID) to a shard index.

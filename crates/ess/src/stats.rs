@@ -1,8 +1,8 @@
 //! Chain-length statistics: how evenly tags spread over the hash table.
 
+use crate::Instant;
 use crate::store::Ess;
 use crate::tables::Tables;
-use crate::time::Instant;
 
 /// Longest chain length counted separately in [`ChainStats::histogram`]; longer chains
 /// are counted in the last bucket.

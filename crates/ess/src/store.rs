@@ -2,12 +2,13 @@
 
 use core::fmt;
 
+use crate::Instant;
 use crate::config::EssConfig;
 use crate::hash::reduce;
 #[cfg(feature = "alloc")]
 use crate::tables::OwnedTables;
 use crate::tables::{Entry, Tables, prepare};
-use crate::time::{Clock, Instant};
+use crate::time::Clock;
 use crate::{ConfigError, Tag, Value};
 
 /// Expired entries `find_create` reclaims from the tail before it allocates: more than one,

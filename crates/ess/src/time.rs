@@ -1,60 +1,7 @@
-//! The store's notion of time: a tick count supplied by the caller.
+//! The store's notion of time: a tick count supplied by the caller ([`Instant`], from
+//! `sansio`), kept in units of the clock resolution.
 
-use core::fmt;
-
-/// A point in time, counted in ticks of the caller's clock.
-///
-/// The store never reads a clock. Every entry point that depends on time takes an `Instant`;
-/// what a tick means (a microsecond, a millisecond, a cycle) is the caller's choice, and the
-/// lifetime and clock resolution in [`EssConfig`](crate::EssConfig) are given in the same
-/// ticks.
-///
-/// ```
-/// use ess::Instant;
-/// let t = Instant::from_ticks(1_500);
-/// assert_eq!(t.ticks(), 1_500);
-/// assert_eq!(t.saturating_add(500), Instant::from_ticks(2_000));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Instant(u64);
-
-impl Instant {
-    /// The instant zero ticks after the caller's epoch.
-    pub const ZERO: Instant = Instant(0);
-
-    /// An instant `ticks` ticks after the caller's epoch.
-    pub const fn from_ticks(ticks: u64) -> Self {
-        Instant(ticks)
-    }
-
-    /// Ticks since the caller's epoch.
-    pub const fn ticks(self) -> u64 {
-        self.0
-    }
-
-    /// This instant moved `ticks` later, stopping at the end of time.
-    pub const fn saturating_add(self, ticks: u64) -> Self {
-        Instant(self.0.saturating_add(ticks))
-    }
-}
-
-impl From<u64> for Instant {
-    fn from(ticks: u64) -> Self {
-        Instant(ticks)
-    }
-}
-
-impl From<Instant> for u64 {
-    fn from(instant: Instant) -> Self {
-        instant.0
-    }
-}
-
-impl fmt::Display for Instant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "t+{}", self.0)
-    }
-}
+use crate::Instant;
 
 /// The store's low-resolution clock (the paper's clock register, §5.1).
 ///
@@ -101,10 +48,10 @@ impl Clock {
     /// Records `now` (never moving backwards) and returns the current time in units.
     #[inline]
     pub(crate) fn advance(&mut self, now: Instant) -> u64 {
-        if now.0 > self.now_ticks {
-            self.now_ticks = now.0;
-            if now.0 >= self.next_unit_tick {
-                self.now_units = self.units_of(now.0);
+        if now.ticks() > self.now_ticks {
+            self.now_ticks = now.ticks();
+            if now.ticks() >= self.next_unit_tick {
+                self.now_units = self.units_of(now.ticks());
                 self.next_unit_tick = self
                     .now_units
                     .saturating_add(1)
@@ -117,10 +64,10 @@ impl Clock {
     /// `now` in units, reading an earlier `now` than the latest recorded as the latest.
     #[inline(always)]
     pub(crate) fn units_at(&self, now: Instant) -> u64 {
-        if now.0 < self.next_unit_tick {
+        if now.ticks() < self.next_unit_tick {
             self.now_units
         } else {
-            self.units_of(now.0)
+            self.units_of(now.ticks())
         }
     }
 
@@ -138,28 +85,28 @@ mod tests {
     #[test]
     fn clock_converts_and_never_runs_backwards() {
         let mut c = Clock::new(100);
-        assert_eq!(c.advance(Instant(0)), 0);
-        assert_eq!(c.advance(Instant(99)), 0);
-        assert_eq!(c.advance(Instant(100)), 1);
-        assert_eq!(c.advance(Instant(1_234)), 12);
+        assert_eq!(c.advance(Instant::from_ticks(0)), 0);
+        assert_eq!(c.advance(Instant::from_ticks(99)), 0);
+        assert_eq!(c.advance(Instant::from_ticks(100)), 1);
+        assert_eq!(c.advance(Instant::from_ticks(1_234)), 12);
         // A step back is ignored.
-        assert_eq!(c.advance(Instant(50)), 12);
-        assert_eq!(c.units_at(Instant(50)), 12);
-        assert_eq!(c.units_at(Instant(1_299)), 12);
-        assert_eq!(c.units_at(Instant(5_000)), 50);
+        assert_eq!(c.advance(Instant::from_ticks(50)), 12);
+        assert_eq!(c.units_at(Instant::from_ticks(50)), 12);
+        assert_eq!(c.units_at(Instant::from_ticks(1_299)), 12);
+        assert_eq!(c.units_at(Instant::from_ticks(5_000)), 50);
         assert_eq!(c.units_to_ticks(13), 1_300);
-        assert_eq!(c.advance(Instant(u64::MAX)), u64::MAX / 100);
+        assert_eq!(c.advance(Instant::from_ticks(u64::MAX)), u64::MAX / 100);
     }
 
     #[test]
     fn power_of_two_resolution_shifts() {
         let mut c = Clock::new(64);
-        assert_eq!(c.advance(Instant(63)), 0);
-        assert_eq!(c.advance(Instant(64 * 7 + 5)), 7);
-        assert_eq!(c.units_at(Instant(64 * 9)), 9);
+        assert_eq!(c.advance(Instant::from_ticks(63)), 0);
+        assert_eq!(c.advance(Instant::from_ticks(64 * 7 + 5)), 7);
+        assert_eq!(c.units_at(Instant::from_ticks(64 * 9)), 9);
         let mut one = Clock::new(1);
-        assert_eq!(one.advance(Instant(12_345)), 12_345);
-        assert_eq!(one.units_at(Instant(12_345)), 12_345);
-        assert_eq!(one.units_at(Instant(12_346)), 12_346);
+        assert_eq!(one.advance(Instant::from_ticks(12_345)), 12_345);
+        assert_eq!(one.units_at(Instant::from_ticks(12_345)), 12_345);
+        assert_eq!(one.units_at(Instant::from_ticks(12_346)), 12_346);
     }
 }

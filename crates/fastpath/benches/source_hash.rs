@@ -22,30 +22,19 @@ use fastpath::apps::route::RouteCache;
 use fastpath::hashes::{crc32, xor_fold16};
 use fastpath::lpm::Prefix;
 use fastpath::{FlowCache, FlowId, SourceHash};
+use sansio::SplitMix64;
 
 type Fx = hashbrown::HashMap<FlowId, u32, rustc_hash::FxBuildHasher>;
 type Sip = hashbrown::HashMap<FlowId, u32, std::hash::RandomState>;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 /// (source hash, 12-byte flow id) of 256 flows with distinct 16-bit slots.
 fn flows() -> Vec<(SourceHash, [u8; 12])> {
-    let mut rng = Rng(7);
+    let mut rng = SplitMix64::new(7);
     let mut used = std::collections::HashSet::new();
     (0..256u32)
         .map(|i| {
             let h = loop {
-                let h = rng.next() as u32;
+                let h = rng.next_u64() as u32;
                 if used.insert(h & 0xffff) {
                     break h;
                 }
@@ -127,10 +116,10 @@ fn flow_lookup(c: &mut Criterion) {
 
 /// (source hash, IPv4 + TCP header prefix) for 200 flows.
 fn filter_packets() -> Vec<(SourceHash, [u8; 24])> {
-    let mut rng = Rng(11);
+    let mut rng = SplitMix64::new(11);
     (0..200)
         .map(|_| {
-            let r = rng.next();
+            let r = rng.next_u64();
             let mut p = [0u8; 24];
             p[0] = 0x45;
             p[9] = if r.is_multiple_of(8) { 17 } else { 6 };
@@ -175,10 +164,10 @@ fn lpm100(c: &mut Criterion) {
         rc.add_route(p, i % 16);
     }
     rc.add_route(Prefix::new([0; 4], 0).unwrap(), 15);
-    let mut rng = Rng(3);
+    let mut rng = SplitMix64::new(3);
     let pkts: Vec<(SourceHash, [u8; 4], [u8; 4], u32)> = (0..200u32)
         .map(|i| {
-            let r = rng.next();
+            let r = rng.next_u64();
             let dst = [
                 10,
                 (r >> 24) as u8 % 40,

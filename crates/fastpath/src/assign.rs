@@ -21,26 +21,15 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use sansio::SplitMix64;
+
 use crate::flow::{FlowId, SourceHash};
-
-/// SplitMix64: a tiny, well-mixed generator for indices (not for secrets).
-#[derive(Clone, Debug)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
 
 /// Random assignment: a generator seeded with the source's unique id and a seed; one
 /// 32-bit index per new flow.
 #[derive(Clone, Debug)]
 pub struct RandomAssigner {
+    /// SplitMix64: a tiny, well-mixed generator for indices (not for secrets).
     rng: SplitMix64,
 }
 
@@ -48,9 +37,11 @@ impl RandomAssigner {
     /// A generator for the source `source_id` (its unique address, say) and `seed` (fresh
     /// randomness from the host, so a rebooted source draws a different sequence).
     pub fn new(source_id: u64, seed: u64) -> RandomAssigner {
-        let mut mix = SplitMix64(source_id ^ seed.rotate_left(32));
+        let mut mix = SplitMix64::new(source_id ^ seed.rotate_left(32));
         let s = mix.next_u64() ^ seed;
-        RandomAssigner { rng: SplitMix64(s) }
+        RandomAssigner {
+            rng: SplitMix64::new(s),
+        }
     }
 
     /// The index for a new flow (use it on every packet of that flow).

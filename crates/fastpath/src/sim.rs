@@ -28,6 +28,8 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::fmt;
 
+use sansio::SplitMix64;
+
 use crate::dv::{Config, Dest, Router};
 use crate::lpm::IpPrefix;
 use crate::threaded::{Forward, Label, MAX_HOP_LIMIT};
@@ -86,8 +88,8 @@ pub struct Network {
     seq: u64,
     now: u64,
     delay: u64,
-    /// Loss: (generator state, messages dropped per 1,000).
-    loss: (u64, u16),
+    /// Loss: (generator, messages dropped per 1,000).
+    loss: (SplitMix64, u16),
     /// Messages delivered so far.
     pub delivered: u64,
     /// Messages dropped by the simulated loss.
@@ -117,7 +119,7 @@ impl Network {
             seq: 0,
             now: 0,
             delay: 10,
-            loss: (0, 0),
+            loss: (SplitMix64::new(0), 0),
             delivered: 0,
             dropped: 0,
         };
@@ -137,19 +139,14 @@ impl Network {
     /// Drops each message with probability `per_mille` / 1000, drawn from a generator
     /// seeded with `seed` (deterministic: the same seed drops the same messages).
     pub fn set_loss(&mut self, seed: u64, per_mille: u16) {
-        self.loss = (seed, per_mille.min(1000));
+        self.loss = (SplitMix64::new(seed), per_mille.min(1000));
     }
 
     fn lose(&mut self) -> bool {
         if self.loss.1 == 0 {
             return false;
         }
-        // SplitMix64.
-        self.loss.0 = self.loss.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.loss.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % 1000 < u64::from(self.loss.1)
+        self.loss.0.next_u64() % 1000 < u64::from(self.loss.1)
     }
 
     /// Current virtual time (ms).

@@ -35,6 +35,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use ess::{Ess, EssConfig, HashKey, HashRatio, Instant, Tag};
+use sansio::SplitMix64;
 
 use crate::engine::{Program, Step};
 use crate::params::{Memory, Params};
@@ -306,14 +307,6 @@ impl fmt::Display for SampleError {
 
 impl core::error::Error for SampleError {}
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 impl ChainSample {
     /// Fills a 2^`log2` store with hash ratio `h` to `fill` (0 ..= 1) with tags drawn from
     /// `seed`, looks every bound tag up and as many unbound ones, and counts the entries
@@ -333,10 +326,10 @@ impl ChainSample {
         let capacity = 1u64 << log2;
         let want = (capacity as f64 * fill) as u64;
         let now = Instant::ZERO;
-        let mut state = seed ^ 0x1A2B_3C4D;
+        let mut rng = SplitMix64::new(seed ^ 0x1A2B_3C4D);
         let mut tags = Vec::new();
         while (tags.len() as u64) < want {
-            let t = Tag(splitmix(&mut state));
+            let t = Tag(rng.next_u64());
             match ess.find_create(now, t) {
                 Ok(handle) if handle.is_new() => tags.push(t),
                 Ok(_) => {}
@@ -357,7 +350,7 @@ impl ChainSample {
             bump(&mut sample.hits, ess.probe(now, t).entries_examined);
         }
         for _ in 0..tags.len().max(1024) {
-            let p = ess.probe(now, Tag(splitmix(&mut state)));
+            let p = ess.probe(now, Tag(rng.next_u64()));
             if p.found.is_none() {
                 bump(&mut sample.misses, p.entries_examined);
             }

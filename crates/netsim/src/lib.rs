@@ -65,36 +65,18 @@ extern crate std;
 
 mod link;
 mod node;
-mod rng;
 mod routes;
 mod sim;
 
 pub use link::{Direction, Fate, LinkConfig, LinkStats};
 pub use node::{Node, Outbox};
-pub use rng::Rng;
 pub use routes::Routes;
 pub use sim::{LinkId, NodeId, Simulator};
 
-/// A point in virtual time, in ticks (what a tick means is the caller's choice).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Instant(u64);
-
-impl Instant {
-    /// Time zero.
-    pub const ZERO: Instant = Instant(0);
-
-    /// The instant `ticks` after zero.
-    pub const fn from_ticks(ticks: u64) -> Self {
-        Instant(ticks)
-    }
-
-    /// Ticks since zero.
-    pub const fn ticks(self) -> u64 {
-        self.0
-    }
-
-    /// This instant `ticks` later, stopping at the end of time.
-    pub const fn saturating_add(self, ticks: u64) -> Self {
-        Instant(self.0.saturating_add(ticks))
-    }
-}
+/// A point in virtual time, in ticks (what a tick means is the caller's choice): the
+/// workspace's one caller-time type, [`sansio::Instant`], so the ESS stores (`ess::Instant`)
+/// and the simulated nodes share it.
+pub use sansio::Instant;
+/// The simulator's only source of randomness: [`sansio::Rng`] (xoshiro256**, seeded through
+/// SplitMix64), so a run is a pure function of its seed and inputs.
+pub use sansio::Rng;

@@ -1,7 +1,7 @@
 //! Links: what happens to a packet between two interfaces.
 
 use crate::Instant;
-use crate::rng::Rng;
+use crate::Rng;
 
 /// How a link treats the packets it carries. All times are in simulator ticks; all
 /// probabilities in parts per million.

@@ -5,9 +5,9 @@ use alloc::vec::Vec;
 use core::cmp::{Ordering, Reverse};
 
 use crate::Instant;
+use crate::Rng;
 use crate::link::{Direction, Link, LinkConfig, LinkStats};
 use crate::node::{Node, Outbox};
-use crate::rng::Rng;
 
 /// Index of a node in a [`Simulator`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

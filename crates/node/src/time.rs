@@ -2,7 +2,8 @@
 //!
 //! Every entry point of [`Node`](crate::Node) takes `now` as an [`Instant`] and
 //! [`poll_timeout`](crate::Node::poll_timeout) answers with one; the node converts to each
-//! core's own unit in one place ([`Instant::ess`], [`Instant::millis`]). The origin is the
+//! core's own unit in one place ([`Instant::ess`], [`Instant::millis`]); the shared
+//! tick type of `ess` and `netsim` converts both ways with `From`. The origin is the
 //! caller's choice (a daemon uses the time it started); it only has to be monotonic.
 
 /// A point in time, in microseconds since an origin the caller picks.
@@ -38,8 +39,9 @@ impl Instant {
         self.0 / MILLIS
     }
 
-    /// This instant as the ESS stores and the SNAP VM count it: their ticks are
-    /// microseconds at a node.
+    /// This instant as the ESS stores, the SNAP VM and the simulator count it (the one shared
+    /// caller-time type, `sansio::Instant`, which `ess` and `netsim` re-export): their ticks
+    /// are microseconds at a node.
     pub const fn ess(self) -> ess::Instant {
         ess::Instant::from_ticks(self.0)
     }
@@ -50,17 +52,17 @@ impl Instant {
     }
 }
 
-#[cfg(feature = "sim")]
-impl From<netsim::Instant> for Instant {
-    /// A simulator tick is one microsecond at a node.
-    fn from(t: netsim::Instant) -> Self {
+/// The shared caller-time type ([`sansio::Instant`](ess::Instant), also `netsim::Instant`)
+/// counted in microseconds: a simulator tick is one microsecond at a node.
+impl From<ess::Instant> for Instant {
+    fn from(t: ess::Instant) -> Self {
         Instant(t.ticks())
     }
 }
 
-#[cfg(feature = "sim")]
-impl From<Instant> for netsim::Instant {
+/// The same as [`Instant::ess`].
+impl From<Instant> for ess::Instant {
     fn from(t: Instant) -> Self {
-        netsim::Instant::from_ticks(t.0)
+        t.ess()
     }
 }

@@ -1,7 +1,8 @@
 //! What the reproductions share: their [`Options`], the [`Progress`] they report through a
-//! [`ProgressSink`], the seeded [`SplitMix`] generator, [`median`] and the least-squares
-//! [`fit`], and [`plot_and_check`], the tail that draws a reproduction's chart, says where it
-//! went and checks the run was sound.
+//! [`ProgressSink`], [`median`] and the least-squares [`fit`], and [`plot_and_check`], the
+//! tail that draws a reproduction's chart, says where it went and checks the run was sound.
+//! Their seeded generator is the workspace's one, [`sansio::SplitMix64`] (also
+//! [`SplitMix`] here).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -78,20 +79,9 @@ impl Progress {
     }
 }
 
-/// A small seeded generator (SplitMix64) for tags: reproducible runs, no dependency.
-#[derive(Clone, Debug)]
-pub struct SplitMix(pub u64);
-
-impl SplitMix {
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
+/// The reproductions' seeded generator, under the name the CLI's demos use: the workspace's
+/// one SplitMix64 (`SplitMix(seed)` is `SplitMix64::new(seed)`).
+pub use sansio::SplitMix64 as SplitMix;
 
 /// The median of `xs` (the upper one of an even count; NaN when `xs` is empty).
 pub fn median(mut xs: Vec<f64>) -> f64 {

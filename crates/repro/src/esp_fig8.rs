@@ -8,7 +8,7 @@
 //! experiment's choice: m = 512, k = 11 for a tree whose widest node has 40 children.
 //!
 //! **Ours (simulated).** Each simulated node has its own secret key
-//! (`HashKey::from_seed` of a seeded [`SplitMix`] draw) and the IDmap
+//! (`HashKey::from_seed` of a seeded [`SplitMix64`] draw) and the IDmap
 //! [`IdMap::for_node`] gives it — the generator our routers use — so the curve describes the
 //! IDmaps the implementation really sends. A set is checked in O(n) with prefix and suffix
 //! ORs: element i is covered when it is a subset of `prefix[i] | suffix[i+1]`.
@@ -61,8 +61,9 @@ use anyhow::Context;
 use esp_proto::idmap::IdMap;
 use ess::HashKey;
 
-use crate::common::{Options, Progress, SplitMix};
+use crate::common::{Options, Progress};
 use crate::plot::{self, Chart, Series};
+use sansio::SplitMix64;
 
 /// Bitmap sizes m drawn, in bits (whole 64-bit words, as [`IdMap`] needs).
 pub const BITS: [u32; 3] = [128, 256, 512];
@@ -178,7 +179,7 @@ pub fn collision_free(maps: &[IdMap]) -> bool {
 /// # Panics
 ///
 /// If `m` is not 64, 128, …, 512.
-pub fn simulate(m: u32, k: u8, n: usize, sets: u32, rng: &mut SplitMix) -> f64 {
+pub fn simulate(m: u32, k: u8, n: usize, sets: u32, rng: &mut SplitMix64) -> f64 {
     assert!(
         m.is_multiple_of(64) && (64..=512).contains(&m),
         "m = {m} is not a whole number of words up to 512"
@@ -487,9 +488,9 @@ fn curve(seed: u64, m: u32, k: u8, sets: u32, progress: &Progress) -> Curve {
 }
 
 /// A generator of its own for each point, so every point is reproducible on its own.
-fn point_rng(seed: u64, m: u32, k: u8, n: usize) -> SplitMix {
+fn point_rng(seed: u64, m: u32, k: u8, n: usize) -> SplitMix64 {
     let mix = seed ^ (u64::from(m) << 40) ^ (u64::from(k) << 32) ^ n as u64;
-    SplitMix(SplitMix(mix).next_u64())
+    SplitMix64::new(SplitMix64::new(mix).next_u64())
 }
 
 #[cfg(test)]
@@ -513,7 +514,7 @@ mod tests {
 
     #[test]
     fn prefix_suffix_check_agrees_with_the_definition() {
-        let mut rng = SplitMix(3);
+        let mut rng = SplitMix64::new(3);
         let (mut free, mut total) = (0, 0);
         for n in 1..30 {
             for _ in 0..50 {
@@ -571,7 +572,7 @@ mod tests {
     #[test]
     fn model_agrees_with_simulation_at_the_papers_point() {
         let (m, k, n) = PAPER_POINT;
-        let ours = simulate(m, k, n, 4000, &mut SplitMix(11));
+        let ours = simulate(m, k, n, 4000, &mut SplitMix64::new(11));
         let theirs = model(m, k, n);
         assert!((ours - theirs).abs() < 0.03, "ours {ours}, model {theirs}");
         assert!(ours > 0.85, "{ours}");
@@ -590,7 +591,7 @@ mod tests {
                 k,
                 2,
                 sets,
-                &mut SplitMix(u64::from(m) * 100 + u64::from(k)),
+                &mut SplitMix64::new(u64::from(m) * 100 + u64::from(k)),
             );
             let exact = exact_pair(m, k);
             let se = (exact * (1.0 - exact) / f64::from(sets)).sqrt();

@@ -11,8 +11,9 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use crate::common::{Options, SplitMix};
+use crate::common::Options;
 use crate::plot::{self, Chart, Series};
+use sansio::SplitMix64;
 
 /// P(some collision among `r` random tags of `bits` bits).
 pub fn p_any(r: f64, bits: i32) -> f64 {
@@ -105,7 +106,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> anyhow::Result<Vec<Row>> {
         out,
         "  bits  users  trials | some collision: sim          formula | given tag: sim          formula"
     )?;
-    let mut rng = SplitMix(opts.seed);
+    let mut rng = SplitMix64::new(opts.seed);
     for (bits, r, trials) in [
         (32, 1u64 << 14, 2_000u64),
         (32, 1 << 16, 400),

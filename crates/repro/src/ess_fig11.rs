@@ -12,8 +12,9 @@ use std::time::Instant as WallClock;
 use anyhow::Context;
 use ess::{Ess, EssConfig, HashKey, HashRatio, Instant, Tag};
 
-use crate::common::{Options, SplitMix};
+use crate::common::Options;
 use crate::plot::{self, Chart, Series};
+use sansio::SplitMix64;
 
 /// IXP1200 microseconds per chain entry examined (Table 1: find = 0.5 µs at cl = 1).
 pub const IXP_US_PER_ENTRY: f64 = 0.5;
@@ -191,7 +192,7 @@ fn measure(opts: &Options, h: HashRatio, fill: f64, capacity: usize) -> anyhow::
     let key = HashKey::from_seed(opts.seed ^ u64::from(h.quarters()));
     let config = EssConfig::new(opts.log2, 1 << 20, 1, key)?.with_hash_ratio(h);
     let mut ess = Ess::new(config);
-    let mut rng = SplitMix(opts.seed.wrapping_mul(31).wrapping_add(fill.to_bits()));
+    let mut rng = SplitMix64::new(opts.seed.wrapping_mul(31).wrapping_add(fill.to_bits()));
     let n = ((capacity as f64) * fill).round() as usize;
     let now = Instant::ZERO;
     let mut tags = Vec::with_capacity(n);

@@ -34,7 +34,8 @@ use fastpath::wire::{SourceHashOption, insert_ipv4_option};
 use fastpath::{FlowCache, FlowId, SourceHash};
 use waist_ip::{IpHeader, Version, rewrite};
 
-use crate::common::{Options, SplitMix, median};
+use crate::common::{Options, median};
+use sansio::SplitMix64;
 
 /// Active flows.
 pub const FLOWS: usize = 200;
@@ -78,7 +79,7 @@ impl Times {
 
 /// Filter packets: a 4-byte source hash, then an IPv4 + TCP header prefix.
 fn filter_packets(seed: u64) -> Vec<Vec<u8>> {
-    let mut rng = SplitMix(seed);
+    let mut rng = SplitMix64::new(seed);
     let flows: Vec<Vec<u8>> = (0..FLOWS)
         .map(|_| {
             let r = rng.next_u64();
@@ -181,7 +182,7 @@ fn routes() -> Vec<(Prefix, u16)> {
 
 /// Forwarding packets: IPv4 with the source-hash option carrying a 4-byte flow number.
 fn ip_packets(seed: u64) -> anyhow::Result<Vec<Vec<u8>>> {
-    let mut rng = SplitMix(seed ^ 0xf0f0);
+    let mut rng = SplitMix64::new(seed ^ 0xf0f0);
     let mut flows = Vec::new();
     for i in 0..FLOWS {
         let r = rng.next_u64();

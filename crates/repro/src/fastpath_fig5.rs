@@ -22,8 +22,9 @@ use std::io::Write;
 use fastpath::assign::RandomAssigner;
 use fastpath::hashes::{crc8_halves, crc32, xor_fold16};
 
-use crate::common::{Options, SplitMix};
+use crate::common::Options;
 use crate::plot::{self, Chart, Series};
+use sansio::SplitMix64;
 
 /// Flows hashed into each table.
 pub const FLOWS: usize = 2000;
@@ -40,7 +41,7 @@ pub fn clustered_addresses(
     n24: usize,
     hosts24: usize,
 ) -> Vec<[u8; 4]> {
-    let mut rng = SplitMix(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut out = Vec::new();
     let mut used = HashSet::new();
     for _ in 0..n16 {
@@ -72,7 +73,7 @@ pub fn clustered_addresses(
 
 /// The 12-byte flow ids: source, destination, entry number.
 pub fn flow_ids(seed: u64, addrs: &[[u8; 4]], n: usize) -> Vec<[u8; 12]> {
-    let mut rng = SplitMix(seed ^ 0x5eed);
+    let mut rng = SplitMix64::new(seed ^ 0x5eed);
     let len = addrs.len().max(1) as u64;
     (0..n)
         .map(|i| {

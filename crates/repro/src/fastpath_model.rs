@@ -30,8 +30,9 @@ use fastpath::lpm::{LpmTable, Prefix};
 use fastpath::threaded::{Entry, Label, NextHop, ThreadedTable};
 use fastpath::{FlowCache, FlowId, SourceHash};
 
-use crate::common::{Options, SplitMix, median};
+use crate::common::{Options, median};
 use crate::plot::{self, Chart, Series};
+use sansio::SplitMix64;
 
 /// Default end-to-end round trip, µs.
 pub const DEFAULT_RTT_US: f64 = 1_000.0;
@@ -96,7 +97,7 @@ pub fn vc_crossover(rtt: f64, long: f64, short: f64) -> f64 {
 
 /// Measured (L, s threaded, s cache) in µs, medians of `rounds` interleaved rounds.
 pub fn measure(seed: u64, rounds: u64) -> (f64, f64, f64) {
-    let mut rng = SplitMix(seed);
+    let mut rng = SplitMix64::new(seed);
     let prefix = |i: usize| [10, (i / 8) as u8, ((i % 8) * 16) as u8, 0];
     let mut lpm = LpmTable::new();
     let mut table = ThreadedTable::with_len(DESTS);

@@ -31,6 +31,7 @@
 use core::mem;
 
 use fastbloom::BloomFilter;
+use sansio::{SplitMix64, mix64};
 
 use crate::crypto::{NonceKind, ServerKeys, Tag};
 
@@ -157,7 +158,8 @@ impl ReplayFilter {
 /// false positive is not dropped again when retried).
 ///
 /// The key is `lo ^ mix(hi + retry · φ)`, with `lo`, `hi` the tag's big-endian halves, `φ`
-/// the odd 64-bit golden-ratio constant and `mix` the SplitMix64 finaliser (a bijection):
+/// the odd 64-bit golden-ratio constant ([`SplitMix64::GAMMA`]) and `mix` the SplitMix64
+/// finaliser ([`mix64`], a bijection):
 /// for one tag, the 256 retry values give 256 distinct keys. The tag is a PRF output under a
 /// key the client does not have, so the keys are uniform; the client can choose `retry`, but
 /// the server backs off exponentially on retries, which bounds what that buys.
@@ -167,7 +169,7 @@ pub fn replay_hash(tag: &Tag, retry: u8) -> u64 {
     let lo = u64::from_be_bytes(halves);
     halves.copy_from_slice(&tag[8..]);
     let hi = u64::from_be_bytes(halves);
-    lo ^ mix64(hi.wrapping_add(u64::from(retry).wrapping_mul(GOLDEN)))
+    lo ^ mix64(hi.wrapping_add(u64::from(retry).wrapping_mul(SplitMix64::GAMMA)))
 }
 
 /// The Bloom key of a retransmit-timeout request, allowing at most one per connection per
@@ -189,26 +191,6 @@ pub fn timeout_hash(conn_nonce: u64, interval: u64, keys: &ServerKeys) -> u64 {
         .keyed_hash(conn_nonce, interval)
 }
 
-/// The 64-bit golden-ratio constant (odd).
-const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
-
-/// The SplitMix64 finaliser: a bijection on `u64` with good avalanche.
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// SplitMix64: a tiny deterministic generator for the false-positive measurement.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(GOLDEN);
-        mix64(self.0)
-    }
-}
-
 /// Measures a filter's false-positive rate: inserts `n_inserted` random keys (one interval's
 /// worth) into a fresh [`ReplayFilter`] built from `cfg`, then probes `n_probes` other random
 /// keys with [`ReplayFilter::contains`]. Returns `(false positives, probes)`.
@@ -224,14 +206,14 @@ pub fn measure_false_positive_rate(
     seed: u64,
 ) -> (u64, u64) {
     let mut filter = ReplayFilter::new(cfg);
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     for _ in 0..n_inserted {
-        filter.current.insert_hash(rng.next());
+        filter.current.insert_hash(rng.next_u64());
     }
     let mut false_positives = 0;
     for _ in 0..n_probes {
         // A 64-bit key repeating one of the inserted ones is a 2^-40 event here.
-        if filter.contains(rng.next()) {
+        if filter.contains(rng.next_u64()) {
             false_positives += 1;
         }
     }
@@ -245,7 +227,7 @@ mod tests {
     #[test]
     fn mix64_matches_splitmix_reference() {
         // First output of SplitMix64 seeded with 0 (Vigna's reference implementation).
-        assert_eq!(SplitMix64(0).next(), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(SplitMix64::new(0).next_u64(), 0xe220_a839_7b1d_cdaf);
     }
 
     #[test]

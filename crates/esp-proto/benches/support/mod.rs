@@ -28,6 +28,8 @@ use esp_proto::idmap::IdMap;
 use esp_proto::instr::{CombineOp, CompareOp, Instruction, Robust};
 use esp_proto::wire::{Header, Loc, addresses, decrement_ttl, locate};
 use ess::{Ess, EssConfig, Handle, HashKey, Instant, Tag, Value};
+/// The splitmix64 finaliser, to scatter the fill's tags over the hash table.
+use sansio::mix64 as mix;
 
 /// log2 of the store's capacity.
 pub(crate) const LOG2: u8 = 16;
@@ -51,13 +53,6 @@ const BASELINE_PAYLOAD: usize = 28;
 
 const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 9);
-
-/// The splitmix64 finalizer, to scatter the fill's tags over the hash table.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// The work every router does on an IPv4 packet: check the fixed header, read the
 /// destination, decrement the TTL (incremental checksum). `None` if the packet is dropped.

@@ -1,6 +1,7 @@
 //! Shared by the criterion bench (`benches/ess.rs`) and the callgrind example
-//! (`examples/churn.rs`): the seeded PRNG, tag numbering, and the hand-rolled baseline store
-//! a user would write instead of the ESS (a `hashbrown` map plus a FIFO of expiries).
+//! (`examples/churn.rs`): tag numbering and the hand-rolled baseline store a user would write
+//! instead of the ESS (a `hashbrown` map plus a FIFO of expiries). The seeded generator is
+//! `sansio::SplitMix64`.
 
 pub(crate) mod fixtures;
 pub(crate) mod huge;
@@ -9,50 +10,18 @@ use std::collections::VecDeque;
 
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
+use sansio::mix64;
 
-const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 const TAG_SEED: u64 = 0x7a67_5eed_0e55_0001;
 
 /// Tag numbers from here on are never created by a fill: looking them up always misses.
 pub(crate) const MISS_BASE: u64 = 1 << 62;
 
-/// The splitmix64 finalizer: a bijection on `u64` that scrambles every bit.
-#[inline(always)]
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The `i`-th tag of a run. `mix` is a bijection, so distinct numbers give distinct tags,
+/// The `i`-th tag of a run. `mix64` is a bijection, so distinct numbers give distinct tags,
 /// and a fill of tags `0..n` can be probed at random without storing the tags.
 #[inline(always)]
 pub(crate) fn tag_of(i: u64) -> u64 {
-    mix(i ^ TAG_SEED)
-}
-
-/// splitmix64: a tiny, fast, seeded PRNG (no `rand` dependency).
-#[derive(Clone, Debug)]
-pub(crate) struct SplitMix(u64);
-
-impl SplitMix {
-    /// A generator seeded with `seed`.
-    pub(crate) fn new(seed: u64) -> Self {
-        SplitMix(seed)
-    }
-
-    /// The next 64 random bits.
-    #[inline(always)]
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(GAMMA);
-        mix(self.0)
-    }
-
-    /// Uniform in `0..n` (multiply-shift, no division).
-    #[inline(always)]
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
+    mix64(i ^ TAG_SEED)
 }
 
 /// The obvious hand-rolled ephemeral store: `hashbrown::HashMap<tag, (value, expiry)>` with

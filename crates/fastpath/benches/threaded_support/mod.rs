@@ -5,6 +5,7 @@
 use fastpath::lpm::{LpmTable, Prefix};
 use fastpath::threaded::{Entry, Label, NextHop, ThreadedTable};
 use fastpath::{FlowCache, FlowId, SourceHash};
+use sansio::SplitMix64;
 
 /// hashbrown keyed by destination with keyed SipHash-1-3 (std's `RandomState`).
 pub(crate) type Sip = hashbrown::HashMap<[u8; 4], u16, std::hash::RandomState>;
@@ -32,18 +33,10 @@ pub(crate) struct Workload {
     pub(crate) packets: Vec<(Label, [u8; 4], SourceHash, FlowId)>,
 }
 
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// Builds the workload from `seed`: destination i is the /24 `10.(i / 8).(i % 8 · 16).0`
 /// (clustered, as real assignments are), out of interface `i % 16`.
 pub(crate) fn workload(seed: u64) -> Workload {
-    let mut rng = seed;
+    let mut rng = SplitMix64::new(seed);
     let mut table = ThreadedTable::with_len(DESTS);
     let mut lpm = LpmTable::new();
     let mut sip = Sip::with_hasher(std::hash::RandomState::new());
@@ -60,13 +53,13 @@ pub(crate) fn workload(seed: u64) -> Workload {
                 i as u32,
                 Entry {
                     next_hop: NextHop::Neighbour(iface),
-                    next_index: (next(&mut rng) % DESTS as u64) as u32,
+                    next_index: (rng.next_u64() % DESTS as u64) as u32,
                 },
             )
             .expect("small indices");
         lpm.insert(Prefix::new(prefix(i), 24).expect("valid /24"), iface);
         let h = loop {
-            let h = next(&mut rng) as u32;
+            let h = rng.next_u64() as u32;
             if slots.insert(h & 0xffff) {
                 break SourceHash::new(h);
             }
@@ -75,9 +68,9 @@ pub(crate) fn workload(seed: u64) -> Workload {
     }
     let packets: Vec<_> = (0..POOL)
         .map(|_| {
-            let i = (next(&mut rng) % DESTS as u64) as usize;
+            let i = (rng.next_u64() % DESTS as u64) as usize;
             let mut addr = prefix(i);
-            addr[3] = (next(&mut rng) % 254 + 1) as u8;
+            addr[3] = (rng.next_u64() % 254 + 1) as u8;
             (
                 Label::threaded(i as u32, 64),
                 addr,

@@ -17,6 +17,8 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use core::fmt;
 
+use sansio::SplitMix64;
+
 use super::{Client, ClientConfig, ClientError};
 use crate::conn::{Addr, FourTuple};
 use crate::ip::{self, PacketError};
@@ -87,7 +89,7 @@ pub struct Demux {
     ready: VecDeque<ConnId>,
     next_id: u64,
     next_port: u16,
-    rng: u64,
+    rng: SplitMix64,
 }
 
 impl Demux {
@@ -102,7 +104,7 @@ impl Demux {
             ready: VecDeque::new(),
             next_id: 0,
             next_port: EPHEMERAL_FIRST,
-            rng: seed,
+            rng: SplitMix64::new(seed),
         }
     }
 
@@ -111,13 +113,9 @@ impl Demux {
         self.local
     }
 
-    /// SplitMix64.
+    /// The low 32 bits of the next SplitMix64 draw.
     fn next_isn(&mut self) -> u32 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) as u32
+        self.rng.next_u64() as u32
     }
 
     /// The next free local port, next fit from the last one given.
