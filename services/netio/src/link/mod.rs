@@ -550,6 +550,12 @@ impl Links {
         self.events.pop_front()
     }
 
+    /// Whether a change waits in [`poll_event`](Links::poll_event).
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// When a down link's hold-down next ends.
     pub fn next_retry(&self) -> Option<Instant> {
         self.links.iter().filter_map(|l| l.live.retry_at()).min()
