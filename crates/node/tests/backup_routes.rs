@@ -103,8 +103,15 @@ fn packets_follow_the_first_up_link_and_fall_back_when_all_are_down() {
         let out = |n: &mut Node| {
             // 10.1.0.1 → 10.2.0.80, UDP, TTL 64, in on interface 0.
             let mut f = [0u8; 28];
-            waist_ip::emit_header(&mut f, [10, 1, 0, 1].into(), [10, 2, 0, 80].into(), 17, 64, 8)
-                .unwrap();
+            waist_ip::emit_header(
+                &mut f,
+                [10, 1, 0, 1].into(),
+                [10, 2, 0, 80].into(),
+                17,
+                64,
+                8,
+            )
+            .unwrap();
             n.handle_packet(Instant::ZERO, 0, &mut f)
                 .map(|InPlace { iface, .. }| iface)
         };

@@ -270,10 +270,9 @@ fn route_links(
             for name in list.get_ref() {
                 let i = link_of(source, links, name)?;
                 if out.contains(&i) {
-                    return Err(source.error_for(
-                        name,
-                        format!("link `{}` listed twice", name.get_ref()),
-                    ));
+                    return Err(
+                        source.error_for(name, format!("link `{}` listed twice", name.get_ref()))
+                    );
                 }
                 out.push(i);
             }
@@ -536,25 +535,31 @@ link = "a"
         );
         let p = plan_of(&two.replace("link = \"a\"", "links = [\"b\", \"a\"]")).unwrap();
         assert_eq!(p.routes[0].1, vec![1, 0]);
-        let line_of = |text: &str, key: &str| {
-            text.lines().position(|l| l.starts_with(key)).unwrap() + 1
-        };
+        let line_of =
+            |text: &str, key: &str| text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
         let bad = two.replace("link = \"a\"", "links = [\"a\", \"c\"]");
         let e = plan_of(&bad).unwrap_err();
-        assert_eq!((e.line, e.key.as_deref()), (line_of(&bad, "links"), Some("links")), "{e}");
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (line_of(&bad, "links"), Some("links")),
+            "{e}"
+        );
         assert!(e.message.contains("no [[link]] named `c`"), "{e}");
         let e = plan_of(&two.replace("link = \"a\"", "links = [\"a\", \"a\"]")).unwrap_err();
         assert!(e.message.contains("listed twice"), "{e}");
         let e = plan_of(&two.replace("link = \"a\"", "links = []")).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("links"), "{e}");
-        let e = plan_of(&two.replace("link = \"a\"", "link = \"a\"\nlinks = [\"b\"]"))
-            .unwrap_err();
+        let e = plan_of(&two.replace("link = \"a\"", "link = \"a\"\nlinks = [\"b\"]")).unwrap_err();
         assert!(e.message.contains("not both"), "{e}");
         let e = plan_of(&two.replace("link = \"a\"", "")).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("prefix"), "{e}");
         let again = format!("{two}\n[[route]]\nprefix = \"10.9.0.0/16\"\nlink = \"b\"\n");
         let e = plan_of(&again).unwrap_err();
-        assert_eq!((e.line, e.key.as_deref()), (again.lines().count() - 1, Some("prefix")), "{e}");
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (again.lines().count() - 1, Some("prefix")),
+            "{e}"
+        );
         assert!(e.message.contains("a second [[route]]"), "{e}");
     }
 }

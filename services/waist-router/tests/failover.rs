@@ -89,7 +89,11 @@ fn a_static_route_moves_to_its_backup_and_back() {
     assert!(lost <= 3, "{lost} packets lost in the switch");
     for seq in first_at_b + 1..first_at_b + 10 {
         h.send(&packet(dst, seq)).unwrap();
-        assert_eq!(recv(&replica_b).map(|x| x.0), Some(seq), "packet {seq} at B");
+        assert_eq!(
+            recv(&replica_b).map(|x| x.0),
+            Some(seq),
+            "packet {seq} at B"
+        );
     }
 
     // A starts again on the same port: after the hold-down the link is tried again and
@@ -114,7 +118,11 @@ fn a_static_route_moves_to_its_backup_and_back() {
     println!("back to the first choice after {back_after:?} (hold-down {holddown} ms)");
     for s in seq + 1..seq + 5 {
         h.send(&packet(dst, s)).unwrap();
-        assert_eq!(recv(&replica_a).map(|x| x.0), Some(s), "packet {s} back at A");
+        assert_eq!(
+            recv(&replica_a).map(|x| x.0),
+            Some(s),
+            "packet {s} back at A"
+        );
     }
 
     let metrics = r.metrics().unwrap();
@@ -190,7 +198,10 @@ fn distance_vector_reroutes_around_a_dead_router_before_its_timeout() {
         if recv(&host_b).is_some_and(|(_, ttl)| ttl == 61) {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(5), "no path through R2");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "no path through R2"
+        );
     }
 
     let killed = Instant::now();

@@ -125,7 +125,12 @@ async fn a_refused_link_goes_down_comes_up_when_heard_and_is_retried() {
         "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"{pa}\"\npeer = \"{pb}\"\nholddown_ms = 200\n"
     ));
     let mut a = Links::open(&c, &s, Instant::now()).await.unwrap();
-    let link = |a: &Links| (a.get(0).unwrap().is_up(), a.get(0).unwrap().counters().refused);
+    let link = |a: &Links| {
+        (
+            a.get(0).unwrap().is_up(),
+            a.get(0).unwrap().counters().refused,
+        )
+    };
     assert_eq!(link(&a), (true, 0));
     assert_eq!(a.get(0).unwrap().holddown(), Duration::from_millis(200));
     // Nobody at pb: the kernel answers the first send with port unreachable, which the
@@ -181,7 +186,10 @@ async fn a_refused_link_goes_down_comes_up_when_heard_and_is_retried() {
     let retry = a.next_retry().expect("a retry is due");
     assert!(retry >= down_at + Duration::from_millis(200));
     a.retry_due(retry - Duration::from_millis(1));
-    assert!(!link(&a).0 && a.poll_event().is_none(), "not before the hold-down");
+    assert!(
+        !link(&a).0 && a.poll_event().is_none(),
+        "not before the hold-down"
+    );
     a.retry_due(retry);
     assert!(link(&a).0);
     assert_eq!(
