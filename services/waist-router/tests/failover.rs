@@ -47,12 +47,25 @@ fn recv(s: &UdpSocket) -> Option<(u32, u8)> {
     Some((seq, h.ttl))
 }
 
+/// Whether packet `want` arrives at `s` (older ones still in flight are skipped).
+fn recv_seq(s: &UdpSocket, want: u32) -> bool {
+    while let Some((got, _)) = recv(s) {
+        if got == want {
+            return true;
+        }
+        if got > want {
+            return false;
+        }
+    }
+    false
+}
+
 #[test]
 fn a_static_route_moves_to_its_backup_and_back() {
     // host ─ R ─┬─ replica A (first choice)
     //           └─ replica B (backup)
     let (host, r_in, r_a, a, r_b, b) = (free(), free(), free(), free(), free(), free());
-    let holddown = 300;
+    let holddown = 1000;
     let conf = format!(
         "[node]\nname = \"r\"\naddresses = [\"10.0.0.1\"]\n{}{}{}[[route]]\nprefix = \"10.2.0.80/32\"\nlinks = [\"a\", \"b\"]\n",
         link("host", r_in, host, ""),
@@ -61,7 +74,7 @@ fn a_static_route_moves_to_its_backup_and_back() {
     );
     let h = socket(host, r_in, 100);
     let replica_a = socket(a, r_a, 200);
-    let replica_b = socket(b, r_b, 20);
+    let replica_b = socket(b, r_b, 100);
     let r = Embedded::start("failover.toml", conf, true).unwrap();
     let dst = [10, 2, 0, 80];
 
@@ -89,11 +102,7 @@ fn a_static_route_moves_to_its_backup_and_back() {
     assert!(lost <= 3, "{lost} packets lost in the switch");
     for seq in first_at_b + 1..first_at_b + 10 {
         h.send(&packet(dst, seq)).unwrap();
-        assert_eq!(
-            recv(&replica_b).map(|x| x.0),
-            Some(seq),
-            "packet {seq} at B"
-        );
+        assert!(recv_seq(&replica_b, seq), "packet {seq} at B");
     }
 
     // A starts again on the same port: after the hold-down the link is tried again and
@@ -105,7 +114,7 @@ fn a_static_route_moves_to_its_backup_and_back() {
         h.send(&packet(dst, seq)).unwrap();
         std::thread::sleep(Duration::from_millis(5));
         if let Some((got, _)) = recv(&replica_a) {
-            assert_eq!(got, seq);
+            assert!(got <= seq);
             break back_from.elapsed();
         }
         assert!(
@@ -116,13 +125,12 @@ fn a_static_route_moves_to_its_backup_and_back() {
         seq += 1;
     };
     println!("back to the first choice after {back_after:?} (hold-down {holddown} ms)");
+    replica_a
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     for s in seq + 1..seq + 5 {
         h.send(&packet(dst, s)).unwrap();
-        assert_eq!(
-            recv(&replica_a).map(|x| x.0),
-            Some(s),
-            "packet {s} back at A"
-        );
+        assert!(recv_seq(&replica_a, s), "packet {s} back at A");
     }
 
     let metrics = r.metrics().unwrap();
@@ -226,6 +234,9 @@ fn distance_vector_reroutes_around_a_dead_router_before_its_timeout() {
         "reroute took {rerouted:?}"
     );
     // And it stays there.
+    host_b
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     for _ in 0..5 {
         host_a.send(&packet(dst, seq)).unwrap();
         seq += 1;
