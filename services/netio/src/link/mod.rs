@@ -293,6 +293,15 @@ impl Links {
                     .unwrap_or_else(|| source.error_for(&c.name, "bad MTU"))
                     .into());
             }
+            let holddown = match &c.holddown_ms {
+                Some(h) if *c.kind.get_ref() == LinkKind::Tun => {
+                    return Err(source
+                        .error_for(h, "a tun link is always up: no hold-down")
+                        .into());
+                }
+                Some(h) => Duration::from_millis(*h.get_ref()),
+                None => liveness::DEFAULT_HOLDDOWN,
+            };
             let (io, local) = match c.kind.get_ref() {
                 LinkKind::Udp => {
                     let (Some(l), Some(p)) = (&c.local, &c.peer) else {
@@ -332,15 +341,6 @@ impl Links {
                         .map_err(|e| anyhow::anyhow!("link `{name}`: {e}"))?;
                     (Io::Tun(d), None)
                 }
-            };
-            let holddown = match &c.holddown_ms {
-                Some(h) if *c.kind.get_ref() == LinkKind::Tun => {
-                    return Err(source
-                        .error_for(h, "a tun link is always up: no hold-down")
-                        .into());
-                }
-                Some(h) => Duration::from_millis(*h.get_ref()),
-                None => liveness::DEFAULT_HOLDDOWN,
             };
             let emulator = match &c.emulation {
                 Some(e) => {

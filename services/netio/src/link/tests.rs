@@ -79,6 +79,16 @@ async fn config_errors_are_located() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("prefix length 40 above 32"), "{e}");
+    let (s, c) =
+        links_of("[[link]]\nname = \"t\"\nkind = \"tun\"\ndevice = \"x\"\nholddown_ms = 5\n");
+    let e = Links::open(&c, &s, Instant::now())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("t.toml:5:15: key `holddown_ms`: a tun link is always up"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
