@@ -11,8 +11,15 @@
 //! A static route wins over a learned one for the same prefix (an administrator's word
 //! beats a protocol's); between different prefixes the longest match wins. A change to any
 //! route recompiles the tables and clears the source-hash cache, whose answers may be stale.
+//!
+//! A static prefix may name several interfaces in preference order (a primary and its
+//! backups). Packets to it leave by the first interface that is up
+//! ([`Node::set_link`](crate::Node::set_link)); when all of them are down the prefix is as if
+//! withdrawn, and the longest-prefix match falls back to shorter or learned routes. A link
+//! going down or up recompiles the tables only if some static prefix's choice changes, so
+//! the per-packet path is the same compiled lookup as with one interface per prefix.
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
@@ -54,7 +61,10 @@ pub(crate) enum Found {
 /// The node's routes. See the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct Routes {
-    statics: BTreeMap<IpPrefix, u16>,
+    /// Each static prefix's interfaces, in preference order (never empty).
+    statics: BTreeMap<IpPrefix, Vec<u16>>,
+    /// Interfaces that are down: static routes skip them.
+    down: BTreeSet<u16>,
     learned: BTreeMap<IpPrefix, u16>,
     groups: BTreeMap<IpAddr, Vec<u16>>,
     v4: V4Table,
@@ -67,6 +77,7 @@ impl Routes {
     pub(crate) fn new(cache_log2: Option<u8>) -> Routes {
         let mut r = Routes {
             statics: BTreeMap::new(),
+            down: BTreeSet::new(),
             learned: BTreeMap::new(),
             groups: BTreeMap::new(),
             v4: V4Table::Plain(LpmTable::new()),
@@ -77,9 +88,20 @@ impl Routes {
         r
     }
 
-    /// Adds or replaces a static route.
+    /// Adds or replaces a static route over one interface.
     pub(crate) fn add_static(&mut self, prefix: IpPrefix, iface: u16) {
-        if self.statics.insert(prefix, iface) != Some(iface) {
+        self.add_static_via(prefix, &[iface]);
+    }
+
+    /// Adds or replaces a static route over `ifaces` in preference order (the first up one
+    /// carries it); an empty list removes the route.
+    pub(crate) fn add_static_via(&mut self, prefix: IpPrefix, ifaces: &[u16]) {
+        if ifaces.is_empty() {
+            self.remove_static(prefix);
+            return;
+        }
+        if self.statics.get(&prefix).map(Vec::as_slice) != Some(ifaces) {
+            self.statics.insert(prefix, ifaces.to_vec());
             self.compile();
         }
     }
@@ -91,6 +113,41 @@ impl Routes {
             self.compile();
         }
         had
+    }
+
+    /// Marks `iface` up or down for the static routes; recompiles only if some static
+    /// prefix's chosen interface changes.
+    pub(crate) fn set_link(&mut self, iface: u16, up: bool) {
+        if up != self.down.contains(&iface) {
+            return; // already so
+        }
+        // The choices this flip can change: prefixes that list `iface` before (or as)
+        // their current choice.
+        let affected = self.statics.values().any(|links| {
+            links
+                .iter()
+                .find(|&&i| i == iface || !self.down.contains(&i))
+                .is_some_and(|&i| i == iface)
+        });
+        if up {
+            self.down.remove(&iface);
+        } else {
+            self.down.insert(iface);
+        }
+        if affected {
+            self.compile();
+        }
+    }
+
+    /// Whether `iface` is up for the static routes (every interface is, until
+    /// [`Node::set_link`](crate::Node::set_link) says otherwise).
+    pub fn link_up(&self, iface: u16) -> bool {
+        !self.down.contains(&iface)
+    }
+
+    /// The interface a static prefix's packets leave by now: its first up interface.
+    fn chosen(&self, links: &[u16]) -> Option<u16> {
+        links.iter().copied().find(|i| !self.down.contains(i))
     }
 
     /// Replaces the learned routes; recompiles only if they changed.
@@ -122,9 +179,16 @@ impl Routes {
         self.groups.get(group).map(Vec::as_slice)
     }
 
-    /// The static routes.
-    pub fn statics(&self) -> impl Iterator<Item = (IpPrefix, u16)> + '_ {
-        self.statics.iter().map(|(&p, &i)| (p, i))
+    /// The static routes: each prefix with its interfaces in preference order (the first
+    /// that is [up](Routes::link_up) carries it; none up: the prefix is withdrawn).
+    pub fn statics(&self) -> impl Iterator<Item = (IpPrefix, &[u16])> + '_ {
+        self.statics.iter().map(|(&p, l)| (p, l.as_slice()))
+    }
+
+    /// The interface static prefix `prefix` uses now: `None` if it has no static route or
+    /// all its interfaces are down.
+    pub fn static_choice(&self, prefix: IpPrefix) -> Option<u16> {
+        self.statics.get(&prefix).and_then(|l| self.chosen(l))
     }
 
     /// The routes learned from the routing protocol (those not shadowed included).
@@ -135,8 +199,19 @@ impl Routes {
     fn compile(&mut self) {
         let mut v4 = LpmTable::new();
         let mut v6 = LpmTable6::new();
-        // Learned first, statics over them.
-        for (&p, &i) in self.learned.iter().chain(self.statics.iter()) {
+        // Learned first, statics (each by its first up interface) over them.
+        let statics: Vec<(IpPrefix, u16)> = self
+            .statics
+            .iter()
+            .filter_map(|(&p, l)| self.chosen(l).map(|i| (p, i)))
+            .collect();
+        let routes = || {
+            self.learned
+                .iter()
+                .map(|(&p, &i)| (p, i))
+                .chain(statics.iter().copied())
+        };
+        for (p, i) in routes() {
             match p {
                 IpPrefix::V4(p) => {
                     v4.insert(p, i);
@@ -148,7 +223,7 @@ impl Routes {
         }
         self.v4 = match self.cache_log2.and_then(|n| RouteCache::new(n).ok()) {
             Some(mut cache) => {
-                for (&p, &i) in self.learned.iter().chain(self.statics.iter()) {
+                for (p, i) in routes() {
                     if let IpPrefix::V4(p) = p {
                         cache.add_route(p, i);
                     }

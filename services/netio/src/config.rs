@@ -174,6 +174,10 @@ pub struct LinkConfig {
     pub mtu: Option<Spanned<usize>>,
     /// Distance-vector cost over this link (absent: no routing protocol here).
     pub cost: Option<Spanned<u16>>,
+    /// UDP: how long, in milliseconds, the link stays down after the kernel refused a send
+    /// or receive (the peer's port is closed) before it is tried again (default 1000). Any
+    /// datagram from the peer brings it up at once. Not for TUN links (always up).
+    pub holddown_ms: Option<Spanned<u64>>,
     /// UDP: receive in batches with recvmmsg/GRO (quinn-udp) instead of one datagram a
     /// call.
     #[serde(default)]

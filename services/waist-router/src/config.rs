@@ -33,15 +33,40 @@
 //! local = "127.0.0.1:40001"
 //! peer = "127.0.0.1:40002"
 //! cost = 1
+//! holddown_ms = 1000               # udp: down after a refusal this long, then retried
+//!
+//! [[link]]
+//! name = "to-r3"
+//! kind = "udp"
+//! local = "127.0.0.1:40003"
+//! peer = "127.0.0.1:40004"
 //!
 //! [[route]]
 //! prefix = "10.9.0.0/16"
-//! link = "to-r2"
+//! link = "to-r2"                   # one link …
+//!
+//! [[route]]
+//! prefix = "10.8.0.0/16"
+//! links = ["to-r2", "to-r3"]       # … or several, in preference order (backups)
 //!
 //! [[group]]
 //! address = "224.1.1.1"
 //! links = ["to-r2"]
 //! ```
+//!
+//! ## Link liveness and backup routes
+//!
+//! A UDP link whose peer's port is closed (the peer process died) is refused by the kernel
+//! (ICMP port unreachable); the link goes *down* at the first refusal, comes *up* when a
+//! datagram from the peer arrives, and is tried again after its `holddown_ms` (default
+//! 1000). On each change the daemon logs one line (`link to-r2 down: peer refused`) and
+//! calls `Node::set_link`: distance vector withdraws the routes through a down link at once
+//! (no waiting for `timeout_ms`), and a static route moves to the first of its `links` that
+//! is up. A route whose links are all down is withdrawn: shorter or learned routes take
+//! over. TUN links are always up.
+//!
+//! A `[[route]]` names either `link` (one) or `links` (a non-empty list, preference order,
+//! no repeats); a prefix has one `[[route]]`.
 
 use std::net::IpAddr;
 
@@ -172,14 +197,16 @@ pub struct DvSection {
     pub triggered_ms: Option<u64>,
 }
 
-/// `[[route]]`.
+/// `[[route]]`: `link` or `links`, not both.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSection {
     /// `10.9.0.0/16`.
     pub prefix: Spanned<String>,
-    /// The link's name.
-    pub link: Spanned<String>,
+    /// The link's name (a route over one link).
+    pub link: Option<Spanned<String>>,
+    /// The links' names in preference order: packets leave by the first that is up.
+    pub links: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[[group]]`.
@@ -199,8 +226,8 @@ pub struct Plan {
     pub name: String,
     /// The node's config.
     pub node: Config,
-    /// Static routes: prefix → interface.
-    pub routes: Vec<(IpPrefix, usize)>,
+    /// Static routes: prefix → interfaces in preference order (never empty).
+    pub routes: Vec<(IpPrefix, Vec<usize>)>,
     /// Groups: address → interfaces.
     pub groups: Vec<(IpAddr, Vec<usize>)>,
     /// Prefixes to originate through distance vector.
@@ -225,6 +252,38 @@ fn link_of(
         .iter()
         .position(|l| l.name.get_ref() == name.get_ref())
         .ok_or_else(|| source.error_for(name, format!("no [[link]] named `{}`", name.get_ref())))
+}
+
+/// The interfaces of one `[[route]]`, in preference order.
+fn route_links(
+    source: &Source,
+    links: &[LinkConfig],
+    r: &RouteSection,
+) -> Result<Vec<usize>, ConfigError> {
+    match (&r.link, &r.links) {
+        (Some(one), None) => Ok(vec![link_of(source, links, one)?]),
+        (None, Some(list)) => {
+            if list.get_ref().is_empty() {
+                return Err(source.error_for(list, "an empty list of links"));
+            }
+            let mut out = Vec::with_capacity(list.get_ref().len());
+            for name in list.get_ref() {
+                let i = link_of(source, links, name)?;
+                if out.contains(&i) {
+                    return Err(
+                        source.error_for(name, format!("link `{}` listed twice", name.get_ref()))
+                    );
+                }
+                out.push(i);
+            }
+            Ok(out)
+        }
+        (Some(_), Some(list)) => Err(source.error_for(list, "give `link` or `links`, not both")),
+        (None, None) => Err(source.error_for(
+            &r.prefix,
+            "a route needs `link` (one) or `links` (in preference order)",
+        )),
+    }
 }
 
 /// Checks `file` (read from `source`) and builds the plan.
@@ -350,16 +409,17 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
             originate.push(prefix_of(source, p)?);
         }
     }
-    let routes = file
-        .route
-        .iter()
-        .map(|r| {
-            Ok((
-                prefix_of(source, &r.prefix)?,
-                link_of(source, &file.link, &r.link)?,
-            ))
-        })
-        .collect::<Result<Vec<_>, ConfigError>>()?;
+    let mut routes: Vec<(IpPrefix, Vec<usize>)> = Vec::new();
+    for r in &file.route {
+        let prefix = prefix_of(source, &r.prefix)?;
+        if routes.iter().any(|(p, _)| *p == prefix) {
+            return Err(source.error_for(
+                &r.prefix,
+                "a second [[route]] for this prefix (list backups in `links`)",
+            ));
+        }
+        routes.push((prefix, route_links(source, &file.link, r)?));
+    }
     let mut groups = Vec::new();
     for g in &file.group {
         let addr = g
@@ -447,6 +507,7 @@ link = "a"
         assert_eq!(e.key.as_deref(), Some("contexts"), "{e}");
         assert_eq!(p.node.ifaces[0].dv_cost, Some(1));
         assert_eq!(p.routes.len(), 1);
+        assert_eq!(p.routes[0].1, vec![0]);
         assert_eq!(p.originate.len(), 1);
     }
 
@@ -464,5 +525,41 @@ link = "a"
         let e = plan_of(&GOOD.replace("services = [\"ess\"]", "services = [\"dns\"]")).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("services"), "{e}");
         assert!(e.message.contains("unknown SNAP service `dns`"), "{e}");
+    }
+
+    #[test]
+    fn routes_with_backups() {
+        let two = GOOD.replace(
+            "cost = 1\n",
+            "cost = 1\n\n[[link]]\nname = \"b\"\nkind = \"udp\"\nlocal = \"127.0.0.1:0\"\npeer = \"127.0.0.1:9\"\nholddown_ms = 50\n",
+        );
+        let p = plan_of(&two.replace("link = \"a\"", "links = [\"b\", \"a\"]")).unwrap();
+        assert_eq!(p.routes[0].1, vec![1, 0]);
+        let line_of =
+            |text: &str, key: &str| text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+        let bad = two.replace("link = \"a\"", "links = [\"a\", \"c\"]");
+        let e = plan_of(&bad).unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (line_of(&bad, "links"), Some("links")),
+            "{e}"
+        );
+        assert!(e.message.contains("no [[link]] named `c`"), "{e}");
+        let e = plan_of(&two.replace("link = \"a\"", "links = [\"a\", \"a\"]")).unwrap_err();
+        assert!(e.message.contains("listed twice"), "{e}");
+        let e = plan_of(&two.replace("link = \"a\"", "links = []")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("links"), "{e}");
+        let e = plan_of(&two.replace("link = \"a\"", "link = \"a\"\nlinks = [\"b\"]")).unwrap_err();
+        assert!(e.message.contains("not both"), "{e}");
+        let e = plan_of(&two.replace("link = \"a\"", "")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("prefix"), "{e}");
+        let again = format!("{two}\n[[route]]\nprefix = \"10.9.0.0/16\"\nlink = \"b\"\n");
+        let e = plan_of(&again).unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (again.lines().count() - 1, Some("prefix")),
+            "{e}"
+        );
+        assert!(e.message.contains("a second [[route]]"), "{e}");
     }
 }

@@ -70,8 +70,8 @@ impl Router {
                 vm.services.register(Box::new(s));
             }
         }
-        for &(p, i) in &plan.routes {
-            node.add_route(p, i);
+        for (p, links) in &plan.routes {
+            node.add_route_via(*p, links);
         }
         for (g, ifaces) in &plan.groups {
             node.add_group(*g, ifaces);
@@ -104,15 +104,31 @@ impl Router {
         Instant::from_micros(self.origin.elapsed().as_micros() as u64)
     }
 
-    /// The next instant something is due: the node's timer or an emulated frame.
+    /// The next instant something is due: the node's timer, an emulated frame or the end
+    /// of a down link's hold-down.
     fn deadline(&self) -> Option<StdInstant> {
         let node = self
             .node
             .poll_timeout()
             .map(|t| self.origin + Duration::from_micros(t.micros()));
-        match (node, self.links.next_due()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        [node, self.links.next_due(), self.links.next_retry()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Tells the node about links that went down or came up (one log line each).
+    #[cold]
+    fn link_events(&mut self) {
+        while let Some(e) = self.links.poll_event() {
+            let now = self.now();
+            self.node.set_link(now, e.iface, e.up);
+            let name = self.links.get(e.iface).map_or("?", |l| l.name());
+            if e.up {
+                info!(router = %self.name, "link {name} up: {}", e.cause);
+            } else {
+                warn!(router = %self.name, "link {name} down: {}", e.cause);
+            }
         }
     }
 
@@ -145,8 +161,11 @@ impl Router {
         self.drain(out, wall);
     }
 
-    /// Sends what the node queued; takes what it delivered.
+    /// Passes on link changes; sends what the node queued; takes what it delivered.
     fn drain(&mut self, out: &mut [u8], wall: StdInstant) {
+        if self.links.has_events() {
+            self.link_events();
+        }
         while let Some(t) = self.node.poll_transmit(out) {
             if let Some(bytes) = out.get(..t.len) {
                 self.links.send(t.iface, bytes, wall);
@@ -202,8 +221,10 @@ impl Router {
                 biased;
                 () = &mut shutdown => break,
                 (iface, r) = self.links.recv(&mut buf) => {
-                    if let Ok(n) = r {
-                        self.frame(iface, &mut buf[..n], &mut out);
+                    match r {
+                        Ok(n) => self.frame(iface, &mut buf[..n], &mut out),
+                        // A refusal may have taken the link down.
+                        Err(_) => self.drain(&mut out, StdInstant::now()),
                     }
                     // Drain what else is ready, a bounded round.
                     let mut taken = 0;
@@ -249,6 +270,7 @@ impl Router {
             if self.deadline().is_some_and(|d| d <= wall) {
                 self.node.handle_timeout(self.now());
                 self.links.send_due(wall);
+                self.links.retry_due(wall);
                 self.drain(&mut out, wall);
             }
         }

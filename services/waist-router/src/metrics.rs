@@ -1,8 +1,10 @@
 //! What the router's metrics endpoint shows, rendered at each scrape from the node's and
 //! the links' counters: frames by fate (drops by reason), the stages' work, each link's
-//! traffic and emulation, and the routing table as `waist_route` samples (one per route,
-//! labelled by prefix, link and source; the value is the cost), which `waist route show`
-//! reads.
+//! traffic, liveness (`waist_link_up`, `waist_link_refused`) and emulation, and the routing
+//! table as `waist_route` samples (one per route, labelled by prefix, link and source; the
+//! value is the cost), which `waist route show` reads. A static prefix has one sample per
+//! link it lists, with `rank` (0 = first choice) and `state` (`active`: carrying it,
+//! `backup`: up but not first, `down`).
 
 use netio::metrics::{Sample, Snapshot};
 
@@ -68,9 +70,22 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
                 "send errors on the link",
                 c.tx_errors,
             ),
+            (
+                "waist_link_refused",
+                "sends and receives refused: the peer's port was closed",
+                c.refused,
+            ),
         ] {
             out.push(counter(name, help, v).with_label("link", link));
         }
+        out.push(
+            Sample::gauge(
+                "waist_link_up",
+                "1 while the link's peer is thought to be there, 0 while it is down",
+                if l.is_up() { 1.0 } else { 0.0 },
+            )
+            .with_label("link", link),
+        );
         if let Some(e) = l.emulation() {
             out.push(
                 counter(
@@ -95,17 +110,30 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
             .get(i)
             .map_or_else(|| i.to_string(), |l| l.name().to_string())
     };
-    for (p, i) in r.node().routes().statics() {
-        out.push(
-            Sample::gauge(
-                "waist_route",
-                "a route: value = cost (0 for static routes)",
-                0.0,
-            )
-            .with_label("prefix", p.to_string())
-            .with_label("link", link_name(usize::from(i)))
-            .with_label("source", "static"),
-        );
+    let routes = r.node().routes();
+    for (p, links) in routes.statics() {
+        let chosen = routes.static_choice(p);
+        for (rank, &i) in links.iter().enumerate() {
+            let state = if chosen == Some(i) {
+                "active"
+            } else if routes.link_up(i) {
+                "backup"
+            } else {
+                "down"
+            };
+            out.push(
+                Sample::gauge(
+                    "waist_route",
+                    "a route: value = cost (0 for static routes)",
+                    0.0,
+                )
+                .with_label("prefix", p.to_string())
+                .with_label("link", link_name(usize::from(i)))
+                .with_label("source", "static")
+                .with_label("rank", rank.to_string())
+                .with_label("state", state),
+            );
+        }
     }
     if let Some(dv) = r.node().dv() {
         let infinity = dv.config().infinity;

@@ -119,7 +119,9 @@ fn metrics_pcap_and_a_graceful_stop() {
     assert!(body.starts_with("HTTP/1.1 200"), "{body}");
     assert!(body.contains("waist_frames_delivered_total 1"), "{body}");
     assert!(
-        body.contains("waist_route{prefix=\"10.1.0.0/16\",link=\"host\",source=\"static\"} 0"),
+        body.contains(
+            "waist_route{prefix=\"10.1.0.0/16\",link=\"host\",source=\"static\",rank=\"0\",state=\"active\"} 0"
+        ),
         "{body}"
     );
     // Stop with SIGTERM: a clean exit, the capture flushed with both packets.

@@ -213,6 +213,26 @@ impl Node {
         }
     }
 
+    /// Adds or replaces a static route with backups: packets to `prefix` leave by the first
+    /// of `ifaces` (in preference order) that is up (see [`set_link`](Node::set_link)); when
+    /// all are down the prefix is as if withdrawn and shorter or learned routes take over.
+    /// Returns false (and changes nothing) if the list is empty or names an interface the
+    /// node does not have.
+    pub fn add_route_via(&mut self, prefix: IpPrefix, ifaces: &[usize]) -> bool {
+        let n = self.config.ifaces.len();
+        let list: Option<Vec<u16>> = ifaces
+            .iter()
+            .map(|&i| u16::try_from(i).ok().filter(|_| i < n))
+            .collect();
+        match list {
+            Some(l) if !l.is_empty() => {
+                self.routes.add_static_via(prefix, &l);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Removes a static route; whether there was one.
     pub fn remove_route(&mut self, prefix: IpPrefix) -> bool {
         self.routes.remove_static(prefix)
@@ -243,8 +263,14 @@ impl Node {
     }
 
     /// Brings interface `iface` up or down for routing: down withdraws every route through
-    /// it at once; up (at its configured cost) asks the neighbour for its table.
+    /// it at once (distance vector's, and static routes move to their first backup that is
+    /// up, or are withdrawn if none is); up puts static routes back on it and (at its
+    /// configured cost) asks the neighbour for its table. Setting a link to the state it is
+    /// in changes nothing. Call this when the daemon learns a link died or came back.
     pub fn set_link(&mut self, now: Instant, iface: usize, up: bool) {
+        if let (Ok(i), true) = (u16::try_from(iface), iface < self.config.ifaces.len()) {
+            self.routes.set_link(i, up);
+        }
         let cost = self.config.ifaces.get(iface).and_then(|f| f.dv_cost);
         if let (Some(r), Ok(i), Some(cost)) = (&mut self.dv, u16::try_from(iface), cost) {
             // A link already in the state asked for is not an error worth reporting.

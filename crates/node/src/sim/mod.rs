@@ -132,8 +132,9 @@ pub fn rebuild_router(
     config.ifaces.resize(links, IfaceConfig::new(1500));
     edit(&mut config);
     let mut node = Node::new(config, now)?;
-    for (prefix, iface) in old.routes().statics() {
-        node.add_route(prefix, usize::from(iface));
+    for (prefix, ifaces) in old.routes().statics() {
+        let ifaces: Vec<usize> = ifaces.iter().map(|&i| usize::from(i)).collect();
+        node.add_route_via(prefix, &ifaces);
     }
     *sim.node_mut(id) = SimNode::Router(Box::new(node));
     Ok(())

@@ -8,30 +8,38 @@
 //! [`Links::send_due`]).
 //!
 //! * **UDP**: a socket bound to `local` and connected to `peer`, so only the peer's
-//!   datagrams arrive; one frame per datagram (`waist_node::frame`). ICMP errors from a peer
-//!   that is down surface as receive errors; they are counted and the link goes on.
+//!   datagrams arrive; one frame per datagram (`waist_node::frame`). A peer whose port is
+//!   closed makes the kernel refuse a send or a receive (ICMP port unreachable, at once on
+//!   loopback): the refusal is counted (`refused`) and takes the link *down*; any datagram
+//!   from the peer brings it *up*, and a down link is tried again after its hold-down
+//!   (`holddown_ms`, default 1 s). Changes of state wait in [`Links::poll_event`], the
+//!   hold-down's end in [`Links::next_retry`] / [`Links::retry_due`] (see [`liveness`]).
 //! * **TUN**: a device created (or opened) by name, given its addresses and MTU, offloads
 //!   off; it carries plain IP packets to and from the host's kernel. Needs root.
 
 mod batch;
+pub mod liveness;
 #[cfg(test)]
 mod tests;
 mod tun;
 
 pub use batch::{BATCH, Batch};
+pub use liveness::{Cause, LinkEvent};
 pub use tun::{AsyncDevice, open_tun, parse_cidr};
 
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 
 use crate::config::{ConfigError, LinkConfig, LinkKind, Source};
 use crate::emulate::Emulator;
+use liveness::Liveness;
 
 /// What a link counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,7 +48,7 @@ pub struct LinkCounters {
     pub rx_frames: u64,
     /// Bytes received.
     pub rx_bytes: u64,
-    /// Receive errors (e.g. ICMP port unreachable from a peer that is down).
+    /// Receive errors other than refusals.
     pub rx_errors: u64,
     /// Frames sent.
     pub tx_frames: u64,
@@ -50,6 +58,9 @@ pub struct LinkCounters {
     pub tx_full: u64,
     /// Other send errors.
     pub tx_errors: u64,
+    /// Sends and receives the kernel refused because the peer's port is closed (ICMP port
+    /// unreachable): each takes the link down (or keeps it down).
+    pub refused: u64,
 }
 
 enum Io {
@@ -70,6 +81,7 @@ pub struct Link {
     counters: LinkCounters,
     local: Option<SocketAddr>,
     pcap: Option<crate::pcap::PcapWriter>,
+    live: Liveness,
 }
 
 impl std::fmt::Debug for Link {
@@ -112,6 +124,37 @@ impl Link {
     /// What it counted.
     pub fn counters(&self) -> LinkCounters {
         self.counters
+    }
+
+    /// Whether the peer is thought to be there: false from a refusal until the peer is
+    /// heard or the hold-down ends. A TUN link is always up.
+    pub fn is_up(&self) -> bool {
+        self.live.is_up()
+    }
+
+    /// How long a refused link stays down before it is tried again.
+    pub fn holddown(&self) -> Duration {
+        self.live.holddown()
+    }
+
+    /// A datagram arrived: the peer is there. Whether the link came up.
+    #[inline]
+    fn heard(&mut self) -> bool {
+        self.live.heard()
+    }
+
+    /// Counts error `e` (received if `rx`, else sent); whether it took the link down.
+    fn failed(&mut self, e: &io::Error, rx: bool) -> bool {
+        if e.kind() == io::ErrorKind::ConnectionRefused && self.kind == LinkKind::Udp {
+            self.counters.refused += 1;
+            return self.live.refused(Instant::now());
+        }
+        if rx {
+            self.counters.rx_errors += 1;
+        } else {
+            self.counters.tx_errors += 1;
+        }
+        false
     }
 
     /// The emulated link's counters, if it is emulated.
@@ -182,7 +225,8 @@ impl Link {
         }
     }
 
-    fn send_now(&mut self, frame: &[u8]) {
+    /// Sends `frame` now; whether a refusal took the link down.
+    fn send_now(&mut self, frame: &[u8]) -> bool {
         let r = match &self.io {
             Io::Udp(s) | Io::UdpBatch(s, _) => s.try_send(frame),
             Io::Tun(d) => d.try_send(frame),
@@ -192,9 +236,13 @@ impl Link {
                 self.counters.tx_frames += 1;
                 self.counters.tx_bytes += frame.len() as u64;
                 self.capture(frame);
+                false
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.counters.tx_full += 1,
-            Err(_) => self.counters.tx_errors += 1,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.counters.tx_full += 1;
+                false
+            }
+            Err(e) => self.failed(&e, false),
         }
     }
 }
@@ -204,6 +252,7 @@ impl Link {
 pub struct Links {
     links: Vec<Link>,
     next: usize,
+    events: VecDeque<LinkEvent>,
 }
 
 fn parse_addr(source: &Source, v: &toml::Spanned<String>) -> Result<SocketAddr, ConfigError> {
@@ -244,6 +293,15 @@ impl Links {
                     .unwrap_or_else(|| source.error_for(&c.name, "bad MTU"))
                     .into());
             }
+            let holddown = match &c.holddown_ms {
+                Some(h) if *c.kind.get_ref() == LinkKind::Tun => {
+                    return Err(source
+                        .error_for(h, "a tun link is always up: no hold-down")
+                        .into());
+                }
+                Some(h) => Duration::from_millis(*h.get_ref()),
+                None => liveness::DEFAULT_HOLDDOWN,
+            };
             let (io, local) = match c.kind.get_ref() {
                 LinkKind::Udp => {
                     let (Some(l), Some(p)) = (&c.local, &c.peer) else {
@@ -303,9 +361,14 @@ impl Links {
                 counters: LinkCounters::default(),
                 local,
                 pcap: None,
+                live: Liveness::new(holddown),
             });
         }
-        Ok(Links { links, next: 0 })
+        Ok(Links {
+            links,
+            next: 0,
+            events: VecDeque::new(),
+        })
     }
 
     /// The links, by interface number.
@@ -348,9 +411,15 @@ impl Links {
             };
             if let Poll::Ready(r) = link.poll_recv(cx, buf) {
                 self.next = (i + 1) % n;
-                match &r {
-                    Ok(len) => link.received(buf, *len),
-                    Err(_) => link.counters.rx_errors += 1,
+                let changed = match &r {
+                    Ok(len) => {
+                        link.received(buf, *len);
+                        link.heard()
+                    }
+                    Err(e) => link.failed(e, true),
+                };
+                if changed {
+                    self.changed(i);
                 }
                 return Poll::Ready((i, r));
             }
@@ -377,10 +446,16 @@ impl Links {
             .get_mut(iface)
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         let r = link.try_recv(buf);
-        match &r {
-            Ok(len) => link.received(buf, *len),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => link.counters.rx_errors += 1,
+        let changed = match &r {
+            Ok(len) => {
+                link.received(buf, *len);
+                link.heard()
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            Err(e) => link.failed(e, true),
+        };
+        if changed {
+            self.changed(iface);
         }
         r
     }
@@ -424,11 +499,14 @@ impl Links {
                         link.capture(f);
                     }
                 }
+                if datagrams > 0 && link.heard() {
+                    self.changed(iface);
+                }
                 Ok(datagrams)
             }
             Err(e) => {
-                if e.kind() != io::ErrorKind::WouldBlock {
-                    link.counters.rx_errors += 1;
+                if e.kind() != io::ErrorKind::WouldBlock && link.failed(&e, true) {
+                    self.changed(iface);
                 }
                 Err(e)
             }
@@ -441,9 +519,59 @@ impl Links {
         let Some(link) = self.links.get_mut(iface) else {
             return;
         };
-        match &mut link.emulator {
-            Some(e) => e.send(now, frame),
+        let changed = match &mut link.emulator {
+            Some(e) => {
+                e.send(now, frame);
+                false
+            }
             None => link.send_now(frame),
+        };
+        if changed {
+            self.changed(iface);
+        }
+    }
+
+    /// Queues the event of link `iface`'s new state after a refusal (down) or a datagram
+    /// from the peer (up).
+    #[cold]
+    fn changed(&mut self, iface: usize) {
+        if let Some(l) = self.links.get(iface) {
+            let up = l.is_up();
+            let cause = if up { Cause::Heard } else { Cause::Refused };
+            self.events.push_back(LinkEvent { iface, up, cause });
+        }
+    }
+
+    /// The next change of a link's state, oldest first: a link went down (its peer
+    /// refused) or came up (its peer was heard, or its hold-down ended). Call after
+    /// receiving, sending and [`retry_due`](Links::retry_due); each change is reported once.
+    #[inline]
+    pub fn poll_event(&mut self) -> Option<LinkEvent> {
+        self.events.pop_front()
+    }
+
+    /// Whether a change waits in [`poll_event`](Links::poll_event).
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// When a down link's hold-down next ends.
+    pub fn next_retry(&self) -> Option<Instant> {
+        self.links.iter().filter_map(|l| l.live.retry_at()).min()
+    }
+
+    /// Brings up every down link whose hold-down is over at `now` (each reported by
+    /// [`poll_event`](Links::poll_event)), so traffic tries its peer again.
+    pub fn retry_due(&mut self, now: Instant) {
+        for i in 0..self.links.len() {
+            if self.links.get_mut(i).is_some_and(|l| l.live.retry_due(now)) {
+                self.events.push_back(LinkEvent {
+                    iface: i,
+                    up: true,
+                    cause: Cause::Retry,
+                });
+            }
         }
     }
 
@@ -490,9 +618,16 @@ impl Links {
 
     /// Sends every emulated frame due at `now`.
     pub fn send_due(&mut self, now: Instant) {
-        for link in &mut self.links {
+        for i in 0..self.links.len() {
+            let Some(link) = self.links.get_mut(i) else {
+                continue;
+            };
+            let mut changed = false;
             while let Some(f) = link.emulator.as_mut().and_then(|e| e.pop_due(now)) {
-                link.send_now(&f);
+                changed |= link.send_now(&f);
+            }
+            if changed {
+                self.changed(i);
             }
         }
     }

@@ -79,6 +79,16 @@ async fn config_errors_are_located() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("prefix length 40 above 32"), "{e}");
+    let (s, c) =
+        links_of("[[link]]\nname = \"t\"\nkind = \"tun\"\ndevice = \"x\"\nholddown_ms = 5\n");
+    let e = Links::open(&c, &s, Instant::now())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("t.toml:5:15: key `holddown_ms`: a tun link is always up"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -115,4 +125,89 @@ fn cidr() {
     assert_eq!(parse_cidr("10.1.0.1/24"), Ok(([10, 1, 0, 1].into(), 24)));
     assert!(parse_cidr("10.1.0.1").is_err());
     assert!(parse_cidr("fd00::1/129").is_err());
+}
+
+#[tokio::test]
+async fn a_refused_link_goes_down_comes_up_when_heard_and_is_retried() {
+    use std::time::Duration;
+    let (pa, pb) = (free(), free());
+    let (s, c) = links_of(&format!(
+        "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocal = \"{pa}\"\npeer = \"{pb}\"\nholddown_ms = 200\n"
+    ));
+    let mut a = Links::open(&c, &s, Instant::now()).await.unwrap();
+    let link = |a: &Links| {
+        (
+            a.get(0).unwrap().is_up(),
+            a.get(0).unwrap().counters().refused,
+        )
+    };
+    assert_eq!(link(&a), (true, 0));
+    assert_eq!(a.get(0).unwrap().holddown(), Duration::from_millis(200));
+    // Nobody at pb: the kernel answers the first send with port unreachable, which the
+    // next send reports (a receive would too; the socket is not woken for it).
+    tokio::time::sleep(Duration::from_millis(10)).await; // the reactor learns it may send
+    let mut buf = [0u8; 64];
+    a.send(0, &[0x45, 0, 0, 0], Instant::now());
+    assert_eq!(link(&a), (true, 0));
+    assert_eq!(a.get(0).unwrap().counters().tx_frames, 1);
+    a.send(0, &[0x45, 0, 0, 0], Instant::now());
+    assert_eq!(link(&a), (false, 1));
+    let down_at = Instant::now();
+    assert_eq!(
+        a.poll_event(),
+        Some(LinkEvent {
+            iface: 0,
+            up: false,
+            cause: Cause::Refused
+        })
+    );
+    assert_eq!(a.poll_event(), None, "one event per change");
+    // More refusals while down: counted, not reported again.
+    for _ in 0..4 {
+        a.send(0, &[0x45, 0, 0, 0], Instant::now());
+    }
+    assert_eq!(link(&a).1, 3, "{:?}", a.get(0).unwrap().counters());
+    assert!(!link(&a).0 && a.poll_event().is_none());
+    // The peer starts on the same port and speaks: up at once.
+    let peer = std::net::UdpSocket::bind(pb).unwrap();
+    peer.connect(pa).unwrap();
+    peer.send(&[0x45, 9, 9, 9]).unwrap();
+    let (_, r) = tokio::time::timeout(Duration::from_secs(2), a.recv(&mut buf))
+        .await
+        .unwrap();
+    assert_eq!(&buf[..r.unwrap()], &[0x45, 9, 9, 9]);
+    assert!(link(&a).0);
+    assert_eq!(
+        a.poll_event(),
+        Some(LinkEvent {
+            iface: 0,
+            up: true,
+            cause: Cause::Heard
+        })
+    );
+    assert_eq!(a.next_retry(), None);
+    // The peer goes away again: down, and up again only once the hold-down is over.
+    drop(peer);
+    a.send(0, &[0x45, 0, 0, 0], Instant::now());
+    a.send(0, &[0x45, 0, 0, 0], Instant::now());
+    let _ = a.try_recv(0, &mut buf);
+    assert!(!link(&a).0);
+    assert_eq!(a.poll_event().map(|e| e.up), Some(false));
+    let retry = a.next_retry().expect("a retry is due");
+    assert!(retry >= down_at + Duration::from_millis(200));
+    a.retry_due(retry - Duration::from_millis(1));
+    assert!(
+        !link(&a).0 && a.poll_event().is_none(),
+        "not before the hold-down"
+    );
+    a.retry_due(retry);
+    assert!(link(&a).0);
+    assert_eq!(
+        a.poll_event(),
+        Some(LinkEvent {
+            iface: 0,
+            up: true,
+            cause: Cause::Retry
+        })
+    );
 }
