@@ -166,7 +166,8 @@ pub struct LinkSection {
 pub struct ServerSection {
     /// Its name (replicas are NAME-1, NAME-2, …).
     pub name: Spanned<String>,
-    /// The address every replica answers as.
+    /// The address every replica answers as. The router has one route to it over the
+    /// replicas' links in order, so it sends to the first replica that is up.
     pub address: Spanned<String>,
     /// The directory served.
     pub root: Spanned<String>,
@@ -510,8 +511,10 @@ pub fn plan(source: &Source, file: &TopologyFile, base: &Path) -> Result<Plan, C
                 },
                 None,
             ));
+            // One route over every replica's link, in order: the router sends to the
+            // first whose peer answers (a dead replica's refusals take its link down).
+            routers[ir].routes.push((host_prefix(a), rn.clone()));
             if i == 1 {
-                routers[ir].routes.push((host_prefix(a), rn.clone()));
                 routers[ir].originate.push(host_prefix(a));
             }
             replicas.push(Process {
@@ -558,7 +561,9 @@ pub fn plan(source: &Source, file: &TopologyFile, base: &Path) -> Result<Plan, C
             let via = router_names[hop].clone();
             routes.push((host_prefix(other.address), via.clone()));
             for (prefix, _) in &other.routes {
-                routes.push((prefix.clone(), via.clone()));
+                if !routes.iter().any(|(p, _)| p == prefix) {
+                    routes.push((prefix.clone(), via.clone()));
+                }
             }
         }
         computed.push(routes);
@@ -713,10 +718,23 @@ fn router_config(
         _ => Vec::new(),
     };
     let without_dv = if dv_on { &[][..] } else { computed };
+    // Routes to one prefix over several links become one route with backups.
+    let mut grouped: Vec<(&String, Vec<Value>)> = Vec::new();
     for (prefix, link) in routes.iter().chain(without_dv) {
+        let link = Value::String(link.clone());
+        match grouped.iter_mut().find(|(p, _)| *p == prefix) {
+            Some((_, links)) => links.push(link),
+            None => grouped.push((prefix, vec![link])),
+        }
+    }
+    for (prefix, mut links) in grouped {
         let mut r = Table::new();
         r.insert("prefix".into(), Value::String(prefix.clone()));
-        r.insert("link".into(), Value::String(link.clone()));
+        if links.len() == 1 {
+            r.insert("link".into(), links.remove(0));
+        } else {
+            r.insert("links".into(), Value::Array(links));
+        }
         route_list.push(Value::Table(r));
     }
     t.insert("route".into(), Value::Array(route_list));
