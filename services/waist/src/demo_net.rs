@@ -47,6 +47,10 @@ pub struct DemoArgs {
     /// directory under the system's temporary directory, kept afterwards.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Also two network namespaces at the edges (root): the kernel's own ping and curl
+    /// cross the routers ([`crate::demo_tun`]).
+    #[arg(long, conflicts_with = "sim")]
+    pub tun: bool,
 }
 
 /// One step's outcome, for the summary.
@@ -70,7 +74,10 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("waist-demo-{}", std::process::id())),
     };
-    let plan = prepare(&dir)?;
+    if let Some(why) = args.tun.then(crate::demo_tun::unsupported).flatten() {
+        bail!("{why}");
+    }
+    let plan = prepare(&dir, args.tun)?;
     let bins = fleet::binary_dir()?;
     fleet::build_if_missing(&bins, out)?;
     fleet::preflight(&plan, None, &bins)?;
@@ -90,7 +97,21 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     )?;
     let t = Instant::now();
     let mut fleet = Fleet::start(&plan, None, &dir.join("run"), &bins)?;
+    let kernel = match args.tun {
+        true => Some(crate::demo_tun::Kernel::setup(
+            &dir.join("run"),
+            &dir.join("site"),
+            &bins,
+        )?),
+        false => None,
+    };
     fleet::print_table(&plan, &fleet.started, None, out)?;
+    if kernel.is_some() {
+        writeln!(
+            out,
+            "\nnamespaces: the kernel at 10.9.1.2 behind r1, a kernel TCP server at 10.9.2.2 behind r4"
+        )?;
+    }
     writeln!(out, "\nup in {} ms", t.elapsed().as_millis())?;
     let h1 = host(&plan, "h1")?;
     let h2 = host(&plan, "h2")?;
@@ -144,6 +165,22 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     let r = get_step(&bins, &dir, &h1, web, HUGE, Some(&mut fleet), out);
     step("replica killed mid-transfer", out, r);
 
+    if let Some(k) = &kernel {
+        header(
+            out,
+            "7. The kernel's ping from a namespace behind r1 to one behind r4",
+        )?;
+        let r = k.ping(out);
+        step("kernel ping across the routers", out, r);
+        header(
+            out,
+            "8. The kernel's curl from that namespace to a kernel TCP server behind r4",
+        )?;
+        let expected = std::fs::read(dir.join("site").join("index.html"))?;
+        let r = k.curl(&expected, out);
+        step("kernel curl across the routers", out, r);
+    }
+
     header(out, "Captures")?;
     captures(&dir.join("run"), out)?;
 
@@ -189,7 +226,7 @@ fn header(out: &mut dyn Write, title: &str) -> anyhow::Result<()> {
 }
 
 /// Writes the topology and its site into `dir` and plans it.
-fn prepare(dir: &Path) -> anyhow::Result<Plan> {
+fn prepare(dir: &Path, tun: bool) -> anyhow::Result<Plan> {
     if dir.join("run").join(crate::up::STATE_FILE).exists() {
         bail!(
             "{} holds a detached run; stop it with `waist down` first",
@@ -206,7 +243,11 @@ fn prepare(dir: &Path) -> anyhow::Result<Plan> {
         std::fs::write(site.join(name), object(len))?;
     }
     let file = dir.join("demo.toml");
-    std::fs::write(&file, TOPOLOGY)?;
+    let text = match tun {
+        true => crate::demo_tun::with_tun(TOPOLOGY, dir)?,
+        false => TOPOLOGY.to_string(),
+    };
+    std::fs::write(&file, text)?;
     Ok(topology::load(&file)?)
 }
 

@@ -17,6 +17,7 @@ pub mod demo_fastpath;
 pub mod demo_ixp;
 pub mod demo_net;
 pub mod demo_trickles;
+pub mod demo_tun;
 pub mod host;
 pub mod plan_cli;
 pub mod progress;

@@ -5,9 +5,10 @@
 
 mod support;
 
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use support::{ensure_daemons, text, waist};
+use support::{WAIST, ensure_daemons};
 
 /// The number after `key` in `line` (`… key 12 …`).
 fn after(line: &str, key: &str) -> f64 {
@@ -20,18 +21,66 @@ fn after(line: &str, key: &str) -> f64 {
     -1.0
 }
 
-#[test]
-fn the_demo_runs_every_step_and_leaves_nothing_running() {
+/// The demo's network has fixed ports: one demo at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `waist demo EXTRA… --dir DIR`; returns its output and pid after checking it
+/// succeeded within a minute.
+fn demo(name: &str, extra: &[&str]) -> (String, u32, std::path::PathBuf) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     ensure_daemons();
-    let dir = std::env::temp_dir().join(format!("waist-demo-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("waist-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let t = Instant::now();
-    let o = waist(&["demo", "--dir", dir.to_str().unwrap()]);
+    let child = Command::new(WAIST)
+        .arg("demo")
+        .args(extra)
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
     let took = t.elapsed();
-    let said = text(&o);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     println!("{said}");
     assert!(o.status.success(), "the demo failed:\n{said}");
     assert!(took.as_secs() < 60, "the demo took {took:?}");
+    (said, pid, dir)
+}
+
+/// Every pid the demo printed is gone.
+fn nothing_left(said: &str) {
+    let pids: Vec<u32> = said
+        .lines()
+        .find_map(|l| {
+            l.split_once("(pids ")
+                .map(|(_, p)| p.trim_end_matches(')').to_string())
+        })
+        .unwrap_or_else(|| panic!("no pids:\n{said}"))
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 6, "{said}");
+    for pid in pids {
+        for program in ["waist-router", "trickles-web"] {
+            assert!(
+                !waist::up::is_ours(pid, program),
+                "{program} {pid} still runs"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_demo_runs_every_step_and_leaves_nothing_running() {
+    let (said, _, dir) = demo("demo-test", &[]);
     assert!(said.contains("6 of 6 steps succeeded"), "{said}");
     for step in [
         "ESP COUNT and COLLECT",
@@ -81,26 +130,40 @@ fn the_demo_runs_every_step_and_leaves_nothing_running() {
         counters("web-2")
     );
 
-    // Every pid it started is gone.
-    let pids: Vec<u32> = said
-        .lines()
-        .find_map(|l| {
-            l.split_once("(pids ")
-                .map(|(_, p)| p.trim_end_matches(')').to_string())
-        })
-        .unwrap_or_else(|| panic!("no pids:\n{said}"))
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
-    assert_eq!(pids.len(), 6, "{said}");
-    for pid in pids {
-        for program in ["waist-router", "trickles-web"] {
-            assert!(
-                !waist::up::is_ours(pid, program),
-                "{program} {pid} still runs"
-            );
-        }
-    }
+    nothing_left(&said);
     assert!(dir.join("run/pcap").read_dir().unwrap().count() > 4);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn with_tun_the_kernels_ping_and_curl_cross_the_routers() {
+    if let Some(why) = waist::demo_tun::unsupported() {
+        eprintln!("skipping the --tun demo: {why}");
+        return;
+    }
+    let (said, pid, dir) = demo("demo-tun-test", &["--tun"]);
+    assert!(said.contains("8 of 8 steps succeeded"), "{said}");
+    assert!(
+        said.contains("  ok     kernel ping across the routers"),
+        "{said}"
+    );
+    assert!(
+        said.contains("  ok     kernel curl across the routers"),
+        "{said}"
+    );
+    assert!(said.contains("3 received"), "{said}");
+    nothing_left(&said);
+    // Its namespaces and TUN devices are gone.
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        !list.contains(&format!("-{pid}")),
+        "namespaces left: {list}"
+    );
+    let links = Command::new("ip").args(["link"]).output().unwrap();
+    let links = String::from_utf8_lossy(&links.stdout);
+    for dev in [format!("wdc{pid}"), format!("wds{pid}")] {
+        assert!(!links.contains(&dev), "{dev} left: {links}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
