@@ -242,3 +242,56 @@ impl Drop for Down {
         }
     }
 }
+
+#[test]
+fn ctrl_c_stops_every_process_of_a_foreground_run() {
+    use std::io::{BufRead, BufReader};
+    ensure_daemons();
+    let d = scratch("fg");
+    let file = d.join("fg.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[defaults]\nfirst_port = {}\n{TWO_ROUTERS}\n[[link]]\nbetween = [\"r1\", \"r2\"]\n",
+            base(2)
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(support::WAIST)
+        .args(["up", file.to_str().unwrap(), "--dir"])
+        .arg(d.join("run"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut pids = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.get(1) == Some(&"waist-router") {
+            pids.push(words[2].parse::<u32>().unwrap());
+        }
+        if line.starts_with("running;") {
+            break;
+        }
+    }
+    assert_eq!(pids.len(), 2, "the table named {pids:?}");
+    assert!(pids.iter().all(|p| waist::up::is_ours(*p, "waist-router")));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}: {rest:?}");
+    assert!(
+        rest.iter().any(|l| l == "interrupted: stopped 2 processes"),
+        "{rest:?}"
+    );
+    for pid in pids {
+        assert!(!waist::up::is_ours(pid, "waist-router"), "{pid} still runs");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
