@@ -10,6 +10,7 @@
 //! * [`store`]: the served directory as an object store.
 //! * [`server`]: `trickles-web`: Trickles over IP-in-UDP or a TUN device.
 //! * [`tcp`]: the plain-TCP fallback serving the same directory.
+//! * [`options`]: the clients' shared options (servers, the first hop, emulation).
 //! * [`udp`]: the client side's link: one UDP socket to one or more replicas (failover,
 //!   spraying), or to the first hop of a waist router network (`--via`), with optional
 //!   emulation.
@@ -20,6 +21,7 @@
 pub mod get;
 pub mod keys;
 pub mod load;
+pub mod options;
 pub mod proxy;
 pub mod server;
 pub mod store;
