@@ -295,3 +295,51 @@ fn ctrl_c_stops_every_process_of_a_foreground_run() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The pids of processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+                && waist::up::is_ours(*pid, "waist-router")
+        })
+        .collect()
+}
+
+#[test]
+fn a_process_failing_at_start_stops_what_already_runs() {
+    ensure_daemons();
+    let d = scratch("fail");
+    std::fs::create_dir_all(d.join("site")).unwrap();
+    let run = d.join("run");
+    // The replica's key file is not one: trickles-web exits at start, after the router
+    // started.
+    std::fs::create_dir_all(run.join("keys")).unwrap();
+    std::fs::write(run.join("keys/web.key"), "not hex\n").unwrap();
+    let file = d.join("f.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[defaults]\nfirst_port = {}\n[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n\
+             [[server]]\nname = \"web\"\naddress = \"10.2.0.80\"\nroot = \"site\"\nrouter = \"r1\"\n",
+            base(3)
+        ),
+    )
+    .unwrap();
+    let o = waist(&["up", file.to_str().unwrap(), "--dir", run.to_str().unwrap()]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let said = text(&o);
+    assert!(
+        said.contains("trickles-web `web-1` exited at start") && said.contains("key file"),
+        "{said}"
+    );
+    // r1 had started (its log exists) and is stopped again.
+    assert!(run.join("logs/r1.log").exists());
+    let left = processes_mentioning(run.to_str().unwrap());
+    assert!(left.is_empty(), "still running: {left:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -424,10 +424,20 @@ pub fn metrics_address(stdout: &str) -> Option<SocketAddr> {
     })
 }
 
-/// The last `n` lines of a file (empty if unreadable).
+/// What a log says about a failure: from its last `Error:` line up to a backtrace (at most
+/// `n` lines), or else its last `n` lines (empty if unreadable).
 pub fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
+    if let Some(at) = lines.iter().rposition(|l| l.starts_with("Error:")) {
+        return lines[at..]
+            .iter()
+            .take_while(|l| !l.starts_with("Stack backtrace:"))
+            .take(n)
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
