@@ -32,6 +32,10 @@ use crate::up::topology::{self, HostPlan, Plan, Role};
 
 /// The shipped topology.
 pub const TOPOLOGY: &str = include_str!("../../../examples/topologies/demo.toml");
+/// The first UDP port of the shipped topology.
+const FIRST_PORT: u16 = 27000;
+/// How far the demo moves its ports when the shipped ones are taken.
+const PORT_BLOCK: u16 = 100;
 /// The object fetched across the lossy link.
 const BIG: (&str, usize) = ("big.bin", 4 << 20);
 /// The object whose transfer loses a replica a quarter of the way.
@@ -48,7 +52,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Also two network namespaces at the edges (root): the kernel's own ping and curl
-    /// cross the routers ([`crate::demo_tun`]).
+    /// cross the routers.
     #[arg(long, conflicts_with = "sim")]
     pub tun: bool,
 }
@@ -77,9 +81,18 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     if let Some(why) = args.tun.then(crate::demo_tun::unsupported).flatten() {
         bail!("{why}");
     }
-    let plan = prepare(&dir, args.tun)?;
     let bins = fleet::binary_dir()?;
     fleet::build_if_missing(&bins, out)?;
+    // The shipped ports, or the next free block (another demo may be running).
+    let mut first = FIRST_PORT;
+    let plan = loop {
+        let plan = prepare(&dir, args.tun, first)?;
+        match fleet::check_ports(&plan, None) {
+            Ok(()) => break plan,
+            Err(e) if first >= FIRST_PORT + 9 * PORT_BLOCK => return Err(e),
+            Err(_) => first += PORT_BLOCK,
+        }
+    };
     fleet::preflight(&plan, None, &bins)?;
     writeln!(
         out,
@@ -226,7 +239,7 @@ fn header(out: &mut dyn Write, title: &str) -> anyhow::Result<()> {
 }
 
 /// Writes the topology and its site into `dir` and plans it.
-fn prepare(dir: &Path, tun: bool) -> anyhow::Result<Plan> {
+fn prepare(dir: &Path, tun: bool, first_port: u16) -> anyhow::Result<Plan> {
     if dir.join("run").join(crate::up::STATE_FILE).exists() {
         bail!(
             "{} holds a detached run; stop it with `waist down` first",
@@ -243,9 +256,14 @@ fn prepare(dir: &Path, tun: bool) -> anyhow::Result<Plan> {
         std::fs::write(site.join(name), object(len))?;
     }
     let file = dir.join("demo.toml");
+    let shipped = format!("first_port = {FIRST_PORT}\n");
+    if !TOPOLOGY.contains(&shipped) {
+        bail!("the demo topology does not start its ports at {FIRST_PORT}");
+    }
+    let topology = TOPOLOGY.replace(&shipped, &format!("first_port = {first_port}\n"));
     let text = match tun {
-        true => crate::demo_tun::with_tun(TOPOLOGY, dir)?,
-        false => TOPOLOGY.to_string(),
+        true => crate::demo_tun::with_tun(&topology, dir)?,
+        false => topology,
     };
     std::fs::write(&file, text)?;
     Ok(topology::load(&file)?)

@@ -21,7 +21,7 @@ fn after(line: &str, key: &str) -> f64 {
     -1.0
 }
 
-/// The demo's network has fixed ports: one demo at a time.
+/// One demo at a time: each must finish within a minute on a 2-core machine.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `waist demo EXTRA… --dir DIR`; returns its output and pid after checking it

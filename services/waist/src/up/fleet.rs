@@ -162,6 +162,16 @@ pub fn preflight(plan: &Plan, machine: Option<&str>, bins: &Path) -> anyhow::Res
             find_binary(bins, role.program())?;
         }
     }
+    check_ports(plan, machine)
+}
+
+/// Checks that every UDP port the processes of `machine` (all for `None`) and its hosts'
+/// tools bind is free.
+///
+/// # Errors
+///
+/// The first port in use, with the process and link (or host) that needs it.
+pub fn check_ports(plan: &Plan, machine: Option<&str>) -> anyhow::Result<()> {
     for p in plan.on(machine) {
         for l in &p.links {
             UdpSocket::bind(l.local).map_err(|e| {

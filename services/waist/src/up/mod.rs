@@ -30,7 +30,8 @@ pub const STATE_FILE: &str = "state.json";
 /// `waist up` options.
 #[derive(Debug, Args)]
 pub struct UpArgs {
-    /// The topology file.
+    /// The topology file (its format: services/waist/README.md and the docs of
+    /// `waist::up::topology`; an example: examples/topologies/demo.toml).
     pub file: PathBuf,
     /// Start only the nodes of this machine (its `[[machine]]` name; `local` for nodes
     /// that name none).
