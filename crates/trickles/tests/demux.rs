@@ -135,3 +135,34 @@ fn a_hundred_connections_at_once() {
     let sizes: Vec<usize> = (0..100).map(|k| 1000 + k * 97).collect();
     run(&sizes, 0, 0, 0);
 }
+
+/// A host serving one address refuses, and counts, SYNs naming another; the right one is
+/// queued as before.
+#[test]
+fn a_host_serving_one_address_refuses_the_others() {
+    let keys = KeySchedule::new(&[3; 16]);
+    let mut store = MemStore::new();
+    store.insert("/o", object(0, 10));
+    let mut cfg = ServerConfig::new(keys.key_config(1));
+    cfg.mss = ip::mss_for_mtu(1500, &SERVER);
+    let mut host: Service<_, ()> = Service::new(
+        Server::new(cfg),
+        HttpApp::new(&keys.derive(b"ucont", 0), store),
+        16,
+    );
+    host.serve_only(Some(SERVER));
+    let mut demux = Demux::new(ClientConfig::default(), CLIENT, 11);
+    let req = b"GET /o HTTP/1.1\r\nHost: s\r\n\r\n";
+    let other = Addr::V4([192, 168, 5, 3]);
+    demux.open(1_000, other, 80, req).unwrap();
+    demux.open(1_000, SERVER, 80, req).unwrap();
+    let sent: Vec<Vec<u8>> = std::iter::from_fn(|| demux.poll_transmit().map(|(_, p)| p)).collect();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        host.handle_packet(2_000, &sent[0], ()),
+        Err(trickles::app::ServiceError::OtherAddress)
+    );
+    assert_eq!(host.handle_packet(2_000, &sent[1], ()), Ok(()));
+    let s = host.stats();
+    assert_eq!((s.other_address, s.events), (1, 1));
+}

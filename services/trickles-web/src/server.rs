@@ -163,10 +163,6 @@ pub struct Web {
     send_errors: u64,
     /// Key rotations done.
     rotations: u64,
-    /// The one inner destination served over UDP, if [`Options::address`] is set.
-    address: Option<Addr>,
-    /// Packets refused for naming another inner destination.
-    other_address: u64,
 }
 
 /// Microseconds since the Unix epoch: the clock every replica shares.
@@ -227,7 +223,8 @@ impl Web {
             anyhow::bail!("MTU {} leaves no room for data", opts.mtu);
         }
         let app = HttpApp::new(&keys.ucont_key(), store);
-        let service = Service::new(Server::new(cfg), app, opts.queue);
+        let mut service = Service::new(Server::new(cfg), app, opts.queue);
+        service.serve_only(opts.address.map(Addr::from));
         let pcap = match &opts.pcap {
             Some(dir) => {
                 std::fs::create_dir_all(dir)?;
@@ -246,8 +243,6 @@ impl Web {
                 tcp,
                 send_errors: 0,
                 rotations: 0,
-                address: opts.address.map(Addr::from),
-                other_address: 0,
             },
             udp,
         ))
@@ -272,8 +267,6 @@ impl Web {
             service,
             pcap,
             send_errors,
-            address,
-            other_address,
             ..
         } = self;
         match io {
@@ -282,15 +275,6 @@ impl Web {
                 if sock.try_recv_batch(batch).is_ok() {
                     for (peer, packet) in batch.datagrams() {
                         Self::capture(pcap, packet);
-                        // A packet the core cannot parse goes on, to be counted there.
-                        if let Some(a) = address
-                            && let Ok(p) = trickles::ip::parse(packet)
-                            && p.dst != *a
-                        {
-                            *other_address += 1;
-                            tracing::trace!(%peer, dst = ?p.dst, "refused: not our address");
-                            continue;
-                        }
                         if let Err(e) = service.handle_packet(now, packet, Some(peer)) {
                             tracing::trace!(%peer, "refused: {e}");
                         }
@@ -396,7 +380,7 @@ impl Web {
 
     /// Packets refused for naming an inner destination other than [`Options::address`].
     pub fn other_address(&self) -> u64 {
-        self.other_address
+        self.service.stats().other_address
     }
 
     /// Every counter as metrics samples.
@@ -521,7 +505,7 @@ impl Web {
             ("proof", r.proof),
             ("plan", r.plan),
             ("too_many_retries", r.too_many_retries),
-            ("other_address", self.other_address),
+            ("other_address", s.other_address),
         ] {
             out.push(
                 Sample::counter("trickles_refused", "Packets refused, by reason", v as f64)

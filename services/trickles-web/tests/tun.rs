@@ -18,7 +18,6 @@
 mod common;
 
 use std::fs::File;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,16 +27,7 @@ use trickles::client::{ClientConfig, Demux};
 use trickles::conn::Addr;
 
 fn unsupported() -> Option<&'static str> {
-    if !nix::unistd::Uid::effective().is_root() {
-        return Some("not root");
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun");
-    }
-    if !have("ip") && Command::new("ip").arg("-V").status().is_err() {
-        return Some("no `ip` (apt-get install iproute2)");
-    }
-    None
+    netio::link::netns_unsupported()
 }
 
 /// A network namespace deleted on drop.

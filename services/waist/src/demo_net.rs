@@ -79,7 +79,7 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         None => std::env::temp_dir().join(format!("waist-demo-{}", std::process::id())),
     };
     if let Some(why) = args.tun.then(crate::demo_tun::unsupported).flatten() {
-        bail!("{why}");
+        bail!("--tun needs root, /dev/net/tun and ip: {why}");
     }
     let bins = fleet::binary_dir()?;
     fleet::build_if_missing(&bins, out)?;

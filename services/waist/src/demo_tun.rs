@@ -28,23 +28,9 @@ const SERVER: (&str, &str) = ("10.9.2.0/24", "10.9.2.2/24");
 /// Where the server namespace's kernel TCP server listens.
 const SERVER_IP: &str = "10.9.2.2";
 
-/// Why `--tun` cannot run here, if it cannot.
+/// Why `--tun` cannot run here, if it cannot (it needs root, `/dev/net/tun` and `ip`).
 pub fn unsupported() -> Option<&'static str> {
-    if !nix::unistd::Uid::effective().is_root() {
-        return Some("--tun needs root (network namespaces and TUN devices)");
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("--tun needs /dev/net/tun");
-    }
-    let ip = Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if !ip.is_ok_and(|s| s.success()) {
-        return Some("--tun needs the ip command (apt install iproute2)");
-    }
-    None
+    netio::link::netns_unsupported()
 }
 
 /// The TUN devices' names for this process.

@@ -53,6 +53,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::{Application, EventQueue, PushError};
+use crate::conn::Addr;
 use crate::ip::{self, PacketError};
 use crate::server::{Rejected, Server};
 
@@ -63,6 +64,9 @@ pub enum ServiceError {
     Packet(PacketError),
     /// The transport refused the segment, or the queue was full.
     Push(PushError),
+    /// The packet names another destination than the one address the host serves
+    /// ([`Service::serve_only`]).
+    OtherAddress,
 }
 
 impl fmt::Display for ServiceError {
@@ -70,6 +74,7 @@ impl fmt::Display for ServiceError {
         match self {
             ServiceError::Packet(e) => write!(f, "packet refused: {e}"),
             ServiceError::Push(e) => write!(f, "segment refused: {e}"),
+            ServiceError::OtherAddress => f.write_str("addressed to another destination"),
         }
     }
 }
@@ -141,6 +146,8 @@ pub struct ServiceStats {
     pub not_tcp: u64,
     /// IP fragments.
     pub fragments: u64,
+    /// Packets for another destination than the one served ([`Service::serve_only`]).
+    pub other_address: u64,
     /// Segments the transport refused, by reason.
     pub rejected: RejectedCounts,
     /// Segments not examined because the event queue was full.
@@ -166,6 +173,8 @@ pub struct Service<A, P = ()> {
     stats: ServiceStats,
     /// Scratch for the response being wrapped, its allocation reused.
     packet: Vec<u8>,
+    /// The one destination served, if set.
+    address: Option<Addr>,
 }
 
 impl<A: Application, P: Copy> Service<A, P> {
@@ -178,7 +187,16 @@ impl<A: Application, P: Copy> Service<A, P> {
             app,
             stats: ServiceStats::default(),
             packet: Vec::new(),
+            address: None,
         }
+    }
+
+    /// Serves only packets addressed to `address` (`None`, the default: every destination,
+    /// each answered as itself). Replicas given one address and one key are an anycast
+    /// service; packets naming another destination are refused
+    /// ([`ServiceError::OtherAddress`]) and counted.
+    pub fn serve_only(&mut self, address: Option<Addr>) {
+        self.address = address;
     }
 
     /// Takes one IP packet that arrived at `now_us` from `peer` and queues its event. A
@@ -198,6 +216,10 @@ impl<A: Application, P: Copy> Service<A, P> {
             }
             ServiceError::Packet(e)
         })?;
+        if self.address.is_some_and(|a| a != p.dst) {
+            self.stats.other_address += 1;
+            return Err(ServiceError::OtherAddress);
+        }
         match self
             .queue
             .push_segment(&mut self.server, now_us, p.src, p.dst, p.segment)

@@ -25,7 +25,7 @@ mod tun;
 
 pub use batch::{BATCH, Batch};
 pub use liveness::{Cause, LinkEvent};
-pub use tun::{AsyncDevice, open_tun, parse_cidr};
+pub use tun::{AsyncDevice, netns_unsupported, open_tun, parse_cidr};
 
 use std::collections::VecDeque;
 use std::future::poll_fn;

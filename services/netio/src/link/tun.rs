@@ -6,6 +6,33 @@ use std::net::IpAddr;
 /// A TUN device, as [`open_tun`] returns it.
 pub use tun_rs::AsyncDevice;
 
+/// Why TUN devices moved into network namespaces cannot be used here, if they cannot: not
+/// root, no `/dev/net/tun`, or no `ip` command (iproute2). What the daemons' namespace
+/// tests and `waist demo --tun` check before they start.
+pub fn netns_unsupported() -> Option<&'static str> {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().nth(1))
+            == Some("0")
+    });
+    if !root {
+        return Some("not root");
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("no /dev/net/tun");
+    }
+    let ip = std::process::Command::new("ip")
+        .arg("-V")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !ip.is_ok_and(|s| s.success()) {
+        return Some("no `ip` command (apt-get install iproute2)");
+    }
+    None
+}
+
 /// Creates (or opens) the TUN device `name` with `addresses` (address, prefix length) and
 /// `mtu`, offloads off, for a daemon that drives one device itself. Needs root.
 ///

@@ -13,21 +13,7 @@ use nix::sched::{CloneFlags, setns};
 
 /// Why the test cannot run here, if it cannot.
 pub(crate) fn unsupported() -> Option<&'static str> {
-    if !nix::unistd::Uid::effective().is_root() {
-        return Some("not root");
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun");
-    }
-    let ip = Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if !ip.is_ok_and(|s| s.success()) {
-        return Some("no ip command");
-    }
-    None
+    netio::link::netns_unsupported()
 }
 
 /// Runs `cmd` to completion and panics with its output if it fails.
