@@ -163,21 +163,23 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         )?;
         return Ok(0);
     }
-    writeln!(out, "\nrunning; Ctrl-C stops everything")?;
-    out.flush()?;
     let signal = wait_for_signal(&mut fleet, out)?;
     let n = fleet.stop(STOP_GRACE);
     writeln!(out, "{signal}: stopped {n} processes")?;
     Ok(0)
 }
 
-/// Waits for SIGINT or SIGTERM, reporting processes that exit meanwhile; returns the
-/// signal's name.
+/// Says it runs once SIGINT and SIGTERM are handled, then waits for one, reporting
+/// processes that exit meanwhile; returns the signal's name.
 fn wait_for_signal(fleet: &mut Fleet, out: &mut dyn Write) -> anyhow::Result<&'static str> {
     crate::host::block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
+        // Only now that Ctrl-C is ours (before, it would kill this process and orphan the
+        // daemons).
+        writeln!(out, "\nrunning; Ctrl-C stops everything")?;
+        out.flush()?;
         let mut tick = tokio::time::interval(Duration::from_millis(200));
         loop {
             tokio::select! {
