@@ -153,17 +153,23 @@ pub enum LinkKind {
     Tun,
 }
 
-/// One `[[link]]` of a daemon's config.
+/// One `[[link]]` of a daemon's config: where its frames go, written as one string
+/// (`on = "udp:LOCAL=PEER"`, see [`LinkSpec`](crate::link::LinkSpec)) or spelt out
+/// (`kind` with `local`/`peer` or `device`/`addresses`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {
     /// The link's name (for routes, logs, metrics and pcap file names).
     pub name: Spanned<String>,
-    /// `udp` or `tun`.
-    pub kind: Spanned<LinkKind>,
+    /// The link in the one notation: `udp:LOCAL=PEER`, `udp:LOCAL` or
+    /// `tun:NAME[,CIDR…]`. Instead of `kind` and its fields.
+    pub on: Option<Spanned<String>>,
+    /// `udp` or `tun` (with the fields below), when `on` is not given.
+    pub kind: Option<Spanned<LinkKind>>,
     /// UDP: the local address to bind (`127.0.0.1:40001`).
     pub local: Option<Spanned<String>>,
-    /// UDP: the peer's address; datagrams from anyone else are ignored.
+    /// UDP: the peer's address; datagrams from anyone else are ignored. Absent: a link to
+    /// many peers, each datagram with its source.
     pub peer: Option<Spanned<String>>,
     /// TUN: the device name (`wr1`); created if missing.
     pub device: Option<Spanned<String>>,
@@ -178,12 +184,90 @@ pub struct LinkConfig {
     /// or receive (the peer's port is closed) before it is tried again (default 1000). Any
     /// datagram from the peer brings it up at once. Not for TUN links (always up).
     pub holddown_ms: Option<Spanned<u64>>,
-    /// UDP: receive in batches with recvmmsg/GRO (quinn-udp) instead of one datagram a
-    /// call.
+    /// TUN: read and write with a virtio-net header and TSO/USO (default true).
+    pub offload: Option<Spanned<bool>>,
+    /// Accepted and ignored (every receive is batched now): kept so older configs load.
     #[serde(default)]
     pub batch: bool,
     /// User-space emulation of what this end sends (delay, jitter, loss, …).
     pub emulation: Option<EmulationConfig>,
+}
+
+impl LinkConfig {
+    /// Where the link's frames go, from `on` or the spelt-out fields.
+    ///
+    /// # Errors
+    ///
+    /// A located [`ConfigError`]: a bad address, both or neither notation, a missing field.
+    pub fn spec(&self, source: &Source) -> Result<crate::link::LinkSpec, ConfigError> {
+        use crate::link::{LinkSpec, parse_cidr};
+        let addr = |v: &Spanned<String>| -> Result<std::net::SocketAddr, ConfigError> {
+            v.get_ref()
+                .parse()
+                .map_err(|e| source.error_for(v, format!("not a socket address: {e}")))
+        };
+        let spec = match (&self.on, &self.kind) {
+            (Some(on), None) => {
+                let spelt = [&self.local, &self.peer, &self.device];
+                if spelt.iter().any(|f| f.is_some()) || !self.addresses.is_empty() {
+                    return Err(source.error_for(
+                        on,
+                        "`on` says it all: no `local`, `peer`, `device` or `addresses` beside it",
+                    ));
+                }
+                on.get_ref()
+                    .parse::<LinkSpec>()
+                    .map_err(|m| source.error_for(on, m))?
+            }
+            (Some(on), Some(_)) => {
+                return Err(source.error_for(on, "give `on` or `kind`, not both"));
+            }
+            (None, None) => {
+                return Err(source.error_for(
+                    &self.name,
+                    "a link needs `on` (udp:LOCAL=PEER, udp:LOCAL, tun:NAME[,CIDR…]) or `kind`",
+                ));
+            }
+            (None, Some(kind)) => match kind.get_ref() {
+                LinkKind::Udp => {
+                    let Some(l) = &self.local else {
+                        return Err(source.error_for(kind, "a udp link needs `local`"));
+                    };
+                    LinkSpec::Udp {
+                        local: addr(l)?,
+                        peer: self.peer.as_ref().map(addr).transpose()?,
+                    }
+                }
+                LinkKind::Tun => {
+                    let Some(dev) = &self.device else {
+                        return Err(source.error_for(kind, "a tun link needs `device`"));
+                    };
+                    let mut addresses = Vec::with_capacity(self.addresses.len());
+                    for a in &self.addresses {
+                        addresses.push(parse_cidr(a.get_ref()).map_err(|m| source.error_for(a, m))?);
+                    }
+                    LinkSpec::Tun {
+                        device: dev.get_ref().clone(),
+                        addresses,
+                    }
+                }
+            },
+        };
+        if let (Some(o), crate::link::LinkSpec::Udp { .. }) = (&self.offload, &spec) {
+            return Err(source.error_for(o, "`offload` is for tun links"));
+        }
+        Ok(spec)
+    }
+
+    /// Whether this is a TUN link (as far as the config says; `false` if it says nothing
+    /// readable).
+    pub fn is_tun(&self) -> bool {
+        match (&self.on, &self.kind) {
+            (Some(on), _) => on.get_ref().starts_with("tun:"),
+            (None, Some(k)) => *k.get_ref() == LinkKind::Tun,
+            (None, None) => false,
+        }
+    }
 }
 
 /// User-space emulation of one direction of a link (the kernel's netem, which this machine

@@ -12,11 +12,11 @@
 use std::io;
 use std::net::SocketAddr;
 
-use quinn_udp::{Transmit, UdpSocketState};
+use quinn_udp::UdpSocketState;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
-use crate::link::{BATCH, Batch};
+use crate::link::{Batch, TxQueue};
 
 /// Most datagrams one GSO run carries. Longer runs save syscalls but land at the receiver
 /// as one burst: with a thousand Trickles connections behind one client socket, runs of
@@ -31,18 +31,21 @@ pub struct UdpCounters {
     pub rx_datagrams: u64,
     /// Datagrams sent (a GSO run counts its segments).
     pub tx_datagrams: u64,
-    /// `sendmsg` calls made.
+    /// Send calls made (`sendmsg` for a GSO run, `sendmmsg` for the rest).
     pub tx_calls: u64,
     /// Datagrams dropped because the socket was full or the send failed.
     pub tx_dropped: u64,
 }
 
-/// An unconnected UDP socket with quinn-udp's batched I/O.
+/// An unconnected UDP socket with batched I/O: recvmmsg with GRO in, GSO runs and
+/// sendmmsg out (the link layer's own code, see [`crate::link`]).
 #[derive(Debug)]
 pub struct UdpIo {
     sock: UdpSocket,
     state: UdpSocketState,
     counters: UdpCounters,
+    queue: TxQueue,
+    max_run: usize,
 }
 
 impl UdpIo {
@@ -53,19 +56,20 @@ impl UdpIo {
     ///
     /// The address cannot be bound.
     pub fn bind(addr: SocketAddr, buffer: usize) -> io::Result<UdpIo> {
-        use socket2::{Domain, Protocol, Socket, Type};
-        let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-        let _ = s.set_recv_buffer_size(buffer);
-        let _ = s.set_send_buffer_size(buffer);
-        s.set_nonblocking(true)?;
-        s.bind(&addr.into())?;
-        let sock = UdpSocket::from_std(s.into())?;
+        let sock = crate::link::udp_socket(addr, buffer)?;
         let state = UdpSocketState::new((&sock).into())?;
         Ok(UdpIo {
             sock,
             state,
             counters: UdpCounters::default(),
+            queue: TxQueue::default(),
+            max_run: MAX_RUN,
         })
+    }
+
+    /// Caps GSO runs at `n` datagrams (default [`MAX_RUN`]; at most the kernel's limit).
+    pub fn set_max_run(&mut self, n: usize) {
+        self.max_run = n.max(1);
     }
 
     /// The bound address.
@@ -95,7 +99,7 @@ impl UdpIo {
         self.sock.writable().await
     }
 
-    /// Sends one datagram to `dest` if the socket has room (tokio's readiness: after
+    /// Sends one datagram to `dest` now if the socket has room (tokio's readiness: after
     /// `WouldBlock`, await [`UdpIo::writable`]).
     ///
     /// # Errors
@@ -120,94 +124,78 @@ impl UdpIo {
         self.counters
     }
 
-    /// Receives what is waiting, up to [`BATCH`] slots, into `batch`; returns the number of
+    /// Receives what is waiting, up to [`BATCH`](crate::link::BATCH) slots, into `batch`; returns the number of
     /// datagrams ([`Batch::datagrams`] lists them with their sources).
     ///
     /// # Errors
     ///
     /// `WouldBlock` when nothing waits; the socket's error.
     pub fn try_recv_batch(&mut self, batch: &mut Batch) -> io::Result<usize> {
-        let n = batch.fill(|bufs, meta| {
-            self.sock.try_io(Interest::READABLE, || {
-                let mut it = bufs.iter_mut();
-                let mut slices: [io::IoSliceMut<'_>; BATCH] = std::array::from_fn(|_| {
-                    io::IoSliceMut::new(it.next().map_or(&mut [][..], |b| &mut b[..]))
-                });
-                self.state.recv((&self.sock).into(), &mut slices, meta)
-            })
+        let (sock, state) = (&self.sock, &self.state);
+        let f = batch.fill_udp(usize::MAX, |slices, meta| {
+            sock.try_io(Interest::READABLE, || state.recv(sock.into(), slices, meta))
         })?;
-        self.counters.rx_datagrams += n as u64;
-        Ok(n)
+        self.counters.rx_datagrams += f.datagrams as u64;
+        Ok(f.delivered())
+    }
+
+    /// Queues `packet` for `dest`; it leaves at the next [`flush`](UdpIo::flush), in a GSO
+    /// run with its neighbours where it can.
+    pub fn queue(&mut self, dest: SocketAddr, packet: &[u8]) {
+        self.queue.push(Some(dest), packet);
+    }
+
+    /// Sends everything queued: GSO runs of up to [`set_max_run`](UdpIo::set_max_run)
+    /// datagrams, the rest in `sendmmsg`. Never waits: a full socket drops and counts.
+    pub fn flush(&mut self) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let s = crate::link::flush_udp(
+            &self.sock,
+            &self.state,
+            None,
+            &self.queue,
+            self.max_run,
+            |_| {},
+        );
+        self.queue.clear();
+        self.counters.tx_calls += s.calls;
+        self.counters.tx_datagrams += s.sent;
+        self.counters.tx_dropped += s.full + s.errors + s.refused;
     }
 
     /// Sends `contents` to `dest` at once: one datagram, or with `segment_size` a GSO run
     /// of datagrams of that size (the last may be shorter). Never waits: a full socket
     /// drops the run and counts it.
     pub fn send(&mut self, dest: SocketAddr, contents: &[u8], segment_size: Option<usize>) {
-        let segments = segment_size.map_or(1, |s| contents.len().div_ceil(s.max(1)));
-        let t = Transmit {
-            destination: dest,
-            ecn: None,
-            contents,
-            segment_size: segment_size.filter(|_| segments > 1),
-            src_ip: None,
-        };
-        // Straight to the non-blocking socket, not through tokio's readiness (nobody
-        // awaits writability here: a full socket drops, as a router's queue does).
-        let r = self.state.try_send((&self.sock).into(), &t);
-        self.counters.tx_calls += 1;
-        match r {
-            Ok(()) => self.counters.tx_datagrams += segments as u64,
-            Err(_) => self.counters.tx_dropped += segments as u64,
+        let seg = segment_size.unwrap_or(contents.len()).max(1);
+        for d in contents.chunks(seg) {
+            self.queue.push(Some(dest), d);
         }
+        self.flush();
     }
 }
 
-/// Packets waiting to go out of a [`UdpIo`], cut into GSO runs: consecutive packets to one
-/// destination, all of one size but the last, at most the socket's segment limit.
+/// Packets waiting to go out of a [`UdpIo`], cut into GSO runs at flush: kept for callers
+/// written before [`UdpIo::queue`] (it is now a name for that queue).
 #[derive(Debug, Default)]
-pub struct Outbox {
-    dest: Option<SocketAddr>,
-    segment: usize,
-    count: usize,
-    /// The last packet was shorter than the run's size: the run is closed.
-    closed: bool,
-    buf: Vec<u8>,
-}
+pub struct Outbox;
 
 impl Outbox {
     /// An empty outbox.
     pub fn new() -> Outbox {
-        Outbox::default()
+        Outbox
     }
 
-    /// Queues `packet` for `dest`, sending the run before it when it cannot join it.
+    /// Queues `packet` for `dest` ([`UdpIo::queue`]).
     pub fn push(&mut self, io: &mut UdpIo, dest: SocketAddr, packet: &[u8]) {
-        let joins = self.dest == Some(dest)
-            && !self.closed
-            && packet.len() <= self.segment
-            && self.count < io.max_segments().min(MAX_RUN);
-        if !joins {
-            self.flush(io);
-            self.dest = Some(dest);
-            self.segment = packet.len();
-        }
-        self.buf.extend_from_slice(packet);
-        self.count += 1;
-        self.closed = packet.len() < self.segment;
+        io.queue(dest, packet);
     }
 
-    /// Sends the run in progress.
+    /// Sends what is queued ([`UdpIo::flush`]).
     pub fn flush(&mut self, io: &mut UdpIo) {
-        if let Some(dest) = self.dest.take()
-            && !self.buf.is_empty()
-        {
-            let seg = (self.count > 1).then_some(self.segment);
-            io.send(dest, &self.buf, seg);
-        }
-        self.buf.clear();
-        self.count = 0;
-        self.closed = false;
+        io.flush();
     }
 }
 

@@ -6,12 +6,17 @@
 //! simulator runs too.
 //!
 //! ```text
-//!  links.recv ─► Node::handle_packet(now, iface, frame) ─► in place: links.send(iface, frame[range])
+//!  links.recv / try_recv_batch (recvmmsg+GRO, TUN offload split; one batch per link per turn)
+//!     ─► Node::handle_packets(now, [(iface, frame)]) ─► in place: links.send(iface, frame[range])
 //!                                    └► poll_transmit ─► links.send   (copies, ICMP, routing, SNAP)
-//!  links.try_recv_batch ─► Node::handle_packets(now, [(iface, frame)]) ─► the same, per frame,
-//!                          after warming the batch's ESP store lookups together
+//!     ─► links.flush(): GSO runs, sendmmsg, coalesced TUN writes
 //!  sleep_until(min(node.poll_timeout, links.next_due)) ─► Node::handle_timeout / links.send_due
 //! ```
+//!
+//! Every receive is batched, and a turn takes one batch from each ready link before it
+//! looks again, up to [`ROUND`] frames before the timers get their turn: a flooded link
+//! cannot starve the others. Each datagram a link counts reaches the node or is dropped
+//! at the link with a reason (`waist_link_rx_dropped`).
 //!
 //! Time at the node is microseconds since the daemon started. The config is described in
 //! [`config`]; [`Router::run`] is the loop.
@@ -24,14 +29,15 @@ use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
 
 use netio::link::{Batch, Links};
+use std::io;
 use netio::metrics::ScrapeRequests;
 use tracing::{debug, info, warn};
 use waist_node::{Delivery, Instant, MAX_FRAME, Node, Stats};
 
 use crate::config::Plan;
 
-/// Frames taken from the links in one round before timers are looked at again.
-const ROUND: usize = 256;
+/// Frames taken from the links in one turn before timers are looked at again.
+pub const ROUND: usize = 2048;
 
 /// What the daemon did, reported when it stops.
 #[derive(Clone, Debug, Default)]
@@ -132,36 +138,56 @@ impl Router {
         }
     }
 
-    /// One frame in: the node decides, the links send.
-    fn frame(&mut self, iface: usize, frame: &mut [u8], out: &mut [u8]) {
+    /// A batch of frames from link `iface` in (one `recvmmsg` or TUN read): the node warms
+    /// their ESP lookups together, then decides each in order; frames that go on in place
+    /// are queued as each is decided, what the node made after the batch; then every
+    /// queue is flushed.
+    fn batch(&mut self, iface: usize, batch: &mut Batch, out: &mut [u8]) {
         let now = self.now();
         let wall = StdInstant::now();
-        if let Some(t) = self.node.handle_packet(now, iface, frame)
-            && let Some(bytes) = frame.get(t.range)
-        {
-            self.links.send(t.iface, bytes, wall);
+        let mut frames: Vec<(usize, &mut [u8])> = batch.frames().map(|f| (iface, f)).collect();
+        if !frames.is_empty() {
+            let links = &mut self.links;
+            self.node.handle_packets(now, &mut frames, |_, sent, frame| {
+                if let Some(t) = sent
+                    && let Some(bytes) = frame.get(t.range)
+                {
+                    links.send(t.iface, bytes, wall);
+                }
+            });
         }
         self.drain(out, wall);
     }
 
-    /// A batch of frames in (one `recvmmsg`): the node warms their ESP lookups together,
-    /// then decides each in order as [`frame`](Self::frame) would; frames that go on in
-    /// place are sent as each is decided, what the node queued after the batch.
-    fn frames(&mut self, frames: &mut [(usize, &mut [u8])], out: &mut [u8]) {
-        let now = self.now();
-        let wall = StdInstant::now();
-        let links = &mut self.links;
-        self.node.handle_packets(now, frames, |_, sent, frame| {
-            if let Some(t) = sent
-                && let Some(bytes) = frame.get(t.range)
-            {
-                links.send(t.iface, bytes, wall);
+    /// The rest of a turn after the batch that woke the task: one more batch from each
+    /// link that has one, pass after pass, until a pass finds nothing or `taken` reaches
+    /// [`ROUND`].
+    fn turn(&mut self, mut taken: usize, batch: &mut Batch, out: &mut [u8]) {
+        while taken < ROUND {
+            let mut any = false;
+            for i in 0..self.links.len() {
+                match self.links.try_recv_batch(i, batch) {
+                    Ok(f) => {
+                        any = true;
+                        taken += f.datagrams;
+                        self.batch(i, batch, out);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    // Counted at the link; a refusal may have taken it down.
+                    Err(_) => self.drain(out, StdInstant::now()),
+                }
+                if taken >= ROUND {
+                    return;
+                }
             }
-        });
-        self.drain(out, wall);
+            if !any {
+                return;
+            }
+        }
     }
 
-    /// Passes on link changes; sends what the node queued; takes what it delivered.
+    /// Passes on link changes; sends what the node queued (and flushes every link's
+    /// queue); takes what it delivered.
     fn drain(&mut self, out: &mut [u8], wall: StdInstant) {
         if self.links.has_events() {
             self.link_events();
@@ -170,6 +196,10 @@ impl Router {
             if let Some(bytes) = out.get(..t.len) {
                 self.links.send(t.iface, bytes, wall);
             }
+        }
+        self.links.flush();
+        if self.links.has_events() {
+            self.link_events();
         }
         while let Some(d) = self.node.poll_deliver() {
             self.unclaimed += 1;
@@ -203,7 +233,6 @@ impl Router {
         shutdown: impl Future<Output = ()>,
         mut scrapes: Option<ScrapeRequests>,
     ) -> anyhow::Result<Summary> {
-        let mut buf = vec![0u8; MAX_FRAME];
         let mut out = vec![0u8; MAX_FRAME];
         let mut batch = Batch::new();
         info!(router = %self.name, links = self.links.len(), "running");
@@ -220,41 +249,9 @@ impl Router {
             tokio::select! {
                 biased;
                 () = &mut shutdown => break,
-                (iface, r) = self.links.recv(&mut buf) => {
-                    match r {
-                        Ok(n) => self.frame(iface, &mut buf[..n], &mut out),
-                        // A refusal may have taken the link down.
-                        Err(_) => self.drain(&mut out, StdInstant::now()),
-                    }
-                    // Drain what else is ready, a bounded round.
-                    let mut taken = 0;
-                    'round: while taken < ROUND {
-                        let mut any = false;
-                        for i in 0..self.links.len() {
-                            if let Ok(n) = self.links.try_recv_batch(i, &mut batch) {
-                                let mut frames: Vec<(usize, &mut [u8])> =
-                                    batch.frames().map(|f| (i, f)).collect();
-                                self.frames(&mut frames, &mut out);
-                                any = true;
-                                taken += n;
-                                if taken >= ROUND {
-                                    break 'round;
-                                }
-                                continue;
-                            }
-                            if let Ok(n) = self.links.try_recv(i, &mut buf) {
-                                self.frame(i, &mut buf[..n], &mut out);
-                                any = true;
-                                taken += 1;
-                                if taken >= ROUND {
-                                    break 'round;
-                                }
-                            }
-                        }
-                        if !any {
-                            break;
-                        }
-                    }
+                iface = self.links.recv(&mut batch) => {
+                    self.batch(iface, &mut batch, &mut out);
+                    self.turn(batch.last().datagrams, &mut batch, &mut out);
                 }
                 () = sleep => {}
                 _ = flush.tick() => self.links.flush_captures(),

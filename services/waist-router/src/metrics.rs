@@ -55,6 +55,16 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
                 c.rx_errors,
             ),
             (
+                "waist_link_rx_calls",
+                "receive system calls that returned data (recvmmsg, TUN reads)",
+                c.rx_calls,
+            ),
+            (
+                "waist_link_tx_calls",
+                "send batches made (sendmsg of a GSO run, sendmmsg, a TUN batch write)",
+                c.tx_calls,
+            ),
+            (
                 "waist_link_tx_frames",
                 "frames sent on the link",
                 c.tx_frames,
@@ -77,6 +87,17 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
             ),
         ] {
             out.push(counter(name, help, v).with_label("link", link));
+        }
+        for (reason, v) in c.rx_drops() {
+            out.push(
+                counter(
+                    "waist_link_rx_dropped",
+                    "received frames dropped at the link (counted in rx_frames), by reason",
+                    v,
+                )
+                .with_label("link", link)
+                .with_label("reason", reason),
+            );
         }
         out.push(
             Sample::gauge(

@@ -1,31 +1,61 @@
-//! Links: IP-in-UDP to one peer, or a TUN device, polled together by one task.
+//! Links: IP-in-UDP to one peer or to many, or a TUN device, polled together by one task;
+//! the one link layer of every waist daemon and tool.
 //!
-//! A daemon's core is one task: it awaits [`Links::recv`] (whichever link has a frame,
-//! round-robin so none starves), drains what else is ready with [`Links::try_recv`], hands
-//! frames to its core, and sends what the core returns with [`Links::send`], which never
-//! blocks: a link whose socket is full drops the frame and counts it, as a router's output
-//! queue does. Emulated links hold frames until they are due ([`Links::next_due`],
-//! [`Links::send_due`]).
+//! ```text
+//!            ┌─────────────── one receive per ready link per turn (round-robin) ─────────────┐
+//!  kernel ─► recvmmsg + GRO / TUN read + offload split ─► Batch: frames ≤ MTU ─► the core
+//!            counted: rx_frames = delivered + truncated + oversize + empty + offload
+//!  the core ─► send / send_to ─► [emulation] ─► queue ─► flush: GSO runs (sendmsg) and
+//!            sendmmsg of the rest / TUN writes coalesced ─► kernel
+//! ```
 //!
-//! * **UDP**: a socket bound to `local` and connected to `peer`, so only the peer's
-//!   datagrams arrive; one frame per datagram (`waist_node::frame`). A peer whose port is
-//!   closed makes the kernel refuse a send or a receive (ICMP port unreachable, at once on
-//!   loopback): the refusal is counted (`refused`) and takes the link *down*; any datagram
-//!   from the peer brings it *up*, and a down link is tried again after its hold-down
-//!   (`holddown_ms`, default 1 s). Changes of state wait in [`Links::poll_event`], the
-//!   hold-down's end in [`Links::next_retry`] / [`Links::retry_due`] (see [`liveness`]).
-//! * **TUN**: a device created (or opened) by name, given its addresses and MTU, offloads
-//!   off; it carries plain IP packets to and from the host's kernel. Needs root.
+//! A daemon's core is one task: it awaits [`Links::recv`] (whichever link has frames,
+//! round-robin so none starves: one batch per link per turn, at most [`BATCH`] slots), then
+//! takes one more batch from each ready link with [`Links::try_recv_batch`] while its budget
+//! for the turn lasts, hands [`Batch::frames`] to its core, queues what the core returns
+//! with [`Links::send`] (or [`Links::send_to`]) and ends the turn with [`Links::flush`],
+//! which sends the queues and never blocks: a full socket drops what does not fit and
+//! counts it, as a router's output queue does. Emulated links hold frames until they are
+//! due ([`Links::next_due`], [`Links::send_due`]).
+//!
+//! **Every datagram is counted once.** What the kernel hands over is counted at the link
+//! ([`LinkCounters::rx_frames`]) and either reaches the core through [`Batch::frames`] or
+//! is dropped with a named reason ([`LinkCounters::rx_drops`]).
+//!
+//! * **UDP to one peer** (`local` and `peer`): a socket bound to `local` and connected to
+//!   `peer`, so only the peer's datagrams arrive; one frame per datagram
+//!   (`waist_node::frame`). A peer whose port is closed makes the kernel refuse a send or a
+//!   receive (ICMP port unreachable, at once on loopback): the refusal is counted
+//!   (`refused`) and takes the link *down*; any datagram from the peer brings it *up*, and
+//!   a down link is tried again after its hold-down (`holddown_ms`, default 1 s). Changes
+//!   of state wait in [`Links::poll_event`], the hold-down's end in [`Links::next_retry`] /
+//!   [`Links::retry_due`] (see [`liveness`]).
+//! * **UDP to many peers** (`local` only): an unconnected socket, for servers and clients;
+//!   [`Batch::datagrams`] gives each datagram's source, [`Links::send_to`] a destination.
+//! * **TUN**: a device created (or opened) by name, given its addresses and MTU, with
+//!   offload (virtio-net header, TSO/USO) unless `offload = false`; it carries plain IP
+//!   packets to and from the host's kernel. Needs root. See [`open_tun_with`].
+//!
+//! Every receive is batched (no plain `recv` on a socket with GRO on: it would glue a
+//! coalesced run into one frame). A link is written in a config as `kind` with
+//! `local`/`peer` or `device`/`addresses`, or in the one notation every flag also takes,
+//! [`LinkSpec`]: `udp:LOCAL=PEER`, `udp:LOCAL`, `tun:NAME[,CIDR…]`.
 
 mod batch;
 pub mod liveness;
+pub mod spec;
+mod split;
 #[cfg(test)]
 mod tests;
 mod tun;
+mod tx;
 
-pub use batch::{BATCH, Batch};
+pub use batch::{BATCH, Batch, Fill};
 pub use liveness::{Cause, LinkEvent};
-pub use tun::{AsyncDevice, netns_unsupported, open_tun, parse_cidr};
+pub use spec::LinkSpec;
+pub use split::{Split, split};
+pub use tun::{AsyncDevice, netns_unsupported, open_tun, open_tun_with, parse_cidr};
+pub use tx::{MAX_RUN_BYTES, Run, runs};
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -34,40 +64,108 @@ use std::net::SocketAddr;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 
-use crate::config::{ConfigError, LinkConfig, LinkKind, Source};
+use crate::config::{LinkConfig, LinkKind, Source};
 use crate::emulate::Emulator;
 use liveness::Liveness;
+use tun::TunIo;
+use tx::Sent;
+pub(crate) use tx::{TxQueue, flush_udp};
+
+/// Bytes a received frame may exceed the link's MTU by: room for a waist shim (a threaded
+/// label, 5 bytes) in front of an MTU-sized packet. Longer frames are dropped as `oversize`.
+pub const SHIM_ROOM: usize = 64;
+
+/// Frames queued on one link before it is flushed on its own, whatever the caller's turn.
+const MAX_QUEUED: usize = 1024;
 
 /// What a link counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkCounters {
-    /// Frames received.
+    /// Frames the kernel handed over: datagrams (each of a GRO run counts) or TUN packets
+    /// (each of a split super-packet counts). Equals the frames handed on to the core plus
+    /// [`rx_dropped`](LinkCounters::rx_dropped).
     pub rx_frames: u64,
     /// Bytes received.
     pub rx_bytes: u64,
+    /// Receive system calls that returned data.
+    pub rx_calls: u64,
     /// Receive errors other than refusals.
     pub rx_errors: u64,
+    /// Frames cut short by a buffer too small for them (dropped).
+    pub rx_truncated: u64,
+    /// Frames longer than the link's MTU (plus [`SHIM_ROOM`]) (dropped).
+    pub rx_oversize: u64,
+    /// Empty datagrams (dropped).
+    pub rx_empty: u64,
+    /// TUN reads whose super-packet could not be split (dropped, one frame each).
+    pub rx_offload: u64,
     /// Frames sent.
     pub tx_frames: u64,
     /// Bytes sent.
     pub tx_bytes: u64,
+    /// Send batches made: `sendmsg` (a GSO run), `sendmmsg`, or one TUN batch write.
+    pub tx_calls: u64,
     /// Frames dropped because the socket or device was full.
     pub tx_full: u64,
-    /// Other send errors.
+    /// Frames lost to other send errors.
     pub tx_errors: u64,
     /// Sends and receives the kernel refused because the peer's port is closed (ICMP port
     /// unreachable): each takes the link down (or keeps it down).
     pub refused: u64,
 }
 
+impl LinkCounters {
+    /// Received frames dropped at the link, by reason (`truncated`, `oversize`, `empty`,
+    /// `offload`).
+    pub fn rx_drops(&self) -> [(&'static str, u64); 4] {
+        [
+            ("truncated", self.rx_truncated),
+            ("oversize", self.rx_oversize),
+            ("empty", self.rx_empty),
+            ("offload", self.rx_offload),
+        ]
+    }
+
+    /// Received frames dropped at the link.
+    pub fn rx_dropped(&self) -> u64 {
+        self.rx_drops().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Received frames handed on to the core.
+    pub fn rx_delivered(&self) -> u64 {
+        self.rx_frames - self.rx_dropped()
+    }
+
+    fn received(&mut self, f: &Fill) {
+        self.rx_calls += 1;
+        self.rx_frames += f.datagrams as u64;
+        self.rx_bytes += f.bytes as u64;
+        self.rx_truncated += f.truncated as u64;
+        self.rx_oversize += f.oversize as u64;
+        self.rx_empty += f.empty as u64;
+    }
+
+    fn sent(&mut self, s: &Sent) {
+        self.tx_frames += s.sent;
+        self.tx_bytes += s.bytes;
+        self.tx_calls += s.calls;
+        self.tx_full += s.full;
+        self.tx_errors += s.errors;
+        self.refused += s.refused;
+    }
+}
+
 enum Io {
-    Udp(UdpSocket),
-    /// A UDP socket read in batches (recvmmsg, GRO) through quinn-udp.
-    UdpBatch(UdpSocket, quinn_udp::UdpSocketState),
-    Tun(tun_rs::AsyncDevice),
+    /// A UDP socket (connected when `peer` is set), read with recvmmsg/GRO and written in
+    /// GSO runs through quinn-udp, the rest with sendmmsg.
+    Udp {
+        sock: UdpSocket,
+        state: quinn_udp::UdpSocketState,
+        peer: Option<SocketAddr>,
+    },
+    Tun(TunIo),
 }
 
 /// One open link.
@@ -82,6 +180,7 @@ pub struct Link {
     local: Option<SocketAddr>,
     pcap: Option<crate::pcap::PcapWriter>,
     live: Liveness,
+    tx: TxQueue,
 }
 
 impl std::fmt::Debug for Link {
@@ -121,6 +220,30 @@ impl Link {
         self.local
     }
 
+    /// The UDP peer it is connected to (`None`: a TUN link, or UDP to many peers).
+    pub fn peer(&self) -> Option<SocketAddr> {
+        match &self.io {
+            Io::Udp { peer, .. } => *peer,
+            Io::Tun(_) => None,
+        }
+    }
+
+    /// Whether a TUN link runs with offload (virtio-net header, TSO/USO).
+    pub fn offload(&self) -> bool {
+        match &self.io {
+            Io::Udp { .. } => false,
+            Io::Tun(t) => t.offload(),
+        }
+    }
+
+    /// Most datagrams one UDP send carries (the kernel's GSO limit; 1 without GSO).
+    pub fn max_segments(&self) -> usize {
+        match &self.io {
+            Io::Udp { state, .. } => state.max_gso_segments(),
+            Io::Tun(_) => 1,
+        }
+    }
+
     /// What it counted.
     pub fn counters(&self) -> LinkCounters {
         self.counters
@@ -137,10 +260,14 @@ impl Link {
         self.live.holddown()
     }
 
-    /// A datagram arrived: the peer is there. Whether the link came up.
-    #[inline]
-    fn heard(&mut self) -> bool {
-        self.live.heard()
+    /// The emulated link's counters, if it is emulated.
+    pub fn emulation(&self) -> Option<netsim::LinkStats> {
+        self.emulator.as_ref().map(Emulator::stats)
+    }
+
+    /// The longest frame handed on to the core.
+    fn limit(&self) -> usize {
+        self.mtu + SHIM_ROOM
     }
 
     /// Counts error `e` (received if `rx`, else sent); whether it took the link down.
@@ -157,93 +284,132 @@ impl Link {
         false
     }
 
-    /// The emulated link's counters, if it is emulated.
-    pub fn emulation(&self) -> Option<netsim::LinkStats> {
-        self.emulator.as_ref().map(Emulator::stats)
-    }
-
-    fn poll_recv(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        match &self.io {
-            Io::Udp(s) => {
-                let mut rb = ReadBuf::new(buf);
-                match s.poll_recv(cx, &mut rb) {
-                    Poll::Ready(Ok(())) => Poll::Ready(Ok(rb.filled().len())),
-                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-                    Poll::Pending => Poll::Pending,
-                }
+    /// Polls the link's readiness and, when ready, reads one batch; `Pending` once the
+    /// kernel has nothing (a waker registered).
+    fn poll_batch(&mut self, cx: &mut Context<'_>, batch: &mut Batch) -> Poll<io::Result<Fill>> {
+        loop {
+            let ready = match &self.io {
+                Io::Udp { sock, .. } => sock.poll_recv_ready(cx),
+                Io::Tun(t) => t.dev.poll_readable(cx),
+            };
+            match ready {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) => match self.read_batch(batch) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    r => return Poll::Ready(r),
+                },
             }
-            Io::UdpBatch(s, _) => {
-                // One datagram now; the caller drains the rest in batches.
-                let mut rb = ReadBuf::new(buf);
-                match s.poll_recv(cx, &mut rb) {
-                    Poll::Ready(Ok(())) => Poll::Ready(Ok(rb.filled().len())),
-                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-                    Poll::Pending => Poll::Pending,
-                }
-            }
-            Io::Tun(d) => loop {
-                match d.poll_readable(cx) {
-                    Poll::Ready(Ok(())) => match d.try_recv(buf) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                        r => return Poll::Ready(r),
-                    },
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Pending => return Poll::Pending,
-                }
-            },
         }
     }
 
-    fn try_recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match &self.io {
-            Io::Udp(s) | Io::UdpBatch(s, _) => s.try_recv(buf),
-            Io::Tun(d) => d.try_recv(buf),
+    /// One batched receive if something waits (`WouldBlock` if not).
+    fn read_batch(&mut self, batch: &mut Batch) -> io::Result<Fill> {
+        let limit = self.limit();
+        match &mut self.io {
+            Io::Udp { sock, state, .. } => batch.fill_udp(limit, |slices, meta| {
+                let (sock, state) = (&*sock, &*state);
+                sock.try_io(tokio::io::Interest::READABLE, || {
+                    state.recv(sock.into(), slices, meta)
+                })
+            }),
+            Io::Tun(t) => t.try_recv_batch(batch, limit),
         }
     }
 
-    /// Whether this link reads in batches.
-    pub fn batched(&self) -> bool {
-        matches!(self.io, Io::UdpBatch(..))
-    }
-
-    /// Counts and captures a frame just received into `buf[..len]`.
-    fn received(&mut self, buf: &[u8], len: usize) {
-        self.counters.rx_frames += 1;
-        self.counters.rx_bytes += len as u64;
-        if let Some(f) = buf.get(..len) {
-            self.capture(f);
-        }
-    }
-
-    /// Records `frame` in the link's capture, if it has one (a failing capture is closed).
-    fn capture(&mut self, frame: &[u8]) {
-        if let Some(p) = &mut self.pcap
-            && let Err(e) = p.write(std::time::SystemTime::now(), frame)
-        {
-            tracing::warn!(link = %self.name, "pcap capture stopped: {e}");
-            self.pcap = None;
-        }
-    }
-
-    /// Sends `frame` now; whether a refusal took the link down.
-    fn send_now(&mut self, frame: &[u8]) -> bool {
-        let r = match &self.io {
-            Io::Udp(s) | Io::UdpBatch(s, _) => s.try_send(frame),
-            Io::Tun(d) => d.try_send(frame),
-        };
+    /// Counts, captures and notes the peer after a receive; whether the link came up.
+    fn took(&mut self, r: &io::Result<Fill>, batch: &mut Batch) -> bool {
         match r {
-            Ok(_) => {
-                self.counters.tx_frames += 1;
-                self.counters.tx_bytes += frame.len() as u64;
-                self.capture(frame);
+            Ok(f) => {
+                self.counters.received(f);
+                if self.pcap.is_some() {
+                    for frame in batch.frames() {
+                        capture(&mut self.pcap, &self.name, frame);
+                    }
+                }
+                f.datagrams > 0 && self.live.heard()
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            Err(e) if matches!(self.io, Io::Tun(_)) && e.kind() == io::ErrorKind::Other => {
+                // A read tun-rs could not split: one frame handed over, dropped.
+                self.counters.rx_calls += 1;
+                self.counters.rx_frames += 1;
+                self.counters.rx_offload += 1;
                 false
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                self.counters.tx_full += 1;
-                false
+            Err(e) => {
+                batch.clear();
+                self.failed(e, true)
             }
-            Err(e) => self.failed(&e, false),
         }
+    }
+
+    /// Queues `frame` for `dest` (`None`: the peer), through the emulation if any.
+    fn queue(&mut self, dest: Option<SocketAddr>, frame: &[u8], now: Instant) -> bool {
+        let peer = self.peer();
+        if let Some(e) = &mut self.emulator {
+            // The emulation models one peer: frames to others skip it.
+            if dest.is_none() || dest == peer {
+                e.send(now, frame);
+                return false;
+            }
+        }
+        self.enqueue(dest, frame)
+    }
+
+    /// Puts `frame` on the send queue; flushes a queue grown past its bound (whether a
+    /// refusal took the link down).
+    #[inline]
+    fn enqueue(&mut self, dest: Option<SocketAddr>, frame: &[u8]) -> bool {
+        let full = match &mut self.io {
+            Io::Udp { .. } => {
+                self.tx.push(dest, frame);
+                self.tx.len() >= MAX_QUEUED
+            }
+            Io::Tun(t) => t.push(frame),
+        };
+        full && self.flush()
+    }
+
+    /// Sends what is queued; whether a refusal took the link down.
+    fn flush(&mut self) -> bool {
+        let Link {
+            io, pcap, name, tx, ..
+        } = self;
+        let capturing = pcap.is_some();
+        let mut cap = |f: &[u8]| {
+            if capturing {
+                capture(pcap, name, f);
+            }
+        };
+        let sent = match io {
+            Io::Udp { sock, state, peer } => {
+                if tx.is_empty() {
+                    return false;
+                }
+                let s = tx::flush_udp(sock, state, *peer, tx, usize::MAX, &mut cap);
+                tx.clear();
+                s
+            }
+            Io::Tun(t) => {
+                if t.queued() == 0 {
+                    return false;
+                }
+                t.flush(capturing, &mut cap)
+            }
+        };
+        self.counters.sent(&sent);
+        sent.refused > 0 && self.kind == LinkKind::Udp && self.live.refused(Instant::now())
+    }
+}
+
+/// Records `frame` in a link's capture, if it has one (a failing capture is closed).
+fn capture(pcap: &mut Option<crate::pcap::PcapWriter>, name: &str, frame: &[u8]) {
+    if let Some(p) = pcap
+        && let Err(e) = p.write(std::time::SystemTime::now(), frame)
+    {
+        tracing::warn!(link = %name, "pcap capture stopped: {e}");
+        *pcap = None;
     }
 }
 
@@ -253,12 +419,6 @@ pub struct Links {
     links: Vec<Link>,
     next: usize,
     events: VecDeque<LinkEvent>,
-}
-
-fn parse_addr(source: &Source, v: &toml::Spanned<String>) -> Result<SocketAddr, ConfigError> {
-    v.get_ref()
-        .parse()
-        .map_err(|e| source.error_for(v, format!("not a socket address: {e}")))
 }
 
 impl Links {
@@ -294,7 +454,7 @@ impl Links {
                     .into());
             }
             let holddown = match &c.holddown_ms {
-                Some(h) if *c.kind.get_ref() == LinkKind::Tun => {
+                Some(h) if c.is_tun() => {
                     return Err(source
                         .error_for(h, "a tun link is always up: no hold-down")
                         .into());
@@ -302,44 +462,34 @@ impl Links {
                 Some(h) => Duration::from_millis(*h.get_ref()),
                 None => liveness::DEFAULT_HOLDDOWN,
             };
-            let (io, local) = match c.kind.get_ref() {
-                LinkKind::Udp => {
-                    let (Some(l), Some(p)) = (&c.local, &c.peer) else {
-                        return Err(source
-                            .error_for(&c.kind, "a udp link needs `local` and `peer`")
-                            .into());
-                    };
-                    let (local, peer) = (parse_addr(source, l)?, parse_addr(source, p)?);
-                    let sock = UdpSocket::bind(local)
-                        .await
+            let spec = c.spec(source)?;
+            let (io, local) = match &spec {
+                LinkSpec::Udp { local, peer } => {
+                    let sock = udp_socket(*local, SOCKET_BUFFER)
                         .map_err(|e| anyhow::anyhow!("link `{name}`: cannot bind {local}: {e}"))?;
-                    sock.connect(peer).await.map_err(|e| {
-                        anyhow::anyhow!("link `{name}`: cannot connect to {peer}: {e}")
+                    if let Some(peer) = peer {
+                        sock.connect(peer).await.map_err(|e| {
+                            anyhow::anyhow!("link `{name}`: cannot connect to {peer}: {e}")
+                        })?;
+                    }
+                    let state = quinn_udp::UdpSocketState::new((&sock).into()).map_err(|e| {
+                        anyhow::anyhow!("link `{name}`: cannot set up batched I/O: {e}")
                     })?;
                     let local = sock.local_addr().ok();
-                    if c.batch {
-                        let state =
-                            quinn_udp::UdpSocketState::new((&sock).into()).map_err(|e| {
-                                anyhow::anyhow!("link `{name}`: cannot set up batched receive: {e}")
-                            })?;
-                        (Io::UdpBatch(sock, state), local)
-                    } else {
-                        (Io::Udp(sock), local)
-                    }
+                    (
+                        Io::Udp {
+                            sock,
+                            state,
+                            peer: *peer,
+                        },
+                        local,
+                    )
                 }
-                LinkKind::Tun => {
-                    let Some(dev) = &c.device else {
-                        return Err(source
-                            .error_for(&c.kind, "a tun link needs `device`")
-                            .into());
-                    };
-                    let mut addrs = Vec::with_capacity(c.addresses.len());
-                    for a in &c.addresses {
-                        addrs.push(parse_cidr(a.get_ref()).map_err(|m| source.error_for(a, m))?);
-                    }
-                    let d = open_tun(dev.get_ref(), &addrs, mtu)
+                LinkSpec::Tun { device, addresses } => {
+                    let offload = c.offload.as_ref().is_none_or(|o| *o.get_ref());
+                    let d = open_tun_with(device, addresses, mtu, offload)
                         .map_err(|e| anyhow::anyhow!("link `{name}`: {e}"))?;
-                    (Io::Tun(d), None)
+                    (Io::Tun(TunIo::new(d)), None)
                 }
             };
             let emulator = match &c.emulation {
@@ -353,7 +503,7 @@ impl Links {
             };
             links.push(Link {
                 name,
-                kind: *c.kind.get_ref(),
+                kind: spec.kind(),
                 io,
                 mtu,
                 cost: c.cost.as_ref().map(|c| *c.get_ref()),
@@ -362,6 +512,7 @@ impl Links {
                 local,
                 pcap: None,
                 live: Liveness::new(holddown),
+                tx: TxQueue::default(),
             });
         }
         Ok(Links {
@@ -396,138 +547,95 @@ impl Links {
         self.links.iter().position(|l| l.name == name)
     }
 
-    /// Polls every link once, starting after the one that last delivered, for a frame.
-    /// Errors come back with their interface (the caller counts and goes on).
-    pub fn poll_recv(
-        &mut self,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<(usize, io::Result<usize>)> {
+    /// Polls every link once, starting after the one that last delivered, and reads one
+    /// batch from the first that has something: `Ready(iface)` with [`Batch::frames`] holding
+    /// what it delivered (possibly nothing: a receive error or only drops, each counted;
+    /// after a refusal, see [`poll_event`](Links::poll_event)).
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>, batch: &mut Batch) -> Poll<usize> {
         let n = self.links.len();
         for k in 0..n {
             let i = (self.next + k) % n;
             let Some(link) = self.links.get_mut(i) else {
                 continue;
             };
-            if let Poll::Ready(r) = link.poll_recv(cx, buf) {
+            if let Poll::Ready(r) = link.poll_batch(cx, batch) {
                 self.next = (i + 1) % n;
-                let changed = match &r {
-                    Ok(len) => {
-                        link.received(buf, *len);
-                        link.heard()
-                    }
-                    Err(e) => link.failed(e, true),
-                };
-                if changed {
+                if link.took(&r, batch) {
                     self.changed(i);
                 }
-                return Poll::Ready((i, r));
+                if r.is_err() {
+                    batch.clear();
+                }
+                return Poll::Ready(i);
             }
         }
         Poll::Pending
     }
 
-    /// The next frame from any link: `(interface, bytes received)`.
-    pub async fn recv(&mut self, buf: &mut [u8]) -> (usize, io::Result<usize>) {
+    /// Waits for the next batch from any link (see [`poll_recv`](Links::poll_recv)): the
+    /// interface it came from, its frames in `batch`.
+    pub async fn recv(&mut self, batch: &mut Batch) -> usize {
         if self.links.is_empty() {
             return std::future::pending().await;
         }
-        poll_fn(|cx| self.poll_recv(cx, buf)).await
+        poll_fn(|cx| self.poll_recv(cx, batch)).await
     }
 
-    /// A frame from link `iface` if one is waiting now (`WouldBlock` if not).
+    /// Receives one batch from link `iface` if anything waits (recvmmsg with GRO, or a TUN
+    /// read split by its offload): what the kernel handed over and what was dropped; the
+    /// frames are in [`Batch::frames`]. Call it for each link in turn to drain a busy
+    /// moment fairly: one batch per link per turn.
     ///
     /// # Errors
     ///
     /// The link's error; `WouldBlock` when nothing waits; `NotFound` for no such link.
-    pub fn try_recv(&mut self, iface: usize, buf: &mut [u8]) -> io::Result<usize> {
+    pub fn try_recv_batch(&mut self, iface: usize, batch: &mut Batch) -> io::Result<Fill> {
+        batch.clear();
         let link = self
             .links
             .get_mut(iface)
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        let r = link.try_recv(buf);
-        let changed = match &r {
-            Ok(len) => {
-                link.received(buf, *len);
-                link.heard()
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            Err(e) => link.failed(e, true),
-        };
-        if changed {
+        let r = link.read_batch(batch);
+        if link.took(&r, batch) {
             self.changed(iface);
+        }
+        if r.is_err() {
+            batch.clear();
         }
         r
     }
 
-    /// Receives a batch from link `iface` if it reads in batches and datagrams wait
-    /// (recvmmsg, GRO): the number of datagrams, read from [`Batch::frames`]. Links that do
-    /// not batch answer `WouldBlock`; the caller uses [`try_recv`](Links::try_recv) for them.
-    ///
-    /// # Errors
-    ///
-    /// The link's error; `WouldBlock` when nothing waits.
-    pub fn try_recv_batch(&mut self, iface: usize, batch: &mut Batch) -> io::Result<usize> {
-        batch.filled = 0;
-        let link = self
-            .links
-            .get_mut(iface)
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        let Io::UdpBatch(sock, state) = &link.io else {
-            return Err(io::ErrorKind::WouldBlock.into());
-        };
-        let Batch { bufs, meta, .. } = batch;
-        let r = sock.try_io(tokio::io::Interest::READABLE, || {
-            let mut it = bufs.iter_mut();
-            let mut slices: [std::io::IoSliceMut<'_>; BATCH] = std::array::from_fn(|_| {
-                std::io::IoSliceMut::new(it.next().map_or(&mut [][..], |b| &mut b[..]))
-            });
-            state.recv(sock.into(), &mut slices, meta)
-        });
-        match r {
-            Ok(n) => {
-                batch.filled = n;
-                let mut datagrams = 0;
-                for m in batch.meta.iter().take(n) {
-                    let k = m.len.div_ceil(m.stride.max(1));
-                    datagrams += k;
-                    link.counters.rx_bytes += m.len as u64;
-                }
-                link.counters.rx_frames += datagrams as u64;
-                if link.pcap.is_some() {
-                    for f in batch.frames() {
-                        link.capture(f);
-                    }
-                }
-                if datagrams > 0 && link.heard() {
-                    self.changed(iface);
-                }
-                Ok(datagrams)
-            }
-            Err(e) => {
-                if e.kind() != io::ErrorKind::WouldBlock && link.failed(&e, true) {
-                    self.changed(iface);
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Sends `frame` on link `iface` at `now` — through its emulation if it has one. Never
-    /// blocks: a full socket drops the frame (counted).
+    /// Queues `frame` for link `iface`'s peer (a TUN link: the kernel) at `now`, through
+    /// its emulation if it has one. Nothing is sent before [`flush`](Links::flush) (or a
+    /// queue grown past its bound).
+    #[inline]
     pub fn send(&mut self, iface: usize, frame: &[u8], now: Instant) {
         let Some(link) = self.links.get_mut(iface) else {
             return;
         };
-        let changed = match &mut link.emulator {
-            Some(e) => {
-                e.send(now, frame);
-                false
-            }
-            None => link.send_now(frame),
-        };
-        if changed {
+        if link.queue(None, frame, now) {
             self.changed(iface);
+        }
+    }
+
+    /// Queues `frame` for `dest` on UDP link `iface` (a link to many peers), as
+    /// [`send`](Links::send) does.
+    pub fn send_to(&mut self, iface: usize, dest: SocketAddr, frame: &[u8], now: Instant) {
+        let Some(link) = self.links.get_mut(iface) else {
+            return;
+        };
+        if link.queue(Some(dest), frame, now) {
+            self.changed(iface);
+        }
+    }
+
+    /// Sends every link's queue: GSO runs and `sendmmsg` on UDP, coalesced writes on TUN.
+    /// Call at the end of each turn (after a batch and its core's output). Never blocks.
+    pub fn flush(&mut self) {
+        for i in 0..self.links.len() {
+            if self.links.get_mut(i).is_some_and(Link::flush) {
+                self.changed(i);
+            }
         }
     }
 
@@ -616,7 +724,7 @@ impl Links {
             .filter_map(|l| l.pcap.as_ref().map(|p| (p.path(), p.packets())))
     }
 
-    /// Sends every emulated frame due at `now`.
+    /// Queues every emulated frame due at `now` and flushes.
     pub fn send_due(&mut self, now: Instant) {
         for i in 0..self.links.len() {
             let Some(link) = self.links.get_mut(i) else {
@@ -624,11 +732,27 @@ impl Links {
             };
             let mut changed = false;
             while let Some(f) = link.emulator.as_mut().and_then(|e| e.pop_due(now)) {
-                changed |= link.send_now(&f);
+                changed |= link.enqueue(None, &f);
             }
+            changed |= link.flush();
             if changed {
                 self.changed(i);
             }
         }
     }
+}
+
+/// Socket buffers a UDP link asks for (the kernel caps them at `net.core.{r,w}mem_max`).
+pub const SOCKET_BUFFER: usize = 4 << 20;
+
+/// A non-blocking UDP socket bound to `addr` with `buffer` bytes of send and receive
+/// buffer asked for.
+pub(crate) fn udp_socket(addr: SocketAddr, buffer: usize) -> io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    let _ = s.set_recv_buffer_size(buffer);
+    let _ = s.set_send_buffer_size(buffer);
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    UdpSocket::from_std(s.into())
 }

@@ -1,0 +1,144 @@
+//! The one notation for a link, in config files and on every command line:
+//!
+//! ```text
+//!  udp:LOCAL=PEER      IP-in-UDP to one peer     udp:127.0.0.1:40001=127.0.0.1:40002
+//!  udp:LOCAL           IP-in-UDP to many peers   udp:0.0.0.0:8000   udp:[::1]:8000
+//!  tun:NAME[,CIDR…]    a TUN device              tun:wr1,10.1.0.1/24,fd00::1/64
+//! ```
+//!
+//! A config's `[[link]]` may also spell it out (`kind`, `local`, `peer`, `device`,
+//! `addresses`); both read into a [`LinkSpec`].
+//!
+//! ```
+//! use netio::link::LinkSpec;
+//! let s: LinkSpec = "udp:127.0.0.1:40001=127.0.0.1:40002".parse().unwrap();
+//! assert_eq!(s.to_string(), "udp:127.0.0.1:40001=127.0.0.1:40002");
+//! assert!("tun:wr1,10.1.0.1/24".parse::<LinkSpec>().is_ok());
+//! assert!("carrier-pigeon:1".parse::<LinkSpec>().is_err());
+//! ```
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
+
+use super::tun::parse_cidr;
+use crate::config::LinkKind;
+
+/// Where a link's frames go. See the [module docs](self).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkSpec {
+    /// IP-in-UDP from `local`: to `peer` only (connected), or to many peers.
+    Udp {
+        /// The address bound.
+        local: SocketAddr,
+        /// The one peer, if the link has one.
+        peer: Option<SocketAddr>,
+    },
+    /// A TUN device.
+    Tun {
+        /// The device's name (created if missing).
+        device: String,
+        /// Addresses with prefix length to give it.
+        addresses: Vec<(IpAddr, u8)>,
+    },
+}
+
+impl LinkSpec {
+    /// UDP or TUN.
+    pub fn kind(&self) -> LinkKind {
+        match self {
+            LinkSpec::Udp { .. } => LinkKind::Udp,
+            LinkSpec::Tun { .. } => LinkKind::Tun,
+        }
+    }
+}
+
+fn socket(s: &str, what: &str) -> Result<SocketAddr, String> {
+    s.parse()
+        .map_err(|e| format!("{what} `{s}` is not a socket address: {e}"))
+}
+
+impl FromStr for LinkSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<LinkSpec, String> {
+        if let Some(rest) = s.strip_prefix("udp:") {
+            return Ok(match rest.split_once('=') {
+                Some((l, p)) => LinkSpec::Udp {
+                    local: socket(l, "local")?,
+                    peer: Some(socket(p, "peer")?),
+                },
+                None => LinkSpec::Udp {
+                    local: socket(rest, "local")?,
+                    peer: None,
+                },
+            });
+        }
+        if let Some(rest) = s.strip_prefix("tun:") {
+            let mut parts = rest.split(',');
+            let device = parts.next().unwrap_or_default().trim();
+            if device.is_empty() || device.len() > 15 {
+                return Err(format!(
+                    "`{s}`: a TUN device name of 1 to 15 characters after `tun:`"
+                ));
+            }
+            let addresses = parts.map(parse_cidr).collect::<Result<Vec<_>, _>>()?;
+            return Ok(LinkSpec::Tun {
+                device: device.to_string(),
+                addresses,
+            });
+        }
+        Err(format!(
+            "`{s}`: expected udp:LOCAL=PEER, udp:LOCAL or tun:NAME[,CIDR…]"
+        ))
+    }
+}
+
+impl fmt::Display for LinkSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkSpec::Udp { local, peer: None } => write!(f, "udp:{local}"),
+            LinkSpec::Udp {
+                local,
+                peer: Some(p),
+            } => write!(f, "udp:{local}={p}"),
+            LinkSpec::Tun { device, addresses } => {
+                write!(f, "tun:{device}")?;
+                for (a, l) in addresses {
+                    write!(f, ",{a}/{l}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        for s in [
+            "udp:127.0.0.1:40001=127.0.0.1:40002",
+            "udp:0.0.0.0:8000",
+            "udp:[::1]:8000=[::1]:9000",
+            "tun:wr1",
+            "tun:wr1,10.1.0.1/24,fd00::1/64",
+        ] {
+            let spec: LinkSpec = s.parse().unwrap();
+            assert_eq!(spec.to_string(), s);
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let e = "udp:127.0.0.1:1=nowhere".parse::<LinkSpec>().unwrap_err();
+        assert!(e.starts_with("peer `nowhere`"), "{e}");
+        let e = "tun:".parse::<LinkSpec>().unwrap_err();
+        assert!(e.contains("device name"), "{e}");
+        let e = "tun:x,10.0.0.1/40".parse::<LinkSpec>().unwrap_err();
+        assert!(e.contains("above 32"), "{e}");
+        assert!("127.0.0.1:1".parse::<LinkSpec>().is_err());
+    }
+}
