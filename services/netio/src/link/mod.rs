@@ -194,7 +194,87 @@ impl std::fmt::Debug for Link {
     }
 }
 
+/// How to open a link beside where it goes ([`Links::add`]).
+#[derive(Clone, Debug)]
+pub struct LinkOptions {
+    /// Largest IP packet it carries (68..=65535).
+    pub mtu: usize,
+    /// Distance-vector cost, if routing runs over it.
+    pub cost: Option<u16>,
+    /// How long a refused UDP link stays down.
+    pub holddown: Duration,
+    /// TUN: offload (virtio-net header, TSO/USO).
+    pub offload: bool,
+    /// UDP: socket buffer bytes asked for (send and receive).
+    pub buffer: usize,
+    /// Emulation of what this end sends (to its one peer): the model and its seed.
+    pub emulation: Option<(netsim::LinkConfig, u64)>,
+}
+
+impl Default for LinkOptions {
+    /// MTU 1500, no routing, the default hold-down, offload on, [`SOCKET_BUFFER`], no
+    /// emulation.
+    fn default() -> Self {
+        LinkOptions {
+            mtu: 1500,
+            cost: None,
+            holddown: liveness::DEFAULT_HOLDDOWN,
+            offload: true,
+            buffer: SOCKET_BUFFER,
+            emulation: None,
+        }
+    }
+}
+
 impl Link {
+    /// Opens the link `name` to `spec` (binding its socket or creating its TUN device).
+    /// Emulation counts time from `origin`.
+    async fn open(
+        name: String,
+        spec: &LinkSpec,
+        o: &LinkOptions,
+        origin: Instant,
+    ) -> anyhow::Result<Link> {
+        let (io, local) = match spec {
+            LinkSpec::Udp { local, peer } => {
+                let sock = udp_socket(*local, o.buffer)
+                    .map_err(|e| anyhow::anyhow!("link `{name}`: cannot bind {local}: {e}"))?;
+                if let Some(peer) = peer {
+                    sock.connect(peer).await.map_err(|e| {
+                        anyhow::anyhow!("link `{name}`: cannot connect to {peer}: {e}")
+                    })?;
+                }
+                let state = quinn_udp::UdpSocketState::new((&sock).into()).map_err(|e| {
+                    anyhow::anyhow!("link `{name}`: cannot set up batched I/O: {e}")
+                })?;
+                let local = sock.local_addr().ok();
+                let peer = *peer;
+                (Io::Udp { sock, state, peer }, local)
+            }
+            LinkSpec::Tun { device, addresses } => {
+                let d = open_tun_with(device, addresses, o.mtu, o.offload)
+                    .map_err(|e| anyhow::anyhow!("link `{name}`: {e}"))?;
+                (Io::Tun(TunIo::new(d)), None)
+            }
+        };
+        Ok(Link {
+            name,
+            kind: spec.kind(),
+            io,
+            mtu: o.mtu,
+            cost: o.cost,
+            emulator: o
+                .emulation
+                .as_ref()
+                .map(|(m, seed)| Emulator::new(m.clone(), *seed, origin)),
+            counters: LinkCounters::default(),
+            local,
+            pcap: None,
+            live: Liveness::new(o.holddown),
+            tx: TxQueue::default(),
+        })
+    }
+
     /// The link's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -414,7 +494,7 @@ fn capture(pcap: &mut Option<crate::pcap::PcapWriter>, name: &str, frame: &[u8])
 }
 
 /// The links of a daemon. See the [module docs](self).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Links {
     links: Vec<Link>,
     next: usize,
@@ -463,63 +543,64 @@ impl Links {
                 None => liveness::DEFAULT_HOLDDOWN,
             };
             let spec = c.spec(source)?;
-            let (io, local) = match &spec {
-                LinkSpec::Udp { local, peer } => {
-                    let sock = udp_socket(*local, SOCKET_BUFFER)
-                        .map_err(|e| anyhow::anyhow!("link `{name}`: cannot bind {local}: {e}"))?;
-                    if let Some(peer) = peer {
-                        sock.connect(peer).await.map_err(|e| {
-                            anyhow::anyhow!("link `{name}`: cannot connect to {peer}: {e}")
-                        })?;
-                    }
-                    let state = quinn_udp::UdpSocketState::new((&sock).into()).map_err(|e| {
-                        anyhow::anyhow!("link `{name}`: cannot set up batched I/O: {e}")
-                    })?;
-                    let local = sock.local_addr().ok();
-                    (
-                        Io::Udp {
-                            sock,
-                            state,
-                            peer: *peer,
-                        },
-                        local,
-                    )
-                }
-                LinkSpec::Tun { device, addresses } => {
-                    let offload = c.offload.as_ref().is_none_or(|o| *o.get_ref());
-                    let d = open_tun_with(device, addresses, mtu, offload)
-                        .map_err(|e| anyhow::anyhow!("link `{name}`: {e}"))?;
-                    (Io::Tun(TunIo::new(d)), None)
-                }
-            };
-            let emulator = match &c.emulation {
-                Some(e) => {
-                    let model = e
-                        .model(mtu)
-                        .map_err(|m| source.error_for(&c.name, format!("emulation: {m}")))?;
-                    Some(Emulator::new(model, e.seed.unwrap_or(1), origin))
-                }
+            let emulation = match &c.emulation {
+                Some(e) => Some(
+                    e.model(mtu)
+                        .map(|m| (m, e.seed.unwrap_or(1)))
+                        .map_err(|m| source.error_for(&c.name, format!("emulation: {m}")))?,
+                ),
                 None => None,
             };
-            links.push(Link {
-                name,
-                kind: spec.kind(),
-                io,
+            let options = LinkOptions {
                 mtu,
                 cost: c.cost.as_ref().map(|c| *c.get_ref()),
-                emulator,
-                counters: LinkCounters::default(),
-                local,
-                pcap: None,
-                live: Liveness::new(holddown),
-                tx: TxQueue::default(),
-            });
+                holddown,
+                offload: c.offload.as_ref().is_none_or(|o| *o.get_ref()),
+                buffer: SOCKET_BUFFER,
+                emulation,
+            };
+            links.push(Link::open(name, &spec, &options, origin).await?);
         }
         Ok(Links {
             links,
             next: 0,
             events: VecDeque::new(),
         })
+    }
+
+    /// No links yet (add them with [`add`](Links::add)).
+    pub fn new() -> Links {
+        Links {
+            links: Vec::new(),
+            next: 0,
+            events: VecDeque::new(),
+        }
+    }
+
+    /// Opens one more link, `name` to `spec`, as interface [`len`](Links::len); emulated
+    /// time counts from `origin`. What a daemon whose links come from flags (not a
+    /// `[[link]]` section) calls.
+    ///
+    /// # Errors
+    ///
+    /// A second link of that name, an MTU out of 68..=65535, an address that cannot be
+    /// bound, a TUN device that cannot be made: each names the link.
+    pub async fn add(
+        &mut self,
+        name: &str,
+        spec: &LinkSpec,
+        options: &LinkOptions,
+        origin: Instant,
+    ) -> anyhow::Result<usize> {
+        if self.index_of(name).is_some() {
+            anyhow::bail!("a second link named `{name}`");
+        }
+        if !(68..=65_535).contains(&options.mtu) {
+            anyhow::bail!("link `{name}`: MTU {} not in 68..=65535", options.mtu);
+        }
+        let link = Link::open(name.to_string(), spec, options, origin).await?;
+        self.links.push(link);
+        Ok(self.links.len() - 1)
     }
 
     /// The links, by interface number.
