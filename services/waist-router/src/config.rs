@@ -35,11 +35,13 @@
 //! cost = 1
 //! holddown_ms = 1000               # udp: down after a refusal this long, then retried
 //!
-//! [[link]]
+//! [[link]]                         # the same, in the one notation flags use too
 //! name = "to-r3"
-//! kind = "udp"
-//! local = "127.0.0.1:40003"
-//! peer = "127.0.0.1:40004"
+//! on = "udp:127.0.0.1:40003=127.0.0.1:40004"
+//!
+//! [[link]]                         # a TUN device (root), offload on unless `offload = false`
+//! name = "lan"
+//! on = "tun:wr1,10.1.0.1/24"
 //!
 //! [[route]]
 //! prefix = "10.9.0.0/16"
@@ -307,6 +309,14 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
     node.addrs = addrs;
     node.icmp = file.node.icmp;
     for (i, l) in file.link.iter().enumerate() {
+        // A router's UDP link is point to point: one peer, the other end of the link.
+        if let netio::link::LinkSpec::Udp { peer: None, .. } = l.spec(source)? {
+            let at = l.on.as_ref().or(l.local.as_ref()).unwrap_or(&l.name);
+            return Err(source.error_for(
+                at,
+                "a router's udp link needs its peer (`peer`, or `on = \"udp:LOCAL=PEER\"`)",
+            ));
+        }
         let mtu = l.mtu.as_ref().map_or(1500, |m| *m.get_ref());
         let mut f = IfaceConfig::new(mtu);
         f.dv_cost = l.cost.as_ref().map(|c| *c.get_ref());
@@ -525,6 +535,24 @@ link = "a"
         let e = plan_of(&GOOD.replace("services = [\"ess\"]", "services = [\"dns\"]")).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("services"), "{e}");
         assert!(e.message.contains("unknown SNAP service `dns`"), "{e}");
+    }
+
+    #[test]
+    fn links_in_the_one_notation_and_a_peer_required() {
+        let two = GOOD.replace(
+            "cost = 1\n",
+            "cost = 1\n\n[[link]]\nname = \"b\"\non = \"udp:127.0.0.1:0=127.0.0.1:9\"\n",
+        );
+        let p = plan_of(&two.replace("link = \"a\"", "links = [\"b\", \"a\"]")).unwrap();
+        assert_eq!(p.routes[0].1, vec![1, 0]);
+        let e = plan_of(&two.replace("=127.0.0.1:9", "")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("on"), "{e}");
+        assert!(e.message.contains("needs its peer"), "{e}");
+        let e = plan_of(&two.replace("=127.0.0.1:9", "=nowhere")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("on"), "{e}");
+        assert!(e.message.contains("peer `nowhere`"), "{e}");
+        let e = plan_of(&two.replace("on = ", "kind = \"udp\"\non = ")).unwrap_err();
+        assert!(e.message.contains("not both"), "{e}");
     }
 
     #[test]

@@ -218,6 +218,39 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any metadata a receive reports (strides, lengths beyond the buffer, empty
+        /// slots, sources): the frames handed on are exactly the delivered count, none
+        /// over the limit, none outside its slot, and the counts add up.
+        #[test]
+        fn any_receive_hands_on_what_it_counts(
+            slots in proptest::collection::vec((0usize..140_000, 0usize..70_000, any::<u16>()), 0..=BATCH),
+            limit in 1usize..70_000,
+        ) {
+            let mut b = Batch::new();
+            let f = b.fill_udp(limit, |_, m| {
+                for (i, &(len, stride, port)) in slots.iter().enumerate() {
+                    m[i] = meta(len, stride);
+                    m[i].addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+                }
+                Ok(slots.len())
+            }).unwrap();
+            let got: Vec<(SocketAddr, usize)> = b.datagrams().map(|(a, d)| (a, d.len())).collect();
+            prop_assert_eq!(got.len(), f.delivered());
+            prop_assert!(got.iter().all(|&(_, n)| n > 0 && n <= limit));
+            prop_assert_eq!(f.datagrams, f.delivered() + f.truncated + f.oversize + f.empty);
+            // Each slot's frames come with that slot's source, in order.
+            let ports: Vec<u16> = got.iter().map(|(a, _)| a.port()).collect();
+            let mut expected = Vec::new();
+            for &(len, stride, port) in &slots {
+                let s = split(len, stride, SLOT);
+                expected.extend(s.filter(|r| r.len() <= limit).map(|_| port));
+            }
+            prop_assert_eq!(ports, expected);
+        }
+    }
 
     fn meta(len: usize, stride: usize) -> quinn_udp::RecvMeta {
         let mut m = quinn_udp::RecvMeta::default();
