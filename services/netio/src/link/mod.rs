@@ -410,8 +410,9 @@ impl Link {
                 f.datagrams > 0 && self.live.heard()
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            Err(e) if matches!(self.io, Io::Tun(_)) && e.kind() == io::ErrorKind::Other => {
-                // A read tun-rs could not split: one frame handed over, dropped.
+            Err(e) if matches!(self.io, Io::Tun(_)) && e.raw_os_error().is_none() => {
+                // Not the kernel's error but tun-rs's: a read it could not split (a bad
+                // virtio header, a malformed super-packet): one frame handed over, dropped.
                 self.counters.rx_calls += 1;
                 self.counters.rx_frames += 1;
                 self.counters.rx_offload += 1;
@@ -820,6 +821,81 @@ impl Links {
                 self.changed(i);
             }
         }
+    }
+}
+
+impl Link {
+    /// The link's counters as metrics samples named `PREFIX_link_…` and labelled
+    /// `link=NAME`: traffic both ways (frames, bytes, system calls), receive drops by
+    /// reason, send drops (`tx_full`, `tx_errors`), refusals, whether it is up, and its
+    /// emulation's losses if emulated. Every daemon renders its links with this at each
+    /// scrape (`waist` for the router, `trickles` for trickles-web).
+    pub fn samples(&self, prefix: &str) -> Vec<crate::metrics::Sample> {
+        use crate::metrics::Sample;
+        let c = self.counters;
+        let link = self.name.as_str();
+        let counter = |name: &str, help: &str, v: u64| {
+            Sample::counter(format!("{prefix}_link_{name}"), help, v as f64)
+                .with_label("link", link)
+        };
+        let mut out: Vec<Sample> = [
+            ("rx_frames", "frames received on the link", c.rx_frames),
+            ("rx_bytes", "bytes received on the link", c.rx_bytes),
+            ("rx_errors", "receive errors on the link", c.rx_errors),
+            (
+                "rx_calls",
+                "receive system calls that returned data (recvmmsg, TUN reads)",
+                c.rx_calls,
+            ),
+            (
+                "tx_calls",
+                "send batches made (sendmsg of a GSO run, sendmmsg, a TUN batch write)",
+                c.tx_calls,
+            ),
+            ("tx_frames", "frames sent on the link", c.tx_frames),
+            ("tx_bytes", "bytes sent on the link", c.tx_bytes),
+            ("tx_full", "frames dropped: the socket was full", c.tx_full),
+            ("tx_errors", "send errors on the link", c.tx_errors),
+            (
+                "refused",
+                "sends and receives refused: the peer's port was closed",
+                c.refused,
+            ),
+        ]
+        .into_iter()
+        .map(|(name, help, v)| counter(name, help, v))
+        .collect();
+        for (reason, v) in c.rx_drops() {
+            out.push(
+                counter(
+                    "rx_dropped",
+                    "received frames dropped at the link (counted in rx_frames), by reason",
+                    v,
+                )
+                .with_label("reason", reason),
+            );
+        }
+        out.push(
+            Sample::gauge(
+                format!("{prefix}_link_up"),
+                "1 while the link's peer is thought to be there, 0 while it is down",
+                if self.is_up() { 1.0 } else { 0.0 },
+            )
+            .with_label("link", link),
+        );
+        if let Some(e) = self.emulation() {
+            out.push(counter(
+                "emulated_lost",
+                "frames the emulated link lost",
+                e.lost,
+            ));
+            out.push(counter(
+                "emulated_duplicated",
+                "frames the emulated link duplicated",
+                e.duplicated,
+            ));
+        }
+        out
     }
 }
 
