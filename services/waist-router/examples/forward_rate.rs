@@ -4,10 +4,11 @@
 //! forward_rate relay  IN_LOCAL IN_PEER OUT_LOCAL OUT_PEER [--plain]
 //!     the ceiling: recv → send without looking, until killed. Default: recvmmsg + GRO in,
 //!     each received run out again as one GSO sendmsg (the I/O a good router does);
-//!     --plain: one recv and one send a datagram.
-//! forward_rate gen    TO LOCAL SIZE SECONDS [udp|esp|snap] [--pps N] [--burst N]
+//!     --plain: one recv and one send a datagram. Socket buffers as the router's links
+//!     (`netio::link::SOCKET_BUFFER`).
+//! forward_rate gen    TO LOCAL SIZE SECONDS [udp|esp|snap] [--pps RATE] [--burst N]
 //!     IPv4 packets of SIZE bytes for SECONDS, N datagrams a GSO sendmsg (default: as many
-//!     as GSO takes, up to 64), paced to N packets a second (absent or 0: flat out);
+//!     as GSO takes, up to 64), paced to RATE packets a second (absent or 0: flat out);
 //!     prints `sent PACKETS secs S pps P burst B`.
 //! forward_rate sink   LOCAL SECONDS
 //!     recvmmsg + GRO; counts every datagram from the first until none came for 0.5 s
@@ -98,6 +99,14 @@ fn main() {
     }
 }
 
+/// The socket, or a one-line error and exit (the script shows that line).
+fn bound<S>(addr: SocketAddr, r: std::io::Result<S>) -> S {
+    r.unwrap_or_else(|e| {
+        eprintln!("Error: cannot bind {addr}: {e}");
+        std::process::exit(1)
+    })
+}
+
 /// recvmmsg slots for quinn-udp's `recv`.
 fn slots() -> (Vec<Vec<u8>>, Vec<RecvMeta>) {
     (
@@ -115,17 +124,25 @@ fn datagrams(m: &RecvMeta) -> u64 {
     m.len.div_ceil(m.stride.max(1)) as u64
 }
 
-/// The relay: what the I/O path costs with no decision at all, on tokio like the router.
+/// The relay: what the I/O path costs with no decision at all, on tokio like the router and
+/// with the router's socket buffers.
 fn relay([in_local, in_peer, out_local, out_peer]: [SocketAddr; 4], plain: bool) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async move {
-        let a = tokio::net::UdpSocket::bind(in_local).await.unwrap();
+        let a = bound(in_local, tokio::net::UdpSocket::bind(in_local).await);
         a.connect(in_peer).await.unwrap();
-        let b = tokio::net::UdpSocket::bind(out_local).await.unwrap();
+        let b = bound(out_local, tokio::net::UdpSocket::bind(out_local).await);
         b.connect(out_peer).await.unwrap();
+        // The socket buffers the router's links ask for (the kernel caps them at
+        // net.core.{r,w}mem_max).
+        for s in [&a, &b] {
+            use nix::sys::socket::{setsockopt, sockopt};
+            let _ = setsockopt(s, sockopt::RcvBuf, &netio::link::SOCKET_BUFFER);
+            let _ = setsockopt(s, sockopt::SndBuf, &netio::link::SOCKET_BUFFER);
+        }
         if plain {
             let mut buf = vec![0u8; SLOT_BYTES];
             loop {
@@ -175,7 +192,8 @@ fn relay([in_local, in_peer, out_local, out_peer]: [SocketAddr; 4], plain: bool)
 /// paced to `pps` packets a second (0: flat out). Pacing sleeps, never spins: the generator
 /// shares its core with the sink. Each run is due at its slot on a fixed schedule, so a
 /// late wake-up sends the runs it owes at once and the average rate stays `pps`; after a
-/// stall of over 10 ms the schedule restarts instead of bursting to catch up.
+/// stall of over 1 ms (the generator's core taken away) the schedule restarts instead of
+/// bursting to catch up, so no burst is longer than 1 ms of traffic.
 fn generate(
     to: SocketAddr,
     local: SocketAddr,
@@ -185,7 +203,7 @@ fn generate(
     pps: u64,
     burst: usize,
 ) {
-    let s = UdpSocket::bind(local).unwrap();
+    let s = bound(local, UdpSocket::bind(local));
     s.connect(to).unwrap();
     let state = UdpSocketState::new((&s).into()).unwrap();
     s.set_nonblocking(false).unwrap();
@@ -206,6 +224,8 @@ fn generate(
         src_ip: None,
     };
     let interval = (pps > 0).then(|| Duration::from_secs_f64(segments as f64 / pps as f64));
+    // Wake on time: the default timer slack (50 µs) would make the runs come in pairs.
+    let _ = std::fs::write("/proc/self/timerslack_ns", "1");
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
     let mut due = start;
@@ -221,7 +241,7 @@ fn generate(
                 std::thread::sleep(due - now);
                 continue;
             }
-            if now - due > Duration::from_millis(10) {
+            if now - due > Duration::from_millis(1) {
                 due = now;
             }
             due += interval;
@@ -285,7 +305,7 @@ fn sink(local: SocketAddr, seconds: f64) {
         .build()
         .unwrap();
     rt.block_on(async move {
-        let s = tokio::net::UdpSocket::bind(local).await.unwrap();
+        let s = bound(local, tokio::net::UdpSocket::bind(local).await);
         let state = UdpSocketState::new((&s).into()).unwrap();
         // A deep queue: the sink shares its core with the generator and must not drop.
         let _ = state.set_recv_buffer_size((&s).into(), 4 << 20);

@@ -29,8 +29,8 @@ use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
 
 use netio::link::{Batch, Links};
-use std::io;
 use netio::metrics::ScrapeRequests;
+use std::io;
 use tracing::{debug, info, warn};
 use waist_node::{Delivery, Instant, MAX_FRAME, Node, Stats};
 
@@ -148,13 +148,14 @@ impl Router {
         let mut frames: Vec<(usize, &mut [u8])> = batch.frames().map(|f| (iface, f)).collect();
         if !frames.is_empty() {
             let links = &mut self.links;
-            self.node.handle_packets(now, &mut frames, |_, sent, frame| {
-                if let Some(t) = sent
-                    && let Some(bytes) = frame.get(t.range)
-                {
-                    links.send(t.iface, bytes, wall);
-                }
-            });
+            self.node
+                .handle_packets(now, &mut frames, |_, sent, frame| {
+                    if let Some(t) = sent
+                        && let Some(bytes) = frame.get(t.range)
+                    {
+                        links.send(t.iface, bytes, wall);
+                    }
+                });
         }
         self.drain(out, wall);
     }
