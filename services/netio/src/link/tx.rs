@@ -94,35 +94,53 @@ pub struct Run {
 /// has fewer than `max_segments` frames and stays within [`MAX_RUN_BYTES`]. Every frame is
 /// in exactly one run, in order. An empty frame is always a run of its own.
 pub fn runs<D: PartialEq>(frames: &[(D, usize)], max_segments: usize) -> Vec<Run> {
-    let mut out: Vec<Run> = Vec::new();
-    let mut bytes = 0;
-    let mut closed = true;
-    for (i, (dest, len)) in frames.iter().enumerate() {
-        let joins = !closed
-            && *len > 0
-            && out.last().is_some_and(|r| {
-                *len <= r.segment
-                    && r.frames.len() < max_segments
-                    && bytes + len <= MAX_RUN_BYTES
-                    && frames.get(r.frames.start).is_some_and(|(d, _)| d == dest)
-            });
-        match out.last_mut() {
-            Some(r) if joins => {
-                r.frames.end = i + 1;
-                bytes += len;
-                closed = *len < r.segment;
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < frames.len() {
+        let run = next_run(frames.len(), at, max_segments, |i| {
+            frames.get(i).map(|(d, l)| (d, *l))
+        });
+        at = run.frames.end;
+        out.push(run);
+    }
+    out
+}
+
+/// The run that starts at frame `start` of `n` (see [`runs`]), reading frame `i`'s
+/// destination and length through `frame(i)`: what [`runs`] and the flush share, the
+/// flush without building a list.
+#[inline]
+fn next_run<D: PartialEq>(
+    n: usize,
+    start: usize,
+    max_segments: usize,
+    frame: impl Fn(usize) -> Option<(D, usize)>,
+) -> Run {
+    let Some((dest, segment)) = frame(start) else {
+        return Run {
+            frames: start..n.max(start),
+            segment: 0,
+        };
+    };
+    let mut end = start + 1;
+    let mut bytes = segment;
+    if segment > 0 {
+        while end < n && end - start < max_segments {
+            let Some((d, len)) = frame(end) else { break };
+            if d != dest || len == 0 || len > segment || bytes + len > MAX_RUN_BYTES {
+                break;
             }
-            _ => {
-                out.push(Run {
-                    frames: i..i + 1,
-                    segment: *len,
-                });
-                bytes = *len;
-                closed = *len == 0;
+            end += 1;
+            bytes += len;
+            if len < segment {
+                break;
             }
         }
     }
-    out
+    Run {
+        frames: start..end,
+        segment,
+    }
 }
 
 /// What became of a flushed queue's frames.
@@ -164,11 +182,15 @@ pub(crate) fn flush_udp(
     mut captured: impl FnMut(&[u8]),
 ) -> Sent {
     let mut sent = Sent::default();
-    let dests: Vec<(Option<SocketAddr>, usize)> =
-        q.frames.iter().map(|f| (f.dest.or(peer), f.len)).collect();
-    let cut = runs(&dests, state.max_gso_segments().min(max_run).max(1));
-    let mut singles: Vec<usize> = Vec::with_capacity(MMSG);
-    for run in cut {
+    let max = state.max_gso_segments().min(max_run).max(1);
+    let n = q.frames.len();
+    let mut singles: Vec<usize> = Vec::new();
+    let mut at = 0;
+    while at < n {
+        let run = next_run(n, at, max, |i| {
+            q.frames.get(i).map(|f| (f.dest.or(peer), f.len))
+        });
+        at = run.frames.end.max(at + 1);
         if run.frames.len() == 1 {
             singles.push(run.frames.start);
             if singles.len() == MMSG {
@@ -192,7 +214,11 @@ pub(crate) fn flush_udp(
             .get(first.start..last.start + last.len)
             .unwrap_or_default();
         let Some(dest) = first.dest.or(peer) else {
-            sent.record(run.frames.len(), 0, &Err(io::ErrorKind::NotConnected.into()));
+            sent.record(
+                run.frames.len(),
+                0,
+                &Err(io::ErrorKind::NotConnected.into()),
+            );
             continue;
         };
         let t = quinn_udp::Transmit {
