@@ -9,6 +9,8 @@
 //!   task, each with optional user-space emulation ([`emulate`]) of what it sends.
 //! * [`pcap`]: capture per link, LINKTYPE_RAW, for tshark and Wireshark.
 //! * [`ports`]: free UDP ports for configs written before their daemons start.
+//! * [`raw`]: raw IPv4 sockets, whole packets to and from the kernel's own stack (host
+//!   tools behind a TUN device; root).
 //! * [`scrape`]: the client side of the metrics endpoint: fetch a page, read its samples.
 //! * [`metrics`]: a Prometheus text endpoint (127.0.0.1 by default) that asks the core's
 //!   task for a fresh snapshot at each scrape — no shared state, no locks.
@@ -26,6 +28,7 @@ pub mod link;
 pub mod metrics;
 pub mod pcap;
 pub mod ports;
+pub mod raw;
 pub mod scrape;
 pub mod shutdown;
 pub mod trace;

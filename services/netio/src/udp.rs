@@ -6,7 +6,7 @@
 //! them to an [`Outbox`], which cuts them into runs for one `sendmsg` each (UDP GSO: the
 //! kernel splits the run into datagrams), falling back to one datagram per call where the
 //! kernel cannot segment. Receiving, [`UdpIo::try_recv_batch`] reads up to
-//! [`BATCH`] `recvmmsg` slots, each possibly a GRO run of datagrams
+//! [`BATCH`](crate::link::BATCH) `recvmmsg` slots, each possibly a GRO run of datagrams
 //! from one source, and [`Batch::datagrams`] splits them back.
 
 use std::io;

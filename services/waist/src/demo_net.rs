@@ -328,12 +328,12 @@ fn esp_step(
         op: CombineOp::Add,
     };
     let answers = crate::host::block_on(async {
-        let link = HostLink::udp(h1.local, h1.peer).await?;
+        let mut link = HostLink::udp(h1.local, h1.peer).await?;
         let mut answers = Vec::new();
         for instr in [count, collect] {
             let q = Query::new(src, dst.into(), instr);
             let t = Instant::now();
-            let o = esp::send(&link, &q).await?;
+            let o = esp::send(&mut link, &q).await?;
             answers.push((q, o, t.elapsed()));
         }
         anyhow::Ok(answers)
@@ -387,8 +387,8 @@ fn ping_step(h1: &HostPlan, dst: Ipv4Addr, out: &mut dyn Write) -> anyhow::Resul
         timeout: Duration::from_secs(2),
     };
     let summary = crate::host::block_on(async {
-        let link = HostLink::udp(h1.local, h1.peer).await?;
-        snap::ping(&link, &p, |r| {
+        let mut link = HostLink::udp(h1.local, h1.peer).await?;
+        snap::ping(&mut link, &p, |r| {
             writeln!(out, "  {}", snap::reply_line(r))?;
             Ok(())
         })
@@ -605,10 +605,10 @@ fn reroute_step(
     let (h1l, h1p) = (h1.local, h1.peer);
     let pinger = std::thread::spawn(move || {
         crate::host::block_on(async {
-            let link = HostLink::udp(h1l, h1p).await?;
+            let mut link = HostLink::udp(h1l, h1p).await?;
             let mut times = Vec::new();
             let t0 = Instant::now();
-            let summary = snap::ping(&link, &p, |r| {
+            let summary = snap::ping(&mut link, &p, |r| {
                 times.push((r.seq, t0.elapsed()));
                 Ok(())
             })

@@ -85,7 +85,7 @@ impl Chain {
     /// Waits until R2 answers an ICMP echo from the tool (distance vector has converged
     /// both ways).
     async fn converged(&self) {
-        let link = self.link(1).await;
+        let mut link = self.link(1).await;
         let mut buf = waist::host::link::buffer();
         for seq in 0..50 {
             let mut ping = [0u8; 40];
@@ -128,8 +128,8 @@ impl Chain {
 }
 
 async fn query(chain: &Chain, q: &Query) -> Outcome {
-    let link = chain.link(q.answer_protocol()).await;
-    esp::send(&link, q).await.unwrap()
+    let mut link = chain.link(q.answer_protocol()).await;
+    esp::send(&mut link, q).await.unwrap()
 }
 
 fn report(q: &Query, o: &Outcome, json: bool) -> String {
@@ -249,7 +249,7 @@ async fn lastmark_names_the_marking_router_and_collect_without_count_aborts_prec
 #[tokio::test]
 async fn snap_ping_through_r1_to_r2() {
     let chain = Chain::start().await;
-    let link = chain.link(snap_vm::wire::IP_PROTOCOL).await;
+    let mut link = chain.link(snap_vm::wire::IP_PROTOCOL).await;
     let p = Ping {
         src: TOOL,
         host: R2,
@@ -260,7 +260,7 @@ async fn snap_ping_through_r1_to_r2() {
         timeout: Duration::from_secs(2),
     };
     let mut seen = Vec::new();
-    let s = snap::ping(&link, &p, |r| {
+    let s = snap::ping(&mut link, &p, |r| {
         seen.push(r.seq);
         Ok(())
     })
@@ -299,7 +299,7 @@ async fn nobody_answering_is_a_timeout() {
         "no answer from 10.2.0.9 within 300 ms\n"
     );
 
-    let link = chain.link(snap_vm::wire::IP_PROTOCOL).await;
+    let mut link = chain.link(snap_vm::wire::IP_PROTOCOL).await;
     let p = Ping {
         src: TOOL,
         host: NOBODY,
@@ -309,7 +309,7 @@ async fn nobody_answering_is_a_timeout() {
         port: 7,
         timeout: Duration::from_millis(300),
     };
-    let s = snap::ping(&link, &p, |_| Ok(())).await.unwrap();
+    let s = snap::ping(&mut link, &p, |_| Ok(())).await.unwrap();
     assert_eq!((s.sent, s.received(), s.exit_code()), (1, 0, EXIT_TIMEOUT));
     let rs = chain.stop();
     // The query did reach R2 and leave by the far link (nobody there).

@@ -266,7 +266,7 @@ impl Link {
             emulator: o
                 .emulation
                 .as_ref()
-                .map(|(m, seed)| Emulator::new(m.clone(), *seed, origin)),
+                .map(|(m, seed)| Emulator::new(*m, *seed, origin)),
             counters: LinkCounters::default(),
             local,
             pcap: None,
@@ -509,7 +509,7 @@ impl Links {
     ///
     /// # Errors
     ///
-    /// A located [`ConfigError`] for a bad or missing field; an I/O error (address in use,
+    /// A located [`ConfigError`](crate::config::ConfigError) for a bad or missing field; an I/O error (address in use,
     /// no permission for TUN) names the link.
     pub async fn open(
         configs: &[LinkConfig],

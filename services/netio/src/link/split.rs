@@ -33,7 +33,8 @@ pub struct Split {
 }
 
 /// The datagrams of a slot of `len` bytes with GRO stride `stride` (0 or ≥ `len`: one
-/// datagram) in a buffer of `cap` bytes. See the [module docs](self).
+/// datagram) in a buffer of `cap` bytes: the datagrams whole inside the buffer, in order;
+/// those cut by it counted in [`Split::truncated`].
 pub fn split(len: usize, stride: usize, cap: usize) -> Split {
     let stride = if stride == 0 || stride > len {
         len
@@ -101,13 +102,20 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // one datagram: a list of one range
     fn examples() {
         assert_eq!(ranges(0, 0, 100), (vec![], 0, 0));
         assert_eq!(ranges(40, 0, 100), (vec![0..40], 1, 0));
         assert_eq!(ranges(40, 40, 100), (vec![0..40], 1, 0));
         assert_eq!(ranges(40, 1400, 100), (vec![0..40], 1, 0));
-        assert_eq!(ranges(250, 100, 300), (vec![0..100, 100..200, 200..250], 3, 0));
-        assert_eq!(ranges(300, 100, 300), (vec![0..100, 100..200, 200..300], 3, 0));
+        assert_eq!(
+            ranges(250, 100, 300),
+            (vec![0..100, 100..200, 200..250], 3, 0)
+        );
+        assert_eq!(
+            ranges(300, 100, 300),
+            (vec![0..100, 100..200, 200..300], 3, 0)
+        );
         // Cut by the buffer: the third is cut short, the fourth beyond it.
         assert_eq!(ranges(400, 100, 250), (vec![0..100, 100..200], 4, 2));
         // One datagram larger than the buffer.

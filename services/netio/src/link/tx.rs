@@ -88,9 +88,9 @@ pub struct Run {
     pub segment: usize,
 }
 
-/// Cuts frames, given as `(destination, length)` in queue order, into runs (see the
-/// [module docs](self)): frames join the run before them while the destination is the
-/// same, their length is the run's segment (or shorter, which closes the run), the run
+/// Cuts frames, given as `(destination, length)` in queue order, into the runs
+/// [`Links::flush`](super::Links::flush) sends: frames join the run before them while the
+/// destination is the same, their length is the run's segment (or shorter, which closes the run), the run
 /// has fewer than `max_segments` frames and stays within [`MAX_RUN_BYTES`]. Every frame is
 /// in exactly one run, in order. An empty frame is always a run of its own.
 pub fn runs<D: PartialEq>(frames: &[(D, usize)], max_segments: usize) -> Vec<Run> {

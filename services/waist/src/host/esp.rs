@@ -397,7 +397,7 @@ impl Outcome {
 /// # Errors
 ///
 /// If the packet cannot be built or the link fails.
-pub async fn send(link: &HostLink, q: &Query) -> anyhow::Result<Outcome> {
+pub async fn send(link: &mut HostLink, q: &Query) -> anyhow::Result<Outcome> {
     let packet = q.packet().map_err(|e| anyhow!("building the query: {e}"))?;
     link.send(&packet).await?;
     if !q.reflect {
@@ -504,8 +504,8 @@ pub fn run(command: EspCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
     let EspCommand::Send(args) = command;
     let q = Query::from_args(&args);
     let o = super::block_on(async {
-        let link = HostLink::open(args.via, q.answer_protocol()).await?;
-        send(&link, &q).await
+        let mut link = HostLink::open(args.via, q.answer_protocol()).await?;
+        send(&mut link, &q).await
     })?;
     report(&q, &o, args.json, out)?;
     Ok(o.exit_code())

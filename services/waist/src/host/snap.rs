@@ -147,7 +147,7 @@ impl Summary {
 ///
 /// If a request cannot be built or the link fails.
 pub async fn ping(
-    link: &HostLink,
+    link: &mut HostLink,
     p: &Ping,
     on_reply: impl FnMut(&PingReply) -> anyhow::Result<()>,
 ) -> anyhow::Result<Summary> {
@@ -161,7 +161,7 @@ pub async fn ping(
 ///
 /// If a request cannot be built or the link fails.
 pub async fn ping_with(
-    link: &HostLink,
+    link: &mut HostLink,
     p: &Ping,
     mut pinger: SnapPinger,
     mut on_reply: impl FnMut(&PingReply) -> anyhow::Result<()>,
@@ -244,8 +244,8 @@ pub fn run(args: &PingArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         p.host, p.src, p.rb, p.port
     )?;
     let summary = super::block_on(async {
-        let link = HostLink::open(args.via, snap_vm::wire::IP_PROTOCOL).await?;
-        ping_with(&link, &p, pinger, |r| {
+        let mut link = HostLink::open(args.via, snap_vm::wire::IP_PROTOCOL).await?;
+        ping_with(&mut link, &p, pinger, |r| {
             writeln!(out, "{}", reply_line(r)).context("writing a reply")?;
             out.flush().context("writing a reply")
         })

@@ -263,7 +263,11 @@ pub struct HostPlan {
 impl HostPlan {
     /// The host tools' `--via` argument.
     pub fn via(&self) -> String {
-        format!("udp:{}={}", self.local, self.peer)
+        crate::host::Via::Udp {
+            local: self.local,
+            peer: self.peer,
+        }
+        .to_string()
     }
 }
 
