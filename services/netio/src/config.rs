@@ -244,7 +244,8 @@ impl LinkConfig {
                     };
                     let mut addresses = Vec::with_capacity(self.addresses.len());
                     for a in &self.addresses {
-                        addresses.push(parse_cidr(a.get_ref()).map_err(|m| source.error_for(a, m))?);
+                        addresses
+                            .push(parse_cidr(a.get_ref()).map_err(|m| source.error_for(a, m))?);
                     }
                     LinkSpec::Tun {
                         device: dev.get_ref().clone(),

@@ -39,6 +39,22 @@ use crate::config::Plan;
 /// Frames taken from the links in one turn before timers are looked at again.
 pub const ROUND: usize = 2048;
 
+/// The one link every frame of a run of `len` bytes (frames of `stride`, the last maybe
+/// shorter) leaves by whole, if there is one: then the run can go on as it came.
+fn whole_to(answers: &[Option<waist_node::InPlace>], len: usize, stride: usize) -> Option<usize> {
+    let first = answers.first()?.as_ref()?.iface;
+    let mut at = 0;
+    for a in answers {
+        let a = a.as_ref()?;
+        let this = stride.min(len.saturating_sub(at));
+        if a.iface != first || a.range != (0..this) {
+            return None;
+        }
+        at += this;
+    }
+    (at == len).then_some(first)
+}
+
 /// What the daemon did, reported when it stops.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
@@ -58,6 +74,8 @@ pub struct Router {
     links: Links,
     origin: StdInstant,
     unclaimed: u64,
+    /// The node's answers for the frames of the batch in hand (reused).
+    answers: Vec<Option<waist_node::InPlace>>,
 }
 
 impl Router {
@@ -93,6 +111,7 @@ impl Router {
             links,
             origin,
             unclaimed: 0,
+            answers: Vec::new(),
         })
     }
 
@@ -139,24 +158,40 @@ impl Router {
     }
 
     /// A batch of frames from link `iface` in (one `recvmmsg` or TUN read): the node warms
-    /// their ESP lookups together, then decides each in order; frames that go on in place
-    /// are queued as each is decided, what the node made after the batch; then every
-    /// queue is flushed.
+    /// their ESP lookups together, then decides each in order; then the frames that go on
+    /// in place are sent: a GRO run every datagram of which leaves whole by one link goes
+    /// out as the run it came in as, from the receive buffer ([`Links::send_run`]), the
+    /// others are queued one by one; what the node made waits until after the batch; then
+    /// every queue is flushed.
     fn batch(&mut self, iface: usize, batch: &mut Batch, out: &mut [u8]) {
         let now = self.now();
         let wall = StdInstant::now();
-        let mut frames: Vec<(usize, &mut [u8])> = batch.frames().map(|f| (iface, f)).collect();
-        if !frames.is_empty() {
-            let links = &mut self.links;
+        let mut answers = std::mem::take(&mut self.answers);
+        answers.clear();
+        {
+            let mut frames: Vec<(usize, &mut [u8])> = batch.frames().map(|f| (iface, f)).collect();
             self.node
-                .handle_packets(now, &mut frames, |_, sent, frame| {
-                    if let Some(t) = sent
-                        && let Some(bytes) = frame.get(t.range)
-                    {
-                        links.send(t.iface, bytes, wall);
-                    }
-                });
+                .handle_packets(now, &mut frames, |_, sent, _| answers.push(sent));
         }
+        let mut k = 0;
+        for (_, stride, region) in batch.runs_mut() {
+            let n = region.len().div_ceil(stride.max(1));
+            let these = answers.get(k..k + n).unwrap_or_default();
+            k += n;
+            match whole_to(these, region.len(), stride) {
+                Some(o) if n > 1 => self.links.send_run(o, region, stride, wall),
+                _ => {
+                    for (t, frame) in these.iter().zip(region.chunks(stride.max(1))) {
+                        if let Some(t) = t
+                            && let Some(bytes) = frame.get(t.range.clone())
+                        {
+                            self.links.send(t.iface, bytes, wall);
+                        }
+                    }
+                }
+            }
+        }
+        self.answers = answers;
         self.drain(out, wall);
     }
 
@@ -302,5 +337,40 @@ impl Router {
                 .collect(),
             unclaimed: self.unclaimed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_to;
+    use waist_node::InPlace;
+
+    fn to(iface: usize, len: usize) -> Option<InPlace> {
+        Some(InPlace {
+            iface,
+            range: 0..len,
+        })
+    }
+
+    #[test]
+    fn a_run_goes_on_whole_only_if_every_frame_does() {
+        // 100 + 100 + 40 bytes.
+        assert_eq!(
+            whole_to(&[to(1, 100), to(1, 100), to(1, 40)], 240, 100),
+            Some(1)
+        );
+        assert_eq!(
+            whole_to(&[to(1, 100), to(2, 100), to(1, 40)], 240, 100),
+            None
+        );
+        assert_eq!(whole_to(&[to(1, 100), None, to(1, 40)], 240, 100), None);
+        // A label stripped (range not the whole frame), or the lengths disagree.
+        let stripped = Some(InPlace {
+            iface: 1,
+            range: 5..100,
+        });
+        assert_eq!(whole_to(&[to(1, 100), stripped, to(1, 40)], 240, 100), None);
+        assert_eq!(whole_to(&[to(1, 100), to(1, 100)], 240, 100), None);
+        assert_eq!(whole_to(&[], 0, 100), None);
     }
 }

@@ -209,6 +209,34 @@ impl Batch {
             })
     }
 
+    /// The delivered datagrams of the last receive as runs: each GRO slot's datagrams as
+    /// one region of the buffer with their stride (all `stride` long but the last), so
+    /// that a caller that rewrites them in place can send the region on as one GSO run
+    /// ([`Links::send_run`](super::Links::send_run)); a slot whose stride is over the limit
+    /// yields only its last datagram, if that one fits. The same datagrams, in the same
+    /// order, as [`datagrams`](Batch::datagrams): `(source, stride, region)`.
+    pub fn runs_mut(&mut self) -> impl Iterator<Item = (SocketAddr, usize, &mut [u8])> {
+        let limit = self.limit;
+        self.bufs
+            .iter_mut()
+            .zip(self.slots.iter())
+            .take(self.filled)
+            .filter_map(move |(buf, slot)| {
+                let cap = buf.len();
+                let mut s = split(slot.len, slot.stride, cap);
+                let first = s.next()?;
+                let stride = first.len();
+                let end = s.last().map_or(first.end, |r| r.end);
+                let region = buf.get_mut(..end)?;
+                if stride <= limit {
+                    return Some((slot.src, stride, region));
+                }
+                // Every full datagram is over the limit; only a shorter last one may fit.
+                let tail = region.get_mut((end - 1) / stride * stride..)?;
+                (tail.len() < stride && tail.len() <= limit).then(|| (slot.src, tail.len(), tail))
+            })
+    }
+
     /// The frames of the last receive, one per delivered datagram.
     pub fn frames(&mut self) -> impl Iterator<Item = &mut [u8]> {
         self.datagrams().map(|(_, d)| d)
@@ -230,8 +258,12 @@ mod tests {
             limit in 1usize..70_000,
         ) {
             let mut b = Batch::new();
-            let f = b.fill_udp(limit, |_, m| {
+            let f = b.fill_udp(limit, |bufs, m| {
                 for (i, &(len, stride, port)) in slots.iter().enumerate() {
+                    let n = len.min(bufs[i].len());
+                    for (k, x) in bufs[i][..n].iter_mut().enumerate() {
+                        *x = (k / 7) as u8 ^ i as u8;
+                    }
                     m[i] = meta(len, stride);
                     m[i].addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
                 }
@@ -249,6 +281,13 @@ mod tests {
                 expected.extend(s.filter(|r| r.len() <= limit).map(|_| port));
             }
             prop_assert_eq!(ports, expected);
+            // The runs hold exactly those datagrams, in order.
+            let frames: Vec<Vec<u8>> = b.frames().map(|d| d.to_vec()).collect();
+            let from_runs: Vec<Vec<u8>> = b
+                .runs_mut()
+                .flat_map(|(_, stride, r)| r.chunks(stride).map(<[u8]>::to_vec).collect::<Vec<_>>())
+                .collect();
+            prop_assert_eq!(from_runs, frames);
         }
     }
 

@@ -452,6 +452,39 @@ impl Link {
         full && self.flush()
     }
 
+    /// Sends `region` (datagrams of `stride` bytes, the last maybe shorter) to the peer
+    /// now as one GSO run; whether a refusal took the link down.
+    fn send_direct(&mut self, region: &[u8], stride: usize) -> bool {
+        let Io::Udp {
+            sock,
+            state,
+            peer: Some(peer),
+        } = &self.io
+        else {
+            return false;
+        };
+        let t = quinn_udp::Transmit {
+            destination: *peer,
+            ecn: None,
+            contents: region,
+            segment_size: Some(stride),
+            src_ip: None,
+        };
+        let r = state.try_send(sock.into(), &t);
+        let mut sent = Sent {
+            calls: 1,
+            ..Sent::default()
+        };
+        sent.record(region.len().div_ceil(stride), region.len(), &r);
+        if r.is_ok() && self.pcap.is_some() {
+            for d in region.chunks(stride) {
+                capture(&mut self.pcap, &self.name, d);
+            }
+        }
+        self.counters.sent(&sent);
+        sent.refused > 0 && self.live.refused(Instant::now())
+    }
+
     /// Sends what is queued; whether a refusal took the link down.
     fn flush(&mut self) -> bool {
         let Link {
@@ -696,6 +729,36 @@ impl Links {
             return;
         };
         if link.queue(None, frame, now) {
+            self.changed(iface);
+        }
+    }
+
+    /// Sends `region` on link `iface` to its peer as the run of datagrams it holds (all
+    /// `stride` bytes long but the last): a GRO run received, rewritten in place and
+    /// forwarded unchanged in length leaves as the run it came in as, without a copy. What
+    /// the link had queued goes first (order is kept). A TUN or emulated link, or a region
+    /// the socket cannot send as one run, takes the datagrams one by one through
+    /// [`send`](Links::send).
+    pub fn send_run(&mut self, iface: usize, region: &[u8], stride: usize, now: Instant) {
+        let Some(link) = self.links.get_mut(iface) else {
+            return;
+        };
+        let stride = stride.max(1);
+        let direct = matches!(link.io, Io::Udp { peer: Some(_), .. })
+            && link.emulator.is_none()
+            && region.len() > stride
+            && region.len() <= MAX_RUN_BYTES
+            && region.len().div_ceil(stride) <= link.max_segments();
+        let mut changed = false;
+        if direct {
+            changed |= link.flush();
+            changed |= link.send_direct(region, stride);
+        } else {
+            for d in region.chunks(stride) {
+                changed |= link.queue(None, d, now);
+            }
+        }
+        if changed {
             self.changed(iface);
         }
     }
