@@ -197,8 +197,8 @@ impl Router {
 
     /// The rest of a turn after the batch that woke the task: one more batch from each
     /// link that has one, pass after pass, until a pass finds nothing or `taken` reaches
-    /// [`ROUND`].
-    fn turn(&mut self, mut taken: usize, batch: &mut Batch, out: &mut [u8]) {
+    /// [`ROUND`]; whether it did.
+    fn turn(&mut self, mut taken: usize, batch: &mut Batch, out: &mut [u8]) -> bool {
         while taken < ROUND {
             let mut any = false;
             for i in 0..self.links.len() {
@@ -213,13 +213,14 @@ impl Router {
                     Err(_) => self.drain(out, StdInstant::now()),
                 }
                 if taken >= ROUND {
-                    return;
+                    return true;
                 }
             }
             if !any {
-                return;
+                return false;
             }
         }
+        true
     }
 
     /// Passes on link changes; sends what the node queued (and flushes every link's
@@ -285,18 +286,23 @@ impl Router {
             tokio::select! {
                 biased;
                 () = &mut shutdown => break,
-                iface = self.links.recv(&mut batch) => {
-                    self.batch(iface, &mut batch, &mut out);
-                    self.turn(batch.last().datagrams, &mut batch, &mut out);
-                }
-                () = sleep => {}
-                _ = flush.tick() => self.links.flush_captures(),
+                // Before the links: a flood must not hold up a scrape or the captures.
                 Some(r) = async {
                     match &mut scrapes {
                         Some(s) => s.next().await,
                         None => std::future::pending().await,
                     }
                 } => r.respond(metrics::snapshot(&self)),
+                _ = flush.tick() => self.links.flush_captures(),
+                iface = self.links.recv(&mut batch) => {
+                    self.batch(iface, &mut batch, &mut out);
+                    if self.turn(batch.last().datagrams, &mut batch, &mut out) {
+                        // A full turn: let the reactor, the timers and the metrics task
+                        // run before the next one.
+                        tokio::task::yield_now().await;
+                    }
+                }
+                () = sleep => {}
             }
             // Timers only when due: not once per batch of frames.
             let wall = StdInstant::now();

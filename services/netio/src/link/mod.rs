@@ -375,7 +375,7 @@ impl Link {
             match ready {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) => match self.read_batch(batch) {
+                Poll::Ready(Ok(())) => match self.read_batch(batch, false) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                     r => return Poll::Ready(r),
                 },
@@ -384,16 +384,26 @@ impl Link {
     }
 
     /// One batched receive if something waits (`WouldBlock` if not).
-    fn read_batch(&mut self, batch: &mut Batch) -> io::Result<Fill> {
+    ///
+    /// `direct`: ask the kernel even if tokio's cached readiness says nothing waits. The
+    /// reactor refreshes that readiness only when the task yields to the runtime, so a
+    /// task kept busy by one flooded link would otherwise not see the others for many
+    /// turns; a direct read costs one system call on an idle link. The wake-up path
+    /// (`poll_batch`) reads through the readiness, which it also clears.
+    fn read_batch(&mut self, batch: &mut Batch, direct: bool) -> io::Result<Fill> {
         let limit = self.limit();
         match &mut self.io {
             Io::Udp { sock, state, .. } => batch.fill_udp(limit, |slices, meta| {
                 let (sock, state) = (&*sock, &*state);
-                sock.try_io(tokio::io::Interest::READABLE, || {
+                if direct {
                     state.recv(sock.into(), slices, meta)
-                })
+                } else {
+                    sock.try_io(tokio::io::Interest::READABLE, || {
+                        state.recv(sock.into(), slices, meta)
+                    })
+                }
             }),
-            Io::Tun(t) => t.try_recv_batch(batch, limit),
+            Io::Tun(t) => t.try_recv_batch(batch, limit, direct),
         }
     }
 
@@ -699,7 +709,10 @@ impl Links {
     /// Receives one batch from link `iface` if anything waits (recvmmsg with GRO, or a TUN
     /// read split by its offload): what the kernel handed over and what was dropped; the
     /// frames are in [`Batch::frames`]. Call it for each link in turn to drain a busy
-    /// moment fairly: one batch per link per turn.
+    /// moment fairly: one batch per link per turn. It asks the kernel directly (one system
+    /// call on an idle link), not tokio's cached readiness, which a task kept busy would
+    /// not see refreshed; after a long turn, yield to the runtime
+    /// (`tokio::task::yield_now`) so timers and other tasks run.
     ///
     /// # Errors
     ///
@@ -710,7 +723,7 @@ impl Links {
             .links
             .get_mut(iface)
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        let r = link.read_batch(batch);
+        let r = link.read_batch(batch, true);
         if link.took(&r, batch) {
             self.changed(iface);
         }

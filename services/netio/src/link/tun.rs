@@ -65,7 +65,7 @@ pub fn open_tun(
 }
 
 /// [`open_tun`] with offload on or off: with it the device is read and written with a
-/// virtio-net header, TSO and USO on (see the [module docs](self)).
+/// virtio-net header, TSO and USO on: reads split super-packets, writes coalesce.
 ///
 /// # Errors
 ///
@@ -108,6 +108,26 @@ pub fn parse_cidr(s: &str) -> Result<(IpAddr, u8), String> {
     Ok((addr, len))
 }
 
+/// The capacity of each queued packet's buffer: a virtio-net header in front and room to
+/// coalesce a 64 KiB super-packet behind it. tun-rs's GRO appends a packet to another only
+/// while the buffer's capacity holds the result (`2 × header + length`, as wireguard-go's
+/// `coalesceTCPPackets`), without reallocating: buffers sized for one MTU never coalesce
+/// (every packet became its own write), and the capacity is also the only bound keeping a
+/// coalesced packet's 16-bit IP length from overflowing, so it must not exceed this (with
+/// the global allocator `Vec::with_capacity` gives exactly the capacity asked for).
+const OUT_CAPACITY: usize = 2 * VIRTIO_NET_HDR_LEN + 65_535;
+
+/// Puts `packet` into the queue buffer `b`, behind room for a virtio-net header.
+fn load(b: &mut Vec<u8>, packet: &[u8]) {
+    if b.capacity() > OUT_CAPACITY {
+        // Grown by an over-long packet: coalescing into it could pass 64 KiB.
+        *b = Vec::with_capacity(OUT_CAPACITY);
+    }
+    b.clear();
+    b.resize(VIRTIO_NET_HDR_LEN, 0);
+    b.extend_from_slice(packet);
+}
+
 /// A TUN device driven in batches: reads split super-packets, writes coalesce.
 pub(crate) struct TunIo {
     pub(crate) dev: tun_rs::AsyncDevice,
@@ -137,21 +157,30 @@ impl TunIo {
 
     /// One read, split into `batch`'s slots; packets over `limit` are counted, not handed
     /// on.
-    pub(crate) fn try_recv_batch(&mut self, batch: &mut Batch, limit: usize) -> io::Result<Fill> {
+    pub(crate) fn try_recv_batch(
+        &mut self,
+        batch: &mut Batch,
+        limit: usize,
+        direct: bool,
+    ) -> io::Result<Fill> {
         let (bufs, sizes) = batch.packet_slots();
-        let n = self.dev.try_recv_multiple(&mut self.original, bufs, sizes, 0)?;
+        let n = if direct {
+            // The non-blocking descriptor itself, not tokio's readiness (see `Link::read_batch`).
+            tun_rs::DeviceImpl::recv_multiple(&self.dev, &mut self.original, bufs, sizes, 0)?
+        } else {
+            self.dev
+                .try_recv_multiple(&mut self.original, bufs, sizes, 0)?
+        };
         Ok(batch.fill_packets(n, limit))
     }
 
     /// Queues `packet`; whether the queue is full and must be flushed now.
     pub(crate) fn push(&mut self, packet: &[u8]) -> bool {
         if self.queued == self.out.len() {
-            self.out.push(Vec::with_capacity(VIRTIO_NET_HDR_LEN + 1500));
+            self.out.push(Vec::with_capacity(OUT_CAPACITY));
         }
         if let Some(b) = self.out.get_mut(self.queued) {
-            b.clear();
-            b.resize(VIRTIO_NET_HDR_LEN, 0);
-            b.extend_from_slice(packet);
+            load(b, packet);
             self.queued += 1;
         }
         self.queued >= IDEAL_BATCH_SIZE
@@ -182,8 +211,9 @@ impl TunIo {
         } else {
             Vec::new()
         };
-        let r = tun_rs::DeviceImpl::send_multiple(&self.dev, &mut self.gro, bufs, VIRTIO_NET_HDR_LEN)
-            .map(|_| ());
+        let r =
+            tun_rs::DeviceImpl::send_multiple(&self.dev, &mut self.gro, bufs, VIRTIO_NET_HDR_LEN)
+                .map(|_| ());
         sent.calls += 1;
         if r.is_ok() {
             for c in &copies {
@@ -192,5 +222,82 @@ impl TunIo {
         }
         sent.record(n, bytes, &r);
         sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one's-complement sum of `data` added to `sum`, folded.
+    fn fold(mut sum: u32, data: &[u8]) -> u16 {
+        for c in data.chunks(2) {
+            sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum as u16
+    }
+
+    /// An IPv4 TCP segment (ACK only) of `payload` bytes at `seq`, checksums right.
+    fn segment(seq: u32, payload: usize) -> Vec<u8> {
+        let tcp_len = 20 + payload;
+        let mut p = vec![0u8; 20 + tcp_len];
+        let (src, dst) = ([10, 2, 0, 1], [10, 1, 0, 1]);
+        waist_ip::emit_header(&mut p, src.into(), dst.into(), 6, 63, tcp_len).unwrap();
+        let t = &mut p[20..];
+        t[0..2].copy_from_slice(&5201u16.to_be_bytes());
+        t[2..4].copy_from_slice(&40000u16.to_be_bytes());
+        t[4..8].copy_from_slice(&seq.to_be_bytes());
+        t[8..12].copy_from_slice(&7u32.to_be_bytes());
+        t[12] = 5 << 4;
+        t[13] = 0x10;
+        t[14..16].copy_from_slice(&512u16.to_be_bytes());
+        for (i, b) in t[20..].iter_mut().enumerate() {
+            *b = (seq as usize + i) as u8;
+        }
+        let mut pseudo = [src, dst].concat();
+        pseudo.extend([0, 6]);
+        pseudo.extend((tcp_len as u16).to_be_bytes());
+        let sum = !fold(u32::from(fold(0, &pseudo)), &p[20..]);
+        p[36..38].copy_from_slice(&sum.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn queued_segments_coalesce_into_super_packets_of_at_most_64_kib() {
+        // One flow's in-order segments, as a split super-packet is forwarded.
+        const N: usize = IDEAL_BATCH_SIZE;
+        const MSS: usize = 1448;
+        let mut bufs: Vec<Vec<u8>> = Vec::new();
+        for i in 0..N {
+            let mut b = Vec::with_capacity(OUT_CAPACITY);
+            load(&mut b, &segment(1000 + (i * MSS) as u32, MSS));
+            bufs.push(b);
+        }
+        GROTable::default()
+            .apply_gro(&mut bufs, VIRTIO_NET_HDR_LEN, true)
+            .unwrap();
+        // Coalesced heads grew; the packets they took stay as they were (not written).
+        let heads: Vec<&Vec<u8>> = bufs
+            .iter()
+            .filter(|b| b.len() > VIRTIO_NET_HDR_LEN + 40 + MSS)
+            .collect();
+        let payload: usize = heads
+            .iter()
+            .map(|b| b.len() - VIRTIO_NET_HDR_LEN - 40)
+            .sum();
+        assert_eq!(payload, N * MSS, "every segment went into a super-packet");
+        // 45 segments of 1448 fit 64 KiB: three writes instead of 128.
+        assert_eq!(heads.len(), N.div_ceil(65_495 / MSS));
+        for h in heads {
+            let ip = &h[VIRTIO_NET_HDR_LEN..];
+            assert!(ip.len() <= 65_535, "super-packet of {} bytes", ip.len());
+            assert_eq!(usize::from(u16::from_be_bytes([ip[2], ip[3]])), ip.len());
+            // The virtio-net header asks the kernel to segment at the MSS (TCPv4).
+            assert_eq!(h[1], 1, "gso_type TCPV4");
+            assert_eq!(usize::from(u16::from_le_bytes([h[4], h[5]])), MSS);
+        }
     }
 }
