@@ -233,7 +233,7 @@ impl Batch {
                 }
                 // Every full datagram is over the limit; only a shorter last one may fit.
                 let tail = region.get_mut((end - 1) / stride * stride..)?;
-                (tail.len() < stride && tail.len() <= limit).then(|| (slot.src, tail.len(), tail))
+                (tail.len() < stride && tail.len() <= limit).then_some((slot.src, tail.len(), tail))
             })
     }
 

@@ -213,3 +213,146 @@ async fn a_refused_link_goes_down_comes_up_when_heard_and_is_retried() {
         })
     );
 }
+
+/// A loopback socket for the tests below: quinn-udp sends with UDP GSO and receives with
+/// GRO on (non-blocking, on the test's runtime).
+fn gso_socket() -> (tokio::net::UdpSocket, quinn_udp::UdpSocketState) {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let state = quinn_udp::UdpSocketState::new((&s).into()).unwrap();
+    (tokio::net::UdpSocket::from_std(s).unwrap(), state)
+}
+
+/// Frame `seq` of sender `who`: `len` bytes, its first four `0x45, who, seq`, the rest a
+/// pattern of both.
+fn tagged(who: u8, seq: u16, len: usize) -> Vec<u8> {
+    let [s0, s1] = seq.to_be_bytes();
+    let mut f = vec![0x45, who, s0, s1];
+    f.extend((4..len).map(|i| (i as u8).wrapping_mul(who).wrapping_add(s1)));
+    f
+}
+
+#[tokio::test]
+async fn a_link_to_many_peers_splits_gso_bursts_by_source_and_answers_each() {
+    use std::time::Duration;
+    const BURSTS: u16 = 3;
+    const RUN: u16 = 8;
+    // One link to many peers (no `peer`), two senders with different frame lengths.
+    let local = free();
+    let mut links = Links::new();
+    let many = LinkSpec::Udp { local, peer: None };
+    let t0 = Instant::now();
+    let i = links
+        .add("many", &many, &LinkOptions::default(), t0)
+        .await
+        .unwrap();
+    assert_eq!(links.get(i).unwrap().peer(), None);
+    let senders = [(1u8, 300usize, gso_socket()), (2u8, 500usize, gso_socket())];
+    for (_, _, (_, state)) in &senders {
+        assert!(state.max_gso_segments() >= usize::from(RUN), "no UDP GSO");
+    }
+    // Each sender: BURSTS GSO bursts of RUN frames, the last of each burst shorter.
+    let mut expected: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    for b in 0..BURSTS {
+        for (who, len, (s, state)) in &senders {
+            let frames: Vec<Vec<u8>> = (0..RUN)
+                .map(|k| {
+                    let short = k == RUN - 1;
+                    tagged(*who, b * RUN + k, if short { len - 40 } else { *len })
+                })
+                .collect();
+            let contents = frames.concat();
+            let t = quinn_udp::Transmit {
+                destination: local,
+                ecn: None,
+                contents: &contents,
+                segment_size: Some(*len),
+                src_ip: None,
+            };
+            state.try_send(s.into(), &t).unwrap();
+            let from = s.local_addr().unwrap();
+            expected.extend(frames.into_iter().map(|f| (from, f)));
+        }
+    }
+    let total = expected.len();
+
+    // Every datagram arrives on its own, with its sender's address.
+    let mut batch = Batch::new();
+    let mut got: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    while got.len() < total {
+        let iface = tokio::time::timeout(Duration::from_secs(5), links.recv(&mut batch))
+            .await
+            .unwrap_or_else(|_| panic!("{} of {total} datagrams: {got:?}", got.len()));
+        assert_eq!(iface, i);
+        got.extend(batch.datagrams().map(|(src, d)| (src, d.to_vec())));
+    }
+    let by_sender = |v: &[(SocketAddr, Vec<u8>)], who: u8| -> Vec<(SocketAddr, Vec<u8>)> {
+        v.iter().filter(|(_, d)| d[1] == who).cloned().collect()
+    };
+    for (who, _, _) in &senders {
+        // Order is kept per sender; the two may interleave.
+        assert_eq!(by_sender(&got, *who), by_sender(&expected, *who));
+    }
+    assert_eq!(got.len(), total);
+    let c = links.get(i).unwrap().counters();
+    assert_eq!((c.rx_frames, c.rx_dropped()), (total as u64, 0), "{c:?}");
+    assert!(
+        c.rx_calls <= u64::from(2 * BURSTS),
+        "a burst is one GRO message: {c:?}"
+    );
+
+    // Answer each datagram to its source, the answer as long as the question: one GSO
+    // run per burst goes out.
+    for (src, d) in &got {
+        let mut answer = d.clone();
+        answer[0] = 0x46;
+        links.send_to(i, *src, &answer, Instant::now());
+    }
+    links.flush();
+    let c = links.get(i).unwrap().counters();
+    assert_eq!(c.tx_frames, total as u64, "{c:?}");
+    assert!(c.tx_calls < c.tx_frames, "{c:?}");
+    assert!(c.tx_calls <= u64::from(2 * BURSTS), "{c:?}");
+    assert_eq!((c.tx_full, c.tx_errors), (0, 0), "{c:?}");
+
+    // Each sender gets exactly its own answers (read with GRO: they came as runs).
+    for (who, _, (s, state)) in &senders {
+        let want: Vec<Vec<u8>> = by_sender(&expected, *who)
+            .into_iter()
+            .map(|(_, mut d)| {
+                d[0] = 0x46;
+                d
+            })
+            .collect();
+        let mut answers: Vec<Vec<u8>> = Vec::new();
+        let mut messages = 0;
+        let mut bufs = vec![vec![0u8; 65_536]; 8];
+        let mut meta = vec![quinn_udp::RecvMeta::default(); 8];
+        while answers.len() < want.len() {
+            let n = tokio::time::timeout(Duration::from_secs(5), async {
+                loop {
+                    s.readable().await.unwrap();
+                    let r = s.try_io(tokio::io::Interest::READABLE, || {
+                        let mut slices: Vec<io::IoSliceMut<'_>> =
+                            bufs.iter_mut().map(|b| io::IoSliceMut::new(b)).collect();
+                        state.recv(s.into(), &mut slices, &mut meta)
+                    });
+                    if let Ok(n) = r {
+                        break n;
+                    }
+                }
+            })
+            .await
+            .unwrap_or_else(|_| panic!("sender {who}: {} answers", answers.len()));
+            for (m, buf) in meta.iter().zip(&bufs).take(n) {
+                messages += 1;
+                assert_eq!(m.addr, local);
+                answers.extend(buf[..m.len].chunks(m.stride.max(1)).map(<[u8]>::to_vec));
+            }
+        }
+        assert_eq!(answers, want, "sender {who}");
+        assert!(
+            messages < answers.len(),
+            "sender {who}: answers came as GSO runs"
+        );
+    }
+}
