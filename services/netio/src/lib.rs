@@ -15,8 +15,6 @@
 //! * [`metrics`]: a Prometheus text endpoint (127.0.0.1 by default) that asks the core's
 //!   task for a fresh snapshot at each scrape — no shared state, no locks.
 //! * [`trace`]: tracing to stderr, filtered by `RUST_LOG`.
-//! * [`udp`]: an unconnected UDP socket for servers answering many peers: batched
-//!   receive with sources, GSO runs per peer ([`udp::Outbox`]).
 //! * [`shutdown`]: graceful shutdown on SIGINT/SIGTERM, awaited by every task.
 //!
 //! No protocol logic: a daemon hands frames to its core and sends what the core returns.
@@ -32,4 +30,3 @@ pub mod raw;
 pub mod scrape;
 pub mod shutdown;
 pub mod trace;
-pub mod udp;

@@ -6,10 +6,10 @@
 //!                                                 └─► body ─► Output::write_at(offset)
 //! ```
 //!
-//! With `--via UDPADDR` every datagram goes to that first hop (a waist router's link
-//! socket) and the URL's host is the server's inner address (`trickles://10.2.0.80/f`, the
-//! port optional); `--src` and `--bind` set the inner source and the local socket (see
-//! [`Hop`]).
+//! With `--via udp:LOCAL=PEER` every datagram goes from the local socket LOCAL to that
+//! first hop PEER (a waist router's link socket) and the URL's host is the server's inner
+//! address (`trickles://10.2.0.80/f`, the port optional); `--src` sets the inner source
+//! (see [`Hop`]; `--via PEER --bind LOCAL` is the older spelling).
 //!
 //! With `--parallel N` (N > 1) the first connection asks for the first
 //! [`FIRST_PART`] bytes; the `Content-Range` of its answer gives the file's length, and
@@ -576,7 +576,7 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
                     );
                 }
             }
-            None => link.drive().await?,
+            None => link.drive().await,
         }
     }
     let elapsed = started.elapsed();

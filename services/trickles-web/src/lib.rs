@@ -11,8 +11,8 @@
 //! * [`server`]: `trickles-web`: Trickles over IP-in-UDP or a TUN device.
 //! * [`tcp`]: the plain-TCP fallback serving the same directory.
 //! * [`options`]: the clients' shared options (servers, the first hop, emulation).
-//! * [`udp`]: the client side's link: one UDP socket to one or more replicas (failover,
-//!   spraying), or to the first hop of a waist router network (`--via`), with optional
+//! * [`udp`]: the client side's link: one UDP link to one or more replicas (failover,
+//!   spraying), or to the first hop of a waist router network (`--via udp:LOCAL=PEER`), with optional
 //!   emulation.
 //! * [`get`]: the downloader, `trickles-get`.
 //! * [`proxy`]: `trickles-proxy`, relaying TCP clients' GETs over Trickles.

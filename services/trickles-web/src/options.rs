@@ -1,12 +1,14 @@
 //! The command-line options trickles-get and trickles-proxy share: servers named by
-//! address ([`ServerAddr`]), the first hop through a network of waist routers ([`Hop`]),
-//! and the user-space emulation spec ([`parse_emulation`]).
+//! address ([`ServerAddr`]), the first hop through a network of waist routers ([`Hop`],
+//! [`Via`]: a link in the one notation, `udp:LOCAL=PEER`), and the user-space emulation
+//! spec ([`parse_emulation`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
 use anyhow::Context as _;
 use netio::config::EmulationConfig;
+use netio::link::LinkSpec;
 
 use crate::udp::{LinkConfig, PATH_MTU};
 
@@ -65,20 +67,73 @@ impl std::fmt::Display for ServerAddr {
     }
 }
 
+/// The first hop of a client behind waist routers: the link `udp:LOCAL=PEER` ([`LinkSpec`],
+/// the notation of every link) from the client's socket `LOCAL` (the router link's
+/// `peer`) to the router link's `local` address `PEER`. The older spelling, the router's
+/// address alone (`--via PEER`, with `--bind LOCAL` or any local port), is an alias.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Via {
+    /// The client's own socket, when given (`udp:LOCAL=PEER`).
+    pub local: Option<SocketAddr>,
+    /// Where every datagram goes: the router link's `local` address.
+    pub peer: SocketAddr,
+}
+
+impl FromStr for Via {
+    type Err = String;
+
+    /// `udp:LOCAL=PEER`, or `PEER` alone (`IP:PORT`, `[IPv6]:PORT`).
+    fn from_str(s: &str) -> Result<Via, String> {
+        if let Ok(peer) = s.parse::<SocketAddr>() {
+            return Ok(Via { local: None, peer });
+        }
+        match s.parse::<LinkSpec>() {
+            Ok(LinkSpec::Udp {
+                local,
+                peer: Some(peer),
+            }) => Ok(Via {
+                local: Some(local),
+                peer,
+            }),
+            Ok(LinkSpec::Udp { local, peer: None }) => Err(format!(
+                "`{s}` names only this end: udp:{local}=PEER, PEER the router link's address"
+            )),
+            Ok(LinkSpec::Tun { .. }) => Err(format!(
+                "`{s}`: the clients reach a router over UDP: udp:LOCAL=PEER"
+            )),
+            Err(e) if s.starts_with("udp:") => Err(e),
+            Err(_) => Err(format!(
+                "`{s}`: expected udp:LOCAL=PEER or the router link's UDP address"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Via {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.local {
+            Some(local) => write!(f, "udp:{local}={}", self.peer),
+            None => self.peer.fmt(f),
+        }
+    }
+}
+
 /// The first-hop options trickles-get and trickles-proxy share: how to reach the server
 /// through a network of waist routers instead of directly.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Hop {
-    /// Send every datagram to this UDP address (a waist router link's `local`) instead of
-    /// to the server's: the server address becomes the inner (IP-level) one, and the
-    /// routers deliver to it (one address; replicas sharing it are picked by the network).
-    #[arg(long, value_name = "UDPADDR")]
-    pub via: Option<SocketAddr>,
+    /// The first hop, a link `udp:LOCAL=PEER`: every datagram goes from this socket LOCAL
+    /// (the router link's `peer`) to PEER (the router link's `local`) instead of to the
+    /// server, whose address becomes the inner (IP-level) one, and the routers deliver to
+    /// it (one address; replicas sharing it are picked by the network). `--via PEER`
+    /// alone (with `--bind LOCAL`, or any local port) is the older spelling.
+    #[arg(long, value_name = "udp:LOCAL=PEER")]
+    pub via: Option<Via>,
     /// The inner source address (default: the local socket's IP).
     #[arg(long, value_name = "IP")]
     pub src: Option<IpAddr>,
     /// Bind the local UDP socket here (a router link's `peer` names it; default: any
-    /// port).
+    /// port). With `--via udp:LOCAL=PEER`, LOCAL says it.
     #[arg(long, value_name = "UDPADDR")]
     pub bind: Option<SocketAddr>,
 }
@@ -86,11 +141,13 @@ pub struct Hop {
 impl Hop {
     /// Checks the combination: with `--via` there is one inner server address (an
     /// anycast address: the routers pick the replica), so several servers or `--spray`
-    /// are refused with a message saying why. `servers` counts the servers named.
+    /// are refused with a message saying why, and the local socket is named once (by
+    /// `udp:LOCAL=PEER` or by `--bind`). `servers` counts the servers named.
     ///
     /// # Errors
     ///
-    /// `--via` with more than one server or with `--spray`.
+    /// `--via` with more than one server, with `--spray`, or `--via udp:LOCAL=PEER` with
+    /// `--bind`.
     pub fn check(&self, servers: usize, spray: bool) -> anyhow::Result<()> {
         let Some(via) = self.via else { return Ok(()) };
         if servers > 1 {
@@ -105,6 +162,13 @@ impl Hop {
                  one (the network picks the replica)"
             );
         }
+        if let (Some(_), Some(bind)) = (via.local, self.bind) {
+            anyhow::bail!(
+                "--via {via} names the local socket already: drop --bind {bind} (or write \
+                 --via {} --bind {bind})",
+                via.peer
+            );
+        }
         Ok(())
     }
 
@@ -114,12 +178,12 @@ impl Hop {
         let mut cfg = match self.via {
             Some(via) => LinkConfig {
                 server: Some(inner),
-                ..LinkConfig::new(vec![via])
+                ..LinkConfig::new(vec![via.peer])
             },
             None => LinkConfig::new(replicas),
         };
         cfg.source = self.src;
-        cfg.bind = self.bind;
+        cfg.bind = self.via.and_then(|v| v.local).or(self.bind);
         cfg
     }
 }
@@ -188,8 +252,43 @@ mod tests {
                 .contains("--spray")
         );
         let cfg = hop.link_config(Vec::new(), "10.2.0.80".parse().unwrap());
-        assert_eq!(cfg.replicas, vec![hop.via.unwrap()]);
+        assert_eq!(cfg.replicas, vec![hop.via.unwrap().peer]);
         assert_eq!(cfg.server, Some("10.2.0.80".parse().unwrap()));
         assert_eq!((cfg.source, cfg.bind), (hop.src, hop.bind));
+        // The one notation: udp:LOCAL=PEER says both sockets.
+        let link = Hop {
+            via: Some("udp:127.0.0.1:40002=127.0.0.1:40001".parse().unwrap()),
+            bind: None,
+            ..hop
+        };
+        assert!(link.check(1, false).is_ok());
+        let cfg = link.link_config(Vec::new(), "10.2.0.80".parse().unwrap());
+        assert_eq!(cfg.replicas, vec![hop.via.unwrap().peer]);
+        assert_eq!(cfg.bind, hop.bind);
+        let twice = Hop {
+            bind: hop.bind,
+            ..link
+        };
+        let e = twice.check(1, false).unwrap_err().to_string();
+        assert!(e.contains("--bind"), "{e}");
+    }
+
+    #[test]
+    fn via_spellings() {
+        let v: Via = "udp:127.0.0.1:40002=127.0.0.1:40001".parse().unwrap();
+        assert_eq!(v.local, Some("127.0.0.1:40002".parse().unwrap()));
+        assert_eq!(v.peer, "127.0.0.1:40001".parse().unwrap());
+        assert_eq!(v.to_string(), "udp:127.0.0.1:40002=127.0.0.1:40001");
+        let v: Via = "[::1]:9".parse().unwrap();
+        assert_eq!((v.local, v.to_string().as_str()), (None, "[::1]:9"));
+        for (bad, why) in [
+            ("udp:127.0.0.1:40002", "only this end"),
+            ("tun:tw0", "over UDP"),
+            ("udp:127.0.0.1:1=nowhere", "peer `nowhere`"),
+            ("router:1", "expected udp:LOCAL=PEER"),
+        ] {
+            let e = bad.parse::<Via>().unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 }

@@ -18,9 +18,9 @@
 //! must fit one SYN (the client's `max_request_data`, 1024 bytes); a longer one reaches
 //! the server cut and is answered 400 by it.
 //!
-//! With `--via UDPADDR` the link's datagrams go to that first hop (a waist router's link
-//! socket) and `--server` names the server's inner address (`10.2.0.80`, one only: the
-//! routers pick among replicas sharing it); see [`Hop`].
+//! With `--via udp:LOCAL=PEER` the link's datagrams go from LOCAL to that first hop PEER
+//! (a waist router's link socket) and `--server` names the server's inner address
+//! (`10.2.0.80`, one only: the routers pick among replicas sharing it); see [`Hop`].
 //!
 //! Relayed data waits in unbounded channels: a TCP client that reads slowly costs memory
 //! (at most the bodies it asked for), never the other clients' progress.
@@ -201,7 +201,7 @@ async fn link_task(
                     }
                 }
             }
-            r = link.drive() => r.context("the UDP link failed")?,
+            () = link.drive() => {}
         }
         relay(&mut link, &mut conns, &mut buf, &stats);
     }

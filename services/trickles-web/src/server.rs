@@ -1,6 +1,16 @@
 //! `trickles-web`: one task owns a [`Service`] running [`HttpApp`] over the served
-//! directory, and `select!`s over its link (IP-in-UDP, or a TUN device), the key rotation
-//! timer, metrics scrapes and shutdown.
+//! directory, and `select!`s over its one link (IP-in-UDP, or a TUN device), the key
+//! rotation timer, the capture's flush, metrics scrapes and shutdown.
+//!
+//! ```text
+//!  Links::recv ─► Batch::datagrams (source, packet) ─► Service::handle_packet
+//!  Service::serve ─► (packet, source) ─► Links::send_to (UDP) / Links::send (TUN) ─► flush
+//! ```
+//!
+//! The link is `netio`'s ([`Links`], spelled as a [`LinkSpec`]): one batched receive
+//! (recvmmsg with GRO, or a TUN read split by its offload) per batch, the answers to one
+//! batch queued and flushed together (GSO runs of equal-size responses to one client, or
+//! coalesced TUN writes), counters with drops by reason, and the capture.
 //!
 //! * **UDP** (`--listen udp:ADDR`, no root): every datagram is one whole IP packet; each
 //!   event remembers the datagram's source ([`Service`]'s `P`), and its responses go back
@@ -11,7 +21,7 @@
 //!   each datagram's source. Replicas given the same address and key file are one
 //!   anycast service.
 //! * **TUN** (`--listen tun:NAME`, root): the paper's deployment; Trickles packets are
-//!   real IP packets the kernel routes to and from the device.
+//!   real IP packets the kernel routes to and from the device (with offload).
 //!
 //! The clock the core sees is wall-clock microseconds since the Unix epoch, so
 //! continuations issued by one process are fresh for another (a replica, a restart) on a
@@ -22,12 +32,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use netio::link::Batch;
+use netio::link::{Batch, LinkOptions, LinkSpec, Links};
 use netio::metrics::{Sample, ScrapeRequests};
-use netio::pcap::PcapWriter;
-use netio::udp::{Outbox, UdpIo};
 use trickles::app::http::HttpApp;
 use trickles::app::{Service, ServiceStats};
 use trickles::conn::Addr;
@@ -38,50 +46,38 @@ use crate::keys::Keys;
 use crate::store::FileStore;
 use crate::tcp::TcpStats;
 
-/// Most packets read in one go before the application answers them.
-const BATCH: usize = 64;
+/// Batches taken from the link in one turn (each answered and flushed before the next)
+/// before the timers, scrapes and shutdown get their look.
+const TURN: usize = 16;
 
-/// Socket buffer sizes asked for (the kernel caps them at `net.core.*mem_max`).
-const SOCKET_BUFFER: usize = 4 << 20;
+/// The link's name: its capture is `DIR/trickles-web.pcap` ([`Links::capture`] names it
+/// `CAPTURE_PREFIX-LINK.pcap`), its metrics are labelled `link="web"`.
+pub const LINK: &str = "web";
 
-/// Where Trickles packets come and go.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Listen {
-    /// IP-in-UDP on this address.
-    Udp(SocketAddr),
-    /// A TUN device of this name with these addresses (address, prefix length).
-    Tun {
-        /// The device's name.
-        name: String,
-        /// Its addresses.
-        addresses: Vec<(IpAddr, u8)>,
-    },
-}
+/// What [`Links::capture`] puts in front of the link's name.
+pub const CAPTURE_PREFIX: &str = "trickles";
 
-impl std::str::FromStr for Listen {
-    type Err = String;
+/// The one interface of the server's [`Links`].
+const IFACE: usize = 0;
 
-    /// `udp:ADDR` or `tun:NAME[,CIDR…]` (`tun:tw0,10.9.0.1/24`).
-    fn from_str(s: &str) -> Result<Listen, String> {
-        if let Some(a) = s.strip_prefix("udp:") {
-            return a
-                .parse()
-                .map(Listen::Udp)
-                .map_err(|e| format!("udp:{a}: {e}"));
-        }
-        if let Some(rest) = s.strip_prefix("tun:") {
-            let mut parts = rest.split(',');
-            let name = parts.next().unwrap_or_default().to_string();
-            if name.is_empty() {
-                return Err("tun: needs a device name".into());
-            }
-            let addresses = parts
-                .map(netio::link::parse_cidr)
-                .collect::<Result<Vec<_>, _>>()?;
-            return Ok(Listen::Tun { name, addresses });
-        }
-        Err(format!("`{s}`: expected udp:ADDR or tun:NAME[,CIDR]"))
+/// Reads `--listen`: `udp:ADDR` or `tun:NAME[,CIDR…]` ([`LinkSpec`]); a server answers
+/// many peers, so `udp:LOCAL=PEER` is refused.
+///
+/// # Errors
+///
+/// What is wrong with `s`.
+pub fn parse_listen(s: &str) -> Result<LinkSpec, String> {
+    let spec: LinkSpec = s.parse()?;
+    if let LinkSpec::Udp {
+        local,
+        peer: Some(_),
+    } = &spec
+    {
+        return Err(format!(
+            "`{s}`: a server answers many peers, so its link has no =PEER: udp:{local}"
+        ));
     }
+    Ok(spec)
 }
 
 /// Everything the server is started with.
@@ -91,8 +87,8 @@ pub struct Options {
     pub root: PathBuf,
     /// The key file (created when missing).
     pub keys: PathBuf,
-    /// The Trickles link.
-    pub listen: Listen,
+    /// The Trickles link: `udp:ADDR` or `tun:NAME[,CIDR…]` ([`parse_listen`]).
+    pub listen: LinkSpec,
     /// Also serve over plain TCP here.
     pub tcp: Option<SocketAddr>,
     /// Serve Prometheus metrics here.
@@ -145,22 +141,18 @@ impl std::fmt::Display for Bound {
     }
 }
 
-enum Io {
-    /// The socket, its receive buffers and the GSO runs being built.
-    Udp(Box<(UdpIo, Batch, Outbox)>),
-    Tun(netio::link::AsyncDevice),
-}
-
 /// The running server: its core and its link.
 pub struct Web {
     service: Service<HttpApp<FileStore>, Option<SocketAddr>>,
     keys: Keys,
     period: u64,
-    io: Io,
-    pcap: Option<PcapWriter>,
+    /// The one link ([`IFACE`]).
+    links: Links,
+    /// Its receive buffers.
+    batch: Batch,
+    /// A TUN link: the datagrams' sources mean nothing, answers go to the kernel.
+    tun: bool,
     tcp: Arc<TcpStats>,
-    /// Datagrams or packets that could not be sent (socket full or error).
-    send_errors: u64,
     /// Key rotations done.
     rotations: u64,
 }
@@ -173,11 +165,13 @@ fn now_us() -> u64 {
 }
 
 impl Web {
-    /// Opens the store, the keys and the link; `tcp` are the fallback's counters.
+    /// Opens the store, the keys and the link (and its capture); `tcp` are the fallback's
+    /// counters. Returns the server and its UDP address, if it listens on UDP.
     ///
     /// # Errors
     ///
-    /// A bad root, an unreadable key file, a link that cannot be opened.
+    /// A bad root, an unreadable key file, a `udp:LOCAL=PEER` listen spec, a link that
+    /// cannot be opened, a capture that cannot be created.
     pub async fn open(
         opts: &Options,
         store: FileStore,
@@ -185,38 +179,49 @@ impl Web {
     ) -> anyhow::Result<(Web, Option<SocketAddr>)> {
         let keys = Keys::load_or_create(&opts.keys, opts.rotate)?;
         let period = keys.period_at(SystemTime::now());
-        let (io, udp, server_addr, mtu) = match &opts.listen {
-            Listen::Udp(a) => {
-                let served = opts.address.unwrap_or(a.ip());
-                let s = UdpIo::bind(*a, SOCKET_BUFFER)
-                    .map_err(|e| anyhow::anyhow!("--listen udp:{a}: {e}"))?;
-                let local = s.local_addr()?;
-                let overhead = if a.is_ipv4() {
+        let (server_addr, mtu) = match &opts.listen {
+            LinkSpec::Udp {
+                local,
+                peer: Some(p),
+            } => anyhow::bail!(
+                "--listen udp:{local}={p}: a server answers many peers, so its link has no \
+                 =PEER: udp:{local}"
+            ),
+            LinkSpec::Udp { local, peer: None } => {
+                let overhead = if local.is_ipv4() {
                     trickles::ip::UDP_TUNNEL_OVERHEAD_V4
                 } else {
                     trickles::ip::UDP_TUNNEL_OVERHEAD_V6
                 };
                 (
-                    Io::Udp(Box::new((s, Batch::new(), Outbox::new()))),
-                    Some(local),
-                    Addr::from(served),
+                    Addr::from(opts.address.unwrap_or(local.ip())),
                     opts.mtu.saturating_sub(overhead),
                 )
             }
-            Listen::Tun { name, addresses } => {
+            LinkSpec::Tun { addresses, .. } => {
                 if let Some(a) = opts.address {
                     anyhow::bail!(
                         "--address {a} is for udp: links (a TUN device serves the addresses \
                          of tun:NAME,CIDR)"
                     );
                 }
-                let d = netio::link::open_tun(name, addresses, usize::from(opts.mtu))?;
                 let addr = addresses
                     .first()
                     .map_or(Addr::V4([0; 4]), |(a, _)| Addr::from(*a));
-                (Io::Tun(d), None, addr, opts.mtu)
+                (addr, opts.mtu)
             }
         };
+        let tun = matches!(opts.listen, LinkSpec::Tun { .. });
+        let mut links = Links::new();
+        let options = LinkOptions {
+            mtu: usize::from(opts.mtu),
+            ..LinkOptions::default()
+        };
+        links
+            .add(LINK, &opts.listen, &options, Instant::now())
+            .await
+            .map_err(|e| anyhow::anyhow!("--listen {}: {e}", opts.listen))?;
+        let udp = links.get(IFACE).and_then(netio::link::Link::local_addr);
         let mut cfg = ServerConfig::new(keys.key_config(period));
         cfg.mss = trickles::ip::mss_for_mtu(mtu, &server_addr);
         if cfg.mss == 0 {
@@ -225,95 +230,63 @@ impl Web {
         let app = HttpApp::new(&keys.ucont_key(), store);
         let mut service = Service::new(Server::new(cfg), app, opts.queue);
         service.serve_only(opts.address.map(Addr::from));
-        let pcap = match &opts.pcap {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)?;
-                Some(PcapWriter::create(&dir.join("trickles-web.pcap"))?)
-            }
-            None => None,
-        };
-        tracing::info!(root = %opts.root.display(), mss = cfg.mss, period, address = ?opts.address, "serving");
+        if let Some(dir) = &opts.pcap {
+            std::fs::create_dir_all(dir)?;
+            links.capture(dir, CAPTURE_PREFIX)?;
+        }
+        tracing::info!(root = %opts.root.display(), mss = cfg.mss, period, address = ?opts.address, link = %opts.listen, "serving");
         Ok((
             Web {
                 service,
                 keys,
                 period,
-                io,
-                pcap,
+                links,
+                batch: Batch::new(),
+                tun,
                 tcp,
-                send_errors: 0,
                 rotations: 0,
             },
             udp,
         ))
     }
 
-    fn capture(pcap: &mut Option<PcapWriter>, packet: &[u8]) {
-        if let Some(p) = pcap
-            && let Err(e) = p.write(SystemTime::now(), packet)
-        {
-            tracing::warn!("pcap capture stopped: {e}");
-            *pcap = None;
-        }
-    }
-
-    /// Reads what the link has ready (a batch of datagrams, or up to [`BATCH`] packets
-    /// from TUN), then answers: over UDP, each run of equal-size responses to one client
-    /// leaves in one GSO send.
-    fn drain(&mut self, buf: &mut [u8]) {
+    /// Answers the batch just received: hands each packet to the core (with its source,
+    /// over UDP), queues everything the core answers for its destination and flushes the
+    /// link once (over UDP each run of equal-size responses to one client leaves in one
+    /// GSO send).
+    fn answer(&mut self) {
         let now = now_us();
+        let t = Instant::now();
         let Web {
-            io,
             service,
-            pcap,
-            send_errors,
+            links,
+            batch,
+            tun,
             ..
         } = self;
-        match io {
-            Io::Udp(udp) => {
-                let (sock, batch, outbox) = &mut **udp;
-                if sock.try_recv_batch(batch).is_ok() {
-                    for (peer, packet) in batch.datagrams() {
-                        Self::capture(pcap, packet);
-                        if let Err(e) = service.handle_packet(now, packet, Some(peer)) {
-                            tracing::trace!(%peer, "refused: {e}");
-                        }
-                    }
-                }
-                let dropped = sock.counters().tx_dropped;
-                service.serve(&mut |packet, peer| {
-                    if let Some(peer) = peer {
-                        Self::capture(pcap, packet);
-                        outbox.push(sock, peer, packet);
-                    }
-                });
-                outbox.flush(sock);
-                *send_errors += sock.counters().tx_dropped - dropped;
-            }
-            Io::Tun(d) => {
-                for _ in 0..BATCH {
-                    let Ok(n) = d.try_recv(buf) else { break };
-                    let packet = buf.get(..n).unwrap_or_default();
-                    Self::capture(pcap, packet);
-                    if let Err(e) = service.handle_packet(now, packet, None) {
-                        tracing::trace!("refused: {e}");
-                    }
-                }
-                service.serve(&mut |packet, _| {
-                    if d.try_send(packet).is_ok() {
-                        Self::capture(pcap, packet);
-                    } else {
-                        *send_errors += 1;
-                    }
-                });
+        for (src, packet) in batch.datagrams() {
+            let peer = (!*tun).then_some(src);
+            if let Err(e) = service.handle_packet(now, packet, peer) {
+                tracing::trace!(?peer, "refused: {e}");
             }
         }
+        service.serve(&mut |packet, peer| match peer {
+            Some(peer) => links.send_to(IFACE, peer, packet, t),
+            None => links.send(IFACE, packet, t),
+        });
+        links.flush();
     }
 
-    async fn readable(&self) -> std::io::Result<()> {
-        match &self.io {
-            Io::Udp(u) => u.0.readable().await,
-            Io::Tun(d) => d.readable().await,
+    /// One turn after [`Links::recv`] filled the batch: answers it, then up to [`TURN`]
+    /// − 1 more batches the link has ready, each answered and flushed before the next.
+    fn turn(&mut self) {
+        self.answer();
+        for _ in 1..TURN {
+            if self.links.try_recv_batch(IFACE, &mut self.batch).is_err() {
+                // Nothing waits (`WouldBlock`), or an error the link counted.
+                break;
+            }
+            self.answer();
         }
     }
 
@@ -339,18 +312,21 @@ impl Web {
         }
     }
 
-    /// Serves until `shutdown` completes, answering scrapes from `scrapes`.
+    /// Serves until `shutdown` completes, answering scrapes from `scrapes`; flushes the
+    /// capture every second and at the end.
     ///
     /// # Errors
     ///
-    /// The link fails.
+    /// None yet: link errors are counted, not fatal.
     pub async fn run(
         &mut self,
         shutdown: impl Future<Output = ()>,
         mut scrapes: Option<ScrapeRequests>,
     ) -> anyhow::Result<ServiceStats> {
         tokio::pin!(shutdown);
-        let mut buf = vec![0u8; 65_536];
+        let capturing = self.links.captures().next().is_some();
+        let mut flush_captures = tokio::time::interval(Duration::from_secs(1));
+        flush_captures.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let until = self
                 .keys
@@ -359,11 +335,9 @@ impl Web {
                 .unwrap_or_default();
             tokio::select! {
                 () = &mut shutdown => break,
-                r = self.readable() => {
-                    r?;
-                    self.drain(&mut buf);
-                }
+                _ = self.links.recv(&mut self.batch) => self.turn(),
                 () = tokio::time::sleep(until) => self.rotate_if_due(),
+                _ = flush_captures.tick(), if capturing => self.links.flush_captures(),
                 Some(r) = async {
                     match scrapes.as_mut() {
                         Some(s) => s.next().await,
@@ -372,9 +346,7 @@ impl Web {
                 } => r.respond(self.snapshot()),
             }
         }
-        if let Some(p) = &mut self.pcap {
-            let _ = p.flush();
-        }
+        self.links.flush_captures();
         Ok(self.service.stats())
     }
 
@@ -388,6 +360,14 @@ impl Web {
         let s = self.service.stats();
         let h = self.service.app().stats();
         let r = s.rejected;
+        let send_errors: u64 = self
+            .links
+            .iter()
+            .map(|l| {
+                let c = l.counters();
+                c.tx_full + c.tx_errors + c.refused
+            })
+            .sum();
         let mut out = vec![
             Sample::counter(
                 "trickles_packets",
@@ -416,8 +396,8 @@ impl Web {
             ),
             Sample::counter(
                 "trickles_send_errors",
-                "Response packets the link could not send",
-                self.send_errors as f64,
+                "Response packets the link could not send (socket full, refused, errors)",
+                send_errors as f64,
             ),
             Sample::counter(
                 "trickles_key_rotations",
@@ -512,6 +492,35 @@ impl Web {
                     .with_label("reason", reason),
             );
         }
+        for link in self.links.iter() {
+            out.extend(link.samples("trickles"));
+        }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_specs() {
+        assert_eq!(
+            parse_listen("udp:127.0.0.1:7700").unwrap(),
+            LinkSpec::Udp {
+                local: "127.0.0.1:7700".parse().unwrap(),
+                peer: None
+            }
+        );
+        assert!(matches!(
+            parse_listen("tun:tw0,10.9.0.1/24").unwrap(),
+            LinkSpec::Tun { device, addresses } if device == "tw0" && addresses.len() == 1
+        ));
+        let e = parse_listen("udp:127.0.0.1:1=127.0.0.1:2").unwrap_err();
+        assert!(
+            e.contains("many peers") && e.contains("udp:127.0.0.1:1"),
+            "{e}"
+        );
+        assert!(parse_listen("127.0.0.1:1").is_err());
     }
 }

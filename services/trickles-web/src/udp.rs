@@ -1,12 +1,18 @@
-//! The client side's link: one UDP socket to one or more replicas of a Trickles server,
+//! The client side's link: one UDP link to one or more replicas of a Trickles server,
 //! carrying one whole IP packet per datagram, and the [`Demux`] of the client's
 //! connections behind it.
 //!
 //! ```text
-//!   Demux::poll_transmit ─► [emulated loss/delay] ─► replica (failover or spray) ─► UDP
-//!   UDP ─► count per replica ─► [emulated loss/delay] ─► Demux::handle_packet
+//!   Demux::poll_transmit ─► [emulated loss/delay] ─► replica (failover or spray)
+//!       ─► Links::send_to ─► Links::flush (GSO runs, sendmmsg)
+//!   Links::recv (recvmmsg + GRO) ─► Batch::datagrams ─► count per replica
+//!       ─► [emulated loss/delay] ─► Demux::handle_packet
 //!   tokio clock (µs since the link was made) ─► Demux::poll_timeout / handle_timeout
 //! ```
+//!
+//! The datagrams go through `netio`'s link layer ([`Links`], one UDP link to many peers,
+//! `udp:LOCAL`); which replica each one goes to, and failing over, are this client's
+//! policy and live here.
 //!
 //! Every connection names the **first** replica's IP address as its server, whichever
 //! replica a packet goes to: the continuations' MACs bind the inner addresses, and the
@@ -39,12 +45,11 @@
 //! let mut link = Link::bind(LinkConfig::new(vec!["127.0.0.1:8000".parse()?])).await?;
 //! let id = link.open(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")?;
 //! while !link.demux().get(id).is_some_and(|c| c.is_complete()) {
-//!     link.drive().await?;
+//!     link.drive().await;
 //! }
 //! # Ok(()) }
 //! ```
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
@@ -53,8 +58,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use netio::config::EmulationConfig;
 use netio::emulate::Emulator;
-use netio::link::Batch;
-use netio::udp::{Outbox, UdpIo};
+use netio::link::{Batch, LinkCounters, LinkOptions, LinkSpec, Links};
 use tokio::time::Sleep;
 use trickles::client::{ClientConfig, ConnId, Demux, DemuxError};
 use trickles::conn::Addr;
@@ -66,7 +70,7 @@ pub const SERVER_PORT: u16 = 80;
 /// The MTU of the path the datagrams take (Ethernet's).
 pub const PATH_MTU: u16 = 1500;
 
-pub use crate::options::{Hop, ServerAddr, parse_emulation};
+pub use crate::options::{Hop, ServerAddr, Via, parse_emulation};
 
 /// Default silence before failing over.
 pub const DEFAULT_FAILOVER: Duration = Duration::from_millis(300);
@@ -75,8 +79,8 @@ pub const DEFAULT_FAILOVER: Duration = Duration::from_millis(300);
 /// GRO run), so timers and sends keep their turn.
 const RECV_BATCH: usize = 16;
 
-/// Socket buffers asked for (the kernel caps them at `net.core.{r,w}mem_max`).
-const SOCKET_BUFFER: usize = 4 << 20;
+/// The one interface of a client's [`Links`].
+const IFACE: usize = 0;
 
 /// Which replica each packet goes to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -162,11 +166,10 @@ impl LinkStats {
 
 /// The client's UDP link and its connections; see the module docs.
 pub struct Link {
-    socket: UdpIo,
+    /// One UDP link to many peers ([`IFACE`]).
+    links: Links,
     /// Receive buffers (recvmmsg slots, each possibly a GRO run).
     batch: Batch,
-    /// Requests being cut into GSO runs.
-    outbox: Outbox,
     demux: Demux,
     server: Addr,
     replicas: Vec<SocketAddr>,
@@ -180,8 +183,6 @@ pub struct Link {
     /// The first datagram sent since the last one received or the last failover: silence
     /// is measured from it.
     awaiting: Option<Instant>,
-    /// Datagrams ready for the socket, oldest first.
-    outgoing: VecDeque<Vec<u8>>,
     emu_out: Option<Emulator>,
     emu_in: Option<Emulator>,
     sleep: Pin<Box<Sleep>>,
@@ -225,10 +226,15 @@ pub fn client_config(server: &Addr) -> ClientConfig {
 }
 
 impl Link {
-    /// Binds a socket ([`LinkConfig::bind`], or the local IP address that reaches the
-    /// first replica, any port) and makes an empty [`Demux`] seeded from the operating
-    /// system, naming [`LinkConfig::server`] and [`LinkConfig::source`] (or the sockets'
-    /// addresses) as the inner addresses.
+    /// Opens its UDP link `udp:LOCAL` ([`LinkConfig::bind`], or the local IP address that
+    /// reaches the first replica, any port) and makes an empty [`Demux`] seeded from the
+    /// operating system, naming [`LinkConfig::server`] and [`LinkConfig::source`] (or the
+    /// sockets' addresses) as the inner addresses.
+    ///
+    /// # Errors
+    ///
+    /// No replica, replicas or `bind` of mixed IP versions, an address that cannot be
+    /// bound, a bad emulation spec, no randomness.
     pub async fn bind(cfg: LinkConfig) -> anyhow::Result<Link> {
         let first = *cfg
             .replicas
@@ -248,9 +254,26 @@ impl Link {
                 0,
             ),
         };
-        let socket = UdpIo::bind(bind, SOCKET_BUFFER)
+        let start = Instant::now();
+        let mut links = Links::new();
+        // No MTU of our own: a datagram is taken whatever its length, as a socket would.
+        let options = LinkOptions {
+            mtu: usize::from(u16::MAX),
+            ..LinkOptions::default()
+        };
+        let spec = LinkSpec::Udp {
+            local: bind,
+            peer: None,
+        };
+        links
+            .add("trickles", &spec, &options, start)
+            .await
             .with_context(|| format!("binding a UDP socket on {bind}"))?;
-        let local_ip = match socket.local_addr()?.ip() {
+        let local = links
+            .get(IFACE)
+            .and_then(netio::link::Link::local_addr)
+            .with_context(|| format!("no local address after binding {bind}"))?;
+        let local_ip = match local.ip() {
             ip if ip.is_unspecified() => local_ip_towards(first)
                 .with_context(|| format!("no local address reaches {first}"))?,
             ip => ip,
@@ -270,7 +293,6 @@ impl Link {
             Addr::from(source_ip),
             u64::from_le_bytes(seed),
         );
-        let start = Instant::now();
         let (emu_out, emu_in) = match &cfg.emulation {
             Some(e) => {
                 let model = e
@@ -286,9 +308,8 @@ impl Link {
         };
         let n = cfg.replicas.len();
         Ok(Link {
-            socket,
+            links,
             batch: Batch::new(),
-            outbox: Outbox::new(),
             demux,
             server,
             replicas: cfg.replicas,
@@ -298,7 +319,6 @@ impl Link {
             next_spray: 0,
             start,
             awaiting: None,
-            outgoing: VecDeque::new(),
             emu_out,
             emu_in,
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
@@ -345,10 +365,26 @@ impl Link {
         &self.replicas
     }
 
+    /// What the UDP link counted: datagrams and system calls each way, receive drops by
+    /// reason, sends the socket refused.
+    pub fn counters(&self) -> LinkCounters {
+        self.links
+            .get(IFACE)
+            .map(netio::link::Link::counters)
+            .unwrap_or_default()
+    }
+
     /// The socket's local address (its IP is every connection's client address unless
     /// [`LinkConfig::source`] says otherwise).
+    ///
+    /// # Errors
+    ///
+    /// None once bound (`NotConnected` if the link had no address).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.socket.local_addr()
+        self.links
+            .get(IFACE)
+            .and_then(netio::link::Link::local_addr)
+            .ok_or_else(|| io::ErrorKind::NotConnected.into())
     }
 
     /// The inner server address every connection names.
@@ -368,25 +404,33 @@ impl Link {
         self.pump(Instant::now());
     }
 
-    /// One step of the driver: sends what is ready, waits for a datagram, a timer or room
-    /// in the socket, then handles what came. Returns after anything happened (read the
-    /// connections then). Cancel-safe: cancelled while waiting, it loses nothing.
-    pub async fn drive(&mut self) -> io::Result<()> {
+    /// One step of the driver: sends what is ready, waits for a batch of datagrams or a
+    /// timer, then handles what came (and what else the link has ready, a bounded number
+    /// of batches). Returns after anything happened (read the connections then).
+    /// Cancel-safe: cancelled while waiting, it loses nothing (a batch is taken only when
+    /// it is handled). Receive and send errors are counted ([`Link::counters`]), not
+    /// returned.
+    pub async fn drive(&mut self) {
         self.pump(Instant::now());
         let deadline = self.deadline();
         if let Some(d) = deadline {
             self.sleep.as_mut().reset(d.into());
         }
-        let wants_room = !self.outgoing.is_empty();
-        let Link { socket, sleep, .. } = self;
-        tokio::select! {
-            r = socket.readable() => r?,
-            r = socket.writable(), if wants_room => r?,
-            () = sleep.as_mut(), if deadline.is_some() => {}
+        let Link {
+            links,
+            batch,
+            sleep,
+            ..
+        } = self;
+        let received = tokio::select! {
+            _ = links.recv(batch) => true,
+            () = sleep.as_mut(), if deadline.is_some() => false,
+        };
+        if received {
+            self.take();
+            self.receive(RECV_BATCH - 1);
         }
-        self.receive();
         self.pump(Instant::now());
-        Ok(())
     }
 
     /// The earliest of the connections' timers, the emulation's next delivery and the
@@ -416,34 +460,49 @@ impl Link {
             })
     }
 
-    /// Takes every datagram waiting in the socket (at most [`RECV_BATCH`] receive calls,
-    /// each a batch of datagrams).
-    fn receive(&mut self) {
-        for _ in 0..RECV_BATCH {
-            match self.socket.try_recv_batch(&mut self.batch) {
-                Ok(_) => {}
+    /// Takes up to `calls` more batches the link has ready (each one receive call).
+    fn receive(&mut self, calls: usize) {
+        for _ in 0..calls {
+            match self.links.try_recv_batch(IFACE, &mut self.batch) {
+                Ok(_) => self.take(),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
-                    // ICMP errors from earlier sends and the like: nothing to receive.
+                    // Counted by the link; nothing more to receive now.
                     tracing::debug!(error = %e, "receive failed");
                     return;
                 }
             }
-            let now = Instant::now();
-            let now_us = self.now_us(now);
-            for (from, datagram) in self.batch.datagrams() {
-                let Some(i) = self.replicas.iter().position(|r| *r == from) else {
-                    self.stats.strangers += 1;
-                    continue;
-                };
-                self.stats.received[i] += 1;
-                self.awaiting = None;
-                match &mut self.emu_in {
-                    Some(e) => e.send(now, datagram),
-                    None => {
-                        if self.demux.handle_packet(now_us, datagram).is_err() {
-                            self.stats.refused += 1;
-                        }
+        }
+    }
+
+    /// Hands the datagrams of the batch just received to the connections (through the
+    /// emulation, if any), counting them per replica.
+    fn take(&mut self) {
+        let now = Instant::now();
+        let now_us = self.now_us(now);
+        let Link {
+            batch,
+            replicas,
+            stats,
+            awaiting,
+            emu_in,
+            demux,
+            ..
+        } = self;
+        for (from, datagram) in batch.datagrams() {
+            let Some(i) = replicas.iter().position(|r| *r == from) else {
+                stats.strangers += 1;
+                continue;
+            };
+            if let Some(n) = stats.received.get_mut(i) {
+                *n += 1;
+            }
+            *awaiting = None;
+            match emu_in {
+                Some(e) => e.send(now, datagram),
+                None => {
+                    if demux.handle_packet(now_us, datagram).is_err() {
+                        stats.refused += 1;
                     }
                 }
             }
@@ -451,8 +510,8 @@ impl Link {
     }
 
     /// Everything that does not wait: emulated arrivals, due timers, failover, the
-    /// connections' packets into the emulation or the send queue, and the send queue into
-    /// the socket.
+    /// connections' packets into the emulation or the link's send queue, and the queue
+    /// flushed.
     fn pump(&mut self, now: Instant) {
         let now_us = self.now_us(now);
         if let Some(e) = &mut self.emu_in {
@@ -475,42 +534,46 @@ impl Link {
             self.awaiting = None;
             tracing::info!(replica = %self.replicas[self.current], "failing over");
         }
+        let dropped = self.dropped();
         while let Some((_, packet)) = self.demux.poll_transmit() {
             match &mut self.emu_out {
                 Some(e) => e.send(now, &packet),
-                None => self.outgoing.push_back(packet),
+                None => self.send(&packet, now),
             }
         }
-        if let Some(e) = &mut self.emu_out {
-            while let Some(packet) = e.pop_due(now) {
-                self.outgoing.push_back(packet);
-            }
+        while let Some(packet) = self.emu_out.as_mut().and_then(|e| e.pop_due(now)) {
+            self.send(&packet, now);
         }
-        self.flush();
+        // Consecutive datagrams of one size to one replica leave as one GSO run (a window
+        // of requests costs a few system calls, not one each). A full socket drops them,
+        // counted as send errors, as a lost request would be.
+        self.links.flush();
+        self.stats.send_errors += self.dropped() - dropped;
     }
 
-    /// Sends the queued datagrams: consecutive ones of one size to one replica leave as
-    /// one GSO run (a window of requests costs a few system calls, not one each). A full
-    /// socket drops them, counted as send errors, as a lost request would be.
-    fn flush(&mut self) {
-        let dropped = self.socket.counters().tx_dropped;
-        while let Some(packet) = self.outgoing.pop_front() {
-            let i = match self.mode {
-                Mode::Failover => self.current,
-                Mode::Spray => self.next_spray,
-            };
-            let Some(&to) = self.replicas.get(i) else {
-                return;
-            };
-            self.outbox.push(&mut self.socket, to, &packet);
-            self.stats.sent[i] += 1;
-            self.awaiting.get_or_insert_with(Instant::now);
-            if self.mode == Mode::Spray {
-                self.next_spray = (self.next_spray + 1) % self.replicas.len();
-            }
+    /// Queues `packet` for the replica whose turn it is.
+    fn send(&mut self, packet: &[u8], now: Instant) {
+        let i = match self.mode {
+            Mode::Failover => self.current,
+            Mode::Spray => self.next_spray,
+        };
+        let Some(&to) = self.replicas.get(i) else {
+            return;
+        };
+        self.links.send_to(IFACE, to, packet, now);
+        if let Some(n) = self.stats.sent.get_mut(i) {
+            *n += 1;
         }
-        self.outbox.flush(&mut self.socket);
-        self.stats.send_errors += self.socket.counters().tx_dropped - dropped;
+        self.awaiting.get_or_insert(now);
+        if self.mode == Mode::Spray {
+            self.next_spray = (self.next_spray + 1) % self.replicas.len();
+        }
+    }
+
+    /// Datagrams the link could not send so far (socket full, refused, other errors).
+    fn dropped(&self) -> u64 {
+        let c = self.counters();
+        c.tx_full + c.tx_errors + c.refused
     }
 }
 

@@ -61,8 +61,19 @@ fn server(dir: &TempDir, listen: SocketAddr) -> Web {
     ])
 }
 
-/// The client options that put it behind the router's link `via`, on socket `bind`.
+/// The client options that put it behind the router's link `via`, on socket `bind`: the
+/// link `udp:BIND=VIA`.
 fn behind(via: SocketAddr, bind: SocketAddr) -> Vec<String> {
+    vec![
+        "--via".into(),
+        format!("udp:{bind}={via}"),
+        "--src".into(),
+        CLIENT.into(),
+    ]
+}
+
+/// The same in the older spelling: `--via VIA --bind BIND`.
+fn behind_alias(via: SocketAddr, bind: SocketAddr) -> Vec<String> {
     vec![
         "--via".into(),
         via.to_string(),
@@ -195,7 +206,7 @@ fn curl_through_the_proxy_and_a_router_is_byte_exact() {
     );
     let router = Embedded::start("r.toml", text, false).unwrap();
     let web = server(&dir, listen);
-    let hop = behind(r_host, client);
+    let hop = behind_alias(r_host, client);
     let mut args = vec!["--server", SERVER];
     args.extend(hop.iter().map(String::as_str));
     let proxy = Proxy::start(&args);

@@ -197,6 +197,24 @@ fn a_flood_of_junk_and_replays_changes_nothing() {
         eprintln!("refused as {reason}: {v}");
         assert!(v > 0.0, "no refusal counted as {reason}");
     }
+    // Every datagram the link took is counted once: handed to the core or dropped.
+    let link = |name: &str| web.metric(&format!("trickles_link_{name}_total{{link=\"web\"}}"));
+    let drops: f64 = ["truncated", "oversize", "empty", "offload"]
+        .iter()
+        .map(|r| {
+            web.metric(&format!(
+                "trickles_link_rx_dropped_total{{link=\"web\",reason=\"{r}\"}}"
+            ))
+        })
+        .sum();
+    let (frames, packets) = (link("rx_frames"), web.metric("trickles_packets_total"));
+    eprintln!("link: {frames} frames received, {drops} dropped; core: {packets} packets");
+    assert!(
+        frames > 1000.0,
+        "{frames} frames with {sent} junk datagrams sent"
+    );
+    assert_eq!(frames, packets + drops);
+    assert!(link("tx_frames") > 0.0 && link("rx_calls") > 0.0);
     eprintln!("{sent} junk datagrams; server RSS {rss_before} kB before, {rss_after} kB after");
     assert!(
         rss_after < rss_before + 8 * 1024,

@@ -63,8 +63,8 @@ impl Fill {
     }
 }
 
-/// Buffers for a link's batched receive ([`Links::try_recv_batch`](super::Links::try_recv_batch),
-/// [`UdpIo::try_recv_batch`](crate::udp::UdpIo::try_recv_batch)), reused from call to call.
+/// Buffers for a link's batched receive ([`Links::recv`](super::Links::recv),
+/// [`Links::try_recv_batch`](super::Links::try_recv_batch)), reused from call to call.
 pub struct Batch {
     pub(super) bufs: Vec<Vec<u8>>,
     pub(super) meta: Vec<quinn_udp::RecvMeta>,

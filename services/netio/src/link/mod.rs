@@ -71,7 +71,7 @@ use crate::emulate::Emulator;
 use liveness::Liveness;
 use tun::TunIo;
 use tx::Sent;
-pub(crate) use tx::{TxQueue, flush_udp};
+use tx::TxQueue;
 
 /// Bytes a received frame may exceed the link's MTU by: room for a waist shim (a threaded
 /// label, 5 bytes) in front of an MTU-sized packet. Longer frames are dropped as `oversize`.
@@ -511,7 +511,7 @@ impl Link {
                 if tx.is_empty() {
                     return false;
                 }
-                let s = tx::flush_udp(sock, state, *peer, tx, usize::MAX, &mut cap);
+                let s = tx::flush_udp(sock, state, *peer, tx, &mut cap);
                 tx.clear();
                 s
             }

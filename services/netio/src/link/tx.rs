@@ -171,18 +171,17 @@ impl Sent {
 }
 
 /// Sends every frame of `q` on UDP socket `sock` (peer `peer` when a frame names none),
-/// in runs of at most `max_run` frames; `captured` sees each frame that left. Never waits: a full socket
+/// in runs; `captured` sees each frame that left. Never waits: a full socket
 /// drops what does not fit (counted in `full`).
 pub(crate) fn flush_udp(
     sock: &tokio::net::UdpSocket,
     state: &quinn_udp::UdpSocketState,
     peer: Option<SocketAddr>,
     q: &TxQueue,
-    max_run: usize,
     mut captured: impl FnMut(&[u8]),
 ) -> Sent {
     let mut sent = Sent::default();
-    let max = state.max_gso_segments().min(max_run).max(1);
+    let max = state.max_gso_segments().max(1);
     let n = q.frames.len();
     let mut singles: Vec<usize> = Vec::new();
     let mut at = 0;

@@ -1,5 +1,5 @@
 //! `trickles-get URL [-o FILE] [--parallel N] [--server ADDR …] [--spray] [--emulate SPEC]
-//! [--timeout-s N] [--via UDPADDR] [--src IP] [--bind UDPADDR]`: see [`trickles_web::get`].
+//! [--timeout-s N] [--via udp:LOCAL=PEER] [--src IP] [--bind UDPADDR]`: see [`trickles_web::get`].
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use netio::link::LinkSpec;
 use serde::Deserialize;
 use toml::Spanned;
-use trickles_web::server::{Bound, Listen, Options, Web};
+use trickles_web::server::{Bound, Options, Web, parse_listen};
 use trickles_web::store::FileStore;
 use trickles_web::tcp::{self, TcpStats};
 
@@ -30,8 +31,8 @@ struct Args {
     /// The key file: a master secret shared by replicas (created, mode 0600, if missing).
     #[arg(long, value_name = "FILE")]
     keys: Option<PathBuf>,
-    /// Where Trickles packets arrive: `udp:ADDR` (IP-in-UDP) or `tun:NAME[,CIDR…]`
-    /// (default udp:127.0.0.1:7700).
+    /// Where Trickles packets arrive, a link: `udp:ADDR` (IP-in-UDP from any client) or
+    /// `tun:NAME[,CIDR…]` (a TUN device, root; default udp:127.0.0.1:7700).
     #[arg(long, value_name = "LINK")]
     listen: Option<String>,
     /// With udp:ADDR, the inner (IP-level) address served (default: ADDR's IP, and any
@@ -104,11 +105,12 @@ fn options(args: &Args) -> anyhow::Result<Options> {
             .transpose()
     };
     let listen = match (&args.listen, &file.listen) {
-        (Some(l), _) => l
-            .parse()
-            .map_err(|m: String| anyhow::anyhow!("--listen {m}"))?,
-        (None, Some(l)) => l.get_ref().parse().map_err(|m| located(l, m))?,
-        (None, None) => Listen::Udp(SocketAddr::from(([127, 0, 0, 1], 7700))),
+        (Some(l), _) => parse_listen(l).map_err(|m| anyhow::anyhow!("--listen {m}"))?,
+        (None, Some(l)) => parse_listen(l.get_ref()).map_err(|m| located(l, m))?,
+        (None, None) => LinkSpec::Udp {
+            local: SocketAddr::from(([127, 0, 0, 1], 7700)),
+            peer: None,
+        },
     };
     let address = match (args.address, &file.address) {
         (Some(a), _) => Some(a),
@@ -119,7 +121,7 @@ fn options(args: &Args) -> anyhow::Result<Options> {
         ),
         (None, None) => None,
     };
-    if let (Some(a), Listen::Tun { .. }) = (address, &listen) {
+    if let (Some(a), LinkSpec::Tun { .. }) = (address, &listen) {
         anyhow::bail!("address {a}: only for udp: links (tun: serves its CIDRs' addresses)");
     }
     let root = args

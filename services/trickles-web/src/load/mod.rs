@@ -4,9 +4,11 @@
 //! the same way: `concurrency` requests are always outstanding; each completed one is
 //! counted and replaced at once.
 //!
-//! * Trickles ([`run_trickles`]): one UDP socket carrying whole IP packets (IP-in-UDP) and
-//!   one [`Demux`](::trickles::client::Demux). Every request opens a new connection whose SYN carries the GET, and the
-//!   connection is closed when its output is complete: Trickles' new-connection rate.
+//! * Trickles ([`run_trickles`]): one UDP link (`netio`'s [`Links`](netio::link::Links))
+//!   carrying whole IP packets (IP-in-UDP) and one
+//!   [`Demux`](::trickles::client::Demux). Every request opens a new connection whose SYN
+//!   carries the GET, and the connection is closed when its output is complete: Trickles'
+//!   new-connection rate.
 //! * TCP ([`run_tcp`]): `concurrency` tasks, each opening a new TCP connection per request
 //!   with `Connection: close` and reading to end of file (the fair peer of one Trickles
 //!   connection), or with `keepalive` one connection per task carrying request after
@@ -21,8 +23,8 @@
 //! one's.
 //!
 //! ```text
-//!   open (SYN + GET) ─► Demux ─► poll_transmit ─► UDP send ─► server
-//!   complete? ◄─ read ◄─ handle_packet ◄─ try_recv batch ◄─────┘
+//!   open (SYN + GET) ─► Demux ─► poll_transmit ─► Links::send + flush ─► server
+//!   complete? ◄─ read ◄─ handle_packet ◄─ Links::try_recv_batch ◄─────────┘
 //! ```
 
 use std::net::SocketAddr;

@@ -1,13 +1,18 @@
-//! The Trickles half of a run: one UDP socket, one [`Demux`], a new connection per
-//! request (see the module docs of [`load`](super)).
+//! The Trickles half of a run: one UDP link to the server (`netio`'s [`Links`], the link
+//! `udp:ANY=SERVER`), one [`Demux`], a new connection per request (see the module docs of
+//! [`load`](super)).
+//!
+//! Each round queues every packet the connections have for the link and flushes it once
+//! (requests of one size leave as GSO runs), then takes the batches waiting (recvmmsg with
+//! GRO, each slot split back into datagrams), a bounded number per round.
 
 use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::net::UdpSocket;
+use netio::link::{Batch, LinkOptions, LinkSpec, Links};
 use trickles::client::{ClientConfig, ConnId, Demux};
 use trickles::conn::Addr;
 
@@ -15,8 +20,12 @@ use super::{
     Budget, LINK_MTU, LoadConfig, Report, SERVER_PORT, SOCKET_BUFFER, cpu_seconds, request_bytes,
 };
 
-/// Most datagrams handled between two looks at the timers and the socket's send side.
-const RECV_BATCH: usize = 256;
+/// Most receive calls (each a batch of datagrams) between two looks at the timers and
+/// the connections' output.
+const RECV_CALLS: usize = 8;
+
+/// The one interface of the run's [`Links`].
+const IFACE: usize = 0;
 
 /// One outstanding Trickles request.
 struct Outstanding {
@@ -24,30 +33,76 @@ struct Outstanding {
     bytes: u64,
 }
 
-/// A nonblocking UDP socket for talking to `server`, with buffers of [`SOCKET_BUFFER`] (as
-/// large as the system allows): a server's bursts to a thousand clients must not overflow
-/// it.
-fn udp_socket(server: SocketAddr) -> io::Result<UdpSocket> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let (domain, bind): (Domain, SocketAddr) = if server.is_ipv4() {
-        (Domain::IPV4, (std::net::Ipv4Addr::UNSPECIFIED, 0).into())
+/// The connections of a run, what they read and what they finished.
+struct Clients {
+    demux: Demux,
+    live: HashMap<ConnId, Outstanding>,
+    output: Vec<u8>,
+    report: Report,
+}
+
+impl Clients {
+    /// Hands the datagrams of the batch just received to the connections at `now` (µs
+    /// since the start); reads what they delivered and retires the complete ones.
+    /// Returns the datagrams handled.
+    fn take(&mut self, batch: &mut Batch, now: u64) -> usize {
+        let mut n = 0;
+        for packet in batch.frames() {
+            n += 1;
+            let Ok(id) = self.demux.handle_packet(now, packet) else {
+                continue;
+            };
+            if let Some(o) = self.live.get_mut(&id) {
+                loop {
+                    let r = self.demux.read(id, &mut self.output);
+                    if r == 0 {
+                        break;
+                    }
+                    o.bytes += r as u64;
+                }
+            }
+            if self.demux.get(id).is_some_and(|c| c.is_complete()) {
+                finish(&mut self.demux, &mut self.live, id, true, &mut self.report);
+            }
+        }
+        n
+    }
+}
+
+/// The run's link: UDP from any local port (buffers of [`SOCKET_BUFFER`], as large as the
+/// system allows: a server's bursts to a thousand clients must not overflow it) to
+/// `server` only.
+async fn open_link(server: SocketAddr, start: Instant) -> anyhow::Result<Links> {
+    let any: SocketAddr = if server.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
-        (Domain::IPV6, (std::net::Ipv6Addr::UNSPECIFIED, 0).into())
+        (Ipv6Addr::UNSPECIFIED, 0).into()
     };
-    let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
-    // Best effort: the system caps them at net.core.{r,w}mem_max.
-    let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
-    let _ = s.set_send_buffer_size(SOCKET_BUFFER);
-    s.set_nonblocking(true)?;
-    s.bind(&bind.into())?;
-    UdpSocket::from_std(s.into())
+    let spec = LinkSpec::Udp {
+        local: any,
+        peer: Some(server),
+    };
+    let options = LinkOptions {
+        // No MTU of our own: a datagram is taken whatever its length.
+        mtu: usize::from(u16::MAX),
+        buffer: SOCKET_BUFFER,
+        ..LinkOptions::default()
+    };
+    let mut links = Links::new();
+    links.add("trickles", &spec, &options, start).await?;
+    Ok(links)
 }
 
 /// The Trickles half: see the module docs.
 pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Result<Report> {
-    let socket = udp_socket(server).context("UDP socket")?;
-    socket.connect(server).await?;
-    let local = Addr::from(socket.local_addr()?.ip());
+    let mut links = open_link(server, Instant::now())
+        .await
+        .context("UDP link")?;
+    let local = links
+        .get(IFACE)
+        .and_then(netio::link::Link::local_addr)
+        .context("the link's local address")?;
+    let local = Addr::from(local.ip());
     let server_ip = Addr::from(server.ip());
     let ccfg = ClientConfig {
         mss: trickles::ip::mss_for_mtu(LINK_MTU, &server_ip),
@@ -55,7 +110,12 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
     };
     let mut seed = [0u8; 8];
     getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-    let mut demux = Demux::new(ccfg, local, u64::from_le_bytes(seed));
+    let mut clients = Clients {
+        demux: Demux::new(ccfg, local, u64::from_le_bytes(seed)),
+        live: HashMap::with_capacity(cfg.concurrency),
+        output: vec![0u8; 1 << 18],
+        report: Report::default(),
+    };
     let request = request_bytes(&cfg.path, false);
     let stall_us = cfg.stall.as_micros() as u64;
 
@@ -64,10 +124,7 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
     let budget = Budget::new(cfg, start);
     let end_us = cfg.duration.as_micros() as u64;
     let now_us = || start.elapsed().as_micros() as u64;
-    let mut report = Report::default();
-    let mut live: HashMap<ConnId, Outstanding> = HashMap::with_capacity(cfg.concurrency);
-    let mut datagram = vec![0u8; 65536];
-    let mut output = vec![0u8; 1 << 18];
+    let mut batch = Batch::new();
     let mut next_scan_us = 0;
     let mut sleep = std::pin::pin!(tokio::time::sleep_until(budget.end.into()));
 
@@ -76,6 +133,7 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
         if now >= end_us {
             break;
         }
+        let Clients { demux, live, .. } = &mut clients;
         while live.len() < cfg.concurrency && budget.claim() {
             let id = demux
                 .open(now, server_ip, SERVER_PORT, &request)
@@ -91,46 +149,30 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
         if live.is_empty() {
             break;
         }
+        let t = Instant::now();
         while let Some((_, packet)) = demux.poll_transmit() {
-            if let Err(e) = socket.try_send(&packet) {
-                if e.kind() != io::ErrorKind::WouldBlock {
-                    return Err(e).context("send");
-                }
-                socket.send(&packet).await.context("send")?;
-            }
+            links.send(IFACE, &packet, t);
         }
+        links.flush();
 
         let mut got = 0;
-        while got < RECV_BATCH {
-            let n = match socket.try_recv(&mut datagram) {
-                Ok(n) => n,
+        for _ in 0..RECV_CALLS {
+            match links.try_recv_batch(IFACE, &mut batch) {
+                Ok(_) => got += clients.take(&mut batch, now).max(1),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                // Loopback ICMP port unreachable (server gone or not yet there).
+                // Loopback ICMP port unreachable (server gone or not yet there): counted.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
                 Err(e) => return Err(e).context("recv"),
-            };
-            got += 1;
-            let Some(packet) = datagram.get(..n) else {
-                continue;
-            };
-            let Ok(id) = demux.handle_packet(now, packet) else {
-                continue;
-            };
-            if let Some(o) = live.get_mut(&id) {
-                loop {
-                    let r = demux.read(id, &mut output);
-                    if r == 0 {
-                        break;
-                    }
-                    o.bytes += r as u64;
-                }
-            }
-            if demux.get(id).is_some_and(|c| c.is_complete()) {
-                finish(&mut demux, &mut live, id, true, &mut report);
             }
         }
 
         let now = now_us();
+        let Clients {
+            demux,
+            live,
+            report,
+            ..
+        } = &mut clients;
         if demux.poll_timeout().is_some_and(|d| d <= now) {
             demux.handle_timeout(now);
         }
@@ -145,7 +187,7 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
                 .map(|(id, _)| *id)
                 .collect();
             for id in dead {
-                finish(&mut demux, &mut live, id, false, &mut report);
+                finish(demux, live, id, false, report);
             }
             next_scan_us = now + 100_000;
         }
@@ -160,12 +202,15 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
                     .as_mut()
                     .reset((start + Duration::from_micros(deadline)).into());
                 tokio::select! {
-                    r = socket.readable() => r.context("recv")?,
+                    _ = links.recv(&mut batch) => {
+                        clients.take(&mut batch, now_us());
+                    }
                     () = &mut sleep => {}
                 }
             }
         }
     }
+    let mut report = clients.report;
     report.seconds = start.elapsed().as_secs_f64();
     report.cpu = (cpu_seconds() - cpu0) / report.seconds.max(1e-9);
     Ok(report)
@@ -249,10 +294,19 @@ mod tests {
         }
     }
 
-    /// An in-process Trickles server over IP-in-UDP serving `len`-byte objects.
+    /// An in-process Trickles server over IP-in-UDP serving `len`-byte objects, on a
+    /// `udp:127.0.0.1:0` link.
     async fn trickles_server(len: u64) -> SocketAddr {
-        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let addr = socket.local_addr().unwrap();
+        let spec = LinkSpec::Udp {
+            local: "127.0.0.1:0".parse().unwrap(),
+            peer: None,
+        };
+        let mut links = Links::new();
+        links
+            .add("web", &spec, &LinkOptions::default(), Instant::now())
+            .await
+            .unwrap();
+        let addr = links.get(IFACE).unwrap().local_addr().unwrap();
         let keys = KeySchedule::new(&[7; 16]);
         let mut cfg = ServerConfig::new(keys.key_config(0));
         cfg.mss = trickles::ip::mss_for_mtu(LINK_MTU, &Addr::from(addr.ip()));
@@ -263,16 +317,16 @@ mod tests {
         let mut service: Service<Fixed, SocketAddr> = Service::new(Server::new(cfg), app, 1024);
         let start = Instant::now();
         tokio::spawn(async move {
-            let mut buf = vec![0u8; 65536];
+            let mut batch = Batch::new();
             loop {
-                let (n, peer) = socket.recv_from(&mut buf).await.unwrap();
+                links.recv(&mut batch).await;
                 let now = start.elapsed().as_micros() as u64;
-                let _ = service.handle_packet(now, &buf[..n], peer);
-                let mut out = Vec::new();
-                service.serve(&mut |p, peer| out.push((p.to_vec(), peer)));
-                for (p, peer) in out {
-                    socket.send_to(&p, peer).await.unwrap();
+                for (peer, packet) in batch.datagrams() {
+                    let _ = service.handle_packet(now, packet, peer);
                 }
+                let t = Instant::now();
+                service.serve(&mut |p, peer| links.send_to(IFACE, peer, p, t));
+                links.flush();
             }
         });
         addr
@@ -290,7 +344,8 @@ mod tests {
 
     #[tokio::test]
     async fn trickles_without_a_server_counts_stalls_as_errors() {
-        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        // A bound socket that never answers.
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = socket.local_addr().unwrap();
         let mut cfg = config(Target::Trickles(addr), 2, 4);
         cfg.stall = Duration::from_millis(200);
