@@ -9,15 +9,25 @@
 #            attached, so R's kernel never forwards: every packet crosses user space)
 #   kernel:  A ──veth── R (net.ipv4.ip_forward=1) ──veth── B
 #
-# Reports ping RTT (ping -c 50 -i 0.01: avg and mdev) and TCP throughput A → B (iperf3 for
-# SECONDS if installed, else curl of a 100 MB file from python3 -m http.server, MB/s), and
-# waist's ratio to the kernel's.
+# Reports ping RTT (ping -c 50 -i 0.01, the median of 5 runs: avg and mdev) and TCP
+# throughput A → B (iperf3 for SECONDS if installed, else curl of a 100 MB file from
+# python3 -m http.server, MB/s), and waist's ratio to the kernel's.
+#
+# The router's TUN links run with offload (netio's default: virtio-net header, TSO/USO; B's
+# kernel hands the router 64 KiB super-packets, the router writes coalesced ones to A);
+# OFFLOAD=0 writes `offload = false` to both links, one packet per read and per write. The
+# script checks the devices say so (`ip -d link`: vnet_hdr on/off) and prints what the TCP
+# run looked like from the router (packets per read of link b, from its metrics) and from
+# A (bytes per skb its IP layer received: far above the MTU when the writes coalesced).
 #
 #   bash services/waist-router/benches/kernel_path.sh [SECONDS]
+#   OFFLOAD=0 bash services/waist-router/benches/kernel_path.sh [SECONDS]   # offload off
 #   NO_IPERF=1 bash services/waist-router/benches/kernel_path.sh    # the curl measurement
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 SECS="${1:-5}"
+OFFLOAD="${OFFLOAD:-1}"
+if [[ "$OFFLOAD" == 0 ]]; then OFFLOAD_LINE="offload = false"; else OFFLOAD_LINE=""; fi
 IPERF=$([[ "${NO_IPERF:-}" != 1 ]] && command -v iperf3 || true)
 if [[ $(id -u) -ne 0 ]]; then
     echo "kernel_path.sh: needs root (namespaces, TUN)" >&2
@@ -57,9 +67,13 @@ hosts() { # devA devB [gwA gwB]
 }
 
 # Prints "avg mdev" of the ping from A to B.
+# Five runs of 50 pings, the median run by its avg: one run is at the mercy of whatever
+# else the machine's two cores are doing (each waist round trip wakes the router and ping).
 rtt() {
-    ip netns exec "$A" ping -n -q -c 50 -i 0.01 -W 2 10.2.0.1 |
-        awk -F'[/ ]' '/^rtt/ {print $8, $10}'
+    for _ in 1 2 3 4 5; do
+        ip netns exec "$A" ping -n -q -c 50 -i 0.01 -W 2 10.2.0.1 |
+            awk -F'[/ ]' '/^rtt/ {print $8, $10}'
+    done | sort -n | sed -n 3p
 }
 
 # Prints MB/s of one TCP transfer from B to A (A's client pulls from B's server).
@@ -102,10 +116,12 @@ addresses = ["10.0.0.1"]
 name = "a"
 kind = "tun"
 device = "wtA"
+$OFFLOAD_LINE
 [[link]]
 name = "b"
 kind = "tun"
 device = "wtB"
+$OFFLOAD_LINE
 [[route]]
 prefix = "10.1.0.0/16"
 link = "a"
@@ -118,8 +134,31 @@ for _ in $(seq 50); do grep -q metrics "$TMP/r.out" 2>/dev/null && break; sleep 
 ip -n "$R" link set wtA netns "$A"
 ip -n "$R" link set wtB netns "$B"
 hosts wtA wtB
+vnet=$(ip -d -n "$A" link show dev wtA | grep -o 'vnet_hdr [a-z]*' || echo "vnet_hdr ?")
+want=$([[ "$OFFLOAD" == 0 ]] && echo "vnet_hdr off" || echo "vnet_hdr on")
+if [[ "$vnet" != "$want" && "$vnet" != "vnet_hdr ?" ]]; then
+    echo "kernel_path.sh: wtA has $vnet, expected $want (OFFLOAD=$OFFLOAD)" >&2
+    exit 1
+fi
+METRICS=$(sed -n 's|^metrics http://\(.*\)$|\1|p' "$TMP/r.out")
+# The router's counter NAME (without _total) for LINK.
+counter() { # name link
+    ip netns exec "$R" curl -s "http://$METRICS" |
+        awk -v s="waist_link_$1_total{link=\"$2\"}" '$1 == s { printf "%d\n", $2 }'
+}
+# A's IP layer: "skbs bytes" received so far.
+a_rx() {
+    ip netns exec "$A" awk '
+        /^Ip:/ { if (!ip) { for (i = 1; i <= NF; i++) if ($i == "InReceives") c = i; ip = 1 } else skbs = $c }
+        /^IpExt:/ { if (!ext) { for (i = 1; i <= NF; i++) if ($i == "InOctets") o = i; ext = 1 } else bytes = $o }
+        END { print skbs, bytes }' /proc/net/snmp /proc/net/netstat
+}
 read -r w_avg w_mdev < <(rtt)
+f0=$(counter rx_frames b); c0=$(counter rx_calls b); read -r s0 o0 < <(a_rx)
 w_tput=$(throughput)
+f1=$(counter rx_frames b); c1=$(counter rx_calls b); read -r s1 o1 < <(a_rx)
+shape=$(awk -v f=$((f1 - f0)) -v c=$((c1 - c0)) -v s=$((s1 - s0)) -v o=$((o1 - o0)) \
+    'BEGIN { printf "router reads %.1f packets a read of link b (%d in %d); A receives skbs of %d bytes on average", f / (c ? c : 1), f, c, o / (s ? s : 1) }')
 
 # --- plain kernel forwarding ---
 kill %1 2>/dev/null || true
@@ -140,4 +179,5 @@ printf '%-28s %14s %14s %10s\n' "A → B through one hop" "waist-router" "kernel
 printf '%-28s %14s %14s %10s\n' "ping RTT avg (ms)" "$w_avg" "$k_avg" "$(awk -v a="$w_avg" -v b="$k_avg" 'BEGIN{printf "%.2f×", a/b}')"
 printf '%-28s %14s %14s\n' "ping RTT mdev (ms)" "$w_mdev" "$k_mdev"
 printf '%-28s %14s %14s %10s\n' "TCP MB/s ($tool)" "$w_tput" "$k_tput" "$(awk -v a="$w_tput" -v b="$k_tput" 'BEGIN{printf "%.2f×", a/b}')"
-echo "(ping -c 50 -i 0.01; waist: TUN in each host, moved from the router's namespace; kernel: veths, ip_forward)"
+echo "(ping -c 50 -i 0.01, median of 5 runs; waist: TUN in each host, moved from the router's namespace, $vnet; kernel: veths, ip_forward)"
+echo "(TCP through waist: $shape)"

@@ -11,9 +11,34 @@ use std::time::{Duration, Instant};
 
 use nix::sched::{CloneFlags, setns};
 
-/// Why the test cannot run here, if it cannot.
-pub(crate) fn unsupported() -> Option<&'static str> {
-    netio::link::netns_unsupported()
+/// Why the test cannot run here, if it cannot: not root, no TUN, no `ip`, or one of the
+/// kernel's tools the tests drive (`ping`, `curl`) missing.
+pub(crate) fn unsupported() -> Option<String> {
+    if let Some(why) = netio::link::netns_unsupported() {
+        return Some(why.to_string());
+    }
+    for (tool, arg) in [("ping", "-V"), ("curl", "--version")] {
+        let ok = Command::new(tool)
+            .arg(arg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return Some(format!("no `{tool}` command"));
+        }
+    }
+    None
+}
+
+/// Holds the machine for one namespace test at a time: the tests of this crate run on
+/// threads of one process, and a bulk transfer beside the three-router test's timed
+/// failover and flood would make both flaky on a small machine.
+pub(crate) fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that failed while holding it leaves nothing behind (its Env cleaned up).
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs `cmd` to completion and panics with its output if it fails.
@@ -116,9 +141,10 @@ pub(crate) struct Env {
 }
 
 impl Env {
-    /// A fresh environment with a scratch directory named after the test's pid.
-    pub(crate) fn new() -> Env {
-        let dir = std::env::temp_dir().join(format!("waist-netns-{}", std::process::id()));
+    /// A fresh environment with a scratch directory named after the test's pid and `tag`
+    /// (tests of one process run side by side).
+    pub(crate) fn new(tag: &str) -> Env {
+        let dir = std::env::temp_dir().join(format!("waist-netns-{}-{tag}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         Env {

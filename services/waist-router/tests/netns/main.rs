@@ -37,13 +37,17 @@
 //! and IP packets onto every router's UDP links during a ping: no router dies, no ping is
 //! lost, and the drop counters grow.
 //!
-//! It runs only as root with `/dev/net/tun` and `ip`; elsewhere it says why and passes.
-//! Namespaces carry the test's pid; a guard kills every child and deletes them on the way
-//! out, on failure too.
+//! [`one_hop`] holds the other tests: one router between two TUN devices, with and without
+//! TUN offload, carrying a bulk TCP transfer.
+//!
+//! They run only as root with `/dev/net/tun`, `ip`, `ping` and `curl`; elsewhere they say
+//! why and pass. One runs at a time (`env::exclusive`). Namespaces carry the test's pid; a
+//! guard kills every child and deletes them on the way out, on failure too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod env;
+mod one_hop;
 mod traffic;
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -189,6 +193,7 @@ fn three_routers_between_two_namespaces() {
         println!("skipping netns test: {why}");
         return;
     }
+    let _machine = env::exclusive();
     let t_start = Instant::now();
     let pid = std::process::id();
     let (a, b, c) = (
@@ -196,7 +201,7 @@ fn three_routers_between_two_namespaces() {
         format!("wnB-{pid}"),
         format!("wnR2-{pid}"),
     );
-    let mut env = Env::new();
+    let mut env = Env::new("three");
     for ns in [&a, &b, &c] {
         env.netns(ns);
     }

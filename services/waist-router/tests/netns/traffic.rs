@@ -76,17 +76,28 @@ pub(crate) fn parse_ping(out: &Output) -> Ping {
 
 /// `curl URL` from namespace `ns` into a file under `dir`; returns the bytes.
 pub(crate) fn curl(ns: &str, url: &str, dir: &Path) -> Vec<u8> {
+    curl_within(ns, url, dir, 10)
+}
+
+/// [`curl`] allowed `max_secs` for the whole transfer.
+pub(crate) fn curl_within(ns: &str, url: &str, dir: &Path, max_secs: u32) -> Vec<u8> {
     let file = dir.join("fetched");
     run(Env::exec(ns, "curl")
-        .args(["-sS", "--fail", "--max-time", "10", "-o"])
+        .args(["-sS", "--fail", "--connect-timeout", "10", "--max-time"])
+        .arg(max_secs.to_string())
+        .arg("-o")
         .arg(&file)
         .arg(url));
     std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
 /// An HTTP/1.0 server in namespace `ns` on `port` that answers one GET with `body`;
-/// returns whether it did, within 15 s.
-pub(crate) fn serve_once(ns: &str, port: u16, body: Vec<u8>) -> JoinHandle<bool> {
+/// returns whether it did (accepted within 15 s, then wrote it all).
+pub(crate) fn serve_once(
+    ns: &str,
+    port: u16,
+    body: impl AsRef<[u8]> + Send + 'static,
+) -> JoinHandle<bool> {
     let listener = in_ns(ns, move || {
         TcpListener::bind(("0.0.0.0", port)).unwrap_or_else(|e| panic!("bind :{port}: {e}"))
     });
@@ -109,11 +120,12 @@ pub(crate) fn serve_once(ns: &str, port: u16, body: Vec<u8>) -> JoinHandle<bool>
         if !req.starts_with(b"GET ") {
             return false;
         }
+        let body = body.as_ref();
         let head = format!(
             "HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
-        s.write_all(head.as_bytes()).is_ok() && s.write_all(&body).is_ok()
+        s.write_all(head.as_bytes()).is_ok() && s.write_all(body).is_ok()
     })
 }
 
