@@ -7,7 +7,8 @@
 //!   `RandomState`) and with FxHash (`rustc-hash`). 256 flows, 2^16 slots, all hits.
 //! * `filter16` — classify a packet with the 16-filter list: the plain list (every filter
 //!   runs) against `FilterCache` (source hash). 200 flows.
-//! * `lpm100` — next hop from the 100-route LPM trie against `RouteCache` (source hash).
+//! * `lpm100` — next hop from the 100-route LPM trie against `RouteCache` (source hash)
+//!   and against the same table compiled (`CompiledLpm`, a stride-8 multibit trie).
 //!
 //! Each iteration handles one packet, cycling over a pre-built array. Run:
 //! `cargo bench -p fastpath --bench source_hash -- --warm-up-time 1 --measurement-time 3`.
@@ -177,12 +178,19 @@ fn lpm100(c: &mut Criterion) {
             (SourceHash::new(r as u32), dst, [172, 16, 0, 1], i)
         })
         .collect();
+    let compiled = rc.table().compile();
     let mut g = c.benchmark_group("lpm100");
     let mut i = 0usize;
     g.bench_function("plain_lpm", |b| {
         b.iter(|| {
             i = (i + 1) % pkts.len();
             rc.route_uncached(black_box(pkts[i].1)).copied()
+        })
+    });
+    g.bench_function("compiled_lpm", |b| {
+        b.iter(|| {
+            i = (i + 1) % pkts.len();
+            compiled.lookup(black_box(pkts[i].1)).map(|(_, &v)| v)
         })
     });
     g.bench_function("source_hash_cache", |b| {

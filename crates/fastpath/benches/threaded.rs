@@ -1,5 +1,6 @@
 //! Threaded-index forwarding (§4) beside what a router would use instead, in one group:
-//! the longest-prefix-match table (the slow path), hashbrown keyed by destination with
+//! the longest-prefix-match table (the slow path; the binary trie and the same table
+//! compiled into a stride-8 multibit trie), hashbrown keyed by destination with
 //! keyed SipHash and with FxHash, and the source-hash destination cache (§3/§4.1). Each
 //! iteration forwards the next packet of a 1024-packet pool over a 100-destination table.
 //!
@@ -30,6 +31,12 @@ fn forwarding(c: &mut Criterion) {
         b.iter(|| {
             let (_, addr, ..) = w.packets[next()];
             black_box(w.lpm.lookup(black_box(addr)).map(|(_, &v)| v))
+        })
+    });
+    g.bench_function("lpm_compiled", |b| {
+        b.iter(|| {
+            let (_, addr, ..) = w.packets[next()];
+            black_box(w.compiled.lookup(black_box(addr)).map(|(_, &v)| v))
         })
     });
     g.bench_function("hashbrown_siphash", |b| {

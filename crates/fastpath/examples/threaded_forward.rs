@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo build --release -p fastpath --example threaded_forward
-//! for c in loop threaded lpm siphash fxhash source_hash; do
+//! for c in loop threaded lpm lpm_compiled siphash fxhash source_hash; do
 //!   for n in 100000 200000; do
 //!     valgrind --tool=callgrind --callgrind-out-file=/tmp/tf.$c.$n \
 //!         target/release/examples/threaded_forward $c $n
@@ -13,10 +13,11 @@
 //!
 //! Instructions per packet = (Ir(2N) − Ir(N)) / N: the setup (the same in both runs)
 //! cancels. Cases: `threaded` (`ThreadedTable::forward` on the packet's label), `lpm`
-//! (longest-prefix match on its destination), `siphash` / `fxhash` (hashbrown keyed by
-//! destination), `source_hash` (the destination cache hit: slot from the source hash,
-//! flow-id compare), `loop` (read the packet's label and address only: the harness's own
-//! cost, to subtract).
+//! (longest-prefix match on its destination, binary trie), `lpm_compiled` (the same table
+//! compiled: `CompiledLpm`, a stride-8 multibit trie), `siphash` / `fxhash` (hashbrown
+//! keyed by destination), `source_hash` (the destination cache hit: slot from the source
+//! hash, flow-id compare), `loop` (read the packet's label and address only: the
+//! harness's own cost, to subtract).
 
 // An example binary: bad arguments should stop it loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -46,7 +47,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let case = args
         .next()
-        .expect("case: threaded|lpm|siphash|fxhash|source_hash");
+        .expect("case: threaded|lpm|lpm_compiled|siphash|fxhash|source_hash|loop");
     let n: usize = args.next().expect("N").parse().expect("N is a number");
     let w = setup::workload(7);
     let acc = match case.as_str() {
@@ -58,6 +59,9 @@ fn main() {
         }),
         "lpm" => run(&w, n, |&(_, addr, ..)| {
             w.lpm.lookup(addr).map_or(0, |(_, &v)| u64::from(v))
+        }),
+        "lpm_compiled" => run(&w, n, |&(_, addr, ..)| {
+            w.compiled.lookup(addr).map_or(0, |(_, &v)| u64::from(v))
         }),
         "siphash" => run(&w, n, |(_, addr, ..)| {
             w.sip.get(addr).map_or(0, |&v| u64::from(v))

@@ -1,8 +1,8 @@
 //! The forwarding workload shared by `benches/threaded.rs` and `examples/threaded_forward.rs`:
-//! a 100-destination routing table (the paper's IP forwarding experiment, §3.4) held five
+//! a 100-destination routing table (the paper's IP forwarding experiment, §3.4) held six
 //! ways, and a pool of packets addressed to its destinations.
 
-use fastpath::lpm::{LpmTable, Prefix};
+use fastpath::lpm::{CompiledLpm, LpmTable, Prefix};
 use fastpath::threaded::{Entry, Label, NextHop, ThreadedTable};
 use fastpath::{FlowCache, FlowId, SourceHash};
 use sansio::SplitMix64;
@@ -23,6 +23,8 @@ pub(crate) struct Workload {
     pub(crate) table: ThreadedTable,
     /// Longest-prefix match over /24s.
     pub(crate) lpm: LpmTable<u16>,
+    /// The same table compiled (stride-8 multibit trie).
+    pub(crate) compiled: CompiledLpm<u16>,
     /// hashbrown + SipHash by destination address.
     pub(crate) sip: Sip,
     /// hashbrown + FxHash by destination address.
@@ -87,6 +89,7 @@ pub(crate) fn workload(seed: u64) -> Workload {
     }
     Workload {
         table,
+        compiled: lpm.compile(),
         lpm,
         sip,
         fx,

@@ -184,6 +184,31 @@ impl<V> Trie<V> {
         self.values.len()
     }
 
+    /// Every route of an IPv4 trie: its key (host bits zero), length and value, in no
+    /// particular order. Walks the nodes once (an explicit stack, no recursion).
+    pub(super) fn routes_v4(&self) -> Vec<(u32, u8, &V)> {
+        let mut out = Vec::with_capacity(self.values.len());
+        let mut stack: Vec<(u32, u32, u8)> = alloc::vec![(0, 0, 0)];
+        while let Some((at, key, depth)) = stack.pop() {
+            let Some(node) = self.nodes.get(at as usize) else {
+                continue;
+            };
+            if let Some(v) = self.values.get(node.route as usize) {
+                out.push((key, depth, v));
+            }
+            if depth >= <u32 as Key>::BITS {
+                continue;
+            }
+            for (bit, &child) in node.child.iter().enumerate() {
+                if child != NONE {
+                    let key = key | ((bit as u32) << (31 - u32::from(depth)));
+                    stack.push((child, key, depth + 1));
+                }
+            }
+        }
+        out
+    }
+
     /// Nodes in use (the root included): for tests of pruning.
     #[cfg(test)]
     pub(super) fn live_nodes(&self) -> usize {

@@ -8,7 +8,7 @@ use esp_proto::endpoint::Endpoint;
 use esp_proto::instr::Instruction;
 use esp_proto::wire::Loc;
 use ess::{HashKey, Tag};
-use fastpath::lpm::{LpmTable, Prefix};
+use fastpath::lpm::{CompiledLpm, LpmTable, Prefix};
 use fastpath::threaded::Label;
 use waist_node::frame::emit_label_frame;
 use waist_node::routes::prefix;
@@ -41,9 +41,10 @@ fn add_routes(n: &mut Node) {
 
 /// The baseline: parse and check the IPv4 header (version, IHL, lengths, checksum),
 /// decrement the TTL with an incremental checksum update, look the destination up in the
-/// same LPM trie the node uses. Written plainly, as a user would.
+/// same compiled LPM table the node uses (`CompiledLpm`, from issue 30 on; before it, the
+/// unibit trie of `LpmTable`). Written plainly, as a user would.
 pub(crate) struct Baseline {
-    table: LpmTable<u16>,
+    table: CompiledLpm<u16>,
     template: Vec<u8>,
     buf: Vec<u8>,
 }
@@ -57,7 +58,7 @@ impl Baseline {
         table.insert(Prefix::new([0, 0, 0, 0], 0).unwrap(), 0);
         let template = udp();
         Baseline {
-            table,
+            table: table.compile(),
             buf: template.clone(),
             template,
         }
