@@ -11,6 +11,8 @@
 #   BURST=8 bash …      8 datagrams a GSO sendmsg from the generator (default: 64, and
 #                       46 at 1400 B, as many as fit 64 KB)
 #   RT=0 bash …         no real-time priorities (see Placement)
+#   ROUNDS=5 bash …     every row 5 times, alternated (all rows of a size, then again), and
+#                       a closing table of medians: Mpps/core and the per-round ratios
 #
 # Placement: the device under test alone on CPU 1 (taskset -c 1), the generator and the sink
 # on CPU 0. The generator is paced (it sleeps between GSO runs on a fixed schedule; after a
@@ -142,6 +144,7 @@ measure() {
         us = total > 0 ? ns / 1e3 / total : 0
         mpc = ns > 0 ? total / (ns / 1e9) / 1e6 : 0
         print mpc > out
+        printf "%s %.6f\n", l, mpc >> (out ".all")
         r = refv > 0 ? sprintf("%.2fx %s", mpc / refv, ref) : ""
         printf "%-30s %5d %10.0f %10.0f %5.1f%% %11s %7.3f %9.2f  %s\n",
             l, sz, gpps, spps, lost, drops, us, mpc, r
@@ -151,6 +154,7 @@ measure() {
 printf '%-30s %5s %10s %10s %6s %11s %7s %9s  %s\n' device bytes "sent pps" "recv pps" lost \
     "drops in/sk" "µs/pkt" Mpps/core ratio
 ESP_SNAP=$(printf '[esp]\nrate = 10000\nkey_seed = 1\n[snap]\n')
+for ROUND in $(seq "${ROUNDS:-1}"); do
 for SIZE in 64 1400; do
     if [[ -n ${PPS:-} ]]; then RATE=$PPS; elif ((SIZE < 512)); then RATE=1500000; else RATE=800000; fi
     KIND=udp
@@ -164,3 +168,38 @@ for SIZE in 64 1400; do
     KIND=esp; measure esp "  ESP COUNT on every packet" IP $ROUTER --config "$TMP/r.toml"
     KIND=snap; measure snap "  SNAP ping on every packet" IP $ROUTER --config "$TMP/r.toml"
 done
+done
+if [[ ${ROUNDS:-1} -gt 1 ]]; then
+    echo
+    echo "medians of ${ROUNDS} rounds (ratio: median of the per-round ratios)"
+    printf '%-30s %5s %9s %9s  %s\n' device bytes Mpps/core µs/pkt ratio
+    for SIZE in 64 1400; do
+        for pair in relay: plain:relay router:relay IP:relay esp:IP snap:IP; do
+            key=${pair%%:*}; ref=${pair#*:}
+            [[ -f "$TMP/mpc.$key.$SIZE.all" ]] || continue
+            awk -v sz="$SIZE" -v ref="$ref" -v reff="$TMP/mpc.$ref.$SIZE.all" '
+                function median(a, n,   i, j, t) {
+                    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+                        if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+                }
+                BEGIN {
+                    if (ref != "") { k = 0; while ((getline line < reff) > 0) {
+                        k++; n2 = split(line, f, " "); r[k] = f[n2] } }
+                }
+                { n++; v[n] = $NF; sub(/ [^ ]*$/, ""); label = $0
+                  if (ref != "" && r[n] > 0) { rr[n] = v[n] / r[n] } }
+                END {
+                    for (i = 1; i <= n; i++) m[i] = v[i]
+                    med = median(m, n)
+                    s = ""
+                    if (ref != "") { for (i = 1; i <= n; i++) x[i] = rr[i]
+                        s = sprintf("%.2fx %s (%.2f-%.2f)", median(x, n), ref, lo(rr, n), hi(rr, n)) }
+                    printf "%-30s %5d %9.2f %9.3f  %s\n", label, sz, med, (med > 0 ? 1 / med : 0), s
+                }
+                function lo(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] < m) m = a[i]; return m }
+                function hi(a, n,   i, m) { m = a[1]; for (i = 2; i <= n; i++) if (a[i] > m) m = a[i]; return m }
+            ' "$TMP/mpc.$key.$SIZE.all"
+        done
+    done
+fi

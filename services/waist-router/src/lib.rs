@@ -169,7 +169,11 @@ impl Router {
         let mut answers = std::mem::take(&mut self.answers);
         answers.clear();
         {
-            let mut frames: Vec<(usize, &mut [u8])> = batch.frames().map(|f| (iface, f)).collect();
+            // The same frames as `Batch::frames`, cut from each run by its stride (cheaper).
+            let mut frames: Vec<(usize, &mut [u8])> = Vec::with_capacity(batch.last().datagrams);
+            for (_, stride, region) in batch.runs_mut() {
+                frames.extend(region.chunks_mut(stride.max(1)).map(|f| (iface, f)));
+            }
             self.node
                 .handle_packets(now, &mut frames, |_, sent, _| answers.push(sent));
         }
