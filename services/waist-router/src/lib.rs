@@ -301,8 +301,9 @@ impl Router {
                 iface = self.links.recv(&mut batch) => {
                     self.batch(iface, &mut batch, &mut out);
                     if self.turn(batch.last().datagrams, &mut batch, &mut out) {
-                        // A full turn: let the reactor, the timers and the metrics task
-                        // run before the next one.
+                        // A full turn: let the reactor refresh every link's readiness
+                        // (the next turn then sees the others' arrivals) and the timers
+                        // and the metrics task run, before the next one.
                         tokio::task::yield_now().await;
                     }
                 }

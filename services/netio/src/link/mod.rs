@@ -248,10 +248,10 @@ impl Links {
     /// Receives one batch from link `iface` if anything waits (recvmmsg with GRO, or a TUN
     /// read split by its offload): what the kernel handed over and what was dropped; the
     /// frames are in [`Batch::frames`]. Call it for each link in turn to drain a busy
-    /// moment fairly: one batch per link per turn. It asks the kernel directly (one system
-    /// call on an idle link), not tokio's cached readiness, which a task kept busy would
-    /// not see refreshed; after a long turn, yield to the runtime
-    /// (`tokio::task::yield_now`) so timers and other tasks run.
+    /// moment fairly: one batch per link per turn. It goes by tokio's readiness (an idle
+    /// link costs no system call), which the reactor refreshes only when the task yields:
+    /// after a long turn, yield to the runtime (`tokio::task::yield_now`), so the other
+    /// links' arrivals, timers and other tasks are seen.
     ///
     /// # Errors
     ///
@@ -262,7 +262,7 @@ impl Links {
             .links
             .get_mut(iface)
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        let r = link.read_batch(batch, true);
+        let r = link.read_batch(batch);
         if link.took(&r, batch) {
             self.changed(iface);
         }

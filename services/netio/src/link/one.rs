@@ -241,7 +241,7 @@ impl Link {
             match ready {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) => match self.read_batch(batch, false) {
+                Poll::Ready(Ok(())) => match self.read_batch(batch) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                     r => return Poll::Ready(r),
                 },
@@ -249,27 +249,20 @@ impl Link {
         }
     }
 
-    /// One batched receive if something waits (`WouldBlock` if not).
-    ///
-    /// `direct`: ask the kernel even if tokio's cached readiness says nothing waits. The
-    /// reactor refreshes that readiness only when the task yields to the runtime, so a
-    /// task kept busy by one flooded link would otherwise not see the others for many
-    /// turns; a direct read costs one system call on an idle link. The wake-up path
-    /// (`poll_batch`) reads through the readiness, which it also clears.
-    pub(super) fn read_batch(&mut self, batch: &mut Batch, direct: bool) -> io::Result<Fill> {
+    /// One batched receive if something waits (`WouldBlock` if not), through tokio's
+    /// readiness: a link the reactor last saw empty costs no system call. That readiness is
+    /// refreshed when the task yields to the runtime, so a task kept busy by one flooded
+    /// link must yield after each full turn (waist-router does) for the others to be seen.
+    pub(super) fn read_batch(&mut self, batch: &mut Batch) -> io::Result<Fill> {
         let limit = self.limit();
         match &mut self.io {
             Io::Udp { sock, state, .. } => batch.fill_udp(limit, |slices, meta| {
                 let (sock, state) = (&*sock, &*state);
-                if direct {
+                sock.try_io(tokio::io::Interest::READABLE, || {
                     state.recv(sock.into(), slices, meta)
-                } else {
-                    sock.try_io(tokio::io::Interest::READABLE, || {
-                        state.recv(sock.into(), slices, meta)
-                    })
-                }
+                })
             }),
-            Io::Tun(t) => t.try_recv_batch(batch, limit, direct),
+            Io::Tun(t) => t.try_recv_batch(batch, limit),
         }
     }
 

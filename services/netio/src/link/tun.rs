@@ -157,20 +157,11 @@ impl TunIo {
 
     /// One read, split into `batch`'s slots; packets over `limit` are counted, not handed
     /// on.
-    pub(crate) fn try_recv_batch(
-        &mut self,
-        batch: &mut Batch,
-        limit: usize,
-        direct: bool,
-    ) -> io::Result<Fill> {
+    pub(crate) fn try_recv_batch(&mut self, batch: &mut Batch, limit: usize) -> io::Result<Fill> {
         let (bufs, sizes) = batch.packet_slots();
-        let n = if direct {
-            // The non-blocking descriptor itself, not tokio's readiness (see `Link::read_batch`).
-            tun_rs::DeviceImpl::recv_multiple(&self.dev, &mut self.original, bufs, sizes, 0)?
-        } else {
-            self.dev
-                .try_recv_multiple(&mut self.original, bufs, sizes, 0)?
-        };
+        let n = self
+            .dev
+            .try_recv_multiple(&mut self.original, bufs, sizes, 0)?;
         Ok(batch.fill_packets(n, limit))
     }
 
