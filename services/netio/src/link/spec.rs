@@ -22,7 +22,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
 use super::tun::parse_cidr;
-use crate::config::LinkKind;
+use crate::config::{ConfigError, LinkConfig, LinkKind, Source};
 
 /// Where a link's frames go. See the [module docs](self).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,6 +109,84 @@ impl fmt::Display for LinkSpec {
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+// A `[[link]]` section read into the one notation (here, so config.rs need not know links).
+impl LinkConfig {
+    /// Where the link's frames go, from `on` or the spelt-out fields.
+    ///
+    /// # Errors
+    ///
+    /// A located [`ConfigError`]: a bad address, both or neither notation, a missing field.
+    pub fn spec(&self, source: &Source) -> Result<LinkSpec, ConfigError> {
+        let addr = |v: &toml::Spanned<String>| -> Result<std::net::SocketAddr, ConfigError> {
+            v.get_ref()
+                .parse()
+                .map_err(|e| source.error_for(v, format!("not a socket address: {e}")))
+        };
+        let spec = match (&self.on, &self.kind) {
+            (Some(on), None) => {
+                let spelt = [&self.local, &self.peer, &self.device];
+                if spelt.iter().any(|f| f.is_some()) || !self.addresses.is_empty() {
+                    return Err(source.error_for(
+                        on,
+                        "`on` says it all: no `local`, `peer`, `device` or `addresses` beside it",
+                    ));
+                }
+                on.get_ref()
+                    .parse::<LinkSpec>()
+                    .map_err(|m| source.error_for(on, m))?
+            }
+            (Some(on), Some(_)) => {
+                return Err(source.error_for(on, "give `on` or `kind`, not both"));
+            }
+            (None, None) => {
+                return Err(source.error_for(
+                    &self.name,
+                    "a link needs `on` (udp:LOCAL=PEER, udp:LOCAL, tun:NAME[,CIDR…]) or `kind`",
+                ));
+            }
+            (None, Some(kind)) => match kind.get_ref() {
+                LinkKind::Udp => {
+                    let Some(l) = &self.local else {
+                        return Err(source.error_for(kind, "a udp link needs `local`"));
+                    };
+                    LinkSpec::Udp {
+                        local: addr(l)?,
+                        peer: self.peer.as_ref().map(addr).transpose()?,
+                    }
+                }
+                LinkKind::Tun => {
+                    let Some(dev) = &self.device else {
+                        return Err(source.error_for(kind, "a tun link needs `device`"));
+                    };
+                    let mut addresses = Vec::with_capacity(self.addresses.len());
+                    for a in &self.addresses {
+                        addresses
+                            .push(parse_cidr(a.get_ref()).map_err(|m| source.error_for(a, m))?);
+                    }
+                    LinkSpec::Tun {
+                        device: dev.get_ref().clone(),
+                        addresses,
+                    }
+                }
+            },
+        };
+        if let (Some(o), LinkSpec::Udp { .. }) = (&self.offload, &spec) {
+            return Err(source.error_for(o, "`offload` is for tun links"));
+        }
+        Ok(spec)
+    }
+
+    /// Whether this is a TUN link (as far as the config says; `false` if it says nothing
+    /// readable).
+    pub fn is_tun(&self) -> bool {
+        match (&self.on, &self.kind) {
+            (Some(on), _) => on.get_ref().starts_with("tun:"),
+            (None, Some(k)) => *k.get_ref() == LinkKind::Tun,
+            (None, None) => false,
         }
     }
 }
