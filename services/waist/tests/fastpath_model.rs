@@ -46,13 +46,19 @@ fn model_uses_measured_lookups_and_bears_out_the_papers_claims() {
         // Every scheme pays at least the half round trip.
         assert!(r.threaded >= m.rtt / 2.0);
     }
-    // With L > s the claims about datagrams and VCs follow from the formulas whatever the
-    // measured values. The one comparing the two short lookups (threaded vs source-hash
-    // hit) depends on which measured faster, which an unoptimised test build on a loaded
-    // machine does not settle: it is checked with the paper's own parameters below.
+    // With L > s the claims about datagrams follow from the formulas whatever the measured
+    // values. Two depend on which of the two short lookups (threaded index, source-hash
+    // hit) measured faster, which a loaded machine does not settle: "threaded indices cost
+    // what source hashing costs", and "source hashing beats a VC at every n", which holds
+    // for every n when the hit is no slower than the threaded lookup (L − s < R) but fails
+    // at large n when it is slower ((n − 1)·s_cache outgrows R + n·s_threaded). Both are checked
+    // with the paper's own parameters below; the VC claim here when the order allows it.
     let claims = fastpath_model::claims(&m.rows, m.rtt, m.long, m.short_threaded);
+    let hit_no_slower = m.short_cache <= m.short_threaded;
     for (claim, holds) in &claims {
-        if !claim.starts_with("threaded") {
+        let by_order = claim.starts_with("threaded")
+            || (claim.starts_with("source hashing beats a VC") && !hit_no_slower);
+        if !by_order {
             assert!(holds, "{claim}: {claims:?}");
         }
     }
