@@ -68,16 +68,21 @@ const IFACE: usize = 0;
 /// What is wrong with `s`.
 pub fn parse_listen(s: &str) -> Result<LinkSpec, String> {
     let spec: LinkSpec = s.parse()?;
-    if let LinkSpec::Udp {
-        local,
-        peer: Some(_),
-    } = &spec
-    {
-        return Err(format!(
-            "`{s}`: a server answers many peers, so its link has no =PEER: udp:{local}"
-        ));
-    }
+    serves_many(&spec)?;
     Ok(spec)
+}
+
+/// Refuses a link to one peer: a server answers many.
+fn serves_many(spec: &LinkSpec) -> Result<(), String> {
+    match spec {
+        LinkSpec::Udp {
+            local,
+            peer: Some(_),
+        } => Err(format!(
+            "`{spec}`: a server answers many peers, so its link has no =PEER: udp:{local}"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Everything the server is started with.
@@ -179,15 +184,9 @@ impl Web {
     ) -> anyhow::Result<(Web, Option<SocketAddr>)> {
         let keys = Keys::load_or_create(&opts.keys, opts.rotate)?;
         let period = keys.period_at(SystemTime::now());
+        serves_many(&opts.listen).map_err(|m| anyhow::anyhow!("--listen {m}"))?;
         let (server_addr, mtu) = match &opts.listen {
-            LinkSpec::Udp {
-                local,
-                peer: Some(p),
-            } => anyhow::bail!(
-                "--listen udp:{local}={p}: a server answers many peers, so its link has no \
-                 =PEER: udp:{local}"
-            ),
-            LinkSpec::Udp { local, peer: None } => {
+            LinkSpec::Udp { local, .. } => {
                 let overhead = if local.is_ipv4() {
                     trickles::ip::UDP_TUNNEL_OVERHEAD_V4
                 } else {

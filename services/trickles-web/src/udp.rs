@@ -51,7 +51,7 @@
 //! ```
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
@@ -201,17 +201,6 @@ impl std::fmt::Debug for Link {
     }
 }
 
-/// The local IP address the system would use towards `peer`.
-fn local_ip_towards(peer: SocketAddr) -> io::Result<IpAddr> {
-    let any: IpAddr = match peer {
-        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
-        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
-    };
-    let probe = std::net::UdpSocket::bind((any, 0))?;
-    probe.connect(peer)?;
-    Ok(probe.local_addr()?.ip())
-}
-
 /// The connections' settings for server `server`: the MSS that makes each response fit
 /// one datagram on a [`PATH_MTU`] path.
 pub fn client_config(server: &Addr) -> ClientConfig {
@@ -249,7 +238,7 @@ impl Link {
             }
             Some(b) => b,
             None => SocketAddr::new(
-                local_ip_towards(first)
+                netio::link::local_ip_towards(first)
                     .with_context(|| format!("no local address reaches {first}"))?,
                 0,
             ),
@@ -274,7 +263,7 @@ impl Link {
             .and_then(netio::link::Link::local_addr)
             .with_context(|| format!("no local address after binding {bind}"))?;
         let local_ip = match local.ip() {
-            ip if ip.is_unspecified() => local_ip_towards(first)
+            ip if ip.is_unspecified() => netio::link::local_ip_towards(first)
                 .with_context(|| format!("no local address reaches {first}"))?,
             ip => ip,
         };

@@ -55,7 +55,7 @@ mod tx;
 pub use batch::{BATCH, Batch, Fill};
 pub use counters::LinkCounters;
 pub use liveness::{Cause, LinkEvent};
-pub use one::{Link, LinkOptions, SOCKET_BUFFER};
+pub use one::{Link, LinkOptions, SOCKET_BUFFER, local_ip_towards};
 pub use spec::LinkSpec;
 pub use split::{Split, split};
 pub use tun::{AsyncDevice, netns_unsupported, open_tun, open_tun_with, parse_cidr};

@@ -296,13 +296,13 @@ impl Link {
 
     /// Queues `frame` for `dest` (`None`: the peer), through the emulation if any.
     pub(super) fn queue(&mut self, dest: Option<SocketAddr>, frame: &[u8], now: Instant) -> bool {
-        let peer = self.peer();
-        if let Some(e) = &mut self.emulator {
-            // The emulation models one peer: frames to others skip it.
-            if dest.is_none() || dest == peer {
-                e.send(now, frame);
-                return false;
-            }
+        // The emulation models one peer: frames to others skip it.
+        if self.emulator.is_some()
+            && (dest.is_none() || dest == self.peer())
+            && let Some(e) = &mut self.emulator
+        {
+            e.send(now, frame);
+            return false;
         }
         self.enqueue(dest, frame)
     }
@@ -409,4 +409,21 @@ pub(crate) fn udp_socket(addr: SocketAddr, buffer: usize) -> io::Result<UdpSocke
     s.set_nonblocking(true)?;
     s.bind(&addr.into())?;
     UdpSocket::from_std(s.into())
+}
+
+/// The local IP address the system would use towards `peer` (a route lookup: a UDP socket
+/// connected to it, nothing sent).
+///
+/// # Errors
+///
+/// No route to `peer`, or no socket.
+pub fn local_ip_towards(peer: SocketAddr) -> io::Result<std::net::IpAddr> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let any: IpAddr = match peer {
+        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let probe = std::net::UdpSocket::bind((any, 0))?;
+    probe.connect(peer)?;
+    Ok(probe.local_addr()?.ip())
 }
