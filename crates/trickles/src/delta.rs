@@ -14,7 +14,7 @@
 //! |-----------------------------------------|--------------------------------------|
 //! | `number`, `tcp_base`, `start_cwnd`, `ssthresh`, `proof_start`, `epoch_start`, `rtx` | from `params` |
 //! | `site`, `key_epoch`, `conn_nonce`       | `c`'s (0 for a SYN's responses)      |
-//! | `flags`                                 | 0 (the only value a continuation has)|
+//! | `flags`                                 | from `params` (`delayed_ack`)        |
 //! | `rtt_us`, `timestamp_ms`, `tag`         | not predicted: always sent           |
 //!
 //! The server plans from the continuation and SACK proof the request carries; the client
@@ -46,7 +46,7 @@ pub fn predict(params: &Params, request: Option<&Continuation>) -> Continuation 
         rtx: params.rtx,
         site: request.map_or(0, |c| c.site),
         key_epoch: request.map_or(0, |c| c.key_epoch),
-        flags: 0,
+        flags: params.flags(),
         conn_nonce: request.map_or(0, |c| c.conn_nonce),
         tag: [0; 16],
     }

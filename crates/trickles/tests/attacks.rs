@@ -51,9 +51,20 @@ fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Result<Vec<Vec<u8>>, Rej
 
 /// A connection brought to the point where the client holds fresh requests; returns the
 /// server, the client and the client's pending request segments.
+///
+/// The client acknowledges every packet, so the SYN's three answers give three requests
+/// (the tests below index them); [`connected_with`] picks the mode, and
+/// `attacks_hold_with_delayed_acks` repeats the defences for the default mode.
 fn connected(now: u64) -> (Server, Client, Vec<Vec<u8>>) {
+    connected_with(now, false)
+}
+
+/// [`connected`] with delayed acknowledgments asked for (and granted) or not.
+fn connected_with(now: u64, delayed_ack: bool) -> (Server, Client, Vec<Vec<u8>>) {
     let mut server = Server::new(ServerConfig::new(keys()));
-    let mut client = Client::new(ClientConfig::default(), tuple(), 99);
+    let mut cfg = ClientConfig::default();
+    cfg.cc.delayed_ack = delayed_ack;
+    let mut client = Client::new(cfg, tuple(), 99);
     client.connect(now, &[]);
     let syn = client.poll_transmit().unwrap();
     for seg in answer(&mut server, now, &syn).unwrap() {
@@ -85,6 +96,62 @@ fn reframe(req: &Request<'_>, from: &FourTuple) -> Vec<u8> {
 
 fn payload(seg: &[u8]) -> &[u8] {
     wire::parse_segment(&CLIENT, &SERVER, seg).unwrap().payload
+}
+
+/// The defences with delayed acknowledgments on (the default): a continuation's
+/// delayed-ack flag is under its MAC (switching it either way is a forgery, one MAC, no
+/// state), every other bit flip is refused, and replays and stale requests are dropped.
+#[test]
+fn attacks_hold_with_delayed_acks() {
+    let now = 1_000_000;
+    for delayed in [true, false] {
+        let (mut server, _client, requests) = connected_with(now, delayed);
+        let req = Request::parse(payload(&requests[0])).unwrap();
+        let c = req.continuation.unwrap();
+        assert_eq!(c.delayed_ack(), delayed, "granted as asked");
+        // The flag switched: refused by MAC, at the cost of one MAC.
+        let switched = Request {
+            continuation: Some(Continuation {
+                flags: c.flags ^ trickles::continuation::CONTINUATION_FLAG_DELAYED_ACK,
+                ..c
+            }),
+            ..req
+        };
+        let before = server.inbound_macs();
+        let verdict = answer(&mut server, now + 20_000, &reframe(&switched, &tuple()));
+        assert_eq!(verdict.err(), Some(Rejected::Mac), "delayed {delayed}");
+        assert_eq!(server.inbound_macs() - before, 1);
+        let mut bytes = [0u8; CONTINUATION_LEN];
+        c.emit(&mut bytes);
+        for bit in 0..CONTINUATION_LEN * 8 {
+            let mut flipped = bytes;
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            let Ok(bad) = Continuation::parse(&flipped) else {
+                continue;
+            };
+            let forged = Request {
+                continuation: Some(bad),
+                ..req
+            };
+            let verdict = answer(&mut server, now + 20_000, &reframe(&forged, &tuple()));
+            assert_eq!(
+                verdict.err(),
+                Some(Rejected::Mac),
+                "delayed {delayed} bit {bit}"
+            );
+        }
+        // The honest request once, then never again; beyond the horizon, stale.
+        let fresh = answer(&mut server, now + 20_000, &requests[0]).unwrap();
+        assert!(!fresh.is_empty());
+        assert_eq!(
+            answer(&mut server, now + 30_000, &requests[0]).err(),
+            Some(Rejected::Replay)
+        );
+        assert_eq!(
+            answer(&mut server, now + 5_000_000, &requests[0]).err(),
+            Some(Rejected::Stale)
+        );
+    }
 }
 
 #[test]

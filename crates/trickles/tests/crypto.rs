@@ -541,11 +541,15 @@ fn sample_continuation(epoch: u8) -> Continuation {
 }
 
 /// The documented input, built independently: `encode(tuple)` with `epoch_start` in the
-/// family byte's bits 0 and 7, then every field but `epoch_start`, `key_epoch`, `flags`.
+/// family byte's bits 0 and 7 and the delayed-ack flag in its bit 4, then every field but
+/// `epoch_start`, `key_epoch`, `flags`.
 fn continuation_input(t: &FourTuple, c: &Continuation) -> Vec<u8> {
     let mut v = encode(t);
     let es = c.epoch_start as u8;
     v[0] |= (es & 1) | ((es >> 1) << 7);
+    if c.flags & 1 != 0 {
+        v[0] |= 0x10;
+    }
     let fields = c.mac_fields();
     v.extend_from_slice(&fields[..24]);
     v.push(c.rtx);
@@ -578,9 +582,13 @@ fn continuation_mac_is_cmac_of_documented_input() {
     };
     for t in [v4_tuple(), v6, mixed] {
         for epoch in [8u8, 9] {
-            for es in [EpochStart::Open, EpochStart::Recovery, EpochStart::Timeout] {
+            for (es, flags) in [EpochStart::Open, EpochStart::Recovery, EpochStart::Timeout]
+                .into_iter()
+                .flat_map(|es| [(es, 0), (es, 1)])
+            {
                 let mut c = sample_continuation(epoch);
                 c.epoch_start = es;
+                c.flags = flags;
                 let input = continuation_input(&t, &c);
                 if matches!(t.client_addr, Addr::V4(_)) && matches!(t.server_addr, Addr::V4(_)) {
                     assert_eq!(input.len(), 48);
@@ -592,13 +600,25 @@ fn continuation_mac_is_cmac_of_documented_input() {
             }
         }
     }
-    // Not live, or flags set: no tag, no verification.
+    // Not live, or a reserved flag set: no tag, no verification.
     let c = sample_continuation(10);
     assert_eq!(keys.mac_continuation(&v4_tuple(), &c), None);
+    for reserved in [2u8, 0x80, 0xff] {
+        let mut c = sample_continuation(9);
+        c.tag = keys.mac_continuation(&v4_tuple(), &c).unwrap();
+        c.flags = reserved;
+        assert_eq!(keys.mac_continuation(&v4_tuple(), &c), None);
+        assert!(!keys.verify_continuation(&v4_tuple(), &c));
+    }
+    // The delayed-ack flag is covered: switching it on or off fails the check.
     let mut c = sample_continuation(9);
     c.tag = keys.mac_continuation(&v4_tuple(), &c).unwrap();
+    assert!(keys.verify_continuation(&v4_tuple(), &c));
     c.flags = 1;
-    assert_eq!(keys.mac_continuation(&v4_tuple(), &c), None);
+    assert!(!keys.verify_continuation(&v4_tuple(), &c));
+    c.tag = keys.mac_continuation(&v4_tuple(), &c).unwrap();
+    assert!(keys.verify_continuation(&v4_tuple(), &c));
+    c.flags = 0;
     assert!(!keys.verify_continuation(&v4_tuple(), &c));
 }
 
@@ -615,7 +635,8 @@ fn continuation_mac_covers_every_field_bit() {
     c.emit(&mut bytes);
     for bit in 0..38 * 8 {
         let flipped = flip(&bytes, bit);
-        // Bytes that no longer parse (epoch_start 3, flags nonzero) never reach the check.
+        // Bytes that no longer parse (epoch_start 3, a reserved flag) never reach the check;
+        // the delayed-ack flag bit does, and fails it.
         if let Ok(d) = Continuation::parse(&flipped) {
             assert!(!keys.verify_continuation(&t, &d), "field bit {bit}");
         }

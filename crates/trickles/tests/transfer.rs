@@ -104,7 +104,13 @@ fn delayed_acks_halve_the_requests_and_still_deliver() {
             delayed.complete && delayed.byte_exact,
             "loss {fwd}/{rev}: {delayed:?}"
         );
-        let every = fetch(&t);
+        let mut every_cfg = client_cfg;
+        every_cfg.cc.delayed_ack = false;
+        let every = sim::run(&t, server_cfg, every_cfg);
+        assert!(
+            every.complete && every.byte_exact,
+            "not asking: loss {fwd}/{rev}: {every:?}"
+        );
         if fwd == 0 && rev == 0 {
             // One request per two packets: about half the requests (and MAC checks).
             let ratio = delayed.server.segments as f64 / every.server.segments as f64;

@@ -61,10 +61,19 @@ pub struct CcConfig {
     pub max_cwnd: u16,
     /// Most lost packets one request may have retransmitted (§2.5 step 2).
     pub burst_limit: u16,
-    /// Delayed acknowledgments: only every other packet of an epoch (those an even
-    /// distance from `TCPBase`) carries a continuation, and the request made with it
-    /// acknowledges that packet and the one before, as two consecutive requests would.
-    /// Halves requests and MAC checks; the window follows the same `TCPCwnd`.
+    /// Delayed acknowledgments (§2.1, §2.5: "Trickles acknowledges every other packet"):
+    /// only every other packet of an epoch (those an even distance from `TCPBase`)
+    /// carries a continuation, and the request made with it acknowledges that packet and
+    /// the one before, as two consecutive requests would. Halves requests and MAC checks;
+    /// the window follows the same `TCPCwnd`.
+    ///
+    /// It is negotiated per connection: a client with it set asks in its SYN
+    /// ([`REQUEST_FLAG_DELAYED_ACK`](crate::wire::REQUEST_FLAG_DELAYED_ACK)), a server with
+    /// it set grants what is asked, and the connection's continuations then carry
+    /// [`CONTINUATION_FLAG_DELAYED_ACK`](crate::wire::continuation::CONTINUATION_FLAG_DELAYED_ACK)
+    /// under their MAC. [`plan`] reads the continuation's flag, not this field, so a client
+    /// that does not ask is acknowledged packet by packet by a server that would grant
+    /// it, and the other way round. On by default, as the paper's implementation ran.
     pub delayed_ack: bool,
 }
 
@@ -75,7 +84,7 @@ impl Default for CcConfig {
             initial_ssthresh: 8191,
             max_cwnd: 8191,
             burst_limit: 8,
-            delayed_ack: false,
+            delayed_ack: true,
         }
     }
 }
@@ -126,6 +135,21 @@ pub struct Params {
     pub epoch_start: EpochStart,
     /// Consecutive timeouts that led here.
     pub rtx: u8,
+    /// Whether the connection runs with delayed acknowledgments: the continuation's
+    /// [`CONTINUATION_FLAG_DELAYED_ACK`](crate::wire::continuation::CONTINUATION_FLAG_DELAYED_ACK),
+    /// the same for every continuation of a connection.
+    pub delayed_ack: bool,
+}
+
+impl Params {
+    /// The continuation flags these parameters give.
+    pub fn flags(&self) -> u8 {
+        if self.delayed_ack {
+            crate::wire::continuation::CONTINUATION_FLAG_DELAYED_ACK
+        } else {
+            0
+        }
+    }
 }
 
 /// One response a request produces.
@@ -259,7 +283,7 @@ pub fn plan_into(
             }
             // With delayed acks the request stands for requests k − 1 and k, unless
             // packet k − 1 was lost (then recovery regenerates it like any lost request).
-            let pair = cfg.delayed_ack
+            let pair = c.delayed_ack()
                 && k.checked_sub(1).is_some_and(|p| {
                     p >= c.proof_start
                         && !losses(proof, c.proof_start, k).any(|(a, b)| a <= p && p <= b)
@@ -273,15 +297,15 @@ pub fn plan_into(
             }
         }
     }
-    delay(cfg, out);
+    delay(c.delayed_ack(), out);
     Ok(())
 }
 
 /// With delayed acks, strips the continuation from packets an odd distance from their
 /// epoch's base: each is acknowledged with the next one. They keep their numbers, so the
 /// epoch's numbers stay contiguous.
-fn delay(cfg: &CcConfig, slots: &mut [Slot]) {
-    if !cfg.delayed_ack {
+fn delay(delayed_ack: bool, slots: &mut [Slot]) {
+    if !delayed_ack {
         return;
     }
     for slot in slots {
@@ -317,6 +341,7 @@ fn normal(c: &Continuation, ep: Epoch, out: &mut Vec<Slot>) -> Result<(), PlanEr
                 proof_start: c.proof_start,
                 epoch_start: c.epoch_start,
                 rtx: 0,
+                delayed_ack: c.delayed_ack(),
             }),
         }
     }));
@@ -356,6 +381,7 @@ fn recovery(
         proof_start: r + 1,
         epoch_start: EpochStart::Recovery,
         rtx: 0,
+        delayed_ack: c.delayed_ack(),
     };
     // The run of losses right before k, if k is the first packet after it.
     let run = losses(proof, c.proof_start, k)
@@ -384,7 +410,7 @@ fn recovery(
         // window can qualify, so the loop is bounded by the window, not by the run). With
         // delayed acks the request for packet a − 1 (no continuation of its own) would have
         // ridden in a's, so it went missing with a.
-        let first_missing = if cfg.delayed_ack && a.wrapping_sub(c.tcp_base).is_multiple_of(2) {
+        let first_missing = if c.delayed_ack() && a.wrapping_sub(c.tcp_base).is_multiple_of(2) {
             a.saturating_sub(1)
         } else {
             a
@@ -447,6 +473,7 @@ fn timeout(
                 proof_start: base + 1,
                 epoch_start: EpochStart::Timeout,
                 rtx,
+                delayed_ack: c.delayed_ack(),
             }),
         }
     }));
@@ -454,7 +481,8 @@ fn timeout(
 }
 
 /// The continuation parameters of a new connection's first `initial_cwnd` trickles,
-/// numbered `1..=initial_cwnd` (epoch base 0).
+/// numbered `1..=initial_cwnd` (epoch base 0), with delayed acknowledgments if
+/// `cfg.delayed_ack` (for a server: if it grants them to this SYN).
 pub fn open(cfg: &CcConfig) -> Vec<Slot> {
     let cwnd = u32::from(cfg.initial_cwnd.max(1));
     let mut slots: Vec<Slot> = (1..=cwnd)
@@ -469,9 +497,10 @@ pub fn open(cfg: &CcConfig) -> Vec<Slot> {
                 proof_start: 1,
                 epoch_start: EpochStart::Open,
                 rtx: 0,
+                delayed_ack: cfg.delayed_ack,
             }),
         })
         .collect();
-    delay(cfg, &mut slots);
+    delay(cfg.delayed_ack, &mut slots);
     slots
 }

@@ -37,7 +37,7 @@ use alloc::vec::Vec;
 use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
 use crate::conn::FourTuple;
 use crate::delta;
-use crate::limits::{DEFAULT_MSS, payload_limit, ucont_room};
+use crate::limits::{DEFAULT_MSS, range_len};
 use crate::sack::{MAX_SACK_BLOCKS, ProofBuilder, SACK_BLOCK_LEN, SackBlock};
 use crate::wire::continuation::Continuation;
 use crate::wire::{
@@ -162,6 +162,19 @@ pub struct ClientStats {
     pub deltas_dropped: u64,
 }
 
+/// A continuation waiting to be spent (see [`ClientConfig::park_max_us`]).
+#[derive(Debug)]
+struct Parked {
+    /// When it was parked.
+    at: u64,
+    continuation: Continuation,
+    ucont: Vec<u8>,
+    /// The SACK proof as it stood when the continuation's packet was resolved: it ends
+    /// at that packet, as the request made with it must, however far the proof has moved
+    /// on by the time it is spent.
+    proof: Vec<SackBlock>,
+}
+
 /// An arrived numbered packet not yet resolved in order.
 #[derive(Debug)]
 struct Arrival {
@@ -188,7 +201,7 @@ pub struct Client {
     latest: Option<(Continuation, Vec<u8>)>,
     /// Continuations that arrived when there was nothing to ask for, oldest first, with
     /// their arrival times (see [`ClientConfig::park_max_us`]).
-    parked: VecDeque<(u64, Continuation, Vec<u8>)>,
+    parked: VecDeque<Parked>,
     /// Something to ask for appeared while continuations were parked: spend them at the
     /// next `handle_timeout`.
     wake: bool,

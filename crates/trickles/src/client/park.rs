@@ -4,7 +4,7 @@
 //! waits here instead of being spent on an empty request; parked ones are spent in order
 //! as soon as there is something to ask ([`ClientConfig::park_max_us`](super::ClientConfig::park_max_us)).
 
-use super::Client;
+use super::{Client, Parked};
 use crate::wire::continuation::Continuation;
 
 impl Client {
@@ -15,10 +15,20 @@ impl Client {
             && !self.done()
             && (!self.parked.is_empty() || !self.requestable())
         {
-            self.parked.push_back((now_us, c, ucont.to_vec()));
+            // The proof now ends at `c`'s packet (it was just resolved): keep it, so the
+            // request made later still acknowledges exactly up to there. Spent with the
+            // proof of that later time, it would claim packets beyond its own number and
+            // be refused (or, dropped, leave a gap the server would read as a loss).
+            let proof = self.proof.blocks().to_vec();
+            self.parked.push_back(Parked {
+                at: now_us,
+                continuation: c,
+                ucont: ucont.to_vec(),
+                proof,
+            });
             return;
         }
-        self.spend_now(now_us, c, ucont);
+        self.spend_now(now_us, c, ucont, None);
     }
 
     /// Whether a request would carry something: client data, or a range to ask for.
@@ -38,15 +48,15 @@ impl Client {
     /// Spends parked continuations, oldest first, while there is something to ask for
     /// (and the first unused one on the FIN once done); drops those too old to spend.
     pub(super) fn unpark(&mut self, now_us: u64) {
-        while let Some(&(at, _, _)) = self.parked.front() {
+        while let Some(at) = self.parked.front().map(|p| p.at) {
             let fresh = now_us.saturating_sub(at) <= self.cfg.park_max_us;
             if fresh && !self.done() && !self.requestable() {
                 break;
             }
-            if let Some((_, c, ucont)) = self.parked.pop_front()
+            if let Some(p) = self.parked.pop_front()
                 && fresh
             {
-                self.spend_now(now_us, c, &ucont);
+                self.spend_now(now_us, p.continuation, &p.ucont, Some(p.proof));
             }
         }
     }

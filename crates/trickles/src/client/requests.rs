@@ -36,7 +36,11 @@ impl Client {
     /// report more loss than it had, and the server reads only the first gap and the gap
     /// before the request, which both survive.
     pub(super) fn proof_blocks(&self) -> Vec<SackBlock> {
-        let blocks = self.proof.blocks();
+        Self::sendable(self.proof.blocks())
+    }
+
+    /// `blocks` cut to what a request can carry (see [`Client::proof_blocks`]).
+    fn sendable(blocks: &[SackBlock]) -> Vec<SackBlock> {
         if blocks.len() <= MAX_SACK_BLOCKS {
             return blocks.to_vec();
         }
@@ -46,8 +50,29 @@ impl Client {
         out
     }
 
-    /// Sends the request that uses continuation `c` (the FIN once done).
-    pub(super) fn spend_now(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
+    /// The flags of a request of `kind`: deltas when configured, and on a SYN the ask for
+    /// delayed acknowledgments (later requests follow their continuations' flag).
+    fn request_flags(&self, kind: RequestKind) -> u8 {
+        let mut flags = 0;
+        if self.cfg.delta {
+            flags |= wire::REQUEST_FLAG_DELTA;
+        }
+        if kind == RequestKind::Syn && self.cfg.cc.delayed_ack {
+            flags |= wire::REQUEST_FLAG_DELAYED_ACK;
+        }
+        flags
+    }
+
+    /// Sends the request that uses continuation `c` (the FIN once done), with the proof
+    /// as it stands, or with `parked`, the proof kept when `c` was parked (it ends at `c`'s
+    /// packet).
+    pub(super) fn spend_now(
+        &mut self,
+        now_us: u64,
+        c: Continuation,
+        ucont: &[u8],
+        parked: Option<Vec<SackBlock>>,
+    ) {
         self.proof.trim_below(c.proof_start);
         if self.done() {
             // Done: the first unused continuation carries the FIN (a hint: the server
@@ -63,7 +88,14 @@ impl Client {
             }
             return;
         }
-        let blocks = self.proof_blocks();
+        let blocks = match parked {
+            Some(mut p) => {
+                let done = p.iter().take_while(|b| b.right < c.proof_start).count();
+                p.drain(..done);
+                Self::sendable(&p)
+            }
+            None => self.proof_blocks(),
+        };
         let Ok(slots) = cc::plan(&c, &blocks, RequestMode::Normal, &self.cfg.cc) else {
             return;
         };
@@ -116,10 +148,7 @@ impl Client {
             if !slot.kind.carries_data() {
                 continue;
             }
-            let size = ucont_room(
-                usize::from(payload_limit(self.cfg.mss, slot.params.is_some())),
-                ucont.len(),
-            ) as u16;
+            let size = range_len(self.cfg.mss, slot.params.is_some(), ucont.len()) as u16;
             let Some(range) = self.next_range(size, range_end) else {
                 continue;
             };
@@ -159,12 +188,15 @@ impl Client {
                 })
                 .collect()
         };
+        // Data rides only where a response carrying a continuation is predicted: that
+        // response acknowledges it (and brings the application's answer in its user
+        // continuation). With delayed acknowledgments half the packets carry none, and a
+        // request in recovery may predict only such packets.
         let numbered: Vec<u32> = slots
             .iter()
-            .filter(|s| s.kind != SlotKind::Retransmit)
+            .filter(|s| s.kind != SlotKind::Retransmit && s.params.is_some())
             .map(|s| s.number)
             .collect();
-        // Data rides only where a response is predicted (that response acknowledges it).
         let chunk = if kind == RequestKind::Syn {
             // The SYN carries the connection's first request, always the same bytes.
             (!self.syn_data.is_empty()).then(|| (0, self.syn_data.clone()))
@@ -196,11 +228,7 @@ impl Client {
         };
         let req = Request {
             kind,
-            flags: if self.cfg.delta {
-                wire::REQUEST_FLAG_DELTA
-            } else {
-                0
-            },
+            flags: self.request_flags(kind),
             retry,
             continuation: c,
             sack: &sack,

@@ -92,7 +92,7 @@ use aes::Aes128;
 use aes::cipher::{BlockEncrypt, KeyInit};
 
 use crate::conn::{Addr, FOUR_TUPLE_MAX_LEN, FourTuple};
-use crate::wire::continuation::Continuation;
+use crate::wire::continuation::{CONTINUATION_FLAG_DELAYED_ACK, Continuation};
 
 mod schedule;
 
@@ -223,11 +223,13 @@ const CONT_MAC_V4: usize = 48;
 /// IPv4, 72 for IPv6, 60 for mixed families).
 ///
 /// The input is `FourTuple::encode(tuple)` with `c.epoch_start` (0, 1 or 2) folded into the
-/// family byte's free bits 0 and 7 (the family bytes 4, 6, 46 and 64 are even and below
-/// 128), then continuation bytes `0..24` (`number` through `timestamp_ms`), 25 (`rtx`),
-/// `26..28` (`site`) and `30..38` (`conn_nonce`). Left out: `key_epoch`, which selects the
-/// key and so is bound by it, and `flags`, which is always 0 (`Continuation::parse`
-/// rejects anything else and [`ServerKeys::verify_continuation`] refuses it). The encoding
+/// family byte's free bits 0 and 7 and `c.flags`' one defined bit
+/// ([`CONTINUATION_FLAG_DELAYED_ACK`]) into its free bit 4 (the family bytes 4, 6, 46 and
+/// 64 are even, below 128 and clear in bit 4), then continuation bytes `0..24` (`number`
+/// through `timestamp_ms`), 25 (`rtx`), `26..28` (`site`) and `30..38` (`conn_nonce`).
+/// Left out: `key_epoch`, which selects the key and so is bound by it, and the reserved
+/// `flags` bits, which are always 0 (`Continuation::parse` rejects anything else and
+/// [`ServerKeys::verify_continuation`] refuses it). The encoding
 /// is injective over every continuation that parses, so the MAC still covers every field;
 /// it is 48 bytes for IPv4 where `encode(tuple) || mac_fields()` was 51, which saves a
 /// fourth AES block on every continuation MAC and check. Its lengths also differ from
@@ -245,7 +247,6 @@ fn continuation_mac_input(
         (Addr::V4(_), Addr::V6(_)) => 46,
         (Addr::V6(_), Addr::V4(_)) => 64,
     };
-    let es = u8::from(c.epoch_start);
     let mut n = 0;
     let mut put = |bytes: &[u8]| {
         if let Some(dst) = out.get_mut(n..n + bytes.len()) {
@@ -253,7 +254,7 @@ fn continuation_mac_input(
         }
         n += bytes.len();
     };
-    put(&[family | (es & 1) | ((es & 2) << 6)]);
+    put(&[family_byte(family, c)]);
     put(tuple.client_addr.as_bytes());
     put(&tuple.client_port.to_be_bytes());
     put(tuple.server_addr.as_bytes());
@@ -271,6 +272,15 @@ fn continuation_mac_input(
     n
 }
 
+/// The first byte of a continuation MAC input: the four-tuple's `family` byte with
+/// `c.epoch_start` in bits 0 and 7 and `c.flags`' delayed-ack bit in bit 4.
+#[inline(always)]
+fn family_byte(family: u8, c: &Continuation) -> u8 {
+    let es = u8::from(c.epoch_start);
+    let delayed = c.flags & CONTINUATION_FLAG_DELAYED_ACK;
+    family | (es & 1) | ((es & 2) << 6) | (delayed << 4)
+}
+
 /// The three blocks of an IPv4 connection's continuation MAC input
 /// ([`continuation_mac_input`]'s 48 bytes), built in registers as big-endian integers and
 /// returned in the native-endian form CMAC works in. Building them byte by byte in memory
@@ -283,8 +293,7 @@ fn continuation_blocks_v4(
     tuple: &FourTuple,
     c: &Continuation,
 ) -> [u128; 3] {
-    let es = u8::from(c.epoch_start);
-    let family = 4u8 | (es & 1) | ((es & 2) << 6);
+    let family = family_byte(4, c);
     let w = |x: u32| u128::from(x);
     let number = c.number;
     let rtt = c.rtt_us;
@@ -578,29 +587,29 @@ impl ServerKeys {
 
     /// The tag of continuation `c` on `tuple`: AES-128-CMAC, under the key of
     /// `c.key_epoch`, of the continuation MAC input (the four-tuple's encoding with
-    /// `epoch_start` folded into its family byte, then every continuation field but
-    /// `key_epoch`, which picks the key, and `flags`, which must be 0; 48 bytes, three AES
-    /// blocks, for IPv4). `c.tag` is ignored. `None` if the epoch is not live or `flags`
-    /// is not 0.
+    /// `epoch_start` and the delayed-ack flag folded into its family byte, then every
+    /// continuation field but `key_epoch`, which picks the key; 48 bytes, three AES
+    /// blocks, for IPv4). `c.tag` is ignored. `None` if the epoch is not live or a reserved
+    /// `flags` bit is set.
     ///
     /// This is what the server puts in the continuations it issues and checks with
     /// [`verify_continuation`](ServerKeys::verify_continuation); it is not
     /// [`mac`](ServerKeys::mac) of the continuation's bytes.
     pub fn mac_continuation(&self, tuple: &FourTuple, c: &Continuation) -> Option<Tag> {
-        if !self.is_live(c.key_epoch) || c.flags != 0 {
+        if !self.is_live(c.key_epoch) || !c.flags_valid() {
             return None;
         }
         Some(self.continuation_tag(tuple, c).to_ne_bytes())
     }
 
     /// Whether `c.tag` is [`mac_continuation`](ServerKeys::mac_continuation)`(tuple, c)`,
-    /// compared in constant time; `false` if `c.key_epoch` is not live or `c.flags` is
-    /// not 0.
+    /// compared in constant time; `false` if `c.key_epoch` is not live or a reserved
+    /// `c.flags` bit is set.
     ///
     /// Call this before anything else touches a request (in particular before the replay
     /// filter), so forged packets cost one CMAC and change no state.
     pub fn verify_continuation(&self, tuple: &FourTuple, c: &Continuation) -> bool {
-        if !self.is_live(c.key_epoch) || c.flags != 0 {
+        if !self.is_live(c.key_epoch) || !c.flags_valid() {
             return false;
         }
         // One 128-bit XOR, compared as a whole: no early exit on the first differing byte.

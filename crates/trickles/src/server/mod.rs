@@ -414,6 +414,7 @@ impl Server {
                         now_ms,
                         req.continuation.as_ref(),
                         delta,
+                        req.asks_delayed_ack(),
                     );
                     resp.limit >>= limit_shift;
                     resp
@@ -446,7 +447,12 @@ impl Server {
             kind: EventKind::Open,
             conn_nonce,
             rtt_us: 0,
-            slots: cc::open(&self.cfg.cc),
+            // Delayed acknowledgments when the client asks and this server grants them;
+            // the continuations carry the outcome from here on.
+            slots: cc::open(&CcConfig {
+                delayed_ack: self.cfg.cc.delayed_ack && req.asks_delayed_ack(),
+                ..self.cfg.cc
+            }),
             nblocks: 0,
             fresh_key: syn_hash(conn_nonce, req.retry),
         }

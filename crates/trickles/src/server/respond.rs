@@ -47,7 +47,8 @@ pub(super) fn parse_blocks(req: &Request<'_>, out: &mut Vec<SackBlock>) -> Resul
 /// One planned response: its continuation (MACed over all its fields, and remembered in
 /// `cache`, Fig. 13) and limits, and when `delta` is set the continuation's delta from what
 /// the client predicts for it from `request`, the continuation the request presented
-/// (`None` for a SYN).
+/// (`None` for a SYN, whose client predicted with delayed acknowledgments iff
+/// `asked_delayed`).
 #[allow(clippy::too_many_arguments)] // The pieces of one response, all needed; a struct would only rename them.
 #[inline(always)]
 pub(super) fn respond(
@@ -63,6 +64,7 @@ pub(super) fn respond(
     now_ms: u32,
     request: Option<&Continuation>,
     delta: bool,
+    asked_delayed: bool,
 ) -> PlannedResponse {
     let kind = match slot.kind {
         SlotKind::Retransmit => ResponseKind::Retransmit,
@@ -86,7 +88,7 @@ pub(super) fn respond(
             rtx: p.rtx,
             site: cfg.site,
             key_epoch: keys.current_epoch(),
-            flags: 0,
+            flags: p.flags(),
             conn_nonce,
             tag: [0; 16],
         }),
@@ -102,7 +104,13 @@ pub(super) fn respond(
             cache.insert(tuple, &c.mac_fields(), &c.tag, id);
         }
         if delta && let Some(p) = slot.params {
-            resp.delta = Some(ContinuationDelta::between(&delta::predict(&p, request), c));
+            let predicted = delta::predict(&p, request);
+            // A SYN's client predicts with the delayed-ack mode it asked for; when that
+            // is not the one granted, the delta could not say so: send it whole.
+            let asked = request.is_some() || asked_delayed == p.delayed_ack;
+            if asked && ContinuationDelta::reproduces(&predicted, c) {
+                resp.delta = Some(ContinuationDelta::between(&predicted, c));
+            }
         }
     }
     resp

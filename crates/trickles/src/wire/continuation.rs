@@ -44,6 +44,17 @@ pub const CONTINUATION_LEN: usize = 54;
 /// Length of the MACed prefix (every field but the tag).
 pub const MAC_FIELDS_LEN: usize = 38;
 
+/// [`Continuation::flags`] bit 0: the connection runs with delayed acknowledgments
+/// ([`CcConfig::delayed_ack`](crate::cc::CcConfig::delayed_ack)): only every other packet
+/// of an epoch carries a continuation. Set by the server at the SYN when the client asked
+/// for it ([`REQUEST_FLAG_DELAYED_ACK`](super::REQUEST_FLAG_DELAYED_ACK)) and it grants
+/// it, and kept by every continuation of the connection after that; covered by the MAC,
+/// so a client cannot switch it.
+pub const CONTINUATION_FLAG_DELAYED_ACK: u8 = 0x01;
+
+/// Every [`Continuation::flags`] bit with a meaning; the others are reserved (0).
+pub const CONTINUATION_FLAGS: u8 = CONTINUATION_FLAG_DELAYED_ACK;
+
 /// Byte offsets of the fields.
 mod field {
     pub(super) const EPOCH_START: usize = 24;
@@ -89,8 +100,9 @@ impl From<EpochStart> for u8 {
 /// A decoded transport continuation.
 ///
 /// Any value can be emitted; [`Continuation::parse`] accepts exactly the encodings whose
-/// `flags` byte is 0 and whose `epoch_start` byte names an [`EpochStart`], so an emitted
-/// continuation with `flags == 0` parses back to itself.
+/// `flags` byte has no reserved bit (only [`CONTINUATION_FLAGS`]) and whose `epoch_start`
+/// byte names an [`EpochStart`], so an emitted continuation with such `flags` parses back
+/// to itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Continuation {
     /// Packet number of the response that carries this continuation; a request using it
@@ -118,7 +130,8 @@ pub struct Continuation {
     pub site: u16,
     /// Which MAC key epoch the tag was made with. Byte 28.
     pub key_epoch: u8,
-    /// Reserved, must be 0: [`Continuation::parse`] rejects anything else. Byte 29.
+    /// [`CONTINUATION_FLAG_DELAYED_ACK`]; the other bits are reserved, 0
+    /// ([`Continuation::parse`] rejects them). Byte 29.
     pub flags: u8,
     /// Per-connection nonce chosen by the server at the SYN. Bytes 30..38.
     pub conn_nonce: u64,
@@ -133,8 +146,8 @@ impl Continuation {
     ///
     /// Returns [`WireError::Truncated`] if `bytes` is shorter, [`WireError::BadLength`] if
     /// longer (the caller slices it out of the message), and [`WireError::Continuation`] if
-    /// the reserved `flags` byte is nonzero or the `epoch_start` byte is unknown. The tag is
-    /// not checked here.
+    /// a reserved `flags` bit is set or the `epoch_start` byte is unknown. The tag is not
+    /// checked here.
     #[inline(always)]
     pub fn parse(bytes: &[u8]) -> Result<Continuation, WireError> {
         let all: &[u8; CONTINUATION_LEN] = match bytes.len() {
@@ -161,15 +174,26 @@ impl Continuation {
             conn_nonce: u64::from_be_bytes(r.fixed()),
             tag: tag.try_into().map_err(|_| WireError::BadLength)?,
         };
-        if c.flags != 0 {
+        if c.flags & !CONTINUATION_FLAGS != 0 {
             return Err(WireError::Continuation);
         }
         Ok(c)
     }
 
+    /// Whether the connection runs with delayed acknowledgments
+    /// ([`CONTINUATION_FLAG_DELAYED_ACK`]).
+    pub fn delayed_ack(&self) -> bool {
+        self.flags & CONTINUATION_FLAG_DELAYED_ACK != 0
+    }
+
+    /// Whether `flags` has only defined bits: what [`Continuation::parse`] accepts.
+    pub fn flags_valid(&self) -> bool {
+        self.flags & !CONTINUATION_FLAGS == 0
+    }
+
     /// Encodes the continuation, tag included, into `out`.
     ///
-    /// Writes `flags` as it is; a nonzero value will not parse back.
+    /// Writes `flags` as it is; a reserved bit set will not parse back.
     pub fn emit(&self, out: &mut [u8; CONTINUATION_LEN]) {
         let (mac, tag) = out.split_at_mut(MAC_FIELDS_LEN);
         self.write_fields(mac);

@@ -112,7 +112,8 @@ fn differs<T: PartialEq>(predicted: T, actual: T) -> Option<T> {
 impl ContinuationDelta {
     /// The delta that turns `predicted` into `actual`: the unpredictable fields of
     /// `actual`, and every other field of `actual` that differs from `predicted`.
-    /// (`flags` is not carried: a continuation's is always 0.)
+    /// `flags` is not carried: the prediction's must already be `actual`'s (a connection's
+    /// flags never change after the SYN; [`ContinuationDelta::reproduces`] checks it).
     pub fn between(predicted: &Continuation, actual: &Continuation) -> ContinuationDelta {
         ContinuationDelta {
             rtt_us: actual.rtt_us,
@@ -131,8 +132,15 @@ impl ContinuationDelta {
         }
     }
 
-    /// The full continuation: `predicted` with this delta's fields put in (and `flags`
-    /// 0). Call it with the prediction for the response's packet number.
+    /// Whether [`apply`](ContinuationDelta::apply) of the delta of `actual` from
+    /// `predicted` gives `actual` back: always, except when their `flags` differ (a delta
+    /// does not carry them). A server sends the full continuation then.
+    pub fn reproduces(predicted: &Continuation, actual: &Continuation) -> bool {
+        predicted.flags == actual.flags
+    }
+
+    /// The full continuation: `predicted` with this delta's fields put in (`flags` are
+    /// `predicted`'s). Call it with the prediction for the response's packet number.
     pub fn apply(&self, predicted: &Continuation) -> Continuation {
         Continuation {
             number: self.number.unwrap_or(predicted.number),
@@ -146,7 +154,7 @@ impl ContinuationDelta {
             rtx: self.rtx.unwrap_or(predicted.rtx),
             site: self.site.unwrap_or(predicted.site),
             key_epoch: self.key_epoch.unwrap_or(predicted.key_epoch),
-            flags: 0,
+            flags: predicted.flags,
             conn_nonce: self.conn_nonce.unwrap_or(predicted.conn_nonce),
             tag: self.tag,
         }

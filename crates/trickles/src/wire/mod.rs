@@ -82,7 +82,8 @@ mod response;
 mod segment;
 
 pub use request::{
-    REQUEST_FLAG_DATA_OFFSET, REQUEST_FLAG_DELTA, REQUEST_FLAG_FIN, RangeList, Request, RequestKind,
+    REQUEST_FLAG_DATA_OFFSET, REQUEST_FLAG_DELAYED_ACK, REQUEST_FLAG_DELTA, REQUEST_FLAG_FIN,
+    RangeList, Request, RequestKind,
 };
 pub(crate) use response::Parts;
 pub use response::{Response, ResponseKind};

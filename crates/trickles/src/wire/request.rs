@@ -63,6 +63,17 @@ pub const REQUEST_FLAG_DATA_OFFSET: u8 = 0x02;
 /// that does not ignores the bit.
 pub const REQUEST_FLAG_DELTA: u8 = 0x04;
 
+/// Request flag bit 3, meaningful on a SYN: the client does delayed acknowledgments and
+/// asks the connection to run with them ([`CcConfig::delayed_ack`](crate::cc::CcConfig)).
+/// A server that grants it marks every continuation of the connection
+/// ([`CONTINUATION_FLAG_DELAYED_ACK`](super::continuation::CONTINUATION_FLAG_DELAYED_ACK)),
+/// and from then on the continuation, not this bit, decides; one that does not leaves the
+/// continuations unmarked and the client acknowledges every packet.
+pub const REQUEST_FLAG_DELAYED_ACK: u8 = 0x08;
+
+/// The flags [`Request::flags`] may hold.
+const REQUEST_FLAGS: u8 = REQUEST_FLAG_FIN | REQUEST_FLAG_DELTA | REQUEST_FLAG_DELAYED_ACK;
+
 /// Up to [`MAX_RANGES`] byte ranges, stored inline (no allocation).
 #[derive(Clone, Copy, Default)]
 pub struct RangeList {
@@ -135,7 +146,8 @@ impl fmt::Debug for RangeList {
 /// A request message: the TCP payload of a segment from client to server.
 ///
 /// Layout: version, kind, flags (bit 0 = [`REQUEST_FLAG_FIN`], bit 1 =
-/// [`REQUEST_FLAG_DATA_OFFSET`], bit 2 = [`REQUEST_FLAG_DELTA`]; the rest reserved), retry, number of SACK blocks, number of ranges, user
+/// [`REQUEST_FLAG_DATA_OFFSET`], bit 2 = [`REQUEST_FLAG_DELTA`], bit 3 =
+/// [`REQUEST_FLAG_DELAYED_ACK`]; the rest reserved), retry, number of SACK blocks, number of ranges, user
 /// continuation length (`u16`); then the transport continuation (absent iff the kind is
 /// [`RequestKind::Syn`]), the SACK blocks (12 bytes each), the ranges (start `u64`, length
 /// `u16`), the user continuation, the data offset (`u64`, iff flag bit 1), and the data
@@ -144,7 +156,8 @@ impl fmt::Debug for RangeList {
 pub struct Request<'a> {
     /// What the request asks for.
     pub kind: RequestKind,
-    /// Flag bits: [`REQUEST_FLAG_FIN`] and [`REQUEST_FLAG_DELTA`]; the others must be 0.
+    /// Flag bits: [`REQUEST_FLAG_FIN`], [`REQUEST_FLAG_DELTA`] and
+    /// [`REQUEST_FLAG_DELAYED_ACK`]; the others must be 0.
     pub flags: u8,
     /// How many times the client has retransmitted this request.
     pub retry: u8,
@@ -180,7 +193,7 @@ impl<'a> Request<'a> {
         }
         let kind = RequestKind::try_from(r.u8()?)?;
         let flags = r.u8()?;
-        if flags & !(REQUEST_FLAG_FIN | REQUEST_FLAG_DATA_OFFSET | REQUEST_FLAG_DELTA) != 0 {
+        if flags & !(REQUEST_FLAGS | REQUEST_FLAG_DATA_OFFSET) != 0 {
             return Err(WireError::BadFlags(flags));
         }
         let retry = r.u8()?;
@@ -212,7 +225,7 @@ impl<'a> Request<'a> {
         };
         Ok(Request {
             kind,
-            flags: flags & (REQUEST_FLAG_FIN | REQUEST_FLAG_DELTA),
+            flags: flags & REQUEST_FLAGS,
             retry,
             continuation,
             sack,
@@ -244,12 +257,12 @@ impl<'a> Request<'a> {
     ///
     /// Refuses to write what [`Request::parse`] would reject: [`WireError::BadFlags`] for a
     /// reserved flag bit, [`WireError::BadKind`] if a continuation is present in a SYN or
-    /// missing from another kind, [`WireError::Continuation`] for a continuation with
-    /// nonzero `flags`, [`WireError::BadLength`] if the SACK bytes are not whole blocks or
+    /// missing from another kind, [`WireError::Continuation`] for a continuation with a
+    /// reserved `flags` bit, [`WireError::BadLength`] if the SACK bytes are not whole blocks or
     /// the user continuation exceeds 65 535 bytes, [`WireError::TooManyBlocks`]. Returns
     /// [`WireError::BadLength`] if `out` is too small.
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
-        if self.flags & !(REQUEST_FLAG_FIN | REQUEST_FLAG_DELTA) != 0 {
+        if self.flags & !REQUEST_FLAGS != 0 {
             return Err(WireError::BadFlags(self.flags));
         }
         match (self.kind, &self.continuation) {
@@ -257,7 +270,7 @@ impl<'a> Request<'a> {
             (RequestKind::Syn, Some(_)) | (_, None) => {
                 return Err(WireError::BadKind(self.kind.into()));
             }
-            (_, Some(c)) if c.flags != 0 => return Err(WireError::Continuation),
+            (_, Some(c)) if !c.flags_valid() => return Err(WireError::Continuation),
             (_, Some(_)) => {}
         }
         if !self.sack.len().is_multiple_of(SACK_CHUNK_LEN) {
@@ -313,6 +326,11 @@ impl<'a> Request<'a> {
     /// Whether the client sends FIN after this request ([`REQUEST_FLAG_FIN`]).
     pub fn fin_after(&self) -> bool {
         self.flags & REQUEST_FLAG_FIN != 0
+    }
+
+    /// Whether the client asks for delayed acknowledgments ([`REQUEST_FLAG_DELAYED_ACK`]).
+    pub fn asks_delayed_ack(&self) -> bool {
+        self.flags & REQUEST_FLAG_DELAYED_ACK != 0
     }
 
     /// Whether the client accepts delta-encoded continuations ([`REQUEST_FLAG_DELTA`]).
@@ -379,8 +397,17 @@ mod tests {
         };
         assert_eq!(with(0, 2), Err(WireError::BadVersion(2)));
         assert_eq!(with(1, 5), Err(WireError::BadKind(5)));
-        assert_eq!(with(2, 0x08), Err(WireError::BadFlags(0x08)));
+        assert_eq!(with(2, 0x10), Err(WireError::BadFlags(0x10)));
         assert_eq!(with(2, 0x80), Err(WireError::BadFlags(0x80)));
+        assert_eq!(
+            Request::parse(&{
+                let mut b = SYN;
+                b[2] = 0x08;
+                b
+            })
+            .map(|r| (r.asks_delayed_ack(), r.accepts_delta())),
+            Ok((true, false))
+        );
         assert_eq!(
             Request::parse(&{
                 let mut b = SYN;

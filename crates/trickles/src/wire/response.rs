@@ -143,7 +143,7 @@ impl<'a> Response<'a> {
     /// [`Response::buffer_len`].
     ///
     /// Refuses to write what [`Response::parse`] would reject: [`WireError::Continuation`]
-    /// for a continuation with nonzero `flags`, [`WireError::BadFlags`] for both a
+    /// for a continuation with a reserved `flags` bit, [`WireError::BadFlags`] for both a
     /// continuation and a delta, [`WireError::BadLength`] for a user continuation over
     /// 65 535 bytes. Returns [`WireError::BadLength`] if `out` is too small.
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
@@ -212,11 +212,11 @@ impl Parts<'_> {
     /// [`Parts::buffer_len`] ([`Response::emit`] documents the refusals).
     ///
     /// Refuses to write what [`Response::parse`] would reject: [`WireError::Continuation`]
-    /// for a continuation with nonzero `flags`, [`WireError::BadFlags`] for both a
+    /// for a continuation with a reserved `flags` bit, [`WireError::BadFlags`] for both a
     /// continuation and a delta, [`WireError::BadLength`] for a user continuation over
     /// 65 535 bytes. Returns [`WireError::BadLength`] if `out` is too small.
     pub(crate) fn emit(&self, out: &mut [u8]) -> Result<usize, WireError> {
-        if self.continuation.is_some_and(|c| c.flags != 0) {
+        if self.continuation.is_some_and(|c| !c.flags_valid()) {
             return Err(WireError::Continuation);
         }
         if self.continuation.is_some() && self.delta.is_some() {

@@ -32,8 +32,9 @@ proptest! {
         if !(1..=4).contains(&v) {
             prop_assert_eq!(with(1, v), Err(WireError::BadKind(v)));
         }
-        // Bits 0..=2 are FIN, data offset and delta; every other bit stays reserved.
-        if v & !7 != 0 {
+        // Bits 0..=3 are FIN, data offset, delta and delayed ack; every other bit stays
+        // reserved.
+        if v & !0x0f != 0 {
             prop_assert_eq!(with(REQ_FLAGS, v), Err(WireError::BadFlags(v)));
         }
         if usize::from(v) > MAX_SACK_CHUNKS {
@@ -42,7 +43,8 @@ proptest! {
         if usize::from(v) > MAX_RANGES {
             prop_assert_eq!(with(REQ_NRANGES, v), Err(WireError::TooManyRanges(v)));
         }
-        if v != 0 {
+        // Bit 0 is the delayed-ack flag; every other bit stays reserved.
+        if v & !1 != 0 {
             let at = REQUEST_HEADER_LEN + CONT_FLAGS;
             prop_assert_eq!(with(at, v), Err(WireError::Continuation));
         }
@@ -97,7 +99,7 @@ fn continuation_in_a_response_is_checked_too() {
     bytes[RESPONSE_HEADER_LEN + CONT_FLAGS] = 0x40;
     assert_eq!(Response::parse(&bytes), Err(WireError::Continuation));
     // And emit refuses to write what parse would reject.
-    c.flags = 1;
+    c.flags = 2;
     let resp = Response {
         continuation: Some(c),
         ..resp

@@ -311,9 +311,14 @@ impl Minisocket {
             let ucont = ucont.as_deref().unwrap_or_default();
             if let Some(range) = resp.range {
                 // A long user continuation takes room from the data (the client asked for
-                // correspondingly less).
-                let allowed =
-                    usize::from(range.len).min(ucont_room(usize::from(resp.limit), ucont.len()));
+                // correspondingly less). A response without a transport continuation has
+                // the user continuation's room in its limit already: all of it counts.
+                let room = if resp.continuation.is_some() {
+                    ucont_room(usize::from(resp.limit), ucont.len())
+                } else {
+                    usize::from(resp.limit).saturating_sub(ucont.len())
+                };
+                let allowed = usize::from(range.len).min(room);
                 eos = fill(range, allowed, &mut data);
                 data.truncate(allowed);
             }
