@@ -32,6 +32,7 @@ mod upload;
 pub use demux::{ConnId, Demux, DemuxError};
 
 use alloc::collections::{BTreeMap, VecDeque};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
@@ -88,6 +89,11 @@ pub struct ClientConfig {
     /// (its replay `horizon_us`); older ones are dropped, and the client restarts with a
     /// timeout request if it has nothing else. 0: never park.
     pub park_max_us: u64,
+    /// Whether responses' TCP checksums are checked ([`wire::Checksum`]). Turn it off
+    /// only under a link that has checked the whole packet already (an IP-in-UDP link:
+    /// the UDP checksum covers the inner packet and the kernel verifies it); responses
+    /// carry nothing a client could authenticate either way.
+    pub checksum: wire::Checksum,
 }
 
 impl Default for ClientConfig {
@@ -102,6 +108,7 @@ impl Default for ClientConfig {
             max_request_data: 1024,
             delta: false,
             park_max_us: 500_000,
+            checksum: wire::Checksum::Verify,
         }
     }
 }
@@ -168,7 +175,7 @@ struct Parked {
     /// When it was parked.
     at: u64,
     continuation: Continuation,
-    ucont: Vec<u8>,
+    ucont: Arc<[u8]>,
     /// The SACK proof as it stood when the continuation's packet was resolved: it ends
     /// at that packet, as the request made with it must, however far the proof has moved
     /// on by the time it is spent.
@@ -179,7 +186,7 @@ struct Parked {
 #[derive(Debug)]
 struct Arrival {
     nonce: u32,
-    continuation: Option<(Continuation, Vec<u8>)>,
+    continuation: Option<(Continuation, Arc<[u8]>)>,
     /// `consumed` of the input continuation the response carried, if it carried one.
     consumed: Option<u64>,
 }
@@ -198,7 +205,7 @@ pub struct Client {
     floor: u32,
     proof: ProofBuilder,
     /// The highest-numbered continuation received, with its user continuation.
-    latest: Option<(Continuation, Vec<u8>)>,
+    latest: Option<(Continuation, Arc<[u8]>)>,
     /// Continuations that arrived when there was nothing to ask for, oldest first, with
     /// their arrival times (see [`ClientConfig::park_max_us`]).
     parked: VecDeque<Parked>,

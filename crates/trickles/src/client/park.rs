@@ -4,13 +4,15 @@
 //! waits here instead of being spent on an empty request; parked ones are spent in order
 //! as soon as there is something to ask ([`ClientConfig::park_max_us`](super::ClientConfig::park_max_us)).
 
+use alloc::sync::Arc;
+
 use super::{Client, Parked};
 use crate::wire::continuation::Continuation;
 
 impl Client {
     /// Sends the request that uses continuation `c`, or parks it (in order behind any
     /// parked already) while there is nothing to ask for.
-    pub(super) fn spend(&mut self, now_us: u64, c: Continuation, ucont: &[u8]) {
+    pub(super) fn spend(&mut self, now_us: u64, c: Continuation, ucont: &Arc<[u8]>) {
         if self.cfg.park_max_us > 0
             && !self.done()
             && (!self.parked.is_empty() || !self.requestable())
@@ -23,7 +25,7 @@ impl Client {
             self.parked.push_back(Parked {
                 at: now_us,
                 continuation: c,
-                ucont: ucont.to_vec(),
+                ucont: Arc::clone(ucont),
                 proof,
             });
             return;

@@ -6,7 +6,12 @@ use super::*;
 impl Client {
     /// Handles one segment from the server (the bytes after the IP header).
     pub fn handle_segment(&mut self, now_us: u64, tcp: &[u8]) -> Result<(), ClientError> {
-        let seg = wire::parse_segment(&self.tuple.server_addr, &self.tuple.client_addr, tcp)?;
+        let seg = wire::parse_segment_with(
+            &self.tuple.server_addr,
+            &self.tuple.client_addr,
+            tcp,
+            self.cfg.checksum,
+        )?;
         if seg.src_port != self.tuple.server_port || seg.dst_port != self.tuple.client_port {
             return Err(ClientError::OtherConnection);
         }
@@ -67,14 +72,22 @@ impl Client {
             if let Some(sent) = self.sent_at.remove(&resp.packet_number) {
                 self.rtt_sample(now_us.saturating_sub(sent));
             }
-            let cont = continuation.map(|c| (c, resp.user_continuation.to_vec()));
+            // The user continuation, shared with the latest one when the bytes are the
+            // same (a bulk transfer's responses all carry one): no copy per packet.
+            let cont = continuation.map(|c| {
+                let ucont = match &self.latest {
+                    Some((_, u)) if **u == *resp.user_continuation => Arc::clone(u),
+                    _ => Arc::from(resp.user_continuation),
+                };
+                (c, ucont)
+            });
             if let Some((c, u)) = &cont
                 && self
                     .latest
                     .as_ref()
                     .is_none_or(|(l, _)| c.number > l.number)
             {
-                self.latest = Some((*c, u.clone()));
+                self.latest = Some((*c, Arc::clone(u)));
                 progress = true;
             }
             self.arrived.insert(

@@ -34,6 +34,9 @@ pub(super) struct UcontStore {
     outputs: BTreeMap<u64, (u64, u64, Vec<u8>)>,
     /// (`consumed`, sealed bytes) of the input continuation that consumed the most.
     input: Option<(u64, Vec<u8>)>,
+    /// The last whole user-continuation field learned that asked for nothing (no SKIP,
+    /// splice, overflow notice or input report): the same bytes again are skipped.
+    inert: Option<alloc::boxed::Box<[u8]>>,
     /// The `at` of every overflow notice already sent back.
     notices: BTreeSet<u64>,
 }
@@ -57,13 +60,18 @@ impl Client {
     /// in the input stream, §5.2), spliced parts, input consumed. Returns the `consumed`
     /// of the first input continuation among them.
     pub(super) fn take_uconts(&mut self, field: &[u8]) -> Option<u64> {
-        if field.is_empty() {
+        if field.is_empty() || self.uconts.inert.as_deref() == Some(field) {
+            // Nothing, or the same bytes as a field already learned that asked for nothing
+            // (a bulk transfer's responses all carry its one output continuation): learning
+            // them again would change nothing (outputs are only ever added).
             return None;
         }
         let members = crate::app::unbundle(field).unwrap_or_else(|| alloc::vec![field]);
         let mut first = None;
+        let mut inert = true;
         for ucont in members {
             let learned = self.uconts.learn(ucont);
+            inert &= learned == Learned::default();
             if let Some((from, to)) = learned.skip {
                 self.recv.skip(from, to);
             }
@@ -78,6 +86,9 @@ impl Client {
                 self.out.input_consumed(consumed);
                 first = first.or(Some(consumed));
             }
+        }
+        if inert {
+            self.uconts.inert = Some(field.into());
         }
         first
     }

@@ -87,7 +87,10 @@ pub use request::{
 };
 pub(crate) use response::Parts;
 pub use response::{Response, ResponseKind};
-pub use segment::{Segment, SegmentHeader, emit_segment, finish_segment, parse_segment};
+pub use segment::{
+    Checksum, Segment, SegmentHeader, emit_segment, finish_segment, parse_segment,
+    parse_segment_with,
+};
 
 /// Why a Trickles message or segment was rejected (or could not be emitted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

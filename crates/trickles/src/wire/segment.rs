@@ -177,6 +177,29 @@ fn segment_len(payload_len: usize) -> Result<usize, WireError> {
 /// than [`MAX_SEGMENT_LEN`].
 #[inline]
 pub fn parse_segment<'a>(src: &Addr, dst: &Addr, tcp: &'a [u8]) -> Result<Segment<'a>, WireError> {
+    parse_segment_with(src, dst, tcp, Checksum::Verify)
+}
+
+/// Whether [`parse_segment_with`] checks the TCP checksum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Checksum {
+    /// Check it: a segment whose checksum is wrong is [`WireError::BadTcp`].
+    #[default]
+    Verify,
+    /// Do not: the link below already checked the whole packet (an IP-in-UDP link whose
+    /// UDP checksum covers the inner packet, and which the kernel verified on receipt).
+    /// Every other check still runs.
+    Trusted,
+}
+
+/// [`parse_segment`], checking the TCP checksum or not (`checksum`).
+#[inline]
+pub fn parse_segment_with<'a>(
+    src: &Addr,
+    dst: &Addr,
+    tcp: &'a [u8],
+    checksum: Checksum,
+) -> Result<Segment<'a>, WireError> {
     let (src_ip, dst_ip) = ip_pair(src, dst)?;
     if tcp.len() > MAX_SEGMENT_LEN {
         return Err(WireError::BadLength);
@@ -184,7 +207,10 @@ pub fn parse_segment<'a>(src: &Addr, dst: &Addr, tcp: &'a [u8]) -> Result<Segmen
     let packet = TcpPacket::new_checked(tcp).map_err(|_| WireError::BadTcp)?;
     // Our checksum (eight bytes per addition) instead of smoltcp's; like smoltcp's, it is
     // skipped in fuzzing builds so fuzzers can reach past it.
-    if !cfg!(fuzzing) && super::checksum::sum(src, dst, tcp) != 0xffff {
+    if !cfg!(fuzzing)
+        && checksum == Checksum::Verify
+        && super::checksum::sum(src, dst, tcp) != 0xffff
+    {
         return Err(WireError::BadTcp);
     }
     if !is_own_shape(&packet) {
