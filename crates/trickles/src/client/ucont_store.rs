@@ -18,6 +18,8 @@
 //! * otherwise a request carries the user continuation that arrived with the transport
 //!   continuation it spends (opaque application state, or none).
 
+use core::cell::Cell;
+
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
@@ -39,6 +41,23 @@ pub(super) struct UcontStore {
     inert: Option<alloc::boxed::Box<[u8]>>,
     /// The `at` of every overflow notice already sent back.
     notices: BTreeSet<u64>,
+    /// The last lookup in `outputs` ([`UcontStore::entry_for`]): cleared whenever an
+    /// output continuation is filed. A bulk transfer asks about offsets in one object
+    /// several times per packet.
+    memo: Cell<Option<Memo>>,
+}
+
+/// An entry of [`UcontStore::outputs`] and the offsets it answers for.
+#[derive(Clone, Copy, Debug)]
+struct Memo {
+    /// Its `valid_start`, the key.
+    start: u64,
+    /// The next entry's key (`u64::MAX` if none): offsets in `start..next` find this one.
+    next: u64,
+    /// Its `valid_end`.
+    end: u64,
+    /// Its `skip_to`.
+    skip_to: u64,
 }
 
 /// What a user continuation tells the client's delivery.
@@ -126,6 +145,7 @@ impl UcontStore {
                 },
                 _,
             )) => {
+                self.memo.set(None);
                 self.outputs
                     .insert(valid_start, (valid_end, skip_to, ucont.to_vec()));
                 learned.skip = (skip_to > valid_end).then_some((valid_end, skip_to));
@@ -148,11 +168,33 @@ impl UcontStore {
 
     /// The output continuation covering byte `offset`, with its `valid_end`.
     pub(super) fn output_for(&self, offset: u64) -> Option<(u64, &[u8])> {
+        let m = self.entry_for(offset).filter(|m| offset < m.end)?;
         self.outputs
-            .range(..=offset)
-            .next_back()
-            .filter(|(_, (end, _, _))| offset < *end)
-            .map(|(_, (end, _, u))| (*end, u.as_slice()))
+            .get(&m.start)
+            .map(|(end, _, u)| (*end, u.as_slice()))
+    }
+
+    /// The entry of `outputs` with the greatest key at or below `offset`, remembered.
+    fn entry_for(&self, offset: u64) -> Option<Memo> {
+        if let Some(m) = self.memo.get()
+            && m.start <= offset
+            && offset < m.next
+        {
+            return Some(m);
+        }
+        let (&start, &(end, skip_to, _)) = self.outputs.range(..=offset).next_back()?;
+        let next = start
+            .checked_add(1)
+            .and_then(|after| self.outputs.range(after..).next())
+            .map_or(u64::MAX, |(&k, _)| k);
+        let m = Memo {
+            start,
+            next,
+            end,
+            skip_to,
+        };
+        self.memo.set(Some(m));
+        Some(m)
     }
 
     /// Whether any output continuation is known: from then on the client asks only for
@@ -163,10 +205,57 @@ impl UcontStore {
 
     /// Where `offset` stands.
     pub(super) fn locate(&self, offset: u64) -> Place {
-        match self.outputs.range(..=offset).next_back() {
+        match self.entry_for(offset) {
+            Some(m) if offset < m.end => Place::Inside(m.start, m.end),
+            Some(m) if offset < m.skip_to => Place::Skipped(m.skip_to),
+            _ => Place::Unknown,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `locate` answered before it remembered its last lookup.
+    fn naive(store: &UcontStore, offset: u64) -> Place {
+        match store.outputs.range(..=offset).next_back() {
             Some((&start, &(end, _, _))) if offset < end => Place::Inside(start, end),
             Some((_, &(_, skip_to, _))) if offset < skip_to => Place::Skipped(skip_to),
             _ => Place::Unknown,
+        }
+    }
+
+    /// Remembered lookups answer as fresh ones, through entries filed in any order
+    /// between queries (each filing forgets the memo, as `learn` does).
+    #[test]
+    fn remembered_lookups_match_fresh_ones() {
+        let mut rng = sansio::SplitMix64::new(7);
+        let mut store = UcontStore::default();
+        for round in 0..2000 {
+            if round % 50 == 0 {
+                let start = rng.next_u64() % 100_000;
+                let end = start + rng.next_u64() % 5_000;
+                let skip_to = end + rng.next_u64() % 3_000;
+                store.memo.set(None);
+                store.outputs.insert(start, (end, skip_to, Vec::new()));
+            }
+            let offset = match rng.next_u64() % 4 {
+                0 => u64::MAX - rng.next_u64() % 3,
+                _ => rng.next_u64() % 110_000,
+            };
+            assert_eq!(
+                store.locate(offset),
+                naive(&store, offset),
+                "offset {offset}"
+            );
+            let fresh = store
+                .outputs
+                .range(..=offset)
+                .next_back()
+                .filter(|(_, (end, _, _))| offset < *end)
+                .map(|(_, (end, _, _))| *end);
+            assert_eq!(store.output_for(offset).map(|(e, _)| e), fresh);
         }
     }
 }
