@@ -182,6 +182,19 @@ struct Parked {
     proof: Vec<SackBlock>,
 }
 
+/// A numbered packet the client expects.
+#[derive(Clone, Copy, Debug)]
+struct Expected {
+    /// The continuation predicted for it (kept only when asking for deltas, and only for
+    /// slots that carry one).
+    predicted: Option<Continuation>,
+    /// When the request expected to produce it was sent, until its RTT sample is taken.
+    sent_at: Option<u64>,
+    /// The start of the byte range it carries (a key of `outstanding`), for a data slot
+    /// that is not a retransmission.
+    range: Option<u64>,
+}
+
 /// An arrived numbered packet not yet resolved in order.
 #[derive(Debug)]
 struct Arrival {
@@ -197,9 +210,9 @@ pub struct Client {
     cfg: ClientConfig,
     tuple: FourTuple,
     isn: u32,
-    /// Predicted numbered packets still to resolve, each with the continuation predicted
-    /// for it (kept only when asking for deltas, and only for slots that carry one).
-    expected: BTreeMap<u32, Option<Continuation>>,
+    /// Predicted numbered packets still to resolve (one map, one lookup per packet, for
+    /// everything the client keeps about each).
+    expected: BTreeMap<u32, Expected>,
     arrived: BTreeMap<u32, Arrival>,
     /// Numbers below this belong to an abandoned epoch.
     floor: u32,
@@ -217,14 +230,10 @@ pub struct Client {
     /// The end of the furthest range ever requested.
     requested_end: u64,
     outstanding: BTreeMap<u64, Outstanding>,
-    /// Index into `outstanding`: the range each numbered data slot carries, by number.
-    by_number: BTreeMap<u32, u64>,
     /// Index into `outstanding`: the ranges riding in retransmissions (few at a time).
     retransmitted: Vec<u64>,
     lost_ranges: VecDeque<ByteRange>,
     transmit: VecDeque<Vec<u8>>,
-    /// Send time of the request expected to produce each number (RTT samples).
-    sent_at: BTreeMap<u32, u64>,
     srtt_us: u64,
     rttvar_us: u64,
     rto_us: u64,
@@ -262,11 +271,9 @@ impl Client {
             next_offset: 0,
             requested_end: 0,
             outstanding: BTreeMap::new(),
-            by_number: BTreeMap::new(),
             retransmitted: Vec::new(),
             lost_ranges: VecDeque::new(),
             transmit: VecDeque::new(),
-            sent_at: BTreeMap::new(),
             srtt_us: 0,
             rttvar_us: 0,
             rto_us: cfg.initial_rto_us,

@@ -1,6 +1,7 @@
 //! How the client builds its requests ([`Client::send_with`]): picks the user continuation,
 //! trims the SACK proof, spends a continuation and frames the request.
 
+use super::Expected;
 use super::*;
 
 impl Client {
@@ -137,34 +138,46 @@ impl Client {
             })
             .unwrap_or(self.floor);
         for slot in slots {
-            if slot.kind != SlotKind::Retransmit {
+            let range = if slot.kind.carries_data() {
+                let size = range_len(self.cfg.mss, slot.params.is_some(), ucont.len()) as u16;
+                self.next_range(size, range_end)
+            } else {
+                None
+            };
+            let retransmit = slot.kind == SlotKind::Retransmit;
+            // The range this slot will carry, if it gets one: its by-number index.
+            let indexed = range.filter(|_| !retransmit).map(|r| r.start);
+            if !retransmit {
                 let predicted = slot
                     .params
                     .filter(|_| self.cfg.delta)
                     .map(|p| delta::predict(&p, c.as_ref()));
-                self.expected.insert(slot.number, predicted);
-                self.sent_at.entry(slot.number).or_insert(now_us);
+                let e = self.expected.entry(slot.number).or_insert(Expected {
+                    predicted: None,
+                    sent_at: Some(now_us),
+                    range: None,
+                });
+                e.predicted = predicted;
+                if indexed.is_some() {
+                    e.range = indexed;
+                }
             }
-            if !slot.kind.carries_data() {
-                continue;
-            }
-            let size = range_len(self.cfg.mss, slot.params.is_some(), ucont.len()) as u16;
-            let Some(range) = self.next_range(size, range_end) else {
+            let Some(range) = range else {
                 continue;
             };
             self.requested_end = self
                 .requested_end
                 .max(range.start.saturating_add(u64::from(range.len)));
-            let retransmit = slot.kind == SlotKind::Retransmit;
             let watch = if retransmit { next_number } else { slot.number };
             if ranges.push(range).is_err() {
                 self.lost_ranges.push_front(range);
+                if let Some(e) = self.expected.get_mut(&slot.number).filter(|_| !retransmit) {
+                    e.range = None;
+                }
                 continue;
             }
             if retransmit {
                 self.retransmitted.push(range.start);
-            } else {
-                self.by_number.insert(slot.number, range.start);
             }
             self.outstanding.insert(
                 range.start,

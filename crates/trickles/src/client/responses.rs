@@ -64,12 +64,17 @@ impl Client {
                 self.range_short(resp.offset, resp.data.len() as u16);
             }
         }
+        let mut direct = None;
         if resp.kind == ResponseKind::Retransmit {
             self.stats.retransmissions += 1;
         } else if resp.packet_number >= self.floor
             && !self.arrived.contains_key(&resp.packet_number)
         {
-            if let Some(sent) = self.sent_at.remove(&resp.packet_number) {
+            if let Some(sent) = self
+                .expected
+                .get_mut(&resp.packet_number)
+                .and_then(|e| e.sent_at.take())
+            {
                 self.rtt_sample(now_us.saturating_sub(sent));
             }
             // The user continuation, shared with the latest one when the bytes are the
@@ -90,18 +95,27 @@ impl Client {
                 self.latest = Some((*c, Arc::clone(u)));
                 progress = true;
             }
-            self.arrived.insert(
-                resp.packet_number,
-                Arrival {
-                    nonce: resp.nonce,
-                    continuation: cont,
-                    consumed,
-                },
-            );
+            let arrival = Arrival {
+                nonce: resp.nonce,
+                continuation: cont,
+                consumed,
+            };
+            let n = resp.packet_number;
+            if self.arrived.is_empty()
+                && self.expected.first_key_value().is_none_or(|(&e, _)| n <= e)
+            {
+                // In order (the common case): resolved first thing below, never filed.
+                direct = Some((n, arrival));
+            } else {
+                self.arrived.insert(n, arrival);
+            }
         }
         if progress {
             self.timeouts_in_row = 0;
             self.rto_us = self.computed_rto();
+        }
+        if let Some((n, arrival)) = direct {
+            self.accept(now_us, n, arrival);
         }
         self.resolve(now_us);
         self.unpark(now_us);
@@ -117,7 +131,11 @@ impl Client {
             return resp.continuation;
         }
         let delta = resp.delta?;
-        match self.expected.get(&resp.packet_number).copied().flatten() {
+        match self
+            .expected
+            .get(&resp.packet_number)
+            .and_then(|e| e.predicted)
+        {
             Some(predicted) => {
                 self.stats.deltas_rebuilt += 1;
                 Some(delta.apply(&predicted))
@@ -126,6 +144,18 @@ impl Client {
                 self.stats.deltas_dropped += 1;
                 None
             }
+        }
+    }
+
+    /// Resolves arrived packet `a`, the lowest unresolved one: extends the proof and
+    /// releases its continuation's request.
+    fn accept(&mut self, now_us: u64, a: u32, arrival: Arrival) {
+        self.expected.remove(&a);
+        self.proof.push(a, arrival.nonce);
+        self.out.on_received(a, arrival.consumed);
+        self.count_later(a);
+        if let Some((c, ucont)) = arrival.continuation {
+            self.spend(now_us, c, &ucont);
         }
     }
 
@@ -138,17 +168,10 @@ impl Client {
             let next_arrived = self.arrived.first_key_value().map(|(&n, _)| n);
             match (next_expected, next_arrived) {
                 (_, Some(a)) if next_expected.is_none_or(|e| a <= e) => {
-                    self.expected.remove(&a);
                     let Some(arrival) = self.arrived.remove(&a) else {
                         break;
                     };
-                    self.proof.push(a, arrival.nonce);
-                    self.out.on_received(a, arrival.consumed);
-                    self.by_number.remove(&a);
-                    self.count_later(a);
-                    if let Some((c, ucont)) = arrival.continuation {
-                        self.spend(now_us, c, &ucont);
-                    }
+                    self.accept(now_us, a, arrival);
                 }
                 (Some(e), _) => {
                     // Every arrival still held is above `e` (those below were resolved
@@ -157,11 +180,10 @@ impl Client {
                     if later < self.cfg.dup_thresh {
                         break;
                     }
-                    self.expected.remove(&e);
-                    self.sent_at.remove(&e);
+                    let gone = self.expected.remove(&e);
                     self.stats.losses += 1;
                     self.out.on_lost(e);
-                    if let Some(start) = self.by_number.remove(&e)
+                    if let Some(start) = gone.and_then(|g| g.range)
                         && self
                             .outstanding
                             .get(&start)

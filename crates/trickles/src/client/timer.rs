@@ -91,7 +91,6 @@ impl Client {
         self.parked.clear();
         self.expected.clear();
         self.arrived.clear();
-        self.sent_at.clear();
         self.out.abandon();
         self.proof = ProofBuilder::new();
         let mut lost: Vec<ByteRange> = self.lost_ranges.drain(..).collect();
@@ -101,7 +100,6 @@ impl Client {
                 .map(|(&start, o)| ByteRange { start, len: o.len }),
         );
         self.outstanding.clear();
-        self.by_number.clear();
         self.retransmitted.clear();
         lost.sort_by_key(|r| r.start);
         lost.dedup_by_key(|r| r.start);
