@@ -10,10 +10,19 @@
 //!
 //! Only regular files under the root are served: paths are resolved and must stay inside
 //! the root (no `..`, no symlink leading out); a directory serves its `index.html`.
+//!
+//! Reads go through a small read cache ([`CACHE_BLOCK`] × [`CACHE_BLOCKS`], fixed): a
+//! bulk transfer asks for a few kilobytes per request, and serving those out of a block
+//! read once costs one copy instead of a system call each. A cached block is keyed by the
+//! object and the identity of the open file it was read from (version, length, device,
+//! inode, change time), so once a changed file is opened again none of its old bytes are
+//! served. Many transfers at once over more blocks than the cache holds do not make every
+//! small read load a whole block: a block still in use is not evicted, and a read
+//! missing the cache then reads the file directly, as without a cache (see `Cache`).
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
@@ -30,6 +39,21 @@ const LOOKUP_TTL: Duration = Duration::from_millis(500);
 /// Fewest time between two walks of the directory.
 const RESCAN_EVERY: Duration = Duration::from_secs(1);
 
+/// Bytes of one block of the read cache. Blocks start at multiples of it in the file
+/// (the last one of a file is shorter, a file no longer than this is one block). 256 KiB:
+/// one block read serves about a hundred of a bulk transfer's 2.7 KB reads, and the whole
+/// cache stays a few MiB. Reads of a block or more go to the file directly (one system
+/// call is then cheap next to the copy).
+pub const CACHE_BLOCK: usize = 256 * 1024;
+
+/// Blocks cached at most (least recently used evicted): [`CACHE_BLOCKS`] × [`CACHE_BLOCK`]
+/// = 4 MiB, whatever the number of clients or files.
+pub const CACHE_BLOCKS: usize = 16;
+
+/// A cached block unused this long may be evicted even though its transfer has not read
+/// it to its end (the transfer stopped, or moved on).
+const CACHE_IDLE: Duration = Duration::from_secs(1);
+
 /// The files of one directory tree. Cheap to clone (shared).
 #[derive(Clone, Debug)]
 pub struct FileStore {
@@ -42,11 +66,227 @@ struct Inner {
     /// Id → path relative to the root (with a leading `/`).
     paths: HashMap<u64, String>,
     /// Open files by id, with their info.
-    open: HashMap<u64, (File, ObjectInfo)>,
+    open: HashMap<u64, OpenFile>,
     /// Recent lookups by request path, with when they were made: a path looked up again
     /// within [`LOOKUP_TTL`] costs no system call.
     recent: HashMap<String, (ObjectInfo, Instant)>,
     last_scan: Option<Instant>,
+    /// Recently read blocks of open files.
+    cache: Cache,
+}
+
+/// One open file.
+#[derive(Debug)]
+struct OpenFile {
+    file: File,
+    info: ObjectInfo,
+    ident: Ident,
+}
+
+/// What a cached block was read from: the object's version and the open file's identity.
+/// Any write to a file changes its change time (which nobody can set), a file replaced by
+/// another is another inode: a block read before is never served for the file opened
+/// after, even when its length and modification time were kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ident {
+    version: u64,
+    len: u64,
+    dev: u64,
+    ino: u64,
+    ctime: (i64, i64),
+}
+
+/// Where a cached block comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BlockKey {
+    /// Offset in the file / [`CACHE_BLOCK`] (first: compared first).
+    index: u64,
+    id: u64,
+    ident: Ident,
+}
+
+/// One slot of the cache. Its buffer is kept when the slot is reused (no zeroing then).
+struct Slot {
+    /// `None`: free (its bytes mean nothing).
+    key: Option<BlockKey>,
+    /// The block's bytes: [`CACHE_BLOCK`] of them, fewer for the last block of a file.
+    data: Vec<u8>,
+    /// When it was last used: [`Cache::clock`] (the order), and the time.
+    used: u64,
+    used_at: Instant,
+    /// A read reached its last byte: its transfer (a sequential reader) has moved on.
+    done: bool,
+}
+
+impl Slot {
+    /// Whether a miss may take this slot: free, read to its end, or idle.
+    fn evictable(&self, now: Instant) -> bool {
+        self.key.is_none() || self.done || now.saturating_duration_since(self.used_at) >= CACHE_IDLE
+    }
+}
+
+/// The read cache: at most [`CACHE_BLOCKS`] slots of at most [`CACHE_BLOCK`] bytes.
+///
+/// A miss loads its block into a slot that is free, or holds a block read to its end (a
+/// bulk transfer reads a file in order, so it has left that block), or unused for
+/// [`CACHE_IDLE`]; the least recently used such slot. When there is none (more transfers
+/// at once, each at its own place, than there are slots), the miss reads just the asked
+/// bytes from the file, as without a cache: evicting a block that a transfer still reads
+/// would have every small read load a whole block, each evicting the next (least recently
+/// used thrashes on such a cycle). The transfers whose blocks are cached keep them.
+#[derive(Default)]
+struct Cache {
+    slots: Vec<Slot>,
+    clock: u64,
+    /// Bytes read into blocks so far (statistics).
+    loaded: u64,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("blocks", &self.blocks())
+            .field("loaded", &self.loaded)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cache {
+    /// Blocks holding data.
+    fn blocks(&self) -> usize {
+        self.slots.iter().filter(|s| s.key.is_some()).count()
+    }
+
+    /// Frees the blocks of object `id` read from another file than `ident`.
+    fn forget_other(&mut self, id: u64, ident: Ident) {
+        for s in &mut self.slots {
+            if s.key.is_some_and(|k| k.id == id && k.ident != ident) {
+                s.key = None;
+            }
+        }
+    }
+
+    /// Appends `len` bytes (all inside the file, fewer than [`CACHE_BLOCK`]) of `file` at
+    /// `offset` to `out`, out of cached blocks where it can. `false` on a read error
+    /// (`out` may then hold part of them).
+    fn read(
+        &mut self,
+        file: &File,
+        id: u64,
+        ident: Ident,
+        offset: u64,
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let block = CACHE_BLOCK as u64;
+        let end = offset + len as u64;
+        let now = Instant::now();
+        let mut pos = offset;
+        while pos < end {
+            let key = BlockKey {
+                index: pos / block,
+                id,
+                ident,
+            };
+            let at = (pos % block) as usize;
+            let take = (end - pos).min(block - at as u64) as usize;
+            let slot = match self.slots.iter().position(|s| s.key == Some(key)) {
+                Some(i) => i,
+                None => match self.victim(now) {
+                    Some(i) => {
+                        if !self.load(i, file, key, now) {
+                            return false;
+                        }
+                        i
+                    }
+                    None => {
+                        if !pread(file, pos, take, out) {
+                            return false;
+                        }
+                        pos += take as u64;
+                        continue;
+                    }
+                },
+            };
+            self.clock += 1;
+            let s = &mut self.slots[slot];
+            s.used = self.clock;
+            s.used_at = now;
+            let Some(piece) = s.data.get(at..at + take) else {
+                return false;
+            };
+            out.extend_from_slice(piece);
+            s.done |= at + take == s.data.len();
+            pos += take as u64;
+        }
+        true
+    }
+
+    /// The slot a miss loads its block into, if any (a new one while fewer than
+    /// [`CACHE_BLOCKS`]).
+    fn victim(&mut self, now: Instant) -> Option<usize> {
+        if self.slots.len() < CACHE_BLOCKS {
+            self.slots.push(Slot {
+                key: None,
+                data: Vec::new(),
+                used: 0,
+                used_at: now,
+                done: false,
+            });
+            return Some(self.slots.len() - 1);
+        }
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.evictable(now))
+            .min_by_key(|(_, s)| (s.key.is_some(), s.used))
+            .map(|(i, _)| i)
+    }
+
+    /// Reads block `key` of `file` into slot `i`; `false` on a read error (the slot is
+    /// then free).
+    fn load(&mut self, i: usize, file: &File, key: BlockKey, now: Instant) -> bool {
+        let start = key.index * CACHE_BLOCK as u64;
+        let n = usize::try_from(key.ident.len.saturating_sub(start))
+            .unwrap_or(usize::MAX)
+            .min(CACHE_BLOCK);
+        let s = &mut self.slots[i];
+        s.key = None;
+        // Reuse the buffer: no zeroing unless it grows, and then to exactly `n` (never past
+        // CACHE_BLOCK).
+        if s.data.len() >= n {
+            s.data.truncate(n);
+        } else {
+            s.data.reserve_exact(n - s.data.len());
+            s.data.resize(n, 0);
+        }
+        if n == 0 || file.read_exact_at(&mut s.data, start).is_err() {
+            return false;
+        }
+        s.key = Some(key);
+        s.used_at = now;
+        s.done = false;
+        self.loaded += n as u64;
+        true
+    }
+}
+
+/// Appends `len` bytes of `file` at `offset` to `out` with `pread`; `true` iff all were
+/// (`out` keeps what was read).
+fn pread(file: &File, offset: u64, len: usize, out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    out.resize(start + len, 0);
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut out[start + done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    out.truncate(start + done);
+    done == len
 }
 
 /// 64-bit FNV-1a: stable across builds and processes.
@@ -92,6 +332,11 @@ impl FileStore {
         self.len() == 0
     }
 
+    /// Blocks in the read cache now (at most [`CACHE_BLOCKS`]), for tests and statistics.
+    pub fn cache_blocks(&self) -> usize {
+        self.lock().cache.blocks()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner
             .lock()
@@ -130,7 +375,7 @@ impl FileStore {
     }
 
     /// Opens `rel` (relative, leading `/`) if it is a regular file inside the root.
-    fn open_rel(&self, rel: &str) -> Option<(File, ObjectInfo, String)> {
+    fn open_rel(&self, rel: &str) -> Option<(OpenFile, String)> {
         let mut candidate = self.root.join(rel.trim_start_matches('/'));
         if candidate.is_dir() {
             candidate = candidate.join("index.html");
@@ -153,10 +398,17 @@ impl FileStore {
             version: mtime ^ meta.len().rotate_left(32),
             content_type: content_type_for(&rel),
         };
-        Some((file, info, rel))
+        let ident = Ident {
+            version: info.version,
+            len: info.len,
+            dev: meta.dev(),
+            ino: meta.ino(),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        };
+        Some((OpenFile { file, info, ident }, rel))
     }
 
-    fn remember(&self, file: File, info: ObjectInfo, rel: String) {
+    fn remember(&self, open: OpenFile, rel: String) {
         let mut inner = self.lock();
         if inner.open.len() >= OPEN_FILES {
             inner.open.clear();
@@ -164,8 +416,11 @@ impl FileStore {
         if inner.recent.len() >= OPEN_FILES {
             inner.recent.clear();
         }
-        inner.paths.insert(info.id, rel);
-        inner.open.insert(info.id, (file, info));
+        let id = open.info.id;
+        // Blocks of the file this one replaces could never be used again: free them now.
+        inner.cache.forget_other(id, open.ident);
+        inner.paths.insert(id, rel);
+        inner.open.insert(id, open);
     }
 }
 
@@ -176,8 +431,9 @@ impl Store for FileStore {
         {
             return Some(*info);
         }
-        let (file, info, rel) = self.open_rel(path)?;
-        self.remember(file, info, rel);
+        let (open, rel) = self.open_rel(path)?;
+        let info = open.info;
+        self.remember(open, rel);
         self.lock()
             .recent
             .insert(path.to_string(), (info, Instant::now()));
@@ -187,8 +443,8 @@ impl Store for FileStore {
     fn info(&self, id: u64) -> Option<ObjectInfo> {
         let rel = {
             let inner = self.lock();
-            if let Some((_, info)) = inner.open.get(&id) {
-                return Some(*info);
+            if let Some(open) = inner.open.get(&id) {
+                return Some(open.info);
             }
             inner.paths.get(&id).cloned()
         };
@@ -199,9 +455,10 @@ impl Store for FileStore {
                 self.lock().paths.get(&id).cloned()?
             }
         };
-        let (file, info, rel) = self.open_rel(&rel)?;
+        let (open, rel) = self.open_rel(&rel)?;
+        let info = open.info;
         (info.id == id).then(|| {
-            self.remember(file, info, rel);
+            self.remember(open, rel);
             info
         })
     }
@@ -210,24 +467,21 @@ impl Store for FileStore {
         if self.info(id).is_none() {
             return false;
         }
-        let inner = self.lock();
-        let Some((file, info)) = inner.open.get(&id) else {
+        let mut inner = self.lock();
+        let Inner { open, cache, .. } = &mut *inner;
+        let Some(OpenFile { file, info, ident }) = open.get(&id) else {
             return false;
         };
         let len = len.min(usize::try_from(info.len.saturating_sub(offset)).unwrap_or(usize::MAX));
         let start = out.len();
-        out.resize(start + len, 0);
-        let mut done = 0;
-        while done < len {
-            match file.read_at(&mut out[start + done..], offset + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
+        if len < CACHE_BLOCK {
+            if cache.read(file, id, *ident, offset, len, out) {
+                return true;
             }
+            // A read error: read it all again directly, as without a cache.
+            out.truncate(start);
         }
-        out.truncate(start + done);
-        done == len
+        pread(file, offset, len, out)
     }
 }
 
@@ -263,5 +517,269 @@ mod tests {
         std::fs::write(dir.join("late"), b"x").unwrap();
         assert!(store.lookup("/late").is_some());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh directory under the temporary one, removed when dropped.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let dir = std::env::temp_dir().join(format!("tw-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Dir(dir)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// xorshift64*: deterministic test data and offsets.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+
+        fn bytes(&mut self, n: usize) -> Vec<u8> {
+            (0..n).map(|_| self.next() as u8).collect()
+        }
+    }
+
+    impl FileStore {
+        /// Makes the next lookup of any path look at its file again (as [`LOOKUP_TTL`]
+        /// later would).
+        fn expire_lookups(&self) {
+            self.lock().recent.clear();
+        }
+
+        /// Makes every cached block look unused for [`CACHE_IDLE`].
+        fn pass_idle(&self) {
+            for s in &mut self.lock().cache.slots {
+                s.used_at = s.used_at.checked_sub(CACHE_IDLE).unwrap();
+            }
+        }
+
+        /// Bytes of cache buffers allocated, and bytes loaded into blocks so far.
+        fn cache_memory(&self) -> (usize, u64) {
+            let inner = self.lock();
+            let c = &inner.cache;
+            let cap = c.slots.iter().map(|s| s.data.capacity()).sum();
+            (cap, c.loaded)
+        }
+    }
+
+    /// Reads `len` bytes at `offset` through the store, checked against `want`.
+    fn check(store: &FileStore, id: u64, want: &[u8], offset: u64, len: usize) {
+        let mut out = vec![7u8; 3]; // Appended to, not overwritten.
+        let end = (offset as usize).saturating_add(len).min(want.len());
+        let start = (offset as usize).min(end);
+        let ok = store.read(id, offset, len, &mut out);
+        assert!(ok, "read {len} at {offset}");
+        assert_eq!(&out[..3], &[7, 7, 7]);
+        assert!(
+            out[3..] == want[start..end],
+            "read {len} at {offset}: wrong bytes"
+        );
+        assert!(store.cache_blocks() <= CACHE_BLOCKS);
+    }
+
+    #[test]
+    fn cached_reads_match_the_file_across_blocks() {
+        let dir = Dir::new("cache-random");
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        // 20 blocks and a bit: more than the cache holds.
+        let size = 20 * CACHE_BLOCK + 12_345;
+        let data = rng.bytes(size);
+        std::fs::write(dir.0.join("big"), &data).unwrap();
+        let store = FileStore::open(&dir.0).unwrap();
+        let id = store.lookup("/big").unwrap().id;
+        let block = CACHE_BLOCK as u64;
+        for i in 0..4000 {
+            let (offset, len) = match i % 4 {
+                // Anywhere, small.
+                0 => (rng.below(size as u64), rng.below(6000) as usize),
+                // Straddling a block boundary.
+                1 => {
+                    let b = (1 + rng.below(20)) * block;
+                    (b - 1 - rng.below(3000), 1 + rng.below(6000) as usize)
+                }
+                // Up to a whole block and more (direct reads).
+                2 => (rng.below(size as u64), rng.below(2 * block + 10) as usize),
+                // Sequential 2.7 KB reads, as a transfer makes.
+                _ => ((i as u64 / 4 * 2668) % size as u64, 2668),
+            };
+            check(&store, id, &data, offset, len);
+        }
+        // Exactly a block, a block boundary, the last bytes, the end, past the end.
+        check(&store, id, &data, 0, CACHE_BLOCK);
+        check(&store, id, &data, block - 1, 2);
+        check(&store, id, &data, block, CACHE_BLOCK - 1);
+        check(&store, id, &data, size as u64 - 5, 5);
+        check(&store, id, &data, size as u64 - 5, 100);
+        check(&store, id, &data, size as u64, 100);
+        check(&store, id, &data, size as u64 + 10, 100);
+        check(&store, id, &data, u64::MAX, 100);
+        assert!(store.cache_blocks() > 0, "the cache was used");
+        // Never more than 16 blocks of 256 KiB allocated.
+        let (cap, _) = store.cache_memory();
+        assert_eq!(store.cache_blocks(), CACHE_BLOCKS);
+        assert!(cap <= CACHE_BLOCKS * CACHE_BLOCK, "{cap} bytes of cache");
+        // An unknown id reads nothing, as before.
+        let mut out = Vec::new();
+        assert!(!store.read(id ^ 1, 0, 10, &mut out));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn small_files_and_many_files_stay_within_the_cache() {
+        let dir = Dir::new("cache-many");
+        let mut rng = Rng(42);
+        let files: Vec<Vec<u8>> = (0..40).map(|i| rng.bytes(1 + i * 4099)).collect();
+        for (i, f) in files.iter().enumerate() {
+            std::fs::write(dir.0.join(format!("f{i}")), f).unwrap();
+        }
+        let store = FileStore::open(&dir.0).unwrap();
+        let ids: Vec<u64> = (0..files.len())
+            .map(|i| store.lookup(&format!("/f{i}")).unwrap().id)
+            .collect();
+        for _ in 0..3000 {
+            let f = rng.below(files.len() as u64) as usize;
+            let n = files[f].len() as u64;
+            let offset = rng.below(n + 2);
+            let len = rng.below(4000) as usize;
+            check(&store, ids[f], &files[f], offset, len);
+        }
+        let (cap, _) = store.cache_memory();
+        assert!(store.cache_blocks() <= CACHE_BLOCKS);
+        assert!(cap <= CACHE_BLOCKS * CACHE_BLOCK, "{cap} bytes of cache");
+    }
+
+    #[test]
+    fn a_changed_file_is_read_anew() {
+        let dir = Dir::new("cache-change");
+        let path = dir.0.join("f");
+        let mut rng = Rng(7);
+        let first = rng.bytes(3 * CACHE_BLOCK / 2);
+        std::fs::write(&path, &first).unwrap();
+        let store = FileStore::open(&dir.0).unwrap();
+        let v1 = store.lookup("/f").unwrap();
+        // Fill the cache with both blocks.
+        for off in (0..first.len() as u64).step_by(2668) {
+            check(&store, v1.id, &first, off, 2668);
+        }
+        assert_eq!(store.cache_blocks(), 2);
+
+        // 1. Rewritten in place, another length.
+        let second = rng.bytes(CACHE_BLOCK + 1000);
+        std::fs::write(&path, &second).unwrap();
+        store.expire_lookups();
+        let v2 = store.lookup("/f").unwrap();
+        assert_eq!(v2.id, v1.id);
+        assert_ne!(v2.version, v1.version);
+        assert_eq!(store.info(v1.id), Some(v2));
+        for off in (0..second.len() as u64).step_by(2668) {
+            check(&store, v2.id, &second, off, 2668);
+        }
+        check(&store, v2.id, &second, 0, 100_000);
+
+        // 2. Rewritten in place, same length, a new modification time.
+        let third = rng.bytes(second.len());
+        std::fs::write(&path, &third).unwrap();
+        let t = std::time::SystemTime::now() + Duration::from_secs(1000);
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        store.expire_lookups();
+        let v3 = store.lookup("/f").unwrap();
+        assert_eq!(v3.len, v2.len);
+        assert_ne!(v3.version, v2.version);
+        for off in (0..third.len() as u64).step_by(2668) {
+            check(&store, v3.id, &third, off, 2668);
+        }
+
+        // 3. Replaced by another file of the same length and the same modification time
+        //    (as `rsync -t` or `cp -p` leave it): the version cannot tell, the file can.
+        let fourth = rng.bytes(third.len());
+        let tmp = dir.0.join(".f.new");
+        std::fs::write(&tmp, &fourth).unwrap();
+        File::options()
+            .write(true)
+            .open(&tmp)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        store.expire_lookups();
+        let v4 = store.lookup("/f").unwrap();
+        assert_eq!(v4.version, v3.version);
+        for off in (0..fourth.len() as u64).step_by(2668) {
+            check(&store, v4.id, &fourth, off, 2668);
+        }
+        // The old file's blocks were freed when the new one was opened.
+        assert!(store.cache_blocks() <= 2);
+    }
+
+    #[test]
+    fn many_streams_do_not_make_every_read_load_a_block() {
+        // 40 transfers at once, each at its own place in a large file: more blocks in use
+        // than the cache holds. Least recently used alone would have each 2.7 KB read load
+        // a 256 KiB block (evicting the one the next read needs).
+        let dir = Dir::new("cache-thrash");
+        let mut rng = Rng(99);
+        let streams = 40;
+        let size = streams * CACHE_BLOCK;
+        let data = rng.bytes(size);
+        std::fs::write(dir.0.join("big"), &data).unwrap();
+        let store = FileStore::open(&dir.0).unwrap();
+        let id = store.lookup("/big").unwrap().id;
+        let mut asked = 0u64;
+        let mut at: Vec<u64> = (0..streams as u64)
+            .map(|s| s * CACHE_BLOCK as u64 + rng.below(CACHE_BLOCK as u64))
+            .collect();
+        for _ in 0..300 {
+            for a in &mut at {
+                let len = 2668.min(size as u64 - *a) as usize;
+                check(&store, id, &data, *a, len);
+                *a += len as u64;
+                asked += len as u64;
+            }
+        }
+        let (_, loaded) = store.cache_memory();
+        assert!(
+            loaded <= 2 * asked,
+            "{loaded} bytes loaded for {asked} asked"
+        );
+        assert_eq!(store.cache_blocks(), CACHE_BLOCKS);
+
+        // Those transfers stop; a while later one transfer alone reads in order: each
+        // block is loaded once, the cached blocks of the others idle out.
+        store.pass_idle();
+        let before = store.cache_memory().1;
+        let (mut a, mut asked) = (0u64, 0u64);
+        while a < size as u64 / 2 {
+            check(&store, id, &data, a, 2668);
+            a += 2668;
+            asked += 2668;
+        }
+        let loaded = store.cache_memory().1 - before;
+        assert!(
+            loaded >= asked - CACHE_BLOCK as u64 && loaded <= asked + CACHE_BLOCK as u64,
+            "{loaded} bytes loaded for {asked} read in order"
+        );
     }
 }
