@@ -106,6 +106,8 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
     let server_ip = Addr::from(server.ip());
     let ccfg = ClientConfig {
         mss: trickles::ip::mss_for_mtu(LINK_MTU, &server_ip),
+        // IP-in-UDP: the UDP checksum covers the inner packet (as trickles-get's link).
+        checksum: trickles::wire::Checksum::Trusted,
         ..ClientConfig::default()
     };
     let mut seed = [0u8; 8];
