@@ -95,6 +95,18 @@ pub struct HttpApp<S: Store> {
     key: UcontKey,
     store: S,
     stats: HttpStats,
+    /// Scratch reused from event to event (nothing in it outlives one): the response
+    /// head, the output bytes one event sends, the segment being written. Each holds at
+    /// most what one event needs.
+    scratch: Scratch,
+}
+
+/// [`HttpApp`]'s reused buffers.
+#[derive(Default)]
+struct Scratch {
+    head: Vec<u8>,
+    output: Vec<u8>,
+    segment: Vec<u8>,
 }
 
 impl<S: Store> HttpApp<S> {
@@ -104,6 +116,7 @@ impl<S: Store> HttpApp<S> {
             key: UcontKey::new(key),
             store,
             stats: HttpStats::default(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -136,8 +149,9 @@ impl<S: Store> HttpApp<S> {
         let Some(info) = self.current(&answer) else {
             return self.refuse(msk, server, sink);
         };
-        let mut head = Vec::new();
-        let head_len = write_head(&answer, info.as_ref(), &mut head) as u64;
+        let head = &mut self.scratch.head;
+        head.clear();
+        let head_len = write_head(&answer, info.as_ref(), head) as u64;
         let total = answer.output_len(head_len);
         let mut app = Vec::new();
         encode_answer(&answer, head_len, &mut app);
@@ -153,7 +167,7 @@ impl<S: Store> HttpApp<S> {
             return;
         };
         msk.set_ucont_all(&sealed);
-        self.send(msk, server, sink, &answer, &head);
+        self.send(msk, server, sink, &answer);
     }
 
     fn resume(&mut self, mut msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
@@ -166,14 +180,15 @@ impl<S: Store> HttpApp<S> {
         let Some(info) = self.current(&answer) else {
             return self.refuse(msk, server, sink);
         };
-        let mut head = Vec::new();
-        if write_head(&answer, info.as_ref(), &mut head) as u64 != head_len {
+        let head = &mut self.scratch.head;
+        head.clear();
+        if write_head(&answer, info.as_ref(), head) as u64 != head_len {
             // Same version, another content type: not the head the client has part of.
             return self.refuse(msk, server, sink);
         }
-        let sealed = msk.user_continuation().to_vec();
-        msk.set_ucont_all(&sealed);
-        self.send(msk, server, sink, &answer, &head);
+        // The continuation the client sent is the one every response carries.
+        msk.set_ucont_all_received();
+        self.send(msk, server, sink, &answer);
     }
 
     /// The object `answer` serves, if it still has the answer's version and length:
@@ -191,101 +206,104 @@ impl<S: Store> HttpApp<S> {
         let _ = msk.refuse(server, sink);
     }
 
-    /// Serves the ranges `msk` asks for of `head` ++ the answer's body.
+    /// Serves the ranges `msk` asks for of the head (in `scratch.head`) ++ the answer's
+    /// body.
     fn send(
         &mut self,
         msk: Minisocket,
         server: &Server,
         sink: &mut dyn FnMut(&[u8]),
         answer: &Answer,
-        head: &[u8],
     ) {
+        let Scratch {
+            head,
+            output: all,
+            segment,
+        } = &mut self.scratch;
+        let store = &self.store;
         let head_len = head.len() as u64;
         let total = answer.output_len(head_len);
-        let ranges: Vec<ByteRange> = msk.ranges().collect();
+        let span =
+            |r: ByteRange| r.start.min(total)..r.start.saturating_add(u64::from(r.len)).min(total);
         // One read for the span the ranges cover when they lie close together (the usual
-        // case: a window of consecutive ranges), else one per range. Either way every byte
-        // is read before any response is sent.
-        let spans: Vec<Range<u64>> = ranges
-            .iter()
-            .map(|r| r.start.min(total)..r.start.saturating_add(u64::from(r.len)).min(total))
-            .collect();
-        let lo = spans.iter().map(|s| s.start).min().unwrap_or(0);
-        let hi = spans.iter().map(|s| s.end).max().unwrap_or(0);
-        let asked: u64 = spans.iter().map(|s| s.end - s.start).sum();
-        let mut chunks: Vec<(ByteRange, Vec<u8>)> = Vec::with_capacity(ranges.len());
-        let mut all = Vec::new();
-        if hi > lo && hi - lo <= asked.saturating_mul(2) {
-            if !self.output(answer, head, lo..hi, &mut all) {
-                return self.refuse(msk, server, sink);
-            }
-            for (range, span) in ranges.iter().zip(&spans) {
-                let (a, b) = ((span.start - lo) as usize, (span.end - lo) as usize);
-                chunks.push((*range, all.get(a..b).unwrap_or_default().to_vec()));
-            }
-        } else {
-            for (range, span) in ranges.iter().zip(&spans) {
-                let mut chunk = Vec::new();
-                if !self.output(answer, head, span.clone(), &mut chunk) {
-                    return self.refuse(msk, server, sink);
-                }
-                chunks.push((*range, chunk));
-            }
+        // case: a window of consecutive ranges), else one per range, one after the other
+        // in `all`. Either way every byte is read before any response is sent.
+        let (mut lo, mut hi, mut asked) = (u64::MAX, 0, 0u64);
+        for s in msk.ranges().map(span) {
+            (lo, hi, asked) = (lo.min(s.start), hi.max(s.end), asked + (s.end - s.start));
         }
+        all.clear();
+        let dense = hi > lo && hi - lo <= asked.saturating_mul(2);
+        let read = if dense {
+            output(store, answer, head, lo..hi, all)
+        } else {
+            msk.ranges()
+                .all(|r| output(store, answer, head, span(r), all))
+        };
+        if !read {
+            return self.refuse(msk, server, sink);
+        }
+        let all: &[u8] = all;
+        // Where in `all` the next range's bytes are when read one range after the other.
+        let mut next = 0usize;
         let stats = &mut self.stats;
-        let mut chunks = chunks.into_iter();
-        let _ = msk.send_with(
+        let _ = msk.send_slices(
             server,
-            &mut |range, allowed, out| {
+            &mut |range, allowed| {
                 // Called once per range, in the order of `msk.ranges()`.
-                let chunk = chunks
-                    .next()
-                    .filter(|(r, _)| *r == range)
-                    .map(|(_, c)| c)
-                    .unwrap_or_default();
-                let sent = chunk.get(..allowed).unwrap_or(chunk.as_slice());
-                out.extend_from_slice(sent);
+                let s = span(range);
+                let len = (s.end - s.start) as usize;
+                let from = if dense { (s.start - lo) as usize } else { next };
+                next = from + len;
+                let chunk = all.get(from..from + len).unwrap_or_default();
+                let sent = chunk.get(..allowed).unwrap_or(chunk);
                 let n = sent.len() as u64;
                 let in_head = head_len.saturating_sub(range.start).min(n);
                 stats.bytes_head += in_head;
                 stats.bytes_body += n - in_head;
-                range.start.saturating_add(n) >= total
+                (sent, range.start.saturating_add(n) >= total)
             },
             sink,
+            segment,
         );
     }
+}
 
-    /// Appends bytes `span` of the output (`head` ++ body) to `out`; `false` if the store
-    /// could not supply them all.
-    fn output(&self, answer: &Answer, head: &[u8], span: Range<u64>, out: &mut Vec<u8>) -> bool {
-        let head_len = head.len() as u64;
-        if span.start < head_len {
-            let to = span.end.min(head_len);
-            out.extend_from_slice(
-                head.get(span.start as usize..to as usize)
-                    .unwrap_or_default(),
-            );
+/// Appends bytes `span` of the output (`head` ++ the answer's body out of `store`) to
+/// `out`; `false` if the store could not supply them all.
+fn output<S: Store>(
+    store: &S,
+    answer: &Answer,
+    head: &[u8],
+    span: Range<u64>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let head_len = head.len() as u64;
+    if span.start < head_len {
+        let to = span.end.min(head_len);
+        out.extend_from_slice(
+            head.get(span.start as usize..to as usize)
+                .unwrap_or_default(),
+        );
+    }
+    let from = span.start.max(head_len);
+    if from >= span.end {
+        return true;
+    }
+    let (Ok(len), offset) = (usize::try_from(span.end - from), from - head_len) else {
+        return false;
+    };
+    match answer.body {
+        Body::Fixed(text) => {
+            let part = usize::try_from(offset)
+                .ok()
+                .and_then(|o| text.get(o..o.checked_add(len)?));
+            part.map(|p| out.extend_from_slice(p)).is_some()
         }
-        let from = span.start.max(head_len);
-        if from >= span.end {
-            return true;
-        }
-        let (Ok(len), offset) = (usize::try_from(span.end - from), from - head_len) else {
-            return false;
-        };
-        match answer.body {
-            Body::Fixed(text) => {
-                let part = usize::try_from(offset)
-                    .ok()
-                    .and_then(|o| text.get(o..o.checked_add(len)?));
-                part.map(|p| out.extend_from_slice(p)).is_some()
-            }
-            Body::Object { start, .. } => {
-                let before = out.len();
-                self.store
-                    .read(answer.id, start.saturating_add(offset), len, out)
-                    && out.len() - before == len
-            }
+        Body::Object { start, .. } => {
+            let before = out.len();
+            store.read(answer.id, start.saturating_add(offset), len, out)
+                && out.len() - before == len
         }
     }
 }

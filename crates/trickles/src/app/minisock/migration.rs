@@ -28,7 +28,7 @@ impl Minisocket {
         put_bytes(&mut out, &self.data);
         // At most a few dozen responses per request (burst limit and window growth).
         out.extend_from_slice(&(self.responses.len() as u16).to_be_bytes());
-        for (resp, ucont) in self.responses.iter().zip(&self.uconts) {
+        for (i, resp) in self.responses.iter().enumerate() {
             out.push(resp.kind as u8);
             out.extend_from_slice(&resp.packet_number.to_be_bytes());
             out.extend_from_slice(&resp.nonce.to_be_bytes());
@@ -59,7 +59,7 @@ impl Minisocket {
                 None => out.push(0),
             }
             out.extend_from_slice(&resp.limit.to_be_bytes());
-            match ucont {
+            match self.ucont(i) {
                 Some(u) => {
                     out.push(1);
                     put_bytes(&mut out, u);
@@ -211,7 +211,10 @@ fn decode(body: &[u8]) -> Result<(Minisocket, u64), WireError> {
         data_offset,
         data,
         responses,
-        uconts,
+        uconts: Uconts {
+            all: AllUcont::None,
+            each: uconts,
+        },
     };
     Ok((m, stamped))
 }

@@ -12,6 +12,7 @@
 //! | `msk_send`              | [`Minisocket::send`]                                        |
 //! | `msk_sendv`             | [`Minisocket::sendv`]                                       |
 //! | `msk_sendbulk`          | [`Minisocket::send_with`] (any data source, per response)   |
+//! | (bulk, no copy)         | [`Minisocket::send_slices`]: slices held, scratch reused    |
 //! | (serve an object)       | [`Minisocket::send_object`]: each range out of one buffer   |
 //! | `msk_setucont`          | [`Minisocket::set_ucont`], [`Minisocket::set_ucont_all`]    |
 //! | `msk_drop`              | [`EventQueue::drop_front`] (or dropping a `Minisocket`)      |
@@ -127,7 +128,10 @@ pub struct SendReport {
 }
 
 /// A transient minisocket: one accepted request and what may be sent in answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Two minisockets are equal when they would send the same: their fields, and the user
+/// continuation of each response, however it was set.
+#[derive(Clone, Debug)]
 pub struct Minisocket {
     kind: EventKind,
     tuple: FourTuple,
@@ -137,9 +141,48 @@ pub struct Minisocket {
     data_offset: Option<u64>,
     data: Vec<u8>,
     responses: Vec<PlannedResponse>,
-    /// Per response: the user continuation the application set, if any.
-    uconts: Vec<Option<Vec<u8>>>,
+    /// The user continuations the application set (see [`Minisocket::ucont`]).
+    uconts: Uconts,
 }
+
+/// The user continuations the application set on a minisocket's responses, without a copy
+/// per response: what [`Minisocket::set_ucont_all`] set is held once.
+#[derive(Clone, Debug, Default)]
+struct Uconts {
+    /// What the last `set_ucont_all` set, for the responses with a transport continuation.
+    all: AllUcont,
+    /// Per response, what [`Minisocket::set_ucont`] set since (it wins over `all`): empty
+    /// until the first `set_ucont`, else one slot per response.
+    each: Vec<Option<Vec<u8>>>,
+}
+
+/// What [`Minisocket::set_ucont_all`] set.
+#[derive(Clone, Debug, Default)]
+enum AllUcont {
+    /// Nothing.
+    #[default]
+    None,
+    /// The user continuation the request came with ([`Minisocket::set_ucont_all_received`]).
+    Received,
+    /// These bytes.
+    Given(Vec<u8>),
+}
+
+impl PartialEq for Minisocket {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.tuple == other.tuple
+            && self.conn_nonce == other.conn_nonce
+            && self.received_us == other.received_us
+            && self.user_continuation == other.user_continuation
+            && self.data_offset == other.data_offset
+            && self.data == other.data
+            && self.responses == other.responses
+            && (0..self.responses.len()).all(|i| self.ucont(i) == other.ucont(i))
+    }
+}
+
+impl Eq for Minisocket {}
 
 impl Minisocket {
     /// OPEN, REQUEST or CLOSE.
@@ -199,21 +242,61 @@ impl Minisocket {
     /// Sets the user continuation of response `pkt` (an index into
     /// [`Minisocket::responses`]); responses without one carry none.
     pub fn set_ucont(&mut self, pkt: usize, ucont: &[u8]) -> Result<(), MskError> {
-        let slot = self
-            .uconts
-            .get_mut(pkt)
-            .ok_or(MskError::NoSuchResponse(pkt))?;
+        if pkt >= self.responses.len() {
+            return Err(MskError::NoSuchResponse(pkt));
+        }
+        let each = &mut self.uconts.each;
+        if each.is_empty() {
+            each.resize(self.responses.len(), None);
+        }
+        let slot = each.get_mut(pkt).ok_or(MskError::NoSuchResponse(pkt))?;
         *slot = Some(ucont.to_vec());
         Ok(())
     }
 
     /// Sets the same user continuation on every response that carries a transport
-    /// continuation (the ones the client will send requests with).
+    /// continuation (the ones the client will send requests with). It is held once, not
+    /// copied per response.
     pub fn set_ucont_all(&mut self, ucont: &[u8]) {
-        for (slot, resp) in self.uconts.iter_mut().zip(&self.responses) {
-            if resp.continuation.is_some() {
-                *slot = Some(ucont.to_vec());
+        let mut given = match core::mem::take(&mut self.uconts.all) {
+            AllUcont::Given(mut v) => {
+                v.clear();
+                v
             }
+            _ => Vec::new(),
+        };
+        given.extend_from_slice(ucont);
+        self.set_all(AllUcont::Given(given));
+    }
+
+    /// [`Minisocket::set_ucont_all`] with the user continuation this request came with
+    /// ([`Minisocket::user_continuation`]), without copying it: for an application whose
+    /// continuation stays the same from request to request.
+    pub fn set_ucont_all_received(&mut self) {
+        self.set_all(AllUcont::Received);
+    }
+
+    fn set_all(&mut self, all: AllUcont) {
+        // What `set_ucont` set earlier on these responses is overridden.
+        for (slot, resp) in self.uconts.each.iter_mut().zip(&self.responses) {
+            if resp.continuation.is_some() {
+                *slot = None;
+            }
+        }
+        self.uconts.all = all;
+    }
+
+    /// The user continuation response `pkt` carries, if the application set one.
+    fn ucont(&self, pkt: usize) -> Option<&[u8]> {
+        if let Some(Some(u)) = self.uconts.each.get(pkt) {
+            return Some(u);
+        }
+        // `set_ucont_all` sets only the responses with a transport continuation.
+        self.responses.get(pkt)?.continuation.as_ref()?;
+        match &self.uconts.all {
+            AllUcont::None => None,
+            AllUcont::Received => Some(&self.user_continuation),
+            AllUcont::Given(u) => Some(u),
         }
     }
 
@@ -304,21 +387,13 @@ impl Minisocket {
     ) -> Result<SendReport, MskError> {
         let mut report = SendReport::default();
         let mut data = Vec::new();
-        let mut buf = alloc::vec![0u8; SEGMENT_BUF_LEN];
-        for (resp, ucont) in self.responses.iter().zip(&self.uconts) {
+        let mut buf = [0u8; SEGMENT_BUF_LEN];
+        for (i, resp) in self.responses.iter().enumerate() {
             data.clear();
             let mut eos = false;
-            let ucont = ucont.as_deref().unwrap_or_default();
+            let ucont = self.ucont(i).unwrap_or_default();
             if let Some(range) = resp.range {
-                // A long user continuation takes room from the data (the client asked for
-                // correspondingly less). A response without a transport continuation has
-                // the user continuation's room in its limit already: all of it counts.
-                let room = if resp.continuation.is_some() {
-                    ucont_room(usize::from(resp.limit), ucont.len())
-                } else {
-                    usize::from(resp.limit).saturating_sub(ucont.len())
-                };
-                let allowed = usize::from(range.len).min(room);
+                let allowed = allowed(resp, range, ucont.len());
                 eos = fill(range, allowed, &mut data);
                 data.truncate(allowed);
             }
@@ -326,6 +401,41 @@ impl Minisocket {
             sink(buf.get(..n).unwrap_or_default());
             report.segments += 1;
             report.bytes += data.len();
+        }
+        Ok(report)
+    }
+
+    /// [`Minisocket::send_with`] with each response's data a slice the caller already
+    /// holds, copied once, straight into the segment: `data(range, allowed)` returns the
+    /// server's output at `range.start` (anything beyond `allowed` bytes is cut) and
+    /// whether it ends the output. Segments are written in `scratch`, grown to
+    /// [`SEGMENT_BUF_LEN`] the first time and reused as is after: keep it from call to
+    /// call. Consumes the minisocket.
+    pub fn send_slices<'d>(
+        self,
+        server: &Server,
+        data: &mut dyn FnMut(ByteRange, usize) -> (&'d [u8], bool),
+        sink: &mut dyn FnMut(&[u8]),
+        scratch: &mut Vec<u8>,
+    ) -> Result<SendReport, MskError> {
+        if scratch.len() < SEGMENT_BUF_LEN {
+            scratch.resize(SEGMENT_BUF_LEN, 0);
+        }
+        let mut report = SendReport::default();
+        for (i, resp) in self.responses.iter().enumerate() {
+            let ucont = self.ucont(i).unwrap_or_default();
+            let (part, eos) = match resp.range {
+                Some(range) => {
+                    let allowed = allowed(resp, range, ucont.len());
+                    let (part, eos) = data(range, allowed);
+                    (part.get(..allowed).unwrap_or(part), eos)
+                }
+                None => (&[][..], false),
+            };
+            let n = server.emit(&self.tuple, resp, ucont, part, eos, scratch)?;
+            sink(scratch.get(..n).unwrap_or_default());
+            report.segments += 1;
+            report.bytes += part.len();
         }
         Ok(report)
     }
@@ -343,7 +453,7 @@ impl Minisocket {
             range: None,
             limit: 0,
         };
-        let mut buf = alloc::vec![0u8; SEGMENT_BUF_LEN];
+        let mut buf = [0u8; SEGMENT_BUF_LEN];
         let n = server.emit(&self.tuple, &reset, &[], &[], false, &mut buf)?;
         sink(buf.get(..n).unwrap_or_default());
         Ok(())
@@ -354,14 +464,33 @@ impl Minisocket {
         self.user_continuation.capacity()
             + self.data.capacity()
             + self.responses.capacity() * core::mem::size_of::<PlannedResponse>()
-            + self.uconts.capacity() * core::mem::size_of::<Option<Vec<u8>>>()
+            + self.uconts.each.capacity() * core::mem::size_of::<Option<Vec<u8>>>()
             + self
                 .uconts
+                .each
                 .iter()
                 .flatten()
                 .map(Vec::capacity)
                 .sum::<usize>()
+            + match &self.uconts.all {
+                AllUcont::Given(u) => u.capacity(),
+                _ => 0,
+            }
     }
+}
+
+/// Most application bytes `resp` may carry of `range` next to a user continuation of
+/// `ucont_len` bytes.
+fn allowed(resp: &PlannedResponse, range: ByteRange, ucont_len: usize) -> usize {
+    // A long user continuation takes room from the data (the client asked for
+    // correspondingly less). A response without a transport continuation has the user
+    // continuation's room in its limit already: all of it counts.
+    let room = if resp.continuation.is_some() {
+        ucont_room(usize::from(resp.limit), ucont_len)
+    } else {
+        usize::from(resp.limit).saturating_sub(ucont_len)
+    };
+    usize::from(range.len).min(room)
 }
 
 /// Appends bytes `from..to` of the concatenation of `iov` to `out`.
@@ -379,6 +508,131 @@ fn gather(iov: &[&[u8]], from: u64, to: u64, out: &mut Vec<u8>) {
         at += len;
         if at >= to {
             break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{Client, ClientConfig};
+    use crate::crypto::KeyConfig;
+    use crate::server::ServerConfig;
+
+    /// A server and the OPEN minisocket of one SYN, with a user continuation made up.
+    fn open() -> (Server, Minisocket) {
+        let keys = KeyConfig {
+            mac_keys: [[1; 16], [2; 16]],
+            current_epoch: 0,
+            nonce_key: [3; 16],
+            rtx_nonce_key: [4; 16],
+        };
+        let mut server = Server::new(ServerConfig::new(keys));
+        let mut queue = EventQueue::new(4);
+        let (c, s) = (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2]));
+        let tuple = FourTuple {
+            client_addr: c,
+            client_port: 4000,
+            server_addr: s,
+            server_port: 80,
+        };
+        let mut client = Client::new(ClientConfig::default(), tuple, 7);
+        client.connect(0, b"hello?");
+        let syn = client.poll_transmit().unwrap_or_default();
+        assert!(queue.push_segment(&mut server, 1_000, c, s, &syn).is_ok());
+        let mut msk = queue.pop().unwrap_or_else(|| unreachable!());
+        msk.user_continuation = b"as received".to_vec();
+        assert!(msk.responses().len() >= 2);
+        (server, msk)
+    }
+
+    /// The old representation, one slot per response, as the reference.
+    fn model_all(model: &mut [Option<Vec<u8>>], msk: &Minisocket, ucont: &[u8]) {
+        for (slot, resp) in model.iter_mut().zip(msk.responses()) {
+            if resp.continuation.is_some() {
+                *slot = Some(ucont.to_vec());
+            }
+        }
+    }
+
+    #[test]
+    fn user_continuations_resolve_as_one_slot_per_response_would() {
+        let (_, mut msk) = open();
+        let n = msk.responses().len();
+        let received = msk.user_continuation().to_vec();
+        let mut model: Vec<Option<Vec<u8>>> = alloc::vec![None; n];
+        let check = |msk: &Minisocket, model: &[Option<Vec<u8>>]| {
+            for (i, m) in model.iter().enumerate() {
+                assert_eq!(msk.ucont(i), m.as_deref(), "response {i}");
+            }
+        };
+        check(&msk, &model);
+        assert_eq!(msk.set_ucont(n, b"x"), Err(MskError::NoSuchResponse(n)));
+        assert!(msk.set_ucont(0, b"first").is_ok());
+        model[0] = Some(b"first".to_vec());
+        check(&msk, &model);
+        msk.set_ucont_all(b"all");
+        model_all(&mut model, &msk, b"all");
+        check(&msk, &model);
+        assert!(msk.set_ucont(n - 1, b"last").is_ok());
+        model[n - 1] = Some(b"last".to_vec());
+        check(&msk, &model);
+        msk.set_ucont_all_received();
+        model_all(&mut model, &msk, &received);
+        check(&msk, &model);
+        msk.set_ucont_all(b"again");
+        model_all(&mut model, &msk, b"again");
+        check(&msk, &model);
+        assert!(msk.set_ucont(0, b"").is_ok());
+        model[0] = Some(Vec::new());
+        check(&msk, &model);
+
+        // Migration carries what each response would send, and equality compares that.
+        let key = MigrationKey::new(&[9; 16], 1_000_000);
+        let back = Minisocket::install(&key, &msk.extract(&key, 5), 6);
+        assert_eq!(back.as_ref(), Ok(&msk));
+        msk.set_ucont_all_received();
+        assert_ne!(back.as_ref(), Ok(&msk));
+        let back = Minisocket::install(&key, &msk.extract(&key, 5), 6);
+        assert_eq!(back.as_ref(), Ok(&msk));
+    }
+
+    #[test]
+    fn send_slices_sends_what_send_with_does_whatever_the_scratch_held() {
+        let (server, mut msk) = open();
+        let output: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for ucont in [&b""[..], b"short", &[0xee; 300]] {
+            msk.set_ucont_all(ucont);
+            let slice = |range: ByteRange| {
+                let from = usize::try_from(range.start).unwrap_or(usize::MAX);
+                // More than the range: the minisocket cuts.
+                output.get(from..).unwrap_or_default()
+            };
+            let mut want = Vec::new();
+            let want_report = msk.clone().send_with(
+                &server,
+                &mut |range, _, out| {
+                    out.extend_from_slice(slice(range));
+                    range.start > 10
+                },
+                &mut |s: &[u8]| want.push(s.to_vec()),
+            );
+            assert!(want_report.is_ok_and(|r| r.bytes > 0 && r.segments == want.len()));
+            for fill in [0u8, 0xa5, 0xff] {
+                let mut scratch = alloc::vec![fill; 100];
+                for _ in 0..2 {
+                    let mut got = Vec::new();
+                    let report = msk.clone().send_slices(
+                        &server,
+                        &mut |range, _| (slice(range), range.start > 10),
+                        &mut |s: &[u8]| got.push(s.to_vec()),
+                        &mut scratch,
+                    );
+                    assert_eq!(report, want_report);
+                    assert_eq!(got, want);
+                    scratch.fill(fill);
+                }
+            }
         }
     }
 }

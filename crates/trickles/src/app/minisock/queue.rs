@@ -74,7 +74,6 @@ impl EventQueue {
             }
         };
         let e = reply.event;
-        let n = reply.responses.len();
         self.events.push_back(Minisocket {
             kind: e.kind,
             tuple: e.tuple,
@@ -84,7 +83,7 @@ impl EventQueue {
             data_offset: e.data_offset,
             data: e.data.to_vec(),
             responses: reply.responses,
-            uconts: alloc::vec![None; n],
+            uconts: Uconts::default(),
         });
         self.stats.queued += 1;
         Ok(())
