@@ -85,6 +85,17 @@ impl Client {
         if !self.uconts.has_outputs() {
             return;
         }
+        if !self.lost_ranges.is_empty() {
+            self.settle_lost();
+        }
+        while let Place::Skipped(to) = self.uconts.locate(self.next_offset) {
+            self.next_offset = to;
+        }
+    }
+
+    /// [`Client::settle`]'s work on the lost ranges (called often: only when there are
+    /// some).
+    fn settle_lost(&mut self) {
         let mut kept = VecDeque::with_capacity(self.lost_ranges.len());
         let mut work = core::mem::take(&mut self.lost_ranges);
         while let Some(r) = work.pop_front() {
@@ -112,9 +123,6 @@ impl Client {
             }
         }
         self.lost_ranges = kept;
-        while let Place::Skipped(to) = self.uconts.locate(self.next_offset) {
-            self.next_offset = to;
-        }
     }
 
     /// Where the next range would start: the first lost range, else new data.
