@@ -509,9 +509,13 @@ proptest! {
         loss in 0u32..50_000,
         jitter in 0u64..3_000,
         seed in any::<u64>(),
+        delayed in any::<bool>(),
     ) {
         use trickles::sim::app::PipelineApp;
-        let (s, c) = cfgs();
+        let (mut s, mut c) = cfgs();
+        // Either acknowledgment mode (the daemons run with delayed acks).
+        s.cc.delayed_ack = delayed;
+        c.cc.delayed_ack = delayed;
         let mut run = AppRun::new(5_000, PipelineApp::requests(n, len));
         run.framed = parallel;
         run.loss_fwd_ppm = loss;
@@ -655,6 +659,26 @@ fn an_application_limited_client_parks_its_continuations() {
         parked.elapsed_us,
         eager.elapsed_us
     );
+}
+
+/// The same application-limited client with delayed acknowledgments: its parked
+/// continuations are spent with the SACK proof of their own moment, so nothing reads as
+/// lost (spent with a later proof, each was refused and its packets counted as losses).
+#[test]
+fn parked_continuations_with_delayed_acks_lose_nothing() {
+    use trickles::sim::app::PipelineApp;
+    let (mut s, mut c) = cfgs();
+    s.cc.delayed_ack = true;
+    c.cc.delayed_ack = true;
+    let mut run = AppRun::new(5_000, PipelineApp::requests(10, 5_000));
+    run.framed = false;
+    let app = || Box::new(PipelineApp::new(&[3; 16], 10_000, false)) as Box<_>;
+    let out = run_app(&run, &app, s, c);
+    assert!(out.complete, "{:?}", out.client);
+    assert!(out.received == PipelineApp::new(&[3; 16], 10_000, false).expected(10, 5_000));
+    assert_eq!(out.client.losses, 0, "{:?}", out.client);
+    assert_eq!(out.client.timeouts, 0, "{:?}", out.client);
+    assert!(out.client.requests < 200, "{:?}", out.client);
 }
 
 /// A client idle for longer than its parked continuations stay fresh (and its

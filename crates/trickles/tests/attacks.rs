@@ -54,14 +54,17 @@ fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Result<Vec<Vec<u8>>, Rej
 ///
 /// The client acknowledges every packet, so the SYN's three answers give three requests
 /// (the tests below index them); [`connected_with`] picks the mode, and
-/// `attacks_hold_with_delayed_acks` repeats the defences for the default mode.
+/// `attacks_hold_with_delayed_acks` repeats the defences with delayed acknowledgments (the
+/// daemons' mode). The server grants them to whoever asks.
 fn connected(now: u64) -> (Server, Client, Vec<Vec<u8>>) {
     connected_with(now, false)
 }
 
 /// [`connected`] with delayed acknowledgments asked for (and granted) or not.
 fn connected_with(now: u64, delayed_ack: bool) -> (Server, Client, Vec<Vec<u8>>) {
-    let mut server = Server::new(ServerConfig::new(keys()));
+    let mut server_cfg = ServerConfig::new(keys());
+    server_cfg.cc.delayed_ack = true;
+    let mut server = Server::new(server_cfg);
     let mut cfg = ClientConfig::default();
     cfg.cc.delayed_ack = delayed_ack;
     let mut client = Client::new(cfg, tuple(), 99);
@@ -98,7 +101,7 @@ fn payload(seg: &[u8]) -> &[u8] {
     wire::parse_segment(&CLIENT, &SERVER, seg).unwrap().payload
 }
 
-/// The defences with delayed acknowledgments on (the default): a continuation's
+/// The defences with delayed acknowledgments on (as the daemons run): a continuation's
 /// delayed-ack flag is under its MAC (switching it either way is a forgery, one MAC, no
 /// state), every other bit flip is refused, and replays and stale requests are dropped.
 #[test]

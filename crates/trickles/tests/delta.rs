@@ -26,7 +26,7 @@ fn tuple() -> FourTuple {
 
 /// A client asking for deltas, acknowledging every packet (so every response carries a
 /// continuation, which the counts below rely on); `deltas_with_delayed_acks` covers the
-/// default mode.
+/// daemons' mode.
 fn delta_client() -> ClientConfig {
     let mut cfg = ClientConfig {
         delta: true,
@@ -36,22 +36,24 @@ fn delta_client() -> ClientConfig {
     cfg
 }
 
-/// With delayed acknowledgments (the default) only every other packet carries a
+/// With delayed acknowledgments (as the daemons run) only every other packet carries a
 /// continuation, as a delta; transfers still arrive whole, with every delta rebuilt and
 /// verified, at no loss and at 5% loss each way.
 #[test]
 fn deltas_with_delayed_acks() {
-    let client = ClientConfig {
+    let mut client = ClientConfig {
         delta: true,
         ..ClientConfig::default()
     };
-    assert!(client.cc.delayed_ack);
+    client.cc.delayed_ack = true;
+    let mut server = ServerConfig::new(sim::sim_keys());
+    server.cc.delayed_ack = true;
     for (len, loss, seed) in [(5_000u64, 0, 1), (1_000_000, 0, 2), (300_000, 50_000, 3)] {
         let mut t = Transfer::new(len, 5_000);
         t.loss_fwd_ppm = loss;
         t.loss_rev_ppm = loss;
         t.seed = seed;
-        let o = sim::run(&t, ServerConfig::new(sim::sim_keys()), client);
+        let o = sim::run(&t, server, client);
         assert!(o.complete && o.byte_exact, "len {len} loss {loss}: {o:?}");
         assert_eq!(o.server.mac_rejections, 0, "len {len} loss {loss}: {o:?}");
         assert!(o.client.deltas_rebuilt > 0, "{o:?}");

@@ -202,19 +202,23 @@ impl std::fmt::Debug for Link {
 }
 
 /// The connections' settings for server `server`: the MSS that makes each response fit
-/// one datagram on a [`PATH_MTU`] path, and responses' TCP checksums left to the UDP
-/// checksum around them.
+/// one datagram on a [`PATH_MTU`] path, responses' TCP checksums left to the UDP
+/// checksum around them, and delayed acknowledgments asked for.
 pub fn client_config(server: &Addr) -> ClientConfig {
     let overhead = match server {
         Addr::V4(_) => UDP_TUNNEL_OVERHEAD_V4,
         Addr::V6(_) => UDP_TUNNEL_OVERHEAD_V6,
     };
-    ClientConfig {
+    let mut cfg = ClientConfig {
         mss: mss_for_mtu(PATH_MTU - overhead, server),
         // Every datagram's UDP checksum covers the inner packet, and the kernel checks it.
         checksum: trickles::wire::Checksum::Trusted,
         ..ClientConfig::default()
-    }
+    };
+    // Ask for delayed acknowledgments (a server that does not grant them is acknowledged
+    // packet by packet).
+    cfg.cc.delayed_ack = true;
+    cfg
 }
 
 impl Link {
@@ -577,5 +581,9 @@ mod tests {
     fn mss_fits_a_datagram() {
         let c = client_config(&Addr::V4([127, 0, 0, 1]));
         assert_eq!(c.mss, 1334);
+        assert!(
+            c.cc.delayed_ack,
+            "the daemons' clients ask for delayed acks"
+        );
     }
 }

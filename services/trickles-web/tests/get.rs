@@ -89,6 +89,21 @@ fn a_hundred_megabytes_byte_exact_then_over_four_connections() {
             summary.contains(&format!("{parallel} connection(s)")),
             "{summary}"
         );
+        // Delayed acknowledgments, asked for and granted: about one request per two
+        // responses (`… sent N received M`).
+        let count = |word: &str| -> f64 {
+            let at = summary.rfind(word).map_or(0, |i| i + word.len());
+            summary[at..]
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(f64::NAN)
+        };
+        let (sent, received) = (count(" sent "), count(" received "));
+        assert!(
+            sent < 0.6 * received && received > 70_000.0,
+            "{sent} requests for {received} responses: {summary}"
+        );
         same("big", &std::fs::read(&file).unwrap(), &bytes);
         std::fs::remove_file(&file).unwrap();
     }
