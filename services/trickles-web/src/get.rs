@@ -378,7 +378,6 @@ struct Download {
     progress: ProgressBar,
     /// The object's length, once known.
     total: Option<u64>,
-    buf: Vec<u8>,
 }
 
 impl Download {
@@ -393,40 +392,46 @@ impl Download {
             }
             let mut learned = Learned::Nothing;
             loop {
-                let n = link.demux_mut().read(part.id, &mut self.buf);
+                // In place: the body goes from the connection's buffer to the output with
+                // no copy in between (only the head is gathered).
+                let waiting = link.demux().peek(part.id);
+                let n = waiting.len();
                 if n == 0 {
                     break;
                 }
-                let mut chunk = self.buf.get(..n).unwrap_or_default();
-                let head_rest;
-                if part.body.is_none() {
-                    part.head_buf.extend_from_slice(chunk);
-                    let head_len = match ResponseHead::parse(&part.head_buf) {
-                        Ok((head, head_len)) => {
-                            let (offset, len, l) = part.accept(&head)?;
-                            part.body = Some((offset, len));
-                            part.keep = head.is_success();
-                            learned = l;
-                            head_len
-                        }
-                        Err(HttpError::Incomplete) => continue,
-                        Err(e) => bail!("bad response head: {e}"),
+                'chunk: {
+                    let mut chunk = waiting;
+                    let head_rest;
+                    if part.body.is_none() {
+                        part.head_buf.extend_from_slice(chunk);
+                        let head_len = match ResponseHead::parse(&part.head_buf) {
+                            Ok((head, head_len)) => {
+                                let (offset, len, l) = part.accept(&head)?;
+                                part.body = Some((offset, len));
+                                part.keep = head.is_success();
+                                learned = l;
+                                head_len
+                            }
+                            Err(HttpError::Incomplete) => break 'chunk,
+                            Err(e) => bail!("bad response head: {e}"),
+                        };
+                        head_rest = part.head_buf.split_off(head_len);
+                        part.head_buf = Vec::new();
+                        chunk = &head_rest;
+                    }
+                    let Some((offset, len)) = part.body else {
+                        break 'chunk;
                     };
-                    head_rest = part.head_buf.split_off(head_len);
-                    part.head_buf = Vec::new();
-                    chunk = &head_rest;
+                    if part.written + chunk.len() as u64 > len {
+                        bail!("the server sent more than its Content-Length of {len}");
+                    }
+                    if part.keep {
+                        self.output.write_at(offset + part.written, chunk)?;
+                        self.progress.inc(chunk.len() as u64);
+                    }
+                    part.written += chunk.len() as u64;
                 }
-                let Some((offset, len)) = part.body else {
-                    continue;
-                };
-                if part.written + chunk.len() as u64 > len {
-                    bail!("the server sent more than its Content-Length of {len}");
-                }
-                if part.keep {
-                    self.output.write_at(offset + part.written, chunk)?;
-                    self.progress.inc(chunk.len() as u64);
-                }
-                part.written += chunk.len() as u64;
+                link.demux_mut().consume(part.id, n);
             }
             let Some(client) = link.demux().get(part.id) else {
                 bail!("connection {} vanished", part.id);
@@ -556,7 +561,6 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
         output,
         progress,
         total: None,
-        buf: vec![0; 1 << 16],
     };
     loop {
         if dl.read(&mut link)? {

@@ -184,7 +184,6 @@ async fn link_task(
     stats: Arc<ProxyStats>,
 ) -> anyhow::Result<()> {
     let mut conns: BTreeMap<ConnId, mpsc::UnboundedSender<Event>> = BTreeMap::new();
-    let mut buf = vec![0u8; 1 << 16];
     loop {
         tokio::select! {
             () = shutdown.wait() => break,
@@ -203,7 +202,7 @@ async fn link_task(
             }
             () = link.drive() => {}
         }
-        relay(&mut link, &mut conns, &mut buf, &stats);
+        relay(&mut link, &mut conns, &stats);
     }
     let s = link.stats();
     tracing::info!(
@@ -220,7 +219,6 @@ async fn link_task(
 fn relay(
     link: &mut Link,
     conns: &mut BTreeMap<ConnId, mpsc::UnboundedSender<Event>>,
-    buf: &mut [u8],
     stats: &ProxyStats,
 ) {
     let mut finished = Vec::new();
@@ -229,13 +227,14 @@ fn relay(
             finished.push(id);
             continue;
         }
-        loop {
-            let n = link.demux_mut().read(id, buf);
-            if n == 0 {
-                break;
-            }
+        // Everything waiting, copied once (out of the connection's buffer, into the
+        // message its task writes to the socket).
+        let waiting = link.demux().peek(id);
+        let n = waiting.len();
+        if n > 0 {
             stats.bytes.fetch_add(n as u64, Ordering::Relaxed);
-            let _ = events.send(Event::Data(buf.get(..n).unwrap_or_default().to_vec()));
+            let _ = events.send(Event::Data(waiting.to_vec()));
+            link.demux_mut().consume(id, n);
         }
         match link.demux().get(id) {
             Some(c) if c.is_reset() => {

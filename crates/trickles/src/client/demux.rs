@@ -252,6 +252,19 @@ impl Demux {
         self.conns.get_mut(&id).map_or(0, |c| c.client.read(buf))
     }
 
+    /// Connection `id`'s in-order output waiting to be read, in place ([`Client::peek`];
+    /// empty for an unknown id).
+    pub fn peek(&self, id: ConnId) -> &[u8] {
+        self.conns.get(&id).map_or(&[], |c| c.client.peek())
+    }
+
+    /// Drops the first `n` bytes of [`Demux::peek`] ([`Client::consume`]).
+    pub fn consume(&mut self, id: ConnId, n: usize) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.client.consume(n);
+        }
+    }
+
     /// Removes a connection, freeing its port; its late packets then meet
     /// [`DemuxError::NoConnection`].
     pub fn close(&mut self, id: ConnId) -> Option<Client> {

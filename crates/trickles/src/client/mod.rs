@@ -385,6 +385,18 @@ impl Client {
         self.recv.read(buf)
     }
 
+    /// The in-order server output waiting to be read, in place (no copy): use it, then
+    /// [`Client::consume`] as much as was used. What [`Client::read`] would return next.
+    pub fn peek(&self) -> &[u8] {
+        self.recv.peek()
+    }
+
+    /// Drops the first `n` bytes of [`Client::peek`] (at most all of them), as a read
+    /// would.
+    pub fn consume(&mut self, n: usize) {
+        self.recv.consume(n);
+    }
+
     /// Packets the client expects and has not yet resolved: its view of the window in
     /// flight.
     pub fn in_flight(&self) -> usize {

@@ -303,12 +303,23 @@ impl Reassembly {
         if let (Some(to), Some(from)) = (buf.get_mut(..n), waiting.get(..n)) {
             to.copy_from_slice(from);
         }
-        self.read_at += n;
+        self.consume(n);
+        n
+    }
+
+    /// The in-order bytes waiting to be read, without copying them out: hand them on,
+    /// then [`consume`](Reassembly::consume) what was used.
+    pub(crate) fn peek(&self) -> &[u8] {
+        self.ready.get(self.read_at..).unwrap_or_default()
+    }
+
+    /// Marks the first `n` bytes [`peek`](Reassembly::peek) showed as read (at most all).
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.read_at = (self.read_at + n).min(self.ready.len());
         if self.read_at == self.ready.len() {
             self.ready.clear();
             self.read_at = 0;
         }
-        n
     }
 
     /// Appends delivered bytes to `ready`, first moving the unread ones to the front
@@ -539,7 +550,8 @@ mod tests {
 
     proptest::proptest! {
         /// Pieces of one stream, overlapping, duplicated, mostly in order with some
-        /// swapped, read through small buffers between arrivals: the reader gets exactly
+        /// swapped, read through small buffers (or in place, peek and consume) between
+        /// arrivals: the reader gets exactly
         /// the stream, whichever path (in order straight to the reader, or filed) each
         /// piece took.
         #[test]
@@ -573,8 +585,15 @@ mod tests {
             for (i, &(a, b)) in pieces.iter().enumerate() {
                 r.insert(a as u64, &stream[a..b]);
                 let want = reads[i % reads.len()];
-                let k = r.read(&mut buf[..want]);
-                got.extend_from_slice(&buf[..k]);
+                if i % 2 == 0 {
+                    let k = r.read(&mut buf[..want]);
+                    got.extend_from_slice(&buf[..k]);
+                } else {
+                    // In place: what peek shows is what read would have copied.
+                    let k = want.min(r.peek().len());
+                    got.extend_from_slice(&r.peek()[..k]);
+                    r.consume(k);
+                }
             }
             r.set_end(total as u64);
             loop {
