@@ -108,6 +108,27 @@ pub fn wrap_into(src: &Addr, dst: &Addr, segment: &[u8], out: &mut Vec<u8>) -> b
     true
 }
 
+/// Longest IP header [`header_into`] writes (IPv6's).
+pub const MAX_HEADER_LEN: usize = 40;
+
+/// The IP header [`wrap`] puts in front of a `segment_len`-byte TCP segment from `src` to
+/// `dst`, into `out`; returns its length, or `None` where `wrap` returns `None`. For a
+/// caller that sends header and segment as two parts of one packet (no copy of the
+/// segment).
+pub fn header_into(
+    src: &Addr,
+    dst: &Addr,
+    segment_len: usize,
+    out: &mut [u8; MAX_HEADER_LEN],
+) -> Option<usize> {
+    let (src, dst) = (IpAddr::from(*src), IpAddr::from(*dst));
+    let header_len = header_len_for(src);
+    header_len.checked_add(segment_len)?;
+    let h = out.get_mut(..header_len)?;
+    emit_header(h, src, dst, TCP, HOP_LIMIT, segment_len).ok()?;
+    Some(header_len)
+}
+
 /// Checks an IP packet and returns its addresses and TCP segment: a well-formed,
 /// unfragmented IPv4 or IPv6 packet carrying TCP ([`IpHeader::parse`]; fuzzing builds skip
 /// the IPv4 checksum, as smoltcp's do). The TCP segment itself is checked by whoever takes
@@ -181,6 +202,32 @@ pub const UDP_TUNNEL_OVERHEAD_V6: u16 = 48;
 mod tests {
     use super::*;
     use alloc::vec;
+
+    /// The header part is exactly what `wrap` puts before the segment, for both families
+    /// and every segment length up to the largest an IPv4 packet takes; `None` where `wrap`
+    /// gives `None`.
+    #[test]
+    fn header_into_is_wraps_prefix() {
+        let pairs = [
+            (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2])),
+            (Addr::V6([1; 16]), Addr::V6([2; 16])),
+            (Addr::V4([10, 0, 0, 1]), Addr::V6([2; 16])),
+        ];
+        for (a, b) in pairs {
+            for len in [0usize, 1, 20, 1399, 1400, 65_515, 65_516, 70_000] {
+                let segment = vec![0xA5u8; len];
+                let mut h = [0u8; MAX_HEADER_LEN];
+                match (header_into(&a, &b, len, &mut h), wrap(&a, &b, &segment)) {
+                    (Some(n), Some(p)) => {
+                        assert_eq!(&p[..n], &h[..n], "{a:?} {len}");
+                        assert_eq!(&p[n..], &segment[..]);
+                    }
+                    (None, None) => {}
+                    (x, y) => panic!("{a:?} {len}: {x:?} against {:?}", y.map(|p| p.len())),
+                }
+            }
+        }
+    }
 
     #[test]
     fn refusals_name_their_reason() {

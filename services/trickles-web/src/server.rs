@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  Links::recv ─► Batch::datagrams (source, packet) ─► Service::handle_packet
-//!  Service::serve ─► (packet, source) ─► Links::send_to (UDP) / Links::send (TUN) ─► flush
+//!  Service::serve_parts ─► (IP header, segment, source) ─► Links::send_parts ─► flush
 //! ```
 //!
 //! The link is `netio`'s ([`Links`], spelled as a [`LinkSpec`]): one batched receive
@@ -272,9 +272,9 @@ impl Web {
                 tracing::trace!(?peer, "refused: {e}");
             }
         }
-        service.serve(&mut |packet, peer| match peer {
-            Some(peer) => links.send_to(IFACE, peer, packet, t),
-            None => links.send(IFACE, packet, t),
+        // Each response as IP header and segment, gathered straight into the send queue.
+        service.serve_parts(&mut |header, segment, peer| {
+            links.send_parts(IFACE, peer, &[header, segment], t);
         });
         links.flush();
     }

@@ -25,7 +25,7 @@ pub use http::{Answer, HttpApp, HttpError, HttpStats, MemStore, ObjectInfo, Requ
 pub use minisock::{
     EventQueue, MigrationKey, Minisocket, MskError, PushError, QueueStats, SendReport,
 };
-pub use service::{RejectedCounts, Service, ServiceError, ServiceStats};
+pub use service::{PartsSink, RejectedCounts, Service, ServiceError, ServiceStats};
 pub use ucont::{
     Absorbed, Binding, MAX_UCONT_BODY, UcontError, UcontKey, UserContinuation, absorb, bundle,
     unbundle,

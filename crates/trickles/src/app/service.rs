@@ -162,6 +162,10 @@ pub struct ServiceStats {
     pub response_bytes: u64,
 }
 
+/// Where [`Service::serve_parts`] hands each response: its IP header, its TCP segment
+/// and its event's `P`.
+pub type PartsSink<'a, P> = dyn FnMut(&[u8], &[u8], P) + 'a;
+
 /// A stateless server host: engine, event queue and application, speaking whole IP
 /// packets. `P` travels with each event back to its responses (see the module docs).
 pub struct Service<A, P = ()> {
@@ -242,19 +246,37 @@ impl<A: Application, P: Copy> Service<A, P> {
     /// Lets the application answer every queued event, handing each response packet and
     /// its event's `P` to `sink`. Returns the number of events answered.
     pub fn serve(&mut self, sink: &mut dyn FnMut(&[u8], P)) -> usize {
+        let mut packet = core::mem::take(&mut self.packet);
+        let answered = self.serve_parts(&mut |header, segment, peer| {
+            packet.clear();
+            packet.extend_from_slice(header);
+            packet.extend_from_slice(segment);
+            sink(&packet, peer);
+        });
+        self.packet = packet;
+        answered
+    }
+
+    /// [`serve`](Service::serve), each response packet handed over as its two parts, the
+    /// IP header and the TCP segment (`header ‖ segment` is the packet `serve` gives), so
+    /// a link that gathers them copies the segment once.
+    pub fn serve_parts(&mut self, sink: &mut PartsSink<'_, P>) -> usize {
         let mut answered = 0;
+        let mut header = [0u8; ip::MAX_HEADER_LEN];
         while let Some(msk) = self.queue.pop() {
             let Some(peer) = self.peers.pop_front() else {
                 break;
             };
             answered += 1;
             let t = *msk.tuple();
-            let (packet, stats) = (&mut self.packet, &mut self.stats);
+            let stats = &mut self.stats;
             let mut wrap = |segment: &[u8]| {
-                if ip::wrap_into(&t.server_addr, &t.client_addr, segment, packet) {
+                if let Some(n) =
+                    ip::header_into(&t.server_addr, &t.client_addr, segment.len(), &mut header)
+                {
                     stats.responses += 1;
-                    stats.response_bytes += packet.len() as u64;
-                    sink(packet, peer);
+                    stats.response_bytes += (n + segment.len()) as u64;
+                    sink(header.get(..n).unwrap_or_default(), segment, peer);
                 }
             };
             self.app.handle(msk, &self.server, &mut wrap);

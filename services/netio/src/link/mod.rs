@@ -326,6 +326,24 @@ impl Links {
         }
     }
 
+    /// [`send_to`](Links::send_to) of the frame made of `parts` (for example an IP header
+    /// and the segment after it), gathered into the send queue without joining them
+    /// first; `dest` `None` is the link's peer, as [`send`](Links::send).
+    pub fn send_parts(
+        &mut self,
+        iface: usize,
+        dest: Option<SocketAddr>,
+        parts: &[&[u8]],
+        now: Instant,
+    ) {
+        let Some(link) = self.links.get_mut(iface) else {
+            return;
+        };
+        if link.queue_parts(dest, parts, now) {
+            self.changed(iface);
+        }
+    }
+
     /// Sends every link's queue: GSO runs and `sendmmsg` on UDP, coalesced writes on TUN.
     /// Call at the end of each turn (after a batch and its core's output). Never blocks.
     pub fn flush(&mut self) {

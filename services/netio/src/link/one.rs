@@ -307,6 +307,26 @@ impl Link {
         self.enqueue(dest, frame)
     }
 
+    /// [`queue`](Link::queue) for the frame made of `parts`: a UDP link without emulation
+    /// gathers them straight into its send queue; otherwise they are joined first.
+    pub(super) fn queue_parts(
+        &mut self,
+        dest: Option<SocketAddr>,
+        parts: &[&[u8]],
+        now: Instant,
+    ) -> bool {
+        match &mut self.io {
+            Io::Udp { .. } if self.emulator.is_none() => {
+                self.tx.push_parts(dest, parts);
+                self.tx.len() >= MAX_QUEUED && self.flush()
+            }
+            _ => {
+                let frame = parts.concat();
+                self.queue(dest, &frame, now)
+            }
+        }
+    }
+
     /// Puts `frame` on the send queue; flushes a queue grown past its bound (whether a
     /// refusal took the link down).
     #[inline]

@@ -356,3 +356,49 @@ async fn a_link_to_many_peers_splits_gso_bursts_by_source_and_answers_each() {
         );
     }
 }
+
+/// Frames sent in parts arrive joined, on a plain link (gathered into the queue, equal
+/// lengths leaving as one GSO run) and on an emulated one (joined before the emulation).
+#[tokio::test]
+async fn frames_sent_in_parts_arrive_whole() {
+    let (pa, pb, pc, pd) = (free(), free(), free(), free());
+    let conf = |name: &str, local: SocketAddr, peer: SocketAddr, extra: &str| {
+        format!(
+            "[[link]]\nname = \"{name}\"\nkind = \"udp\"\nlocal = \"{local}\"\npeer = \"{peer}\"\n{extra}"
+        )
+    };
+    let t0 = Instant::now();
+    let open = |name: &'static str, local, peer, extra: &'static str| {
+        let (s, c) = links_of(&conf(name, local, peer, extra));
+        async move { Links::open(&c, &s, t0).await.unwrap() }
+    };
+    let mut a = open("a", pa, pb, "").await;
+    let mut b = open("b", pb, pa, "").await;
+    let mut d = open("d", pd, pc, "").await;
+    let mut e = open("e", pc, pd, "emulation = { delay_ms = 1 }\n").await;
+    let frames: Vec<Vec<u8>> = (0..5u8).map(|i| vec![0x45, i, 7, 7, 7, 7]).collect();
+    for f in &frames {
+        b.send_parts(0, None, &[&f[..2], &f[2..]], Instant::now());
+    }
+    b.flush();
+    e.send_parts(0, None, &[&[0x45, 9], &[], &[1, 2]], Instant::now());
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    e.send_due(Instant::now());
+    let mut batch = Batch::new();
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        tokio::time::timeout(std::time::Duration::from_secs(2), a.recv(&mut batch))
+            .await
+            .unwrap();
+        got.extend(batch.frames().map(|f| f.to_vec()));
+    }
+    assert_eq!(got, frames);
+    tokio::time::timeout(std::time::Duration::from_secs(2), d.recv(&mut batch))
+        .await
+        .unwrap();
+    let joined: Vec<Vec<u8>> = batch.frames().map(|f| f.to_vec()).collect();
+    assert_eq!(joined, vec![vec![0x45, 9, 1, 2]]);
+    let tx = b.get(0).unwrap().counters();
+    assert_eq!(tx.tx_frames, 5);
+    assert!(tx.tx_calls < 5, "one GSO run, not a call each: {tx:?}");
+}

@@ -48,12 +48,19 @@ impl TxQueue {
     /// Queues a copy of `frame` for `dest` (`None`: the link's peer).
     #[inline]
     pub(crate) fn push(&mut self, dest: Option<SocketAddr>, frame: &[u8]) {
+        self.push_parts(dest, &[frame]);
+    }
+
+    /// Queues the frame made of `parts`, one after the other (gathered, each copied once).
+    pub(crate) fn push_parts(&mut self, dest: Option<SocketAddr>, parts: &[&[u8]]) {
         let start = self.buf.len();
-        self.buf.extend_from_slice(frame);
+        for part in parts {
+            self.buf.extend_from_slice(part);
+        }
         self.frames.push(Queued {
             dest,
             start,
-            len: frame.len(),
+            len: self.buf.len() - start,
         });
     }
 
