@@ -12,6 +12,7 @@
 #   veth, MTU 1500 on both ends, server namespace 10.77.0.1, client namespace 10.77.0.2:
 #     nginx      nginx (one worker, sendfile, tcp_nopush), fetched by curl
 #     get        trickles-web, fetched by trickles-get (Trickles over IP-in-UDP)
+#     parallel   the same with trickles-get --parallel 4 (four connections, byte ranges)
 #     proxy      trickles-web, fetched by curl through trickles-proxy in the client
 #                namespace (client CPU = curl's + the proxy's)
 #     iperf3     the kernel's TCP alone: iperf3 -R (the server sends, as in the other
@@ -59,7 +60,7 @@ NICE=${NICE:-0}
 ONLY=${ONLY:-}
 TIMEOUT=${TIMEOUT:-120}
 KEEP=${KEEP:-0}
-ALL_ROWS=(nginx get proxy iperf3 lo-nginx lo-get lo-iperf3)
+ALL_ROWS=(nginx get parallel proxy iperf3 lo-nginx lo-get lo-iperf3)
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "veth.sh: needs root (network namespaces, a veth pair, nginx); try sudo" >&2
@@ -309,7 +310,7 @@ start_web() {
     echo "# $1: $(head -n1 "$tmp/$1.out") (pid $web_pid)" >&2
 }
 web_veth='' web_lo=''
-if selected get || selected proxy; then
+if selected get || selected parallel || selected proxy; then
     start_web web-veth "$srv_ip"
     web_veth=$web_pid
 fi
@@ -386,7 +387,7 @@ row_dev() { case $1 in lo-*) echo lo ;; *) echo "$veth_srv" ;; esac; }
 row_server() {
     case $1 in
     nginx | lo-nginx) echo "$nginx_worker" ;;
-    get | proxy) echo "$web_veth" ;;
+    get | parallel | proxy) echo "$web_veth" ;;
     lo-get) echo "$web_lo" ;;
     iperf3 | lo-iperf3) echo "$iperf_pid" ;;
     esac
@@ -416,9 +417,11 @@ fetch() {
             return 1
         fi
         ;;
-    get | lo-get)
+    get | parallel | lo-get)
+        local more=()
+        if [ "$row" = parallel ]; then more=(--parallel 4); fi
         run_client "$ns" "$tmp/client.out" "$tmp/client.err" \
-            "$bin/trickles-get" "trickles://$host:$web_port/big" -o "$o"
+            "$bin/trickles-get" "trickles://$host:$web_port/big" -o "$o" "${more[@]}"
         if [ "$crc" != 0 ]; then
             fail "$row" "trickles-get trickles://$host:$web_port/big: $(why "$tmp/client.err")"
             show_log "$tmp/client.err"
@@ -491,7 +494,7 @@ measure() {
         if ! fetch "$row" /dev/null; then return 0; fi
         s1=$(ticks "$server")
         mbs=$(awk -v b="$got" -v w="$wall" 'BEGIN { printf "%.1f", b / w / 1e6 }')
-        if [ "$row" = get ] || [ "$row" = lo-get ]; then
+        if [ "$row" = get ] || [ "$row" = parallel ] || [ "$row" = lo-get ]; then
             extra=" (its own: $(grep -o '[0-9.]* MB/s' "$tmp/client.err" | head -n1))"
         fi
         ;;
@@ -556,6 +559,7 @@ label() {
     case $1 in
     nginx | lo-nginx) echo "\`$1\` nginx (sendfile), curl" ;;
     get | lo-get) echo "\`$1\` trickles-web, trickles-get" ;;
+    parallel) echo "\`$1\` trickles-web, trickles-get --parallel 4" ;;
     proxy) echo "\`$1\` trickles-web, curl via trickles-proxy" ;;
     iperf3 | lo-iperf3) echo "\`$1\` kernel TCP, iperf3 -R (receiver's rate)" ;;
     esac
