@@ -2,7 +2,9 @@
 //!
 //! * `trickles_mac`: our AES-128-CMAC over a continuation (54 bytes of fields after a
 //!   13-byte IPv4 tuple) against HMAC-MD5 over the same 67 bytes (the original Linux
-//!   module's MAC), and the full `ServerKeys::verify`.
+//!   module's MAC), and the full `ServerKeys::verify`; the continuation MACs of one
+//!   request's responses (1, 2 and 4 IPv4 continuations), one `mac_continuation` after
+//!   another against one `mac_continuations` call that runs their CMAC chains side by side.
 //! * `trickles_nonce`: the nonce PRF, one packet nonce, one range nonce, and SACK proofs
 //!   of 1 and 4 blocks.
 //! * `trickles_replay`: `ReplayFilter::check_and_insert` with the paper's parameters
@@ -25,6 +27,7 @@ use trickles::conn::{Addr, FOUR_TUPLE_MAX_LEN, FourTuple};
 use trickles::crypto::{KeyConfig, MacKey, NonceKind, ServerKeys};
 use trickles::replay::{ReplayConfig, ReplayFilter};
 use trickles::sack::{ProofBuilder, verify_proof};
+use trickles::wire::continuation::{Continuation, EpochStart};
 
 const FIELDS_LEN: usize = 54;
 
@@ -76,7 +79,40 @@ fn mac(c: &mut Criterion) {
     g.bench_function("server_keys_verify", |b| {
         b.iter(|| keys.verify(black_box(1), black_box(&tuple), black_box(&fields), &tag))
     });
+    for n in [1usize, 2, 4] {
+        let mut cs: Vec<Continuation> = (0..n as u32).map(continuation).collect();
+        g.bench_function(format!("continuations_{n}_one_by_one"), |b| {
+            b.iter(|| {
+                for c in black_box(&mut cs).iter_mut() {
+                    c.tag = keys.mac_continuation(&tuple, c).unwrap();
+                }
+            })
+        });
+        g.bench_function(format!("continuations_{n}_batched"), |b| {
+            b.iter(|| keys.mac_continuations(&tuple, black_box(&mut cs).iter_mut()))
+        });
+    }
     g.finish();
+}
+
+/// A continuation as the server issues them (IPv4 bench tuple, key epoch 1), packet `i`.
+fn continuation(i: u32) -> Continuation {
+    Continuation {
+        number: 1000 + 2 * i,
+        tcp_base: 3,
+        start_cwnd: 3,
+        ssthresh: 8191,
+        proof_start: 990,
+        rtt_us: 20_000,
+        timestamp_ms: 123_456,
+        epoch_start: EpochStart::Open,
+        rtx: 0,
+        site: 0,
+        key_epoch: 1,
+        flags: 1,
+        conn_nonce: 0x0123_4567_89ab_cdef,
+        tag: [0; 16],
+    }
 }
 
 fn nonce(c: &mut Criterion) {

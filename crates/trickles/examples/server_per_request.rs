@@ -15,7 +15,10 @@
 //! `trickles` (valid request + emit of its responses), `trickles_into` (the same through
 //! `Server::handle_request_into`, one `Vec` of responses reused), `trickles_cached` (the same with
 //! the socket cache on, 32,768 entries: a cached continuation skips its MAC verify; the
-//! hit count is printed), `bad_mac` (a forged request), `smoltcp` (one ACK in, one
+//! hit count is printed), `trickles_ss` (as `trickles` on a connection still in slow start,
+//! window capped at 65,535: each request is answered with four responses, two carrying a
+//! continuation, where the steady state of `trickles` answers with two, one carrying a
+//! continuation), `bad_mac` (a forged request), `smoltcp` (one ACK in, one
 //! 1362-byte segment out). `N` is at most `POOL`; with the
 //! default window cap the window stops growing after about 8,200 requests, so
 //! `N` ≥ 10,000 measures the steady state.
@@ -25,6 +28,10 @@
 //! fresh server with the cache on, as many forged ones, as many smoltcp steps), and prints
 //! each round's ns per element and the medians: on a shared machine the ratio within a
 //! round is steadier than two separate runs.
+//!
+//! `server_per_request slowstart ROUNDS` times the slow-start case (`trickles_ss`: requests
+//! 10,000 to 30,000 of a fresh server) and the steady-state one (`trickles`) in turn,
+//! ROUNDS times, and prints ns per request and the medians.
 
 // Example harness: bad arguments or a failed setup should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -46,7 +53,7 @@ use std::time::Instant;
 
 use server_pool::{
     CLIENT, SERVER, cached_config, forged, generate, generate_with, serve, server_config,
-    small_window_config,
+    slow_start_config, small_window_config,
 };
 use smoltcp_peer::{MSS, SmolConn};
 use trickles::server::Server;
@@ -57,8 +64,9 @@ const POOL: usize = 20_000;
 fn main() {
     let mut args = std::env::args().skip(1);
     let usage = "usage: server_per_request \
-                 <trickles|trickles_into|trickles_cached|small_plain|small_cached|bad_mac|smoltcp> N \
+                 <trickles|trickles_into|trickles_cached|trickles_ss|small_plain|small_cached|bad_mac|smoltcp> N \
                  | small ROUNDS \
+                 | slowstart ROUNDS \
                  | interleave ROUNDS";
     let mode = args.next().expect(usage);
     let n: usize = args.next().expect(usage).parse().expect(usage);
@@ -70,14 +78,22 @@ fn main() {
         small_window(n);
         return;
     }
+    if mode == "slowstart" {
+        slow_start(n);
+        return;
+    }
     assert!(n <= POOL, "N is at most {POOL}");
     let payload = [0x5au8; MSS];
     let mut out = [0u8; 2048];
     match mode.as_str() {
-        "trickles" | "trickles_cached" | "small_plain" | "small_cached" => {
+        "trickles" | "trickles_cached" | "trickles_ss" | "small_plain" | "small_cached" => {
             let (pool, cfg) = match mode.as_str() {
                 "trickles" => (generate(POOL), server_config()),
                 "trickles_cached" => (generate(POOL), cached_config()),
+                "trickles_ss" => (
+                    generate_with(POOL, slow_start_config()),
+                    slow_start_config(),
+                ),
                 "small_plain" => (
                     generate_with(POOL, small_window_config(false)),
                     small_window_config(false),
@@ -299,6 +315,50 @@ fn small_window(rounds: usize) {
         ratios[ratios.len() - 1],
         100.0 * hit_rate
     );
+}
+
+/// `slowstart ROUNDS`: ns per request in slow start (requests 10,000..30,000 of a
+/// connection whose window is capped at 65,535, four responses and two continuations per
+/// request) and in the steady state (as `interleave`'s valid case), in turn.
+fn slow_start(rounds: usize) {
+    const WARM: usize = 10_000;
+    const TIMED: usize = 20_000;
+    const PER_ROUND: usize = 100_000;
+    let payload = [0x5au8; MSS];
+    let mut out = [0u8; 2048];
+    let ss_pool = generate_with(WARM + TIMED, slow_start_config());
+    let pool = generate(2 * PER_ROUND);
+    println!("round  slow_start  steady  (ns per request)");
+    let mut rows = Vec::new();
+    for round in 0..rounds {
+        let mut server = Server::new(slow_start_config());
+        for r in &ss_pool[..WARM] {
+            serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
+        }
+        let start = Instant::now();
+        for r in &ss_pool[WARM..] {
+            black_box(serve(&mut server, r.now_us, &r.segment, &payload, &mut out));
+        }
+        let ss = start.elapsed().as_nanos() as f64 / TIMED as f64;
+
+        let mut server = Server::new(server_config());
+        for r in &pool[..PER_ROUND] {
+            serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
+        }
+        let start = Instant::now();
+        for r in &pool[PER_ROUND..] {
+            black_box(serve(&mut server, r.now_us, &r.segment, &payload, &mut out));
+        }
+        let steady = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+        println!("{round:5}  {ss:10.1}  {steady:6.1}");
+        rows.push([ss, steady]);
+    }
+    let median = |i: usize| {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[i]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!("median {:10.1}  {:6.1}", median(0), median(1));
 }
 
 /// `serve` through `Server::handle_request_into`, with `responses` kept across calls.

@@ -104,6 +104,9 @@ pub const TAG_LEN: usize = 16;
 /// A MAC tag.
 pub type Tag = [u8; TAG_LEN];
 
+/// Most continuation MACs [`ServerKeys::mac_continuations`] computes side by side (IPv4).
+pub const MAC_LANES: usize = 4;
+
 /// The domain-separation label of [`ServerKeys::conn_nonce`]'s CMAC input.
 ///
 /// Continuation MAC inputs begin with a [`FourTuple::encode`] family byte (4, 6, 46 or
@@ -375,6 +378,30 @@ impl MacKey {
         encrypt_ne(&self.aes, s ^ b[2] ^ self.k1)
     }
 
+    /// The tags of `N` independent three-block inputs ([`MacKey::tag3_blocks`] of each),
+    /// computed side by side: each of the three CBC-MAC steps encrypts the `N` chains'
+    /// blocks one after another with no dependence between them, so the AES unit
+    /// pipelines them instead of waiting out each chain's ten dependent rounds.
+    ///
+    /// One `encrypt_block` per lane rather than one `encrypt_blocks` over the `N` blocks:
+    /// `aes` 0.8 runs fewer than eight blocks one by one either way, and its many-block
+    /// entry is an out-of-line call (about 60 instructions each) where the one-block
+    /// entry inlines to its eleven AES instructions.
+    #[inline(always)]
+    fn tag3_lanes<const N: usize>(&self, b: &[[u128; 3]; N]) -> [u128; N] {
+        let mut s = [0u128; N];
+        for (s, b) in s.iter_mut().zip(b) {
+            *s = encrypt_ne(&self.aes, b[0]);
+        }
+        for (s, b) in s.iter_mut().zip(b) {
+            *s = encrypt_ne(&self.aes, *s ^ b[1]);
+        }
+        for (s, b) in s.iter_mut().zip(b) {
+            *s = encrypt_ne(&self.aes, *s ^ b[2] ^ self.k1);
+        }
+        s
+    }
+
     /// A 64-bit identity of this key (from its CMAC subkey `K1`): two different keys
     /// have different ids except with probability 2^-64. Never sent anywhere; the server's
     /// continuation cache uses it to tell whether the key a cached continuation was
@@ -600,6 +627,113 @@ impl ServerKeys {
             return None;
         }
         Some(self.continuation_tag(tuple, c).to_ne_bytes())
+    }
+
+    /// Sets the tag of every continuation in `cs`, all on `tuple`, to
+    /// [`mac_continuation`](ServerKeys::mac_continuation)`(tuple, c)`, or to zeros where
+    /// that is `None` (epoch not live, reserved flag); returns how many got a real tag.
+    ///
+    /// The same tags as one call per continuation, computed faster: for IPv4 the
+    /// continuations' CMAC chains (three dependent AES blocks each) run side by side, up to
+    /// [`MAC_LANES`] at a time, so their AES work overlaps. A server answering a request
+    /// with several continuations (slow start, delayed acknowledgments) MACs them all with
+    /// one call. Continuations of another key epoch than the one before them start a new
+    /// group (a group shares one key); IPv6 and mixed-family tuples take the general CMAC,
+    /// one continuation after another.
+    pub fn mac_continuations<'c>(
+        &self,
+        tuple: &FourTuple,
+        cs: impl IntoIterator<Item = &'c mut Continuation>,
+    ) -> usize {
+        let (Addr::V4(client), Addr::V4(server)) = (tuple.client_addr, tuple.server_addr) else {
+            let mut macd = 0;
+            for c in cs {
+                let tag = self.mac_continuation(tuple, c);
+                macd += usize::from(tag.is_some());
+                c.tag = tag.unwrap_or_default();
+            }
+            return macd;
+        };
+        let mut group: [Option<&'c mut Continuation>; MAC_LANES] = Default::default();
+        let mut len = 0;
+        let mut slot_of_group = 0u8;
+        let mut macd = 0;
+        for c in cs {
+            if !self.mac_ok(c) {
+                c.tag = [0; TAG_LEN];
+                continue;
+            }
+            let slot = c.key_epoch & 1;
+            if len == MAC_LANES || (len > 0 && slot != slot_of_group) {
+                let full = group.get_mut(..len).unwrap_or_default();
+                macd += self.mac_group_v4(client, server, tuple, full);
+                len = 0;
+            }
+            slot_of_group = slot;
+            if let Some(g) = group.get_mut(len) {
+                *g = Some(c);
+                len += 1;
+            }
+        }
+        let rest = group.get_mut(..len).unwrap_or_default();
+        macd + self.mac_group_v4(client, server, tuple, rest)
+    }
+
+    /// Whether `c` can be MACed: its epoch is live and no reserved flag is set.
+    #[inline(always)]
+    fn mac_ok(&self, c: &Continuation) -> bool {
+        self.is_live(c.key_epoch) && c.flags_valid()
+    }
+
+    /// Tags the continuations of `group` (IPv4 on `tuple`; all of one key epoch slot, live,
+    /// flags valid) side by side; empties the group and returns its length.
+    #[inline(always)]
+    fn mac_group_v4(
+        &self,
+        client: [u8; 4],
+        server: [u8; 4],
+        tuple: &FourTuple,
+        group: &mut [Option<&mut Continuation>],
+    ) -> usize {
+        let Some(Some(first)) = group.first() else {
+            return 0;
+        };
+        let key = self.slot(first.key_epoch);
+        let blocks = |c: &Option<&mut Continuation>| {
+            c.as_deref()
+                .map_or([0; 3], |c| continuation_blocks_v4(client, server, tuple, c))
+        };
+        // One instance per group size: each runs its lanes straight through.
+        fn put(group: &mut [Option<&mut Continuation>], tags: &[u128]) {
+            for (c, t) in group.iter_mut().zip(tags) {
+                if let Some(c) = c.take() {
+                    c.tag = t.to_ne_bytes();
+                }
+            }
+        }
+        match &*group {
+            [a] => put(group, &[key.tag3_blocks(blocks(a))]),
+            [a, b] => {
+                let tags = key.tag3_lanes(&[blocks(a), blocks(b)]);
+                put(group, &tags);
+            }
+            [a, b, c] => {
+                let tags = key.tag3_lanes(&[blocks(a), blocks(b), blocks(c)]);
+                put(group, &tags);
+            }
+            [a, b, c, d] => {
+                let tags = key.tag3_lanes(&[blocks(a), blocks(b), blocks(c), blocks(d)]);
+                put(group, &tags);
+            }
+            _ => {
+                for c in group.iter_mut().filter_map(Option::take) {
+                    c.tag = key
+                        .tag3_blocks(continuation_blocks_v4(client, server, tuple, c))
+                        .to_ne_bytes();
+                }
+            }
+        }
+        group.len()
     }
 
     /// Whether `c.tag` is [`mac_continuation`](ServerKeys::mac_continuation)`(tuple, c)`,

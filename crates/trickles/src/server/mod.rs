@@ -26,7 +26,7 @@ pub mod cache;
 mod respond;
 pub use cache::CacheStats;
 use cache::ContinuationCache;
-use respond::{parse_blocks, respond, syn_hash};
+use respond::{finish, parse_blocks, plan, syn_hash};
 
 use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
 use crate::conn::{Addr, FourTuple};
@@ -401,24 +401,28 @@ impl Server {
                         SlotKind::Data | SlotKind::ContinuationOnly => originals,
                     };
                     let nonce = nonces.packet_nonce(conn_nonce, slot.number);
-                    let mut resp = respond(
-                        cfg,
+                    let mut resp = plan(cfg, keys, slot, nonce, range, conn_nonce, rtt_us, now_ms);
+                    resp.limit >>= limit_shift;
+                    resp
+                }));
+                // Every new continuation's MAC in one call: their CMAC chains run side by
+                // side. The cache and the deltas need the tags, so they come after.
+                keys.mac_continuations(
+                    &tuple,
+                    responses.iter_mut().filter_map(|r| r.continuation.as_mut()),
+                );
+                for (resp, slot) in responses.iter_mut().zip(slots.iter()) {
+                    finish(
                         keys,
                         cache,
+                        resp,
                         slot,
-                        nonce,
-                        range,
                         &tuple,
-                        conn_nonce,
-                        rtt_us,
-                        now_ms,
                         req.continuation.as_ref(),
                         delta,
                         req.asks_delayed_ack(),
                     );
-                    resp.limit >>= limit_shift;
-                    resp
-                }));
+                }
                 Ok(())
             });
         // Back to the scratch buffers, rejected or not, for the next request.

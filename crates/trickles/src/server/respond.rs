@@ -1,5 +1,6 @@
 //! The pieces of a reply: SACK blocks parsed into a reused buffer, a SYN's replay key, and one
-//! planned response with its MACed continuation.
+//! planned response with its continuation (planned, then completed once every response's
+//! continuation of the request is MACed).
 
 use alloc::vec::Vec;
 
@@ -44,35 +45,29 @@ pub(super) fn parse_blocks(req: &Request<'_>, out: &mut Vec<SackBlock>) -> Resul
     Ok(out.len())
 }
 
-/// One planned response: its continuation (MACed over all its fields, and remembered in
-/// `cache`, Fig. 13) and limits, and when `delta` is set the continuation's delta from what
-/// the client predicts for it from `request`, the continuation the request presented
-/// (`None` for a SYN, whose client predicted with delayed acknowledgments iff
-/// `asked_delayed`).
+/// One planned response before its continuation is MACed: the continuation (tag zeroed;
+/// [`finish`] fills the rest once [`ServerKeys::mac_continuations`] has tagged every
+/// response of the request together) and limits.
 #[allow(clippy::too_many_arguments)] // The pieces of one response, all needed; a struct would only rename them.
 #[inline(always)]
-pub(super) fn respond(
+pub(super) fn plan(
     cfg: &ServerConfig,
     keys: &ServerKeys,
-    cache: &mut ContinuationCache,
     slot: &Slot,
     nonce: u32,
     range: Option<ByteRange>,
-    tuple: &FourTuple,
     conn_nonce: u64,
     rtt_us: u32,
     now_ms: u32,
-    request: Option<&Continuation>,
-    delta: bool,
-    asked_delayed: bool,
 ) -> PlannedResponse {
     let kind = match slot.kind {
         SlotKind::Retransmit => ResponseKind::Retransmit,
         SlotKind::Data | SlotKind::ContinuationOnly => ResponseKind::Data,
     };
-    // Built where it stays and MACed in place: moving a freshly built continuation as a
-    // whole would load, 16 bytes at a time, fields just written one by one.
-    let mut resp = PlannedResponse {
+    // Built where it stays and MACed there afterwards (`ServerKeys::mac_continuations`
+    // reads its fields one by one): moving a freshly built continuation as a whole would
+    // load, 16 bytes at a time, fields just written one by one.
+    PlannedResponse {
         kind,
         packet_number: slot.number,
         nonce,
@@ -95,23 +90,41 @@ pub(super) fn respond(
         delta: None,
         range,
         limit: payload_limit(cfg.mss, slot.params.is_some()),
+    }
+}
+
+/// Completes a response [`plan`] built from `slot` once its continuation is MACed:
+/// remembers the continuation in `cache` (Fig. 13), and when `delta` is set computes its
+/// delta from what the client predicts for it from `request`, the continuation the
+/// request presented (`None` for a SYN, whose client predicted with delayed
+/// acknowledgments iff `asked_delayed`).
+#[allow(clippy::too_many_arguments)] // As for `plan`.
+#[inline(always)]
+pub(super) fn finish(
+    keys: &ServerKeys,
+    cache: &mut ContinuationCache,
+    resp: &mut PlannedResponse,
+    slot: &Slot,
+    tuple: &FourTuple,
+    request: Option<&Continuation>,
+    delta: bool,
+    asked_delayed: bool,
+) {
+    let Some(c) = resp.continuation.as_ref() else {
+        return;
     };
-    if let Some(c) = resp.continuation.as_mut() {
-        c.tag = keys.mac_continuation(tuple, c).unwrap_or_default();
-        if cache.is_enabled()
-            && let Some(id) = keys.key_id(c.key_epoch)
-        {
-            cache.insert(tuple, &c.mac_fields(), &c.tag, id);
-        }
-        if delta && let Some(p) = slot.params {
-            let predicted = delta::predict(&p, request);
-            // A SYN's client predicts with the delayed-ack mode it asked for; when that
-            // is not the one granted, the delta could not say so: send it whole.
-            let asked = request.is_some() || asked_delayed == p.delayed_ack;
-            if asked && ContinuationDelta::reproduces(&predicted, c) {
-                resp.delta = Some(ContinuationDelta::between(&predicted, c));
-            }
+    if cache.is_enabled()
+        && let Some(id) = keys.key_id(c.key_epoch)
+    {
+        cache.insert(tuple, &c.mac_fields(), &c.tag, id);
+    }
+    if delta && let Some(p) = slot.params {
+        let predicted = delta::predict(&p, request);
+        // A SYN's client predicts with the delayed-ack mode it asked for; when that
+        // is not the one granted, the delta could not say so: send it whole.
+        let asked = request.is_some() || asked_delayed == p.delayed_ack;
+        if asked && ContinuationDelta::reproduces(&predicted, c) {
+            resp.delta = Some(ContinuationDelta::between(&predicted, c));
         }
     }
-    resp
 }
