@@ -530,6 +530,8 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
     };
     cfg.failover = Duration::from_millis(args.failover_ms.max(1));
     cfg.emulation = args.emulate.as_deref().map(parse_emulation).transpose()?;
+    // The parts share the socket's receive window.
+    cfg.connections = u32::from(args.parallel.max(1));
     let replicas = cfg.replicas.clone();
     let mut link = Link::bind(cfg).await?;
     let output = Output::open(args.output.as_ref())?;

@@ -214,6 +214,9 @@ async fn link_task(
     Ok(())
 }
 
+/// Largest message of body bytes handed to a TCP connection's task.
+const RELAY_PIECE: usize = 64 << 10;
+
 /// Hands every connection's new output to its task; closes finished, failed and
 /// abandoned connections.
 fn relay(
@@ -228,12 +231,16 @@ fn relay(
             continue;
         }
         // Everything waiting, copied once (out of the connection's buffer, into the
-        // message its task writes to the socket).
+        // messages its task writes to the socket), in pieces small enough for the
+        // allocator's heap: a message of a few hundred KiB is a fresh mmap, page faults
+        // and all.
         let waiting = link.demux().peek(id);
         let n = waiting.len();
         if n > 0 {
             stats.bytes.fetch_add(n as u64, Ordering::Relaxed);
-            let _ = events.send(Event::Data(waiting.to_vec()));
+            for piece in waiting.chunks(RELAY_PIECE) {
+                let _ = events.send(Event::Data(piece.to_vec()));
+            }
             link.demux_mut().consume(id, n);
         }
         match link.demux().get(id) {
@@ -243,6 +250,7 @@ fn relay(
                 finished.push(id);
             }
             Some(c) if c.is_complete() && c.readable() == 0 => {
+                tracing::debug!(conn = %id, stats = ?c.stats(), srtt_us = ?c.srtt_us(), "done");
                 let _ = events.send(Event::End);
                 finished.push(id);
             }

@@ -113,6 +113,9 @@ pub struct LinkConfig {
     /// The local UDP socket's address (`None`: the local IP that reaches the first
     /// replica, any port). A router link's `peer` names it in advance.
     pub bind: Option<SocketAddr>,
+    /// How many connections will share the link at once (at least 1): the receive window
+    /// ([`ClientConfig::max_in_flight`]) the socket's buffer allows is split among them.
+    pub connections: u32,
 }
 
 impl LinkConfig {
@@ -127,6 +130,7 @@ impl LinkConfig {
             server: None,
             source: None,
             bind: None,
+            connections: 1,
         }
     }
 }
@@ -199,6 +203,21 @@ impl std::fmt::Debug for Link {
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
+}
+
+/// Most packets in flight to one client link, whatever its socket buffer: 2,048 packets
+/// of about 1.4 KB, 2.9 MB, a bandwidth-delay product of 2.9 GB/s at 1 ms.
+pub const MAX_WINDOW: u32 = 2048;
+
+/// The receive window of each of `connections` connections sharing a socket whose
+/// receive buffer is `buffer` bytes as the kernel accounts them (`None`: unknown, then
+/// [`MAX_WINDOW`] in all): half of it in [`PATH_MTU`]-sized packets (the kernel counts
+/// overhead too), at most [`MAX_WINDOW`], shared out, at least 16 each.
+pub fn receive_window(buffer: Option<usize>, connections: u32) -> u32 {
+    let fits = buffer.map_or(MAX_WINDOW, |b| {
+        u32::try_from(b / 2 / usize::from(PATH_MTU)).unwrap_or(u32::MAX)
+    });
+    (fits.min(MAX_WINDOW) / connections.max(1)).max(16)
 }
 
 /// The connections' settings for server `server`: the MSS that makes each response fit
@@ -284,11 +303,10 @@ impl Link {
         let server = Addr::from(server_ip);
         let mut seed = [0u8; 8];
         getrandom::fill(&mut seed).context("no randomness from the operating system")?;
-        let demux = Demux::new(
-            client_config(&server),
-            Addr::from(source_ip),
-            u64::from_le_bytes(seed),
-        );
+        let mut ccfg = client_config(&server);
+        let buffer = links.get(IFACE).and_then(netio::link::Link::recv_buffer);
+        ccfg.max_in_flight = receive_window(buffer, cfg.connections);
+        let demux = Demux::new(ccfg, Addr::from(source_ip), u64::from_le_bytes(seed));
         let (emu_out, emu_in) = match &cfg.emulation {
             Some(e) => {
                 let model = e
@@ -576,6 +594,17 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn receive_windows() {
+        // 4 MiB asked, 8 MiB accounted: the cap.
+        assert_eq!(receive_window(Some(8 << 20), 1), MAX_WINDOW);
+        assert_eq!(receive_window(Some(8 << 20), 4), MAX_WINDOW / 4);
+        // The kernel's default buffer (rmem_default 212,992, doubled): 141 packets.
+        assert_eq!(receive_window(Some(425_984), 1), 141);
+        assert_eq!(receive_window(Some(425_984), 100), 16);
+        assert_eq!(receive_window(None, 0), MAX_WINDOW);
+    }
 
     #[test]
     fn mss_fits_a_datagram() {

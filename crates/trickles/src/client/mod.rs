@@ -94,6 +94,13 @@ pub struct ClientConfig {
     /// the UDP checksum covers the inner packet and the kernel verifies it); responses
     /// carry nothing a client could authenticate either way.
     pub checksum: wire::Checksum,
+    /// Most packets expected at once (0: no limit), the client's receive window: a
+    /// continuation that arrives while this many are in flight is parked (and spent, in
+    /// order, as packets are resolved) instead of asking for more. The server's window
+    /// (up to [`CcConfig::max_cwnd`]) can otherwise outgrow the socket buffer below the
+    /// client, whose overflow the transport must then recover from as loss. Needs
+    /// [`ClientConfig::park_max_us`] above 0.
+    pub max_in_flight: u32,
 }
 
 impl Default for ClientConfig {
@@ -109,6 +116,7 @@ impl Default for ClientConfig {
             delta: false,
             park_max_us: 500_000,
             checksum: wire::Checksum::Verify,
+            max_in_flight: 0,
         }
     }
 }
@@ -233,6 +241,9 @@ pub struct Client {
     /// Index into `outstanding`: the ranges riding in retransmissions (few at a time).
     retransmitted: Vec<u64>,
     lost_ranges: VecDeque<ByteRange>,
+    /// The output continuations' generation ([`UcontStore`]) when `lost_ranges` was last
+    /// settled against them; `None` once a range was added since.
+    lost_settled: Option<u64>,
     transmit: VecDeque<Vec<u8>>,
     srtt_us: u64,
     rttvar_us: u64,
@@ -273,6 +284,7 @@ impl Client {
             outstanding: BTreeMap::new(),
             retransmitted: Vec::new(),
             lost_ranges: VecDeque::new(),
+            lost_settled: None,
             transmit: VecDeque::new(),
             srtt_us: 0,
             rttvar_us: 0,

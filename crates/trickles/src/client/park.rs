@@ -1,8 +1,10 @@
 //! Parking continuations while the client is application-limited.
 //!
-//! A continuation the client cannot use yet (no data to send, no range it may ask for)
-//! waits here instead of being spent on an empty request; parked ones are spent in order
-//! as soon as there is something to ask ([`ClientConfig::park_max_us`](super::ClientConfig::park_max_us)).
+//! A continuation the client cannot use yet (no data to send, no range it may ask for,
+//! or [`ClientConfig::max_in_flight`](super::ClientConfig::max_in_flight) packets already
+//! expected) waits here instead of being spent; parked ones are spent in order as soon as
+//! there is something to ask and room in flight
+//! ([`ClientConfig::park_max_us`](super::ClientConfig::park_max_us)).
 
 use alloc::sync::Arc;
 
@@ -15,7 +17,7 @@ impl Client {
     pub(super) fn spend(&mut self, now_us: u64, c: Continuation, ucont: &Arc<[u8]>) {
         if self.cfg.park_max_us > 0
             && !self.done()
-            && (!self.parked.is_empty() || !self.requestable())
+            && (!self.parked.is_empty() || !self.requestable() || self.window_full())
         {
             // The proof now ends at `c`'s packet (it was just resolved): keep it, so the
             // request made later still acknowledges exactly up to there. Spent with the
@@ -42,6 +44,12 @@ impl Client {
         self.range_ready()
     }
 
+    /// Whether as many packets as [`ClientConfig::max_in_flight`] allows are expected: a
+    /// continuation that arrives now waits (parked) until some of them are resolved.
+    pub(super) fn window_full(&self) -> bool {
+        self.cfg.max_in_flight > 0 && self.expected.len() >= self.cfg.max_in_flight as usize
+    }
+
     /// Nothing asked and nothing waiting to be spent: no response is coming.
     pub(super) fn idle(&self) -> bool {
         self.connected() && self.expected.is_empty() && self.parked.is_empty()
@@ -52,7 +60,7 @@ impl Client {
     pub(super) fn unpark(&mut self, now_us: u64) {
         while let Some(at) = self.parked.front().map(|p| p.at) {
             let fresh = now_us.saturating_sub(at) <= self.cfg.park_max_us;
-            if fresh && !self.done() && !self.requestable() {
+            if fresh && !self.done() && (!self.requestable() || self.window_full()) {
                 break;
             }
             if let Some(p) = self.parked.pop_front()

@@ -47,13 +47,10 @@ impl Client {
     /// The range at `start` is lost: it goes back to be requested again, in order.
     pub(super) fn range_lost(&mut self, start: u64) {
         if let Some(o) = self.outstanding.remove(&start) {
-            let pos = self
-                .lost_ranges
-                .iter()
-                .position(|r| r.start > start)
-                .unwrap_or(self.lost_ranges.len());
+            let pos = self.lost_ranges.partition_point(|r| r.start <= start);
             self.lost_ranges
                 .insert(pos, ByteRange { start, len: o.len });
+            self.lost_settled = None;
         }
     }
 
@@ -67,12 +64,9 @@ impl Client {
                 len: o.len.saturating_sub(got),
             };
             if rest.len > 0 {
-                let pos = self
-                    .lost_ranges
-                    .iter()
-                    .position(|r| r.start > rest.start)
-                    .unwrap_or(self.lost_ranges.len());
+                let pos = self.lost_ranges.partition_point(|r| r.start <= rest.start);
                 self.lost_ranges.insert(pos, rest);
+                self.lost_settled = None;
             }
         }
     }
@@ -85,8 +79,13 @@ impl Client {
         if !self.uconts.has_outputs() {
             return;
         }
-        if !self.lost_ranges.is_empty() {
+        // Settled ranges stay settled until a range is added or an output continuation
+        // is filed (a transfer with losses has hundreds, and this runs several times per
+        // packet).
+        let generation = self.uconts.generation();
+        if !self.lost_ranges.is_empty() && self.lost_settled != Some(generation) {
             self.settle_lost();
+            self.lost_settled = Some(generation);
         }
         while let Place::Skipped(to) = self.uconts.locate(self.next_offset) {
             self.next_offset = to;

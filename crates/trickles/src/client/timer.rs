@@ -104,6 +104,7 @@ impl Client {
         lost.sort_by_key(|r| r.start);
         lost.dedup_by_key(|r| r.start);
         self.lost_ranges.extend(lost);
+        self.lost_settled = None;
     }
 
     pub(super) fn backoff(&mut self, now_us: u64) {

@@ -45,6 +45,8 @@ pub(super) struct UcontStore {
     /// output continuation is filed. A bulk transfer asks about offsets in one object
     /// several times per packet.
     memo: Cell<Option<Memo>>,
+    /// Output continuations filed so far: a change of it means places may have changed.
+    generation: u64,
 }
 
 /// An entry of [`UcontStore::outputs`] and the offsets it answers for.
@@ -146,6 +148,7 @@ impl UcontStore {
                 _,
             )) => {
                 self.memo.set(None);
+                self.generation += 1;
                 self.outputs
                     .insert(valid_start, (valid_end, skip_to, ucont.to_vec()));
                 learned.skip = (skip_to > valid_end).then_some((valid_end, skip_to));
@@ -201,6 +204,11 @@ impl UcontStore {
     /// bytes inside known output regions.
     pub(super) fn has_outputs(&self) -> bool {
         !self.outputs.is_empty()
+    }
+
+    /// How many output continuations were filed so far (see `Client::settle`).
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Where `offset` stands.

@@ -162,6 +162,16 @@ impl Link {
         self.local
     }
 
+    /// The receive buffer the kernel gave a UDP link's socket, in bytes as it accounts
+    /// them (about twice what was asked for, capped by `net.core.rmem_max`); `None` for a
+    /// TUN link. A receiver that lets more arrive at once than this holds loses the rest.
+    pub fn recv_buffer(&self) -> Option<usize> {
+        match &self.io {
+            Io::Udp { sock, .. } => socket2::SockRef::from(sock).recv_buffer_size().ok(),
+            Io::Tun(_) => None,
+        }
+    }
+
     /// The UDP peer it is connected to (`None`: a TUN link, or UDP to many peers).
     pub fn peer(&self) -> Option<SocketAddr> {
         match &self.io {
