@@ -247,13 +247,17 @@ impl Web {
             links.capture(dir, CAPTURE_PREFIX)?;
         }
         tracing::info!(root = %opts.root.display(), mss = cfg.mss, period, address = ?opts.address, link = %opts.listen, "serving");
+        // All fixed memory resident at once (replay filters, receive slots): what the
+        // server holds does not grow with its clients, and its footprint shows it.
+        let mut batch = Batch::new();
+        batch.make_resident();
         Ok((
             Web {
                 service,
                 keys,
                 period,
                 links,
-                batch: Batch::new(),
+                batch,
                 tun,
                 tcp,
                 rotations: 0,
