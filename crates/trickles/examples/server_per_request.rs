@@ -162,15 +162,13 @@ fn interleave(rounds: usize) {
     );
     let mut hit_rate = 0.0;
     for round in 0..rounds {
-        let mut server = Server::new(server_config());
-        for r in &pool[..PER_ROUND] {
-            serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
-        }
-        let start = Instant::now();
-        for r in &pool[PER_ROUND..] {
-            black_box(serve(&mut server, r.now_us, &r.segment, &payload, &mut out));
-        }
-        let valid = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+        let valid = warm_then_time(
+            server_config(),
+            &pool[..PER_ROUND],
+            &pool[PER_ROUND..],
+            &payload,
+            &mut out,
+        );
 
         // The same requests through `handle_request_into`, one `Vec` kept across them.
         let mut into = Server::new(server_config());
@@ -198,6 +196,8 @@ fn interleave(rounds: usize) {
         hit_rate = (after.hits - before.hits) as f64
             / ((after.hits + after.misses) - (before.hits + before.misses)) as f64;
 
+        // Forged continuations fail at the MAC, before anything a warm server holds.
+        let mut server = Server::new(server_config());
         let now = pool[0].now_us;
         let start = Instant::now();
         for seg in &forged[PER_ROUND..] {
@@ -331,25 +331,20 @@ fn slow_start(rounds: usize) {
     println!("round  slow_start  steady  (ns per request)");
     let mut rows = Vec::new();
     for round in 0..rounds {
-        let mut server = Server::new(slow_start_config());
-        for r in &ss_pool[..WARM] {
-            serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
-        }
-        let start = Instant::now();
-        for r in &ss_pool[WARM..] {
-            black_box(serve(&mut server, r.now_us, &r.segment, &payload, &mut out));
-        }
-        let ss = start.elapsed().as_nanos() as f64 / TIMED as f64;
-
-        let mut server = Server::new(server_config());
-        for r in &pool[..PER_ROUND] {
-            serve(&mut server, r.now_us, &r.segment, &payload, &mut out);
-        }
-        let start = Instant::now();
-        for r in &pool[PER_ROUND..] {
-            black_box(serve(&mut server, r.now_us, &r.segment, &payload, &mut out));
-        }
-        let steady = start.elapsed().as_nanos() as f64 / PER_ROUND as f64;
+        let ss = warm_then_time(
+            slow_start_config(),
+            &ss_pool[..WARM],
+            &ss_pool[WARM..],
+            &payload,
+            &mut out,
+        );
+        let steady = warm_then_time(
+            server_config(),
+            &pool[..PER_ROUND],
+            &pool[PER_ROUND..],
+            &payload,
+            &mut out,
+        );
         println!("{round:5}  {ss:10.1}  {steady:6.1}");
         rows.push([ss, steady]);
     }
@@ -359,6 +354,26 @@ fn slow_start(rounds: usize) {
         v[v.len() / 2]
     };
     println!("median {:10.1}  {:6.1}", median(0), median(1));
+}
+
+/// Serves `warm` (untimed), then `timed`, on a fresh server with `cfg`: ns per timed
+/// request.
+fn warm_then_time(
+    cfg: trickles::server::ServerConfig,
+    warm: &[server_pool::Recorded],
+    timed: &[server_pool::Recorded],
+    payload: &[u8],
+    out: &mut [u8],
+) -> f64 {
+    let mut server = Server::new(cfg);
+    for r in warm {
+        serve(&mut server, r.now_us, &r.segment, payload, out);
+    }
+    let start = Instant::now();
+    for r in timed {
+        black_box(serve(&mut server, r.now_us, &r.segment, payload, out));
+    }
+    start.elapsed().as_nanos() as f64 / timed.len().max(1) as f64
 }
 
 /// `serve` through `Server::handle_request_into`, with `responses` kept across calls.

@@ -101,6 +101,17 @@ fn payload(seg: &[u8]) -> &[u8] {
     wire::parse_segment(&CLIENT, &SERVER, seg).unwrap().payload
 }
 
+/// Every continuation one bit flip away from `c` that still parses, with the bit.
+fn flips(c: &Continuation) -> impl Iterator<Item = (usize, Continuation)> {
+    let mut bytes = [0u8; CONTINUATION_LEN];
+    c.emit(&mut bytes);
+    (0..CONTINUATION_LEN * 8).filter_map(move |bit| {
+        let mut flipped = bytes;
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        Continuation::parse(&flipped).ok().map(|bad| (bit, bad))
+    })
+}
+
 /// The defences with delayed acknowledgments on (as the daemons run): a continuation's
 /// delayed-ack flag is under its MAC (switching it either way is a forgery, one MAC, no
 /// state), every other bit flip is refused, and replays and stale requests are dropped.
@@ -124,14 +135,7 @@ fn attacks_hold_with_delayed_acks() {
         let verdict = answer(&mut server, now + 20_000, &reframe(&switched, &tuple()));
         assert_eq!(verdict.err(), Some(Rejected::Mac), "delayed {delayed}");
         assert_eq!(server.inbound_macs() - before, 1);
-        let mut bytes = [0u8; CONTINUATION_LEN];
-        c.emit(&mut bytes);
-        for bit in 0..CONTINUATION_LEN * 8 {
-            let mut flipped = bytes;
-            flipped[bit / 8] ^= 1 << (bit % 8);
-            let Ok(bad) = Continuation::parse(&flipped) else {
-                continue;
-            };
+        for (bit, bad) in flips(&c) {
             let forged = Request {
                 continuation: Some(bad),
                 ..req
@@ -163,14 +167,7 @@ fn every_single_bit_flip_of_a_continuation_is_rejected() {
     let (mut server, _client, requests) = connected(now);
     let req = Request::parse(payload(&requests[0])).unwrap();
     let c = req.continuation.unwrap();
-    let mut bytes = [0u8; CONTINUATION_LEN];
-    c.emit(&mut bytes);
-    for bit in 0..CONTINUATION_LEN * 8 {
-        let mut flipped = bytes;
-        flipped[bit / 8] ^= 1 << (bit % 8);
-        let Ok(bad) = Continuation::parse(&flipped) else {
-            continue;
-        };
+    for (bit, bad) in flips(&c) {
         let forged = Request {
             continuation: Some(bad),
             ..req
