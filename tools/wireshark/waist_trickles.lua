@@ -44,6 +44,8 @@ local f = {
     flag_fin = F.bool("trickles.flags.fin", "FIN after this request", 8, nil, 0x01),
     flag_doff = F.bool("trickles.flags.data_offset", "Data offset present", 8, nil, 0x02),
     flag_delta = F.bool("trickles.flags.delta", "Accepts delta continuations", 8, nil, 0x04),
+    flag_dack = F.bool("trickles.flags.delayed_ack", "Asks for delayed acknowledgments", 8,
+        nil, 0x08),
     rflag_cont = F.bool("trickles.flags.continuation", "Continuation present", 8, nil, 0x01),
     rflag_eos = F.bool("trickles.flags.eos", "End of stream", 8, nil, 0x02),
     rflag_delta = F.bool("trickles.flags.delta_present", "Delta continuation present", 8, nil,
@@ -70,7 +72,9 @@ local f = {
     t_rtx = F.uint8("trickles.tcont.rtx", "Retransmit timeouts", base.DEC),
     t_site = F.uint16("trickles.tcont.site", "Site", base.DEC),
     t_key = F.uint8("trickles.tcont.key_epoch", "Key epoch", base.DEC),
-    t_flags = F.uint8("trickles.tcont.flags", "Flags (reserved)", base.HEX),
+    t_flags = F.uint8("trickles.tcont.flags", "Flags", base.HEX),
+    t_flag_dack = F.bool("trickles.tcont.flags.delayed_ack", "Delayed acknowledgments", 8, nil,
+        0x01),
     t_cnonce = F.uint64("trickles.tcont.conn_nonce", "Connection nonce", base.HEX),
     mac = F.bytes("trickles.mac", "MAC tag"),
     delta = F.bytes("trickles.delta", "Delta continuation"),
@@ -199,7 +203,8 @@ local function dissect_continuation(c, tree)
     t:add(f.t_site, r(26, 2))
     t:add(f.t_key, r(28, 1))
     local fi = t:add(f.t_flags, r(29, 1))
-    if r(29, 1):uint() ~= 0 then
+    fi:add(f.t_flag_dack, r(29, 1))
+    if bit32.band(r(29, 1):uint(), 0xFE) ~= 0 then
         fi:add_proto_expert_info(ex.reserved, "Reserved continuation flags set")
     end
     t:add(f.t_cnonce, r(30, 8))
@@ -397,8 +402,8 @@ end
 local function dissect_request(buf, pinfo, tree)
     local c, info, kind = message_head(buf, tree, "request", request_kinds)
     if not kind then return table.concat(info, " ") end
-    local _, flags = flags_byte(c, tree, { f.flag_fin, f.flag_doff, f.flag_delta },
-        function(x) return bit32.band(x, 0xF8) ~= 0 end, "Reserved flags")
+    local _, flags = flags_byte(c, tree, { f.flag_fin, f.flag_doff, f.flag_delta, f.flag_dack },
+        function(x) return bit32.band(x, 0xF0) ~= 0 end, "Reserved flags")
     put(tree, c, f.retry, 1, "retry")
     local nb = put(tree, c, f.sack_count, 1, "SACK count")
     local nr = put(tree, c, f.range_count, 1, "range count")
@@ -537,14 +542,14 @@ local function valid_request(buf)
     local n = buf:len()
     if n < 8 or buf(0, 1):uint() ~= 1 then return false end
     local kind, flags = buf(1, 1):uint(), buf(2, 1):uint()
-    if kind < 1 or kind > 4 or bit32.band(flags, 0xF8) ~= 0 then return false end
+    if kind < 1 or kind > 4 or bit32.band(flags, 0xF0) ~= 0 then return false end
     local nb, nr, ul = buf(4, 1):uint(), buf(5, 1):uint(), buf(6, 2):uint()
     if nb > MAX_SACK or nr > MAX_RANGES then return false end
     local need = 8 + nb * SACK_BLOCK_LEN + nr * RANGE_LEN + ul
     if kind ~= 1 then
         need = need + CONTINUATION_LEN
         if n < 8 + CONTINUATION_LEN then return false end
-        if buf(8 + 24, 1):uint() > 2 or buf(8 + 29, 1):uint() ~= 0 then return false end
+        if buf(8 + 24, 1):uint() > 2 or buf(8 + 29, 1):uint() > 1 then return false end
     end
     if bit32.band(flags, 0x02) ~= 0 then need = need + 8 end
     return n >= need
@@ -561,7 +566,7 @@ local function valid_response(buf)
     if bit32.band(flags, 0x01) ~= 0 then
         need = need + CONTINUATION_LEN
         if n >= 24 + CONTINUATION_LEN and
-            (buf(24 + 24, 1):uint() > 2 or buf(24 + 29, 1):uint() ~= 0) then
+            (buf(24 + 24, 1):uint() > 2 or buf(24 + 29, 1):uint() > 1) then
             return false
         end
     elseif bit32.band(flags, 0x04) ~= 0 then
