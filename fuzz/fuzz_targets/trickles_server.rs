@@ -48,7 +48,10 @@ fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Vec<Vec<u8>> {
     let Ok(reply) = server.handle_request(now, CLIENT, SERVER, seg) else {
         return Vec::new();
     };
-    let data = vec![0x42u8; usize::from(server.config().mss)];
+    // As much as any response may carry: one without a continuation takes more than the
+    // MSS (`payload_limit`).
+    let most = trickles::limits::payload_limit(server.config().mss, false);
+    let data = vec![0x42u8; usize::from(most)];
     let mut out = Vec::new();
     for r in &reply.responses {
         let start = r.range.map_or(0, |r| r.start);
@@ -203,8 +206,9 @@ fn check_reply(server: &mut Server, now: u64, seg: &[u8]) {
     numbers.dedup();
     assert_eq!(numbers.len(), n, "duplicate packet numbers: {reply:?}");
 
-    let mss = server.config().mss;
-    let data = vec![0x42u8; usize::from(mss)];
+    // Enough for any response: one without a continuation carries more than the MSS.
+    let most = trickles::limits::payload_limit(server.config().mss, false);
+    let data = vec![0x42u8; usize::from(most)];
     let ucont = reply
         .event
         .user_continuation
