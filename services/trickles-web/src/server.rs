@@ -232,9 +232,8 @@ impl Web {
         let udp = links.get(IFACE).and_then(netio::link::Link::local_addr);
         let mut cfg = ServerConfig::new(keys.key_config(period));
         cfg.mss = trickles::ip::mss_for_mtu(mtu, &server_addr);
-        // Delayed acknowledgments for every client that asks (ours do): half the
-        // requests, MAC checks and replay-filter probes per byte served.
-        cfg.cc.delayed_ack = true;
+        // Delayed acknowledgments are granted to every client that asks (the core's
+        // default; ours ask): half the requests, MAC checks and replay-filter probes.
         cfg.replay.num_bits = REPLAY_BITS;
         if cfg.mss == 0 {
             anyhow::bail!("MTU {} leaves no room for data", opts.mtu);

@@ -230,16 +230,13 @@ pub fn client_config(server: &Addr) -> ClientConfig {
         Addr::V4(_) => UDP_TUNNEL_OVERHEAD_V4,
         Addr::V6(_) => UDP_TUNNEL_OVERHEAD_V6,
     };
-    let mut cfg = ClientConfig {
+    // Delayed acknowledgments are asked for by default (`CcConfig::delayed_ack`).
+    ClientConfig {
         mss: mss_for_mtu(PATH_MTU - overhead, server),
         // Every datagram's UDP checksum covers the inner packet, and the kernel checks it.
         checksum: trickles::wire::Checksum::Trusted,
         ..ClientConfig::default()
-    };
-    // Ask for delayed acknowledgments (a server that does not grant them is acknowledged
-    // packet by packet).
-    cfg.cc.delayed_ack = true;
-    cfg
+    }
 }
 
 impl Link {

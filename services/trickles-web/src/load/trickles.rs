@@ -104,14 +104,13 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
         .context("the link's local address")?;
     let local = Addr::from(local.ip());
     let server_ip = Addr::from(server.ip());
-    let mut ccfg = ClientConfig {
+    // Delayed acknowledgments are asked for by default, as trickles-get does.
+    let ccfg = ClientConfig {
         mss: trickles::ip::mss_for_mtu(LINK_MTU, &server_ip),
         // IP-in-UDP: the UDP checksum covers the inner packet (as trickles-get's link).
         checksum: trickles::wire::Checksum::Trusted,
         ..ClientConfig::default()
     };
-    // Delayed acknowledgments, as trickles-get asks for them.
-    ccfg.cc.delayed_ack = true;
     let mut seed = [0u8; 8];
     getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
     let mut clients = Clients {
