@@ -72,8 +72,8 @@ use snap_vm::value::Value;
 use snap_vm::vm::{Delivered, NodeConfig, Vm};
 use snap_vm::wire::Packet;
 
+use crate::Instant;
 use crate::snap::LOCAL_IFACE;
-use crate::time::Instant;
 
 /// Bytes of the ping payload: sequence number, send time, target.
 const PAYLOAD_LEN: usize = 4 + 8 + 4;

@@ -51,8 +51,8 @@
 //! [`Node::handle_packets`] instead of calling `handle_packet` per frame: the same results,
 //! with the ESP store lookups of the batch warmed together so their cache misses overlap.
 //!
-//! Time is one [`Instant`] in microseconds at every entry point; the node converts to its
-//! cores' units (ESS ticks are µs, distance vector counts ms) in one place.
+//! Time is one [`Instant`] (the workspace's `sansio::Instant`) in microseconds at every
+//! entry point: the ESS stores, the SNAP VM and distance vector take the same type.
 //!
 //! ## Example
 //!
@@ -92,10 +92,9 @@ pub mod routes;
 pub mod sim;
 pub mod snap;
 mod stats;
-mod time;
 
 pub use config::{Config, ConfigError, EspConfig, IfaceConfig};
 pub use local::MAX_DELIVERIES;
 pub use node::{Delivery, InPlace, MAX_FRAME, Node, Transmit};
+pub use sansio::{Instant, MILLIS, SECONDS};
 pub use stats::{Drops, Stats};
-pub use time::{Instant, MILLIS, SECONDS};

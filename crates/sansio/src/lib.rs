@@ -4,9 +4,10 @@
 //! time and the seeds. This crate is the one home of the two types that carry them, so every
 //! core speaks the same unit of time and draws the same streams from the same seeds.
 //!
-//! * [`Instant`]: a point in time in ticks of the caller's clock (what a tick means is the
-//!   caller's choice). The ESS stores (`ess::Instant`) and the simulator (`netsim::Instant`)
-//!   re-export it, so it is one type everywhere.
+//! * [`Instant`]: a point in time in ticks of the caller's clock, a microsecond at every API a
+//!   daemon calls (what a tick means elsewhere is the caller's choice). The ESS stores
+//!   (`ess::Instant`), the router node (`waist_node::Instant`) and the simulator
+//!   (`netsim::Instant`) re-export it, so it is one type everywhere.
 //! * [`SplitMix64`]: Steele, Lea and Flood's tiny seeded generator, for stretching a seed into
 //!   keys and drawing indices and test data; [`mix64`] is its finaliser on its own (a
 //!   bijection on `u64` that scrambles every bit).
@@ -50,4 +51,4 @@ mod time;
 
 pub use rng::Rng;
 pub use splitmix::{SplitMix64, mix64};
-pub use time::Instant;
+pub use time::{Instant, MILLIS, SECONDS};

@@ -3,6 +3,8 @@
 //! The daemons are thin tokio shells around sans-IO cores; everything that touches the
 //! operating system lives here, shared by all of them:
 //!
+//! * [`clock`]: the one clock a daemon reads, in the cores' `Instant` (microseconds), and
+//!   the timer deadline for a core's `poll_timeout`.
 //! * [`config`]: TOML configs whose errors name the file, line and key; the `[[link]]`
 //!   section and its emulation parameters.
 //! * [`link`]: links — IP-in-UDP to one peer, or a TUN device — polled together by one
@@ -20,6 +22,7 @@
 //! No protocol logic: a daemon hands frames to its core and sends what the core returns.
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod config;
 pub mod emulate;
 pub mod link;

@@ -28,6 +28,8 @@ mod metrics;
 use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
 
+use netio::clock::Clock;
+
 use netio::link::{Batch, Links};
 use netio::metrics::ScrapeRequests;
 use std::io;
@@ -72,7 +74,8 @@ pub struct Router {
     name: String,
     node: Node,
     links: Links,
-    origin: StdInstant,
+    /// The one clock the router reads.
+    clock: Clock,
     unclaimed: u64,
     /// The node's answers for the frames of the batch in hand (reused).
     answers: Vec<Option<waist_node::InPlace>>,
@@ -85,8 +88,8 @@ impl Router {
     ///
     /// A located config error, or an I/O error naming the link.
     pub async fn open(plan: &Plan, source: &netio::config::Source) -> anyhow::Result<Router> {
-        let origin = StdInstant::now();
-        let links = Links::open(&plan.links, source, origin).await?;
+        let clock = Clock::monotonic();
+        let links = Links::open(&plan.links, source, clock.origin()).await?;
         let mut node = Node::new(plan.node.clone(), Instant::ZERO)
             .map_err(|e| anyhow::anyhow!("{}: {e}", source.file().display()))?;
         if let (Some((store, key)), Some(vm)) = (&plan.snap_ess, node.vm_mut()) {
@@ -109,7 +112,7 @@ impl Router {
             name: plan.name.clone(),
             node,
             links,
-            origin,
+            clock,
             unclaimed: 0,
             answers: Vec::new(),
         })
@@ -125,17 +128,16 @@ impl Router {
         &self.links
     }
 
-    fn now(&self) -> Instant {
-        Instant::from_micros(self.origin.elapsed().as_micros() as u64)
+    /// The time now, read once: as the links count it and as the node does.
+    fn now(&self) -> (StdInstant, Instant) {
+        let wall = StdInstant::now();
+        (wall, self.clock.at(wall))
     }
 
     /// The next instant something is due: the node's timer, an emulated frame or the end
     /// of a down link's hold-down.
     fn deadline(&self) -> Option<StdInstant> {
-        let node = self
-            .node
-            .poll_timeout()
-            .map(|t| self.origin + Duration::from_micros(t.micros()));
+        let node = self.node.poll_timeout().map(|t| self.clock.deadline(t));
         [node, self.links.next_due(), self.links.next_retry()]
             .into_iter()
             .flatten()
@@ -146,7 +148,7 @@ impl Router {
     #[cold]
     fn link_events(&mut self) {
         while let Some(e) = self.links.poll_event() {
-            let now = self.now();
+            let (_, now) = self.now();
             self.node.set_link(now, e.iface, e.up);
             let name = self.links.get(e.iface).map_or("?", |l| l.name());
             if e.up {
@@ -164,8 +166,7 @@ impl Router {
     /// others are queued one by one; what the node made waits until after the batch; then
     /// every queue is flushed.
     fn batch(&mut self, iface: usize, batch: &mut Batch, out: &mut [u8]) {
-        let now = self.now();
-        let wall = StdInstant::now();
+        let (wall, now) = self.now();
         let mut answers = std::mem::take(&mut self.answers);
         answers.clear();
         {
@@ -214,7 +215,7 @@ impl Router {
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     // Counted at the link; a refusal may have taken it down.
-                    Err(_) => self.drain(out, StdInstant::now()),
+                    Err(_) => self.drain(out, self.now().0),
                 }
                 if taken >= ROUND {
                     return true;
@@ -310,9 +311,9 @@ impl Router {
                 () = sleep => {}
             }
             // Timers only when due: not once per batch of frames.
-            let wall = StdInstant::now();
+            let (wall, now) = self.now();
             if self.deadline().is_some_and(|d| d <= wall) {
-                self.node.handle_timeout(self.now());
+                self.node.handle_timeout(now);
                 self.links.send_due(wall);
                 self.links.retry_due(wall);
                 self.drain(&mut out, wall);

@@ -7,9 +7,9 @@ use waist_ip::icmp::{self, IcmpError, Unreachable};
 use waist_ip::{IpHeader, Version, rewrite};
 
 use super::{Fate, InPlace, Node, Reason};
+use crate::Instant;
 use crate::frag;
 use crate::routes::Found;
-use crate::time::Instant;
 
 impl Node {
     /// The IP pipeline for the packet at `frame[at..]`. `local` marks a packet the node
@@ -51,7 +51,7 @@ impl Node {
                 return (Fate::Dropped(Reason::TtlExpired), None);
             }
             if let Some(esp) = &mut self.esp
-                && !esp.ingress(now.ess(), iface, packet)
+                && !esp.ingress(now, iface, packet)
             {
                 return (Fate::Dropped(Reason::Esp), None);
             }
@@ -80,7 +80,7 @@ impl Node {
             return (self.too_big(now, iface, out, mtu, &h, packet), None);
         }
         if let Some(esp) = &mut self.esp
-            && !esp.egress(now.ess(), out, packet)
+            && !esp.egress(now, out, packet)
         {
             self.stats.esp_copies_dropped += 1;
             return (Fate::Dropped(Reason::Esp), None);
@@ -126,7 +126,7 @@ impl Node {
             }
             let mut copy = packet.to_vec();
             if let Some(esp) = &mut self.esp
-                && !esp.egress(now.ess(), o, &mut copy)
+                && !esp.egress(now, o, &mut copy)
             {
                 self.stats.esp_copies_dropped += 1;
                 continue;
@@ -162,7 +162,7 @@ impl Node {
             return Fate::Dropped(Reason::TooBig);
         }
         if let Some(esp) = &mut self.esp
-            && !esp.egress(now.ess(), out, packet)
+            && !esp.egress(now, out, packet)
         {
             self.stats.esp_copies_dropped += 1;
             return Fate::Dropped(Reason::Esp);

@@ -15,11 +15,11 @@ use fastpath::threaded::ForwardError;
 use snap_vm::vm::Vm;
 use waist_ip::{IpHeader, Version};
 
+use crate::Instant;
 use crate::config::{Config, ConfigError};
 use crate::frame::{Frame, LABEL_SHIM_LEN};
 use crate::routes::Routes;
 use crate::stats::Stats;
-use crate::time::Instant;
 
 /// The largest frame [`Node::poll_transmit`] may write: a whole IPv4 packet behind a label.
 pub const MAX_FRAME: usize = 65_535 + LABEL_SHIM_LEN;
@@ -121,7 +121,7 @@ impl Node {
             let mut c = e.node.clone();
             c.ifaces = ifaces;
             let mut esp = EspNode::new(c);
-            esp.schedule_sweeps(now.ess(), e.clean_interval, e.clean_budget);
+            esp.schedule_sweeps(now, e.clean_interval, e.clean_budget);
             esp.set_sites(e.sites);
             esp
         });
@@ -467,9 +467,7 @@ impl Node {
                     let Some(p) = frame.get_mut(LABEL_SHIM_LEN..end) else {
                         return (Fate::Dropped(Reason::Malformed), None);
                     };
-                    if !esp.ingress(now.ess(), iface, p)
-                        || !esp.egress(now.ess(), usize::from(out), p)
-                    {
+                    if !esp.ingress(now, iface, p) || !esp.egress(now, usize::from(out), p) {
                         return (Fate::Dropped(Reason::Esp), None);
                     }
                 }

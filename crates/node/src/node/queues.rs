@@ -12,8 +12,8 @@ use waist_ip::IpHeader;
 use waist_ip::icmp;
 
 use super::{Delivery, Node, Transmit};
+use crate::Instant;
 use crate::frame::KIND_ROUTING;
-use crate::time::Instant;
 
 impl Node {
     /// Routes a packet the node itself made (ICMP, reflections, echo replies) and queues it:
@@ -91,11 +91,7 @@ impl Node {
             .dv
             .as_ref()
             .map(|r| Instant::from_millis(r.poll_timeout()));
-        let sweep = self
-            .esp
-            .as_ref()
-            .and_then(EspNode::poll_timeout)
-            .map(|t| Instant::from_micros(t.ticks()));
+        let sweep = self.esp.as_ref().and_then(EspNode::poll_timeout);
         match (dv, sweep) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -112,7 +108,7 @@ impl Node {
         }
         self.drain_dv();
         if let Some(esp) = &mut self.esp {
-            esp.handle_timeout(now.ess());
+            esp.handle_timeout(now);
         }
     }
 

@@ -18,7 +18,7 @@ use netsim::{Instant, LinkConfig, LinkId, NodeId, Rng, Simulator};
 
 use super::{Host, add_host, enable_esp, set_default};
 use crate::sim::{BuildError, SimNode, add_router, addr_of};
-use crate::time::{MILLIS as MS, SECONDS as SECOND};
+use crate::{MILLIS as MS, SECONDS as SECOND};
 
 /// The shape of an aggregation tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use netsim::{Instant, LinkConfig, NodeId, Simulator};
 
 use super::{add_host, enable_esp, install_host_routes, send_from};
 use crate::sim::{BuildError, SimNode, add_router, addr_of};
-use crate::time::{MILLIS as MS, SECONDS};
+use crate::{MILLIS as MS, SECONDS};
 
 /// The network of Fig. 1 on a simulator.
 #[derive(Debug)]
