@@ -22,6 +22,7 @@
 //! [`config`]; [`Router::run`] is the loop.
 
 pub mod config;
+pub mod daemon;
 pub mod embed;
 mod metrics;
 

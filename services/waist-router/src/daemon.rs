@@ -1,0 +1,125 @@
+//! The daemon's command line and its start: what `main` calls.
+//!
+//! `main` parses [`Args`], sets up tracing and calls [`run`]: load and check the config,
+//! then (unless `--check`) install the signal handlers, open the router's links, start the
+//! capture and the metrics endpoint, and serve until SIGINT or SIGTERM. Tests and tools
+//! call [`run`] the same way (mini-redis's `src/bin/server.rs` is the model).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use tracing::info;
+
+use crate::Router;
+use crate::config::{RouterFile, plan};
+
+/// The waist router node: ESP, SNAP, source hashing and threaded labels over TUN devices
+/// and IP-in-UDP links. Stops cleanly on SIGINT or SIGTERM (captures flushed, final
+/// counters logged). Logging: RUST_LOG (default info).
+#[derive(Parser, Debug, Clone)]
+#[command(name = "waist-router", version, about)]
+pub struct Args {
+    /// The router's TOML config (format: see services/waist-router/README.md).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Capture every link's frames into DIR/NAME-LINK.pcap.
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
+    /// Serve Prometheus metrics at ADDR (GET /metrics); use 127.0.0.1:0 for any free port.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// Check the config and exit.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Runs the daemon as `args` say, writing what scripts read (the `--check` verdict, the
+/// metrics address) to `out`; returns when shutdown completes.
+///
+/// # Errors
+///
+/// A config error located by file, line and key; a link, capture directory or metrics
+/// address that cannot be opened.
+pub async fn run(args: &Args, out: &mut dyn Write) -> anyhow::Result<()> {
+    let (source, file) = netio::config::load::<RouterFile>(&args.config)?;
+    let plan = plan(&source, &file)?;
+    if args.check {
+        writeln!(
+            out,
+            "{}: ok ({} links, {} routes, {} groups)",
+            args.config.display(),
+            plan.links.len(),
+            plan.routes.len(),
+            plan.groups.len()
+        )?;
+        return Ok(());
+    }
+    let (trigger, shutdown) = netio::shutdown::Shutdown::new();
+    let _signals = netio::shutdown::on_signals(trigger)?;
+    let mut router = Router::open(&plan, &source).await?;
+    if let Some(dir) = &args.pcap {
+        std::fs::create_dir_all(dir)?;
+        router.capture(dir)?;
+    }
+    let scrapes = match args.metrics {
+        Some(addr) => {
+            let listener =
+                tokio::net::TcpListener::bind(netio::metrics::bind_addr(Some(addr))).await?;
+            // Printed so scripts and `waist up` can find a port chosen by the OS.
+            writeln!(out, "metrics http://{}/metrics", listener.local_addr()?)?;
+            out.flush()?;
+            let (handle, scrapes) = netio::metrics::channel();
+            let mut sd = shutdown.clone();
+            tokio::spawn(netio::metrics::serve(listener, handle, async move {
+                sd.wait().await
+            }));
+            Some(scrapes)
+        }
+        None => None,
+    };
+    let mut sd = shutdown.clone();
+    let summary = router.run(async move { sd.wait().await }, scrapes).await?;
+    info!(unclaimed = summary.unclaimed, "bye");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn check_reports_the_plan_and_errors_name_the_file() {
+        let dir = std::env::temp_dir().join(format!("waist-router-daemon-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("r.toml");
+        std::fs::write(
+            &good,
+            "[node]\nname = \"r1\"\naddresses = [\"10.0.0.1\"]\n\n[[link]]\nname = \"a\"\n\
+             kind = \"udp\"\nlocal = \"127.0.0.1:0\"\npeer = \"127.0.0.1:9\"\n\n\
+             [[route]]\nprefix = \"10.9.0.0/16\"\nlink = \"a\"\n",
+        )
+        .unwrap();
+        let mut args = Args::parse_from([
+            "waist-router",
+            "--config",
+            good.to_str().unwrap(),
+            "--check",
+        ]);
+        let mut out = Vec::new();
+        run(&args, &mut out).await.unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.ends_with(": ok (1 links, 1 routes, 0 groups)\n"),
+            "{text}"
+        );
+
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "[node]\nname = \"r1\"\nadress = [\"10.0.0.1\"]\n").unwrap();
+        args.config = bad;
+        let err = run(&args, &mut Vec::new()).await.unwrap_err().to_string();
+        assert!(err.contains("bad.toml"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
