@@ -47,6 +47,12 @@ impl Clock {
         }
     }
 
+    /// A clock whose origin is the monotonic instant `origin` (a link opened at a time the
+    /// daemon already read).
+    pub fn starting_at(origin: StdInstant) -> Clock {
+        Clock { origin, offset: 0 }
+    }
+
     /// A clock that reads microseconds since the Unix epoch (read once, here; it then
     /// advances monotonically).
     pub fn wall() -> Clock {

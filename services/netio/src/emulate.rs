@@ -14,9 +14,11 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use netsim::{Direction, LinkConfig, LinkStats, Rng};
+
+use crate::clock::Clock;
 
 /// Frames an emulator holds at most; more are dropped (counted in `queue_drops`).
 pub const MAX_QUEUED: usize = 65_536;
@@ -28,7 +30,8 @@ pub struct Emulator {
     dir: Direction,
     rng: Rng,
     stats: LinkStats,
-    origin: Instant,
+    /// Ticks: microseconds since the emulator was made.
+    clock: Clock,
     seq: u64,
     queue: BinaryHeap<Reverse<(u64, u64, Vec<u8>)>>,
 }
@@ -41,14 +44,10 @@ impl Emulator {
             dir: Direction::default(),
             rng: Rng::new(seed),
             stats: LinkStats::default(),
-            origin,
+            clock: Clock::starting_at(origin),
             seq: 0,
             queue: BinaryHeap::new(),
         }
-    }
-
-    fn ticks(&self, t: Instant) -> netsim::Instant {
-        netsim::Instant::from_ticks(t.saturating_duration_since(self.origin).as_micros() as u64)
     }
 
     /// Sends `frame` into the emulated link at `now`: it is dropped (and counted) or
@@ -60,7 +59,7 @@ impl Emulator {
             self.stats.queue_drops += 1;
             return;
         }
-        let t = self.ticks(now);
+        let t = self.clock.at(now);
         let fate = self
             .dir
             .transmit(&self.config, t, frame.len(), &mut self.rng, &mut self.stats);
@@ -75,12 +74,12 @@ impl Emulator {
     pub fn next_due(&self) -> Option<Instant> {
         self.queue
             .peek()
-            .map(|Reverse((t, _, _))| self.origin + Duration::from_micros(*t))
+            .map(|Reverse((t, _, _))| self.clock.deadline(netsim::Instant::from_micros(*t)))
     }
 
     /// The next frame due at `now`, in arrival order (ties in send order).
     pub fn pop_due(&mut self, now: Instant) -> Option<Vec<u8>> {
-        let t = self.ticks(now).ticks();
+        let t = self.clock.at(now).ticks();
         match self.queue.peek() {
             Some(Reverse((at, _, _))) if *at <= t => self.queue.pop().map(|Reverse((_, _, f))| f),
             _ => None,
@@ -101,6 +100,7 @@ impl Emulator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn delay_rate_and_loss() {
