@@ -14,26 +14,10 @@ use netsim::graph::Graph;
 use toml::Spanned;
 use waist_router::config::RouterFile;
 
-use super::router::{refused, router_file, write_router_file};
+use super::router::{RouterDraft, refused, router_file, write_router_file};
 use super::{
     DEFAULT_FIRST_PORT, DEFAULT_IP, HostPlan, LOCAL, LinkEnd, Plan, Process, Role, TopologyFile,
 };
-
-/// A router as the steps build it up.
-pub(super) struct RouterDraft {
-    /// Its name.
-    pub(super) name: String,
-    /// Its own address.
-    pub(super) address: IpAddr,
-    /// The machine it runs on.
-    pub(super) machine: String,
-    /// Link ends, with the `[[link]]` they come from (none for hosts and servers).
-    pub(super) links: Vec<(LinkEnd, Option<usize>)>,
-    /// Static routes to what is attached: (prefix, link name).
-    pub(super) routes: Vec<(String, String)>,
-    /// Prefixes it announces (if it runs distance vector).
-    pub(super) originate: Vec<String>,
-}
 
 /// The plan under construction.
 pub(super) struct Planner<'a> {

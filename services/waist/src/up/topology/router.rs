@@ -8,14 +8,30 @@
 //! the links, the routes to attached hosts and servers (and, without distance vector, to
 //! everything else) and the prefixes it announces.
 
+use std::net::IpAddr;
 use std::path::Path;
 
 use netio::config::{ConfigError, LinkConfig, Source};
 use toml::{Spanned, Table, Value};
 use waist_router::config::{RouteSection, RouterFile};
 
-use super::planner::RouterDraft;
-use super::{ROUTER_SECTIONS, RouterSection, TopologyFile};
+use super::{LinkEnd, ROUTER_SECTIONS, RouterSection, TopologyFile};
+
+/// What the topology makes of a router (the planner builds it up step by step).
+pub(super) struct RouterDraft {
+    /// Its name.
+    pub(super) name: String,
+    /// Its own address.
+    pub(super) address: IpAddr,
+    /// The machine it runs on.
+    pub(super) machine: String,
+    /// Link ends, with the `[[link]]` they come from (none for hosts and servers).
+    pub(super) links: Vec<(LinkEnd, Option<usize>)>,
+    /// Static routes to what is attached: (prefix, link name).
+    pub(super) routes: Vec<(String, String)>,
+    /// Prefixes it announces (if it runs distance vector).
+    pub(super) originate: Vec<String>,
+}
 
 /// A value written by `waist up`, not read from a file (no place in one).
 fn at<T>(value: T) -> Spanned<T> {
