@@ -12,7 +12,7 @@
 //!
 //! then where the captures are and how to read them with our dissectors, each daemon's
 //! counters, and a stop of every process it started. No root is needed. `waist demo --sim`
-//! is the older tour of the cores on a virtual clock ([`crate::demo`]).
+//! is the older tour of the cores on a virtual clock ([`super::sim`]).
 
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -24,6 +24,7 @@ use anyhow::{Context, anyhow, bail};
 use esp_proto::instr::{CombineOp, Instruction};
 use ess::{Tag, Value};
 
+use super::DemoArgs;
 use crate::host::esp::{self, Outcome, Query};
 use crate::host::link::HostLink;
 use crate::host::snap::{self, Ping};
@@ -31,7 +32,7 @@ use crate::up::fleet::{self, Fleet, STOP_GRACE};
 use crate::up::topology::{self, HostPlan, Plan, Role};
 
 /// The shipped topology.
-pub const TOPOLOGY: &str = include_str!("../../../examples/topologies/demo.toml");
+pub const TOPOLOGY: &str = include_str!("../../../../examples/topologies/demo.toml");
 /// The first UDP port of the shipped topology.
 const FIRST_PORT: u16 = 27000;
 /// How far the demo moves its ports when the shipped ones are taken.
@@ -41,44 +42,24 @@ const BIG: (&str, usize) = ("big.bin", 4 << 20);
 /// The object whose transfer loses a replica a quarter of the way.
 const HUGE: (&str, usize) = ("huge.bin", 8 << 20);
 
-/// `waist demo` options.
-#[derive(Debug, Default, clap::Args)]
-pub struct DemoArgs {
-    /// The older tour of the cores on a virtual clock (no processes, no network).
-    #[arg(long)]
-    pub sim: bool,
-    /// Where the run's files go (configs, logs, captures, downloads); default a fresh
-    /// directory under the system's temporary directory, kept afterwards.
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Also two network namespaces at the edges (root): the kernel's own ping and curl
-    /// cross the routers.
-    #[arg(long, conflicts_with = "sim")]
-    pub tun: bool,
-}
-
 /// One step's outcome, for the summary.
 struct Step {
     name: &'static str,
     result: anyhow::Result<String>,
 }
 
-/// Runs the demo; returns 0 if every step succeeded, 1 otherwise.
+/// Runs the demo on real processes; returns 0 if every step succeeded, 1 otherwise.
 ///
 /// # Errors
 ///
 /// If the network cannot be brought up, or writing fails.
 pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
-    if args.sim {
-        crate::demo::run(out)?;
-        return Ok(0);
-    }
     let started = Instant::now();
     let dir = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("waist-demo-{}", std::process::id())),
     };
-    if let Some(why) = args.tun.then(crate::demo_tun::unsupported).flatten() {
+    if let Some(why) = args.tun.then(super::tun::unsupported).flatten() {
         bail!("--tun needs root, /dev/net/tun and ip: {why}");
     }
     let bins = fleet::binary_dir()?;
@@ -111,7 +92,7 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     let t = Instant::now();
     let mut fleet = Fleet::start(&plan, None, &dir.join("run"), &bins)?;
     let kernel = match args.tun {
-        true => Some(crate::demo_tun::Kernel::setup(
+        true => Some(super::tun::Kernel::setup(
             &dir.join("run"),
             &dir.join("site"),
             &bins,
@@ -262,7 +243,7 @@ fn prepare(dir: &Path, tun: bool, first_port: u16) -> anyhow::Result<Plan> {
     }
     let topology = TOPOLOGY.replace(&shipped, &format!("first_port = {first_port}\n"));
     let text = match tun {
-        true => crate::demo_tun::with_tun(&topology, dir)?,
+        true => super::tun::with_tun(&topology, dir)?,
         false => topology,
     };
     std::fs::write(&file, text)?;
