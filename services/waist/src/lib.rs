@@ -3,7 +3,7 @@
 //! here: every command drives a core crate or a daemon and prints what comes back.
 //!
 //! ```text
-//!  waist demo [--sim]   demo/      the shipped network as real processes (net, tun),
+//!  waist demo [--sim]   demo/      the shipped network as real processes (net, steps, tun),
 //!                                  or the cores on a virtual clock (sim)
 //!  waist up|down|status up/        a topology file (topology) as processes (fleet)
 //!  waist esp send       host/      an end host on a link to a router: esp, snap ping,
@@ -16,7 +16,7 @@
 //! ```
 //!
 //! * [`demo`]: `waist demo` brings `examples/topologies/demo.toml` up as real processes and
-//!   exercises it step by step ([`demo::net`], [`demo::tun`] for `--tun`);
+//!   exercises it step by step ([`demo::net`], [`demo::steps`], [`demo::tun`] for `--tun`);
 //!   `--sim` is the tour of the cores on a virtual clock ([`demo::sim`]).
 //! * [`up`]: `waist up`, `down` and `status`: a network of our daemons from a topology
 //!   file ([`up::topology`]), each daemon its own process ([`up::fleet`]).

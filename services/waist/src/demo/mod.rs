@@ -3,6 +3,7 @@
 //! ```text
 //!  waist demo ──────► net: examples/topologies/demo.toml as real processes (up::fleet),
 //!                     │    exercised by the host tools (host), trickles-get/-proxy, curl
+//!                     ├─ steps: the six steps, each measured in this run
 //!                     └─ tun (--tun, root): namespaces at the edges; the kernel's ping, curl
 //!  waist demo --sim ─► sim: the cores on a virtual clock, no processes:
 //!                          the ESS store, then esp, trickles, fastpath, ixp
@@ -10,12 +11,13 @@
 //!
 //! [`net`] is the real thing: four routers, two trickles-web replicas and two end hosts,
 //! each daemon its own process on loopback, then ESP, SNAP, Trickles, a proxy, a router
-//! and a replica killed; [`tun`] adds network namespaces with `--tun`. [`sim`]
+//! and a replica killed ([`steps`]); [`tun`] adds network namespaces with `--tun`. [`sim`]
 //! is the older tour of the cores on the simulator's virtual clock: numbers that repeat
 //! exactly from run to run.
 
 pub mod net;
 pub mod sim;
+pub mod steps;
 pub mod tun;
 
 use std::io::Write;
