@@ -28,6 +28,7 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::fmt;
 
+use netsim::graph::Graph;
 use sansio::SplitMix64;
 
 use crate::dv::{Config, Dest, Router};
@@ -414,32 +415,22 @@ impl Network {
             .sum()
     }
 
-    /// All-pairs shortest path costs over the up links (Floyd–Warshall), the reference the
-    /// distance-vector tables are checked against. `None` = unreachable.
+    /// All-pairs shortest path costs over the up links, the reference the distance-vector
+    /// tables are checked against (`netsim::graph`, searched from every router).
+    /// `None` = unreachable.
     pub fn shortest_paths(&self) -> Vec<Vec<Option<u32>>> {
         let n = self.routers.len();
-        let mut d = alloc::vec![alloc::vec![None; n]; n];
-        for (i, row) in d.iter_mut().enumerate() {
-            row[i] = Some(0);
+        let mut graph = Graph::new(n);
+        for (i, l) in self.links.iter().enumerate().filter(|(_, l)| l.up) {
+            graph.add_edge(l.a, i, l.b, i, u64::from(l.cost));
         }
-        for l in self.links.iter().filter(|l| l.up) {
-            let c = Some(u32::from(l.cost));
-            if d[l.a][l.b].is_none_or(|x| c < Some(x)) {
-                d[l.a][l.b] = c;
-                d[l.b][l.a] = c;
-            }
-        }
-        for k in 0..n {
-            for i in 0..n {
-                for j in 0..n {
-                    if let (Some(a), Some(b)) = (d[i][k], d[k][j])
-                        && d[i][j].is_none_or(|x| a + b < x)
-                    {
-                        d[i][j] = Some(a + b);
-                    }
-                }
-            }
-        }
-        d
+        (0..n)
+            .map(|src| {
+                let paths = graph.shortest_paths(src).into_iter();
+                paths
+                    .map(|p| p.map(|p| u32::try_from(p.cost).unwrap_or(u32::MAX)))
+                    .collect()
+            })
+            .collect()
     }
 }

@@ -21,6 +21,9 @@
 //!   [`Simulator::run_until`], [`Simulator::run`]) and [`Simulator::act`] to drive a node
 //!   from a test.
 //! * [`Routes`]: least-delay next hops between all nodes, for routers' forwarding tables.
+//! * [`graph`]: the shortest-path search under [`Routes`], for any small graph whose edges
+//!   carry a cost and the interface each end uses (fastpath's reference tables and `waist
+//!   up`'s static routes use it too).
 //! * [`Rng`]: the seeded generator behind every random choice.
 //!
 //! Interfaces are numbered per node in the order its links were connected. Routing is the
@@ -63,6 +66,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod graph;
 mod link;
 mod node;
 mod routes;

@@ -1,15 +1,15 @@
 //! Shortest-path routes over a simulator's topology, for nodes that forward.
 
-use alloc::collections::BinaryHeap;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::cmp::Reverse;
 
+use crate::graph::Graph;
 use crate::node::Node;
 use crate::sim::{NodeId, Simulator};
 
 /// Next hops from every node to every other, by least total link delay (ties: fewer hops,
-/// then lower interface number), over the links as they are now (up links only).
+/// then lower interface number, as [`Graph::shortest_paths`] breaks them), over the links as
+/// they are now (up links only).
 ///
 /// Routers in a simulation use it as their forwarding table; because it is computed once,
 /// routes stay fixed while ESP-style computations run (paper §4.5 assumes stable routes).
@@ -42,9 +42,21 @@ pub struct Routes {
 }
 
 impl Routes {
-    /// Computes routes over `sim`'s up links.
+    /// Computes routes over `sim`'s up links (a [`Graph`] of the simulator, costs are link
+    /// delays, searched from every node).
     pub fn shortest<N: Node>(sim: &Simulator<N>) -> Self {
         let n = sim.node_count();
+        let mut graph = Graph::new(n);
+        for node in 0..n {
+            for iface in 0..sim.iface_count(NodeId(node)) {
+                let link = sim
+                    .iface_link(NodeId(node), iface)
+                    .filter(|l| sim.link_up(*l));
+                if let (Some(link), Some((peer, _))) = (link, sim.peer(NodeId(node), iface)) {
+                    graph.add_arc(node, iface, peer.0, sim.link_config(link).delay);
+                }
+            }
+        }
         let mut routes = Routes {
             n,
             hop: vec![None; n * n],
@@ -52,49 +64,12 @@ impl Routes {
             via: vec![None; n * n],
         };
         for src in 0..n {
-            // Dijkstra from `src`, recording the first interface of each best path.
-            let mut best: Vec<Option<(u64, u32, usize, usize)>> = vec![None; n]; // (dist, hops, iface, via)
-            let mut heap = BinaryHeap::new();
-            heap.push(Reverse((0u64, 0u32, usize::MAX, usize::MAX, src)));
-            let mut done = vec![false; n];
-            while let Some(Reverse((d, hops, first, first_via, node))) = heap.pop() {
-                if done[node] {
-                    continue;
-                }
-                done[node] = true;
-                if node != src {
-                    best[node] = Some((d, hops, first, first_via));
-                }
-                for iface in 0..sim.iface_count(NodeId(node)) {
-                    let Some((peer, _)) = sim.peer(NodeId(node), iface) else {
-                        continue;
-                    };
-                    let Some(delay) = sim
-                        .iface_link(NodeId(node), iface)
-                        .filter(|l| sim.link_up(*l))
-                        .map(|l| sim.link_config(l).delay)
-                    else {
-                        continue;
-                    };
-                    if done[peer.0] {
-                        continue;
-                    }
-                    let (f, fv) = if node == src {
-                        (iface, peer.0)
-                    } else {
-                        (first, first_via)
-                    };
-                    heap.push(Reverse((d.saturating_add(delay), hops + 1, f, fv, peer.0)));
-                }
+            for (dst, path) in graph.shortest_paths(src).into_iter().enumerate() {
+                let Some(path) = path else { continue };
+                routes.dist[src * n + dst] = Some(path.cost);
+                routes.hop[src * n + dst] = path.first.map(|h| h.iface);
+                routes.via[src * n + dst] = path.first.map(|h| h.next);
             }
-            for (dst, b) in best.into_iter().enumerate() {
-                if let Some((d, _, iface, via)) = b {
-                    routes.hop[src * n + dst] = Some(iface);
-                    routes.dist[src * n + dst] = Some(d);
-                    routes.via[src * n + dst] = Some(via);
-                }
-            }
-            routes.dist[src * n + src] = Some(0);
         }
         routes
     }

@@ -1,5 +1,5 @@
 //! The daemons' one clock: the operating system's time turned into the cores'
-//! [`Instant`](netsim::Instant) (microseconds) and back.
+//! [`Instant`] (microseconds) and back.
 //!
 //! A core never reads a clock; a daemon reads it here, in one place, and hands the core
 //! `now` as an `Instant` in microseconds since the clock's origin. The core's

@@ -10,16 +10,17 @@
 //! * [`link`]: links — IP-in-UDP to one peer, or a TUN device — polled together by one
 //!   task, each with optional user-space emulation ([`emulate`]) of what it sends.
 //! * [`pcap`]: capture per link, LINKTYPE_RAW, for tshark and Wireshark.
-//! * [`ports`]: free UDP ports for configs written before their daemons start.
 //! * [`raw`]: raw IPv4 sockets, whole packets to and from the kernel's own stack (host
 //!   tools behind a TUN device; root).
-//! * [`scrape`]: the client side of the metrics endpoint: fetch a page, read its samples.
 //! * [`metrics`]: a Prometheus text endpoint (127.0.0.1 by default) that asks the core's
 //!   task for a fresh snapshot at each scrape — no shared state, no locks.
 //! * [`trace`]: tracing to stderr, filtered by `RUST_LOG`.
 //! * [`shutdown`]: graceful shutdown on SIGINT/SIGTERM, awaited by every task.
 //!
 //! No protocol logic: a daemon hands frames to its core and sends what the core returns.
+//! No command-line helpers either: reading a daemon's metrics page and handing out free
+//! ports for configs written ahead are the `waist` CLI's (`waist::host::scrape`,
+//! `waist::host::ports`).
 #![warn(missing_docs)]
 
 pub mod clock;
@@ -28,8 +29,6 @@ pub mod emulate;
 pub mod link;
 pub mod metrics;
 pub mod pcap;
-pub mod ports;
 pub mod raw;
-pub mod scrape;
 pub mod shutdown;
 pub mod trace;

@@ -75,37 +75,42 @@ use std::net::IpAddr;
 use fastpath::lpm::IpPrefix;
 use netio::config::{ConfigError, LinkConfig, Source};
 use netio::link::parse_cidr;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 use waist_node::{Config, EspConfig, IfaceConfig};
 
-/// The whole file.
-#[derive(Clone, Debug, Deserialize)]
+/// The whole file. It writes back as it reads (`toml::to_string`), absent sections, empty
+/// lists and defaults left out: `waist up` builds one per router and writes it so.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterFile {
     /// `[node]`.
     pub node: NodeSection,
     /// `[esp]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub esp: Option<EspSection>,
     /// `[snap]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub snap: Option<SnapSection>,
     /// `[route_cache]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub route_cache: Option<CacheSection>,
     /// `[dv]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dv: Option<DvSection>,
     /// `[[link]]`, numbered in order (interface `i` is the `i`-th link).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub link: Vec<LinkConfig>,
     /// `[[route]]`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub route: Vec<RouteSection>,
     /// `[[group]]`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group: Vec<GroupSection>,
 }
 
 /// `[node]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSection {
     /// The router's name.
@@ -113,7 +118,7 @@ pub struct NodeSection {
     /// Its own addresses.
     pub addresses: Vec<Spanned<String>>,
     /// ICMP on (default true).
-    #[serde(default = "yes")]
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub icmp: bool,
 }
 
@@ -121,22 +126,28 @@ fn yes() -> bool {
     true
 }
 
+fn is_yes(v: &bool) -> bool {
+    *v == yes()
+}
+
 /// `[esp]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EspSection {
     /// Bindings created per second each context must hold for τ.
     pub rate: Spanned<u64>,
     /// τ in seconds (default 10).
-    #[serde(default = "ten")]
+    #[serde(default = "ten", skip_serializing_if = "is_ten")]
     pub lifetime_s: u64,
     /// Shards per context (default 1).
-    #[serde(default = "one")]
+    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub shards: u32,
     /// Seed of the stores' secret keys (absent: random).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key_seed: Option<u64>,
     /// The contexts that run instructions: any of `input`, `central`, `output` (default
     /// all three).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub contexts: Option<Vec<Spanned<String>>>,
 }
 
@@ -144,25 +155,34 @@ fn ten() -> u64 {
     10
 }
 
+fn is_ten(v: &u64) -> bool {
+    *v == ten()
+}
+
 fn one() -> u32 {
     1
 }
 
+fn is_one(v: &u32) -> bool {
+    *v == one()
+}
+
 /// `[snap]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SnapSection {
     /// Local runs one arrival may cause (default 64).
-    #[serde(default = "sixty_four")]
+    #[serde(default = "sixty_four", skip_serializing_if = "is_sixty_four")]
     pub local_runs: u32,
     /// Services SNAP programs may call: `"ess"` registers `ess.get`, `ess.put` and
     /// `ess.count` over a store of the router's own (SNAP as ESP microcode).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<Spanned<String>>,
     /// Bindings created per second the SNAP services' store holds for 10 s (default 1000).
-    #[serde(default = "thousand")]
+    #[serde(default = "thousand", skip_serializing_if = "is_thousand")]
     pub ess_rate: u64,
     /// Seed of the services' secret key (absent: random).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key_seed: Option<u64>,
 }
 
@@ -170,12 +190,20 @@ fn thousand() -> u64 {
     1000
 }
 
+fn is_thousand(v: &u64) -> bool {
+    *v == thousand()
+}
+
 fn sixty_four() -> u32 {
     64
 }
 
+fn is_sixty_four(v: &u32) -> bool {
+    *v == sixty_four()
+}
+
 /// `[route_cache]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheSection {
     /// 2^log2 slots.
@@ -183,36 +211,42 @@ pub struct CacheSection {
 }
 
 /// `[dv]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DvSection {
     /// Prefixes attached here, advertised to the neighbours.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub originate: Vec<Spanned<String>>,
     /// Periodic update interval (default 30 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub update_ms: Option<u64>,
     /// Route timeout (default 180 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// Garbage collection of unreachable destinations (default 120 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_ms: Option<u64>,
     /// Delay before a triggered update (default 1 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub triggered_ms: Option<u64>,
 }
 
 /// `[[route]]`: `link` or `links`, not both.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSection {
     /// `10.9.0.0/16`.
     pub prefix: Spanned<String>,
     /// The link's name (a route over one link).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<Spanned<String>>,
     /// The links' names in preference order: packets leave by the first that is up.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub links: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[[group]]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupSection {
     /// The multicast address.
@@ -589,5 +623,25 @@ link = "a"
             "{e}"
         );
         assert!(e.message.contains("a second [[route]]"), "{e}");
+    }
+
+    #[test]
+    fn a_file_writes_back_minimal_and_reads_back_the_same() {
+        let s = Source::new("r1.toml", GOOD);
+        let f: RouterFile = s.parse().unwrap();
+        let text = toml::to_string(&f).unwrap();
+        let back: RouterFile = toml::from_str(&text).unwrap();
+        assert_eq!(back, f, "{text}");
+        // Defaults and absent options are not written.
+        for absent in [
+            "icmp",
+            "lifetime_s",
+            "shards",
+            "local_runs",
+            "ess_rate",
+            "group",
+        ] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
     }
 }

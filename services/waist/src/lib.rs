@@ -1,10 +1,30 @@
-//! The `waist` command line: a demo of the workspace's cores, the paper reproductions (the
-//! `waist-repro` crate, [`repro`], does them), and host tools that talk to real routers over
-//! a link ([`host`]: `esp send`, `snap ping`).
+//! The `waist` command line, by command. `main` only parses arguments; everything runs
+//! through [`run`], so tests can drive it and capture its output. No protocol logic lives
+//! here: every command drives a core crate or a daemon and prints what comes back.
 //!
-//! `main` only parses arguments; everything runs through [`run`] so tests can drive it and
-//! capture its output. No protocol logic lives here: the demo and the reproductions call
-//! the core crates and print what they return.
+//! ```text
+//!  waist demo [--sim]   demo/      the shipped network as real processes (net, steps, tun),
+//!                                  or the cores on a virtual clock (sim)
+//!  waist up|down|status up/        a topology file (topology) as processes (fleet)
+//!  waist esp send       host/      an end host on a link to a router: esp, snap ping,
+//!  waist snap ping                 route show; the link (link), metrics pages (scrape),
+//!  waist route show                free ports for configs written ahead (ports)
+//!  waist snap asm|…     snap.rs    SNAP programs: assemble, disassemble, verify, run
+//!  waist plan compile   plan.rs    PLAN compiled to SNAP
+//!  waist repro NAME     reproduce/ the papers' tables and figures (the waist-repro crate),
+//!                                  with a progress bar on a terminal (progress)
+//! ```
+//!
+//! * [`demo`]: `waist demo` brings `examples/topologies/demo.toml` up as real processes and
+//!   exercises it step by step ([`demo::net`], [`demo::steps`], [`demo::tun`] for `--tun`);
+//!   `--sim` is the tour of the cores on a virtual clock ([`demo::sim`]).
+//! * [`up`]: `waist up`, `down` and `status`: a network of our daemons from a topology
+//!   file ([`up::topology`]), each daemon its own process ([`up::fleet`]).
+//! * [`host`]: the host tools (`esp send`, `snap ping`, `route show`) over a real link, and
+//!   the client side of the daemons' metrics ([`host::scrape`]) that `up` uses too.
+//! * [`snap`] and [`plan`]: the SNAP and PLAN tools, which run no network.
+//! * [`reproduce`]: `waist repro`, handing the options to the `waist-repro` crate
+//!   ([`repro`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,16 +32,10 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 pub mod demo;
-pub mod demo_esp;
-pub mod demo_fastpath;
-pub mod demo_ixp;
-pub mod demo_net;
-pub mod demo_trickles;
-pub mod demo_tun;
 pub mod host;
-pub mod plan_cli;
-pub mod progress;
-pub mod snap_cli;
+pub mod plan;
+pub mod reproduce;
+pub mod snap;
 pub mod up;
 
 /// Lightweight network support, made real: demo and paper reproductions.
@@ -39,7 +53,7 @@ pub enum Command {
     /// Bring the shipped topology up as real processes on loopback (four routers, two
     /// trickles-web replicas, two hosts) and exercise it: ESP, SNAP, Trickles, a proxy,
     /// a router and a replica killed. `--sim`: the tour of the cores on a virtual clock.
-    Demo(demo_net::DemoArgs),
+    Demo(demo::DemoArgs),
     /// Reproduce a paper's table or figure, ours beside the paper's.
     Repro {
         /// Which reproduction.
@@ -75,14 +89,14 @@ pub enum Command {
     Plan {
         /// Which tool.
         #[command(subcommand)]
-        command: plan_cli::PlanCommand,
+        command: plan::PlanCommand,
     },
     /// SNAP tools: assemble, disassemble, verify and run active packets; ping through
     /// routers.
     Snap {
         /// Which tool.
         #[command(subcommand)]
-        command: snap_cli::SnapCommand,
+        command: snap::SnapCommand,
     },
     /// Bring a network of routers and Trickles servers up from a topology file, each
     /// daemon its own process, until Ctrl-C (or --detach).
@@ -101,7 +115,7 @@ pub enum Command {
 /// If writing the report or a plot fails, or a host tool's link cannot be opened.
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
     let done = match cli.command {
-        Command::Demo(args) => return demo_net::run(&args, out),
+        Command::Demo(args) => return demo::run(&args, out),
         Command::Repro {
             name,
             out: dir,
@@ -109,20 +123,19 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
             seed,
             runs,
         } => {
-            let bar = progress::TerminalBar::new();
             let opts = repro::Options {
                 dir,
                 log2,
                 seed,
                 runs,
-                progress: bar.progress(),
+                progress: repro::Progress::default(),
             };
-            repro::run(name, &opts, &mut bar.suspending(out))
+            reproduce::run(name, opts, out)
         }
         Command::Esp { command } => return host::esp::run(command, out),
         Command::Route { command } => return host::route::run(command, out),
-        Command::Snap { command } => return snap_cli::run(command, out),
-        Command::Plan { command } => return plan_cli::run(command, out),
+        Command::Snap { command } => return snap::run(command, out),
+        Command::Plan { command } => return plan::run(command, out),
         Command::Up(args) => return up::up(&args, out),
         Command::Down(args) => return up::down(&args, out),
         Command::Status(args) => return up::status(&args, out),

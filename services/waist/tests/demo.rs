@@ -137,7 +137,7 @@ fn the_demo_runs_every_step_and_leaves_nothing_running() {
 
 #[test]
 fn with_tun_the_kernels_ping_and_curl_cross_the_routers() {
-    if let Some(why) = waist::demo_tun::unsupported() {
+    if let Some(why) = waist::demo::tun::unsupported() {
         eprintln!("skipping the --tun demo: {why}");
         return;
     }

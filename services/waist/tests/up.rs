@@ -184,8 +184,8 @@ fn two_machines_form_one_routed_network() {
         Duration::from_secs(10),
         "r1 never learned 10.2.0.10",
         || {
-            netio::scrape::fetch(r1, Duration::from_secs(1)).is_ok_and(|page| {
-                netio::scrape::parse(&page).iter().any(|s| {
+            waist::host::scrape::fetch(r1, Duration::from_secs(1)).is_ok_and(|page| {
+                waist::host::scrape::parse(&page).iter().any(|s| {
                     s.name == "waist_route"
                         && s.label("prefix") == Some("10.2.0.10/32")
                         && s.label("source") == Some("dv")

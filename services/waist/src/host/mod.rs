@@ -13,10 +13,17 @@
 //! uses the kernel's raw sockets instead ([`Via::Raw`], root). Nothing here parses or
 //! builds packets by itself: the ESP endpoint, the SNAP pinger and `waist_ip` do; nor
 //! opens a socket: the link is `netio`'s ([`netio::link::Links`], [`netio::raw::RawIp`]).
+//!
+//! Beside the tools, what a command-line client of our daemons needs: [`scrape`] reads a
+//! daemon's metrics page (`waist route show`, and `waist up`/`status` waiting for and
+//! reporting on their daemons); [`ports`] hands out free UDP ports for configs written
+//! before the daemons that bind them start (the host tools' tests).
 
 pub mod esp;
 pub mod link;
+pub mod ports;
 pub mod route;
+pub mod scrape;
 pub mod snap;
 
 use std::net::SocketAddr;

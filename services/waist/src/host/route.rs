@@ -37,7 +37,7 @@ pub struct RouteRow {
 
 /// The `waist_route` samples of a Prometheus text page.
 pub fn parse_routes(page: &str) -> Vec<RouteRow> {
-    netio::scrape::parse(page)
+    super::scrape::parse(page)
         .into_iter()
         .filter(|s| s.name == "waist_route")
         .filter_map(|s| {
@@ -58,7 +58,7 @@ pub fn parse_routes(page: &str) -> Vec<RouteRow> {
 ///
 /// Connection or HTTP errors.
 pub fn fetch(addr: SocketAddr) -> anyhow::Result<String> {
-    netio::scrape::fetch(addr, Duration::from_secs(5))
+    super::scrape::fetch(addr, Duration::from_secs(5))
         .with_context(|| format!("cannot read the router's metrics at {addr}"))
 }
 

@@ -226,7 +226,7 @@ pub fn run(args: &PingArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         ),
         Some(file) => {
             let (compiled, opts) =
-                crate::plan_cli::compile_file(file, args.fold_bound, None, Vec::new())?;
+                crate::plan::compile_file(file, args.fold_bound, None, Vec::new())?;
             let pinger = SnapPinger::with_program(p.src.octets(), p.port, &compiled)
                 .map_err(|e| anyhow!("{}: entry `{}`: {e}", file.display(), opts.entry))?;
             let program = format!(

@@ -401,7 +401,7 @@ fn wait_ready(child: Option<&mut Child>, s: &Started) -> anyhow::Result<SocketAd
                 .and_then(|text| metrics_address(&text));
         }
         if let Some(addr) = metrics
-            && netio::scrape::fetch(addr, Duration::from_millis(500)).is_ok()
+            && crate::host::scrape::fetch(addr, Duration::from_millis(500)).is_ok()
         {
             return Ok(addr);
         }

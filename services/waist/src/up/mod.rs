@@ -258,9 +258,9 @@ fn is_zombie(pid: u32) -> bool {
 
 /// One process's headline counters, from its metrics page.
 pub fn counters(role: Role, metrics: SocketAddr) -> anyhow::Result<Vec<(&'static str, f64)>> {
-    let page = netio::scrape::fetch(metrics, Duration::from_secs(2))?;
-    let s = netio::scrape::parse(&page);
-    let get = |name: &str| netio::scrape::sum(&s, name, &[]).unwrap_or(0.0);
+    let page = crate::host::scrape::fetch(metrics, Duration::from_secs(2))?;
+    let s = crate::host::scrape::parse(&page);
+    let get = |name: &str| crate::host::scrape::sum(&s, name, &[]).unwrap_or(0.0);
     Ok(match role {
         Role::Router => vec![
             ("received", get("waist_frames_received_total")),

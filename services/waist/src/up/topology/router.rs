@@ -1,30 +1,132 @@
-//! A router's waist-router config from the topology, and the cheapest-path first hops of
-//! routers without distance vector.
+//! A router's waist-router config from the topology, as waist-router's own typed file
+//! ([`RouterFile`]), written with `toml::to_string`.
+//!
+//! What the topology's author gives is layered first, each replacing the one before: the
+//! router's `config` file, then `[defaults.router]`, then its inline sections. Those are
+//! TOML fragments, so they are merged as tables and read as a [`RouterFile`] by the
+//! router's own parser. Everything `waist up` adds is typed: the node's name and address,
+//! the links, the routes to attached hosts and servers (and, without distance vector, to
+//! everything else) and the prefixes it announces.
 
 use std::net::IpAddr;
 use std::path::Path;
 
-use netio::config::{ConfigError, EmulationConfig, Source};
+use netio::config::{ConfigError, LinkConfig, Source};
+use toml::{Spanned, Table, Value};
+use waist_router::config::{RouteSection, RouterFile};
 
 use super::{LinkEnd, ROUTER_SECTIONS, RouterSection, TopologyFile};
 
-/// A router's waist-router config: the `config` file if any, then `[defaults.router]`, then
-/// its inline sections (each replacing the one before), then what the topology makes: its
-/// name and address, its links, routes to its hosts and servers, and the prefixes it
-/// announces (if it runs distance vector).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn router_config(
+/// What the topology makes of a router (the planner builds it up step by step).
+pub(super) struct RouterDraft {
+    /// Its name.
+    pub(super) name: String,
+    /// Its own address.
+    pub(super) address: IpAddr,
+    /// The machine it runs on.
+    pub(super) machine: String,
+    /// Link ends, with the `[[link]]` they come from (none for hosts and servers).
+    pub(super) links: Vec<(LinkEnd, Option<usize>)>,
+    /// Static routes to what is attached: (prefix, link name).
+    pub(super) routes: Vec<(String, String)>,
+    /// Prefixes it announces (if it runs distance vector).
+    pub(super) originate: Vec<String>,
+}
+
+/// A value written by `waist up`, not read from a file (no place in one).
+fn at<T>(value: T) -> Spanned<T> {
+    Spanned::new(0..0, value)
+}
+
+/// An error about router `section`'s config, located at its name in the topology.
+pub(super) fn refused(source: &Source, section: &RouterSection, e: ConfigError) -> ConfigError {
+    let name = section.name.get_ref();
+    source.error_for(
+        &section.name,
+        format!("router `{name}`: its waist-router config is refused: {e}"),
+    )
+}
+
+/// A router's waist-router config: what the author gave (its `config` file, then
+/// `[defaults.router]`, then its inline sections), then what the topology makes: its name
+/// and address, its links, routes to its hosts and servers (and `computed`, the routes to
+/// everything else, if it runs no distance vector), and the prefixes it announces (if it
+/// does).
+///
+/// # Errors
+///
+/// The `config` file cannot be read, or what was given is not a waist-router config;
+/// located in the topology.
+pub(super) fn router_file(
     source: &Source,
     base: &Path,
     file: &TopologyFile,
     section: &RouterSection,
-    address: IpAddr,
-    links: &[(LinkEnd, Option<usize>)],
-    routes: &[(String, String)],
+    router: &RouterDraft,
     computed: &[(String, String)],
-    originate: &[String],
-) -> Result<String, ConfigError> {
-    use toml::{Table, Value};
+) -> Result<RouterFile, ConfigError> {
+    let mut given = given_sections(source, base, file, section)?;
+    // The node's name and address are the topology's, whatever was given.
+    let mut node = match given.remove("node") {
+        Some(Value::Table(n)) => n,
+        _ => Table::new(),
+    };
+    node.insert("name".into(), Value::String(router.name.clone()));
+    let address = Value::String(router.address.to_string());
+    node.insert("addresses".into(), Value::Array(vec![address]));
+    given.insert("node".into(), Value::Table(node));
+    let text = toml::to_string(&given).map_err(|e| {
+        source.error_for(
+            &section.name,
+            format!("cannot write its router config: {e}"),
+        )
+    })?;
+    let given = Source::new(format!("{}.toml (generated)", router.name), text);
+    let mut f: RouterFile = given.parse().map_err(|e| refused(source, section, e))?;
+
+    let dv_on = f.dv.is_some();
+    if let Some(dv) = &mut f.dv {
+        dv.originate
+            .extend(router.originate.iter().cloned().map(at));
+    }
+    for (end, settings) in &router.links {
+        let mut l = LinkConfig::udp(&end.name, end.local, end.peer);
+        if let Some(s) = settings.and_then(|i| file.link.get(i)) {
+            l.cost = dv_on.then(|| at(s.cost.unwrap_or(1)));
+            l.mtu = s.mtu.map(at);
+            l.emulation = s.emulation;
+        }
+        f.link.push(l);
+    }
+    let without_dv = if dv_on { &[][..] } else { computed };
+    // Routes to one prefix over several links become one route with backups.
+    let mut grouped: Vec<(&String, Vec<Spanned<String>>)> = Vec::new();
+    for (prefix, link) in router.routes.iter().chain(without_dv) {
+        match grouped.iter_mut().find(|(p, _)| *p == prefix) {
+            Some((_, links)) => links.push(at(link.clone())),
+            None => grouped.push((prefix, vec![at(link.clone())])),
+        }
+    }
+    for (prefix, mut links) in grouped {
+        let one = (links.len() == 1).then(|| links.remove(0));
+        f.route.push(RouteSection {
+            prefix: at(prefix.clone()),
+            links: one.is_none().then(|| at(links)),
+            link: one,
+        });
+    }
+    Ok(f)
+}
+
+/// The sections the author gave router `section`, merged: its `config` file, then
+/// `[defaults.router]`, then its inline sections, each replacing a section of the same
+/// name.
+fn given_sections(
+    source: &Source,
+    base: &Path,
+    file: &TopologyFile,
+    section: &RouterSection,
+) -> Result<Table, ConfigError> {
     let mut t = match &section.config {
         Some(path) => {
             let full = base.join(path.get_ref());
@@ -32,10 +134,8 @@ pub(super) fn router_config(
                 source.error_for(path, format!("cannot read {}: {e}", full.display()))
             })?;
             text.parse::<Table>().map_err(|e| {
-                source.error_for(
-                    path,
-                    format!("{} is not TOML: {}", full.display(), e.message()),
-                )
+                let m = format!("{} is not TOML: {}", full.display(), e.message());
+                source.error_for(path, m)
             })?
         }
         None => Table::new(),
@@ -54,132 +154,30 @@ pub(super) fn router_config(
             t.insert((*k).to_string(), Value::Table(v.get_ref().clone()));
         }
     }
-    let mut node = match t.remove("node") {
-        Some(Value::Table(n)) => n,
-        _ => Table::new(),
-    };
-    node.insert("name".into(), Value::String(section.name.get_ref().clone()));
-    node.insert(
-        "addresses".into(),
-        Value::Array(vec![Value::String(address.to_string())]),
-    );
-    t.insert("node".into(), Value::Table(node));
-    let dv_on = t.contains_key("dv");
-    if let Some(Value::Table(dv)) = t.get_mut("dv") {
-        let mut all = match dv.remove("originate") {
-            Some(Value::Array(a)) => a,
-            _ => Vec::new(),
-        };
-        all.extend(originate.iter().map(|p| Value::String(p.clone())));
-        dv.insert("originate".into(), Value::Array(all));
-    }
-    let mut link_list = match t.remove("link") {
-        Some(Value::Array(a)) => a,
-        _ => Vec::new(),
-    };
-    for (end, settings) in links {
-        let mut l = Table::new();
-        l.insert("name".into(), Value::String(end.name.clone()));
-        l.insert("kind".into(), Value::String("udp".into()));
-        l.insert("local".into(), Value::String(end.local.to_string()));
-        l.insert("peer".into(), Value::String(end.peer.to_string()));
-        if let Some(s) = settings.and_then(|i| file.link.get(i)) {
-            if dv_on {
-                let cost = Value::Integer(i64::from(s.cost.unwrap_or(1)));
-                l.insert("cost".into(), cost);
-            }
-            if let Some(mtu) = s.mtu {
-                l.insert("mtu".into(), Value::Integer(mtu as i64));
-            }
-            if let Some(e) = &s.emulation {
-                l.insert("emulation".into(), emulation_table(e));
-            }
-        }
-        link_list.push(Value::Table(l));
-    }
-    t.insert("link".into(), Value::Array(link_list));
-    let mut route_list = match t.remove("route") {
-        Some(Value::Array(a)) => a,
-        _ => Vec::new(),
-    };
-    let without_dv = if dv_on { &[][..] } else { computed };
-    // Routes to one prefix over several links become one route with backups.
-    let mut grouped: Vec<(&String, Vec<Value>)> = Vec::new();
-    for (prefix, link) in routes.iter().chain(without_dv) {
-        let link = Value::String(link.clone());
-        match grouped.iter_mut().find(|(p, _)| *p == prefix) {
-            Some((_, links)) => links.push(link),
-            None => grouped.push((prefix, vec![link])),
-        }
-    }
-    for (prefix, mut links) in grouped {
-        let mut r = Table::new();
-        r.insert("prefix".into(), Value::String(prefix.clone()));
-        if links.len() == 1 {
-            r.insert("link".into(), links.remove(0));
-        } else {
-            r.insert("links".into(), Value::Array(links));
-        }
-        route_list.push(Value::Table(r));
-    }
-    t.insert("route".into(), Value::Array(route_list));
+    Ok(t)
+}
+
+/// `f` as the text of router `section`'s config file, with a header saying where it came
+/// from.
+///
+/// # Errors
+///
+/// If TOML cannot hold it (located at the router's name).
+pub(super) fn write_router_file(
+    source: &Source,
+    section: &RouterSection,
+    f: &RouterFile,
+) -> Result<String, ConfigError> {
     let header = format!(
         "# Generated by `waist up` from {} (router `{}`).\n",
         source.file().display(),
         section.name.get_ref()
     );
-    let body = toml::to_string(&t).map_err(|e| {
+    let body = toml::to_string(f).map_err(|e| {
         source.error_for(
             &section.name,
             format!("cannot write its router config: {e}"),
         )
     })?;
     Ok(header + &body)
-}
-
-/// netio's `emulation` table for `e`.
-fn emulation_table(e: &EmulationConfig) -> toml::Value {
-    let mut t = toml::Table::new();
-    for (k, v) in [
-        ("delay_ms", e.delay_ms),
-        ("jitter_ms", e.jitter_ms),
-        ("loss", e.loss),
-        ("duplicate", e.duplicate),
-        ("rate_mbps", e.rate_mbps),
-        ("queue_ms", e.queue_ms),
-    ] {
-        if v != 0.0 {
-            t.insert(k.into(), toml::Value::Float(v));
-        }
-    }
-    if let Some(seed) = e.seed {
-        t.insert("seed".into(), toml::Value::Integer(seed as i64));
-    }
-    toml::Value::Table(t)
-}
-
-/// For each router, the neighbour a cheapest path from `from` starts with (`None` for
-/// `from` itself and for routers it cannot reach). Dijkstra over small graphs.
-pub(super) fn first_hops(graph: &[Vec<(usize, u32)>], from: usize) -> Vec<Option<usize>> {
-    let n = graph.len();
-    let mut dist = vec![u32::MAX; n];
-    let mut hop: Vec<Option<usize>> = vec![None; n];
-    let mut done = vec![false; n];
-    if let Some(d) = dist.get_mut(from) {
-        *d = 0;
-    }
-    while let Some(u) = (0..n)
-        .filter(|&i| !done[i] && dist[i] != u32::MAX)
-        .min_by_key(|&i| (dist[i], i))
-    {
-        done[u] = true;
-        for &(v, cost) in &graph[u] {
-            let d = dist[u].saturating_add(cost);
-            if d < dist[v] {
-                dist[v] = d;
-                hop[v] = if u == from { Some(v) } else { hop[u] };
-            }
-        }
-    }
-    hop
 }

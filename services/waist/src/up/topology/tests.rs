@@ -1,5 +1,7 @@
 //! The topology's tests: plans checked without starting anything.
 
+use waist_router::config::RouterFile;
+
 use super::*;
 
 fn planned(text: &str) -> Result<Plan, ConfigError> {
@@ -58,8 +60,12 @@ fn with_dv_links_carry_costs_and_attached_prefixes_are_announced() {
         .map(|l| l["cost"].as_integer())
         .collect();
     assert_eq!(costs, [Some(1), Some(5)]);
-    // Only static routes to what is attached.
-    assert!(r1["route"].as_array().unwrap().is_empty());
+    // Only static routes to what is attached: r1 has nothing attached, so no routes (and
+    // no empty `route` list either: the file is minimal).
+    assert!(r1.get("route").is_none(), "{r1:?}");
+    let r3_routes = r3["route"].as_array().unwrap();
+    assert_eq!(r3_routes.len(), 1, "{r3_routes:?}");
+    assert_eq!(r3_routes[0]["link"].as_str(), Some("h3"));
 }
 
 #[test]
@@ -111,16 +117,118 @@ fn errors_name_line_and_key() {
 }
 
 #[test]
-fn first_hops_on_a_square() {
-    // 0–1 (1), 1–2 (1), 0–3 (1), 3–2 (5).
-    let g = vec![
-        vec![(1, 1), (3, 1)],
-        vec![(0, 1), (2, 1)],
-        vec![(1, 1), (3, 5)],
-        vec![(0, 1), (2, 5)],
-    ];
-    assert_eq!(first_hops(&g, 0), [None, Some(1), Some(1), Some(3)]);
-    assert_eq!(first_hops(&g, 3), [Some(0), Some(0), Some(0), None]);
-    let lonely = vec![vec![], vec![]];
-    assert_eq!(first_hops(&lonely, 0), [None, None]);
+fn equal_costs_go_by_fewer_hops_then_the_link_listed_first() {
+    // A square r1–r2–r3–r4–r1 and a two-hop detour r1–r5–r6–r3 of the same cost as
+    // either side: r1's routes to r3 start on its first link (r2), not r4 nor r5.
+    let text = "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n\
+                [[router]]\nname = \"r2\"\naddress = \"10.0.0.2\"\n\
+                [[router]]\nname = \"r3\"\naddress = \"10.0.0.3\"\n\
+                [[router]]\nname = \"r4\"\naddress = \"10.0.0.4\"\n\
+                [[router]]\nname = \"r5\"\naddress = \"10.0.0.5\"\n\
+                [[router]]\nname = \"r6\"\naddress = \"10.0.0.6\"\n\
+                [[link]]\nbetween = [\"r1\", \"r2\"]\ncost = 2\n\
+                [[link]]\nbetween = [\"r2\", \"r3\"]\ncost = 2\n\
+                [[link]]\nbetween = [\"r4\", \"r3\"]\ncost = 2\n\
+                [[link]]\nbetween = [\"r1\", \"r4\"]\ncost = 2\n\
+                [[link]]\nbetween = [\"r1\", \"r5\"]\n\
+                [[link]]\nbetween = [\"r5\", \"r6\"]\n\
+                [[link]]\nbetween = [\"r6\", \"r3\"]\ncost = 2\n";
+    let p = planned(text).unwrap();
+    let via = |router: &str, prefix: &str| {
+        let f: RouterFile = toml::from_str(config_of(&p, router)).unwrap();
+        f.route
+            .into_iter()
+            .find(|r| r.prefix.get_ref() == prefix)
+            .and_then(|r| r.link)
+            .map(|l| l.into_inner())
+    };
+    assert_eq!(via("r1", "10.0.0.3/32").as_deref(), Some("r2"));
+    assert_eq!(via("r1", "10.0.0.6/32").as_deref(), Some("r5"));
+    // r3's links in order: r2, r4, r6; r1 is as far over r2 as over r4.
+    assert_eq!(via("r3", "10.0.0.1/32").as_deref(), Some("r2"));
+    assert_eq!(via("r3", "10.0.0.5/32").as_deref(), Some("r6"));
+}
+
+/// A topology whose routers have every kind of section `waist up` writes.
+const FULL: &str = r#"
+[defaults.router]
+dv = { update_ms = 500, originate = ["10.7.0.0/16"] }
+esp = { rate = 1000, key_seed = 7, contexts = ["input", "central"] }
+snap = { services = ["ess"], key_seed = 8, local_runs = 16 }
+
+[[router]]
+name = "r1"
+address = "10.0.0.1"
+route_cache = { log2 = 10 }
+
+[[router]]
+name = "r2"
+address = "10.0.0.2"
+dv = { update_ms = 700 }
+
+[[link]]
+between = ["r1", "r2"]
+cost = 3
+mtu = 1400
+emulation = { delay_ms = 2, loss = 0.01, seed = 11 }
+
+[[host]]
+name = "h1"
+address = "10.1.0.10"
+router = "r1"
+
+[[host]]
+name = "h2"
+address = "10.1.0.11"
+router = "r2"
+"#;
+
+#[test]
+fn a_written_router_config_parses_back_into_the_same_plan() {
+    use waist_router::config::plan as router_plan;
+    let source = Source::new("t.toml", FULL);
+    let file: TopologyFile = source.parse().unwrap();
+    let p = plan(&source, &file, Path::new(".")).unwrap();
+    let mut planner = planner::Planner::new(&source, &file, Path::new("."));
+    let routes = planner.draft().unwrap();
+    for (i, name) in ["r1", "r2"].into_iter().enumerate() {
+        let (built, text) = planner.router_config(i, &routes[i]).unwrap();
+        assert_eq!(text, config_of(&p, name));
+        let written = Source::new(format!("{name}.toml"), text.clone());
+        let back: RouterFile = written.parse().unwrap();
+        assert_eq!(back, built, "{text}");
+        let (a, b) = (
+            router_plan(&written, &built).unwrap(),
+            router_plan(&written, &back).unwrap(),
+        );
+        assert_eq!(a.links, b.links);
+        let strip = |mut p: waist_router::config::Plan| {
+            p.links.clear();
+            format!("{p:?}")
+        };
+        assert_eq!(strip(a), strip(b), "{text}");
+    }
+    // Minimal: no empty lists, no defaults, no absent options.
+    let r1 = config_of(&p, "r1");
+    assert!(
+        !r1.contains("[]") && !r1.contains("icmp") && !r1.contains("lifetime_s"),
+        "{r1}"
+    );
+    let back: RouterFile = toml::from_str(r1).unwrap();
+    assert_eq!(back.node.name, "r1");
+    assert_eq!(back.route_cache.map(|c| c.log2.into_inner()), Some(10));
+    let dv = back.dv.unwrap();
+    assert_eq!(dv.update_ms, Some(500));
+    let originate: Vec<_> = dv.originate.iter().map(|o| o.get_ref().as_str()).collect();
+    assert_eq!(originate, ["10.7.0.0/16", "10.1.0.10/32"]);
+    let link = &back.link[0];
+    assert_eq!(link.cost.as_ref().map(|c| *c.get_ref()), Some(3));
+    assert_eq!(link.mtu.as_ref().map(|m| *m.get_ref()), Some(1400));
+    let emulation = link.emulation.unwrap();
+    assert_eq!(
+        (emulation.delay_ms, emulation.loss, emulation.seed),
+        (2.0, 0.01, Some(11))
+    );
+    let r2: RouterFile = toml::from_str(config_of(&p, "r2")).unwrap();
+    assert_eq!(r2.dv.unwrap().update_ms, Some(700));
 }

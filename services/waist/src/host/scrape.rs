@@ -1,5 +1,6 @@
-//! The other side of [`metrics`](crate::metrics): fetch a daemon's `/metrics` page and read
-//! its samples, for tools (`waist route show`, `waist up`, `waist status`) and tests.
+//! The other side of netio's [`metrics`](netio::metrics) endpoint: fetch a daemon's
+//! `/metrics` page and read its samples, for tools (`waist route show`, `waist up`,
+//! `waist status`) and tests.
 //!
 //! Blocking on purpose: a tool scrapes a handful of endpoints once, and a launcher polls
 //! them while it waits for daemons to come up. The parser reads the text exposition the
@@ -10,8 +11,8 @@
 //! let page = "# TYPE waist_frames_forwarded counter\n\
 //!             waist_frames_forwarded_total 12\n\
 //!             waist_frames_dropped_total{reason=\"no_route\"} 3\n";
-//! let samples = netio::scrape::parse(page);
-//! assert_eq!(netio::scrape::sum(&samples, "waist_frames_forwarded_total", &[]), Some(12.0));
+//! let samples = waist::host::scrape::parse(page);
+//! assert_eq!(waist::host::scrape::sum(&samples, "waist_frames_forwarded_total", &[]), Some(12.0));
 //! assert_eq!(samples[1].label("reason"), Some("no_route"));
 //! ```
 
@@ -174,9 +175,9 @@ mod tests {
 
     #[test]
     fn what_the_endpoint_renders_parses_back() {
-        let text = crate::metrics::render(vec![
-            crate::metrics::Sample::counter("pkts", "p", 7.0).with_label("link", "l\"1"),
-            crate::metrics::Sample::gauge("up", "u", 1.0),
+        let text = netio::metrics::render(vec![
+            netio::metrics::Sample::counter("pkts", "p", 7.0).with_label("link", "l\"1"),
+            netio::metrics::Sample::gauge("up", "u", 1.0),
         ])
         .unwrap();
         let s = parse(&text);

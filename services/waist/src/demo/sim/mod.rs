@@ -1,4 +1,4 @@
-//! `waist demo`: the cores at work, on a virtual clock.
+//! `waist demo --sim`: the cores at work, on a virtual clock.
 //!
 //! It demonstrates the ephemeral state store (bindings created and expiring on schedule,
 //! writes that do not extend a lifetime, a full store refusing without evicting, a store
@@ -8,6 +8,14 @@
 //! cache, threaded indices computed by distance-vector routing, rerouted around a failed
 //! link) and the IXP1200 model (customised multicast on real bytes, admission by headroom,
 //! ESS `find` on the StrongARM core and a microengine).
+//!
+//! The store's part is here; the others are [`esp`], [`trickles`], [`fastpath`] and
+//! [`ixp`], run in that order.
+
+pub mod esp;
+pub mod fastpath;
+pub mod ixp;
+pub mod trickles;
 
 use std::io::Write;
 
@@ -37,10 +45,10 @@ pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
     lifetimes(out)?;
     full_store(out)?;
     sized_for_rate(out)?;
-    crate::demo_esp::run(out)?;
-    crate::demo_trickles::run(out)?;
-    crate::demo_fastpath::run(out)?;
-    crate::demo_ixp::run(out)?;
+    esp::run(out)?;
+    trickles::run(out)?;
+    fastpath::run(out)?;
+    ixp::run(out)?;
     Ok(())
 }
 
