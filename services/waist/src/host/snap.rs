@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::time::{Duration, Instant as StdInstant};
+use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use clap::Args;
@@ -166,14 +166,13 @@ pub async fn ping_with(
     mut pinger: SnapPinger,
     mut on_reply: impl FnMut(&PingReply) -> anyhow::Result<()>,
 ) -> anyhow::Result<Summary> {
-    let origin = StdInstant::now();
-    let now = || waist_node::Instant::from_micros(origin.elapsed().as_micros() as u64);
+    let clock = netio::clock::Clock::monotonic();
     let mut summary = Summary::default();
     let mut seen = BTreeSet::new();
     let mut buf = buffer();
     for seq in 1..=p.count {
         let request = pinger
-            .request(p.host.octets(), seq, now(), p.rb)
+            .request(p.host.octets(), seq, clock.now(), p.rb)
             .map_err(|e| anyhow!("building ping {seq}: {e}"))?;
         link.send(&request).await?;
         summary.sent += 1;
@@ -183,7 +182,7 @@ pub async fn ping_with(
             let Some(r) = link.recv_until(&mut buf, deadline).await? else {
                 break;
             };
-            let Some(Ok(reply)) = buf.get(r).map(|b| pinger.handle_reply(now(), b)) else {
+            let Some(Ok(reply)) = buf.get(r).map(|b| pinger.handle_reply(clock.now(), b)) else {
                 continue;
             };
             if reply.seq == 0 || reply.seq > seq || !seen.insert(reply.seq) {
