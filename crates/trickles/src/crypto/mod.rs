@@ -98,7 +98,7 @@ mod nonce;
 mod schedule;
 
 pub use nonce::{NonceGen, NonceKind};
-pub use schedule::KeySchedule;
+pub use schedule::{KeySchedule, Rotation};
 
 /// Length of a MAC tag: a full AES-128-CMAC output, untruncated.
 pub const TAG_LEN: usize = 16;
