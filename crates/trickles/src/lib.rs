@@ -41,7 +41,7 @@
 //!   and [`client::Demux`] (client: many connections behind one address, four-tuple →
 //!   connection, ephemeral ports). [`crypto::KeySchedule`] derives every key from one
 //!   master secret by rotation period, so replicas sharing it agree without talking;
-//!   [`crypto::Rotation`] (that schedule and a period) makes the server rotate by itself.
+//!   [`crypto::Rotation`] (that schedule and a period) is when a service's keys rotate.
 //! * `compat` (feature `tcp-fallback`, on with `sim`): the client's transparent fallback
 //!   to TCP (§2.6). A `compat::Connection` opens with a Trickles SYN carrying the
 //!   queued data; a Trickles server's answer keeps it a Trickles client, a TCP-only
@@ -59,9 +59,10 @@
 //! [`client::Demux`]; [`Server::handle_request`](server::Server::handle_request);
 //! [`app::Service::handle_packet`]; minisocket migration), and every `poll_timeout`
 //! answers `Option<Instant>`, the deadline at which to call `handle_timeout` (`None`:
-//! nothing due). The server's one deadline is its key rotation
-//! ([`crypto::Rotation`]): with a rotation configured, [`app::Service::poll_timeout`]
-//! reports the end of the current key period, and `handle_timeout` moves to the next.
+//! nothing due). A server host's one deadline is its key rotation
+//! ([`crypto::Rotation`]): given one ([`app::Service::rotate_with`]),
+//! [`app::Service::poll_timeout`] reports the end of the current key period, and
+//! `handle_timeout` moves to the next.
 //! Wire timestamps (continuation timestamps in milliseconds, RTTs in microseconds) are
 //! derived from `now` inside.
 //!

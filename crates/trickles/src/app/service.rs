@@ -16,8 +16,8 @@
 //! Calling order: [`Service::handle_packet`] for each packet that arrives,
 //! [`Service::serve`] (or [`Service::serve_parts`]) to answer, and
 //! [`Service::handle_timeout`] when [`Service::poll_timeout`] comes: the end of the key
-//! period, with a [`ServerConfig::rotation`](crate::server::ServerConfig::rotation)
-//! (`None` without one).
+//! period, when the service rotates its server's keys ([`Service::rotate_with`]; `None`
+//! otherwise).
 //!
 //! ```
 //! use trickles::app::object::ObjectApp;
@@ -61,6 +61,7 @@ use core::fmt;
 
 use super::{Application, EventQueue, PushError};
 use crate::conn::Addr;
+use crate::crypto::{Rotation, ServerKeys};
 use crate::ip::{self, PacketError};
 use crate::server::{Rejected, Server};
 use sansio::Instant;
@@ -190,6 +191,8 @@ pub struct Service<A, P = ()> {
     packet: Vec<u8>,
     /// The one destination served, if set.
     address: Option<Addr>,
+    /// When the server's keys rotate, if they do.
+    rotation: Option<Rotation>,
 }
 
 impl<A: Application, P: Copy> Service<A, P> {
@@ -203,7 +206,24 @@ impl<A: Application, P: Copy> Service<A, P> {
             stats: ServiceStats::default(),
             packet: Vec::new(),
             address: None,
+            rotation: None,
         }
+    }
+
+    /// Rotates the server's MAC keys by `rotation` (`None`, the default: the keys never
+    /// change): installs the keys of its period now, and makes the end of each period the
+    /// service's deadline ([`Service::poll_timeout`]). Replicas given the same schedule,
+    /// interval and clock rotate together.
+    pub fn rotate_with(&mut self, rotation: Option<Rotation>) {
+        if let Some(r) = &rotation {
+            *self.server.keys_mut() = ServerKeys::new(&r.key_config());
+        }
+        self.rotation = rotation;
+    }
+
+    /// The key rotation, if the keys rotate ([`Service::rotate_with`]).
+    pub fn rotation(&self) -> Option<&Rotation> {
+        self.rotation.as_ref()
     }
 
     /// Serves only packets addressed to `address` (`None`, the default: every destination,
@@ -296,20 +316,20 @@ impl<A: Application, P: Copy> Service<A, P> {
         answered
     }
 
-    /// When [`Service::handle_timeout`] wants to be called: the end of the server's key
-    /// period ([`Server::poll_timeout`]); `None` when its keys never rotate.
+    /// When [`Service::handle_timeout`] wants to be called: the end of the key period
+    /// ([`Rotation::poll_timeout`]); `None` when the keys never rotate.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.server.poll_timeout()
+        self.rotation.as_ref().map(Rotation::poll_timeout)
     }
 
     /// Rotates the server's keys to the period `now` falls in, if its time has come
-    /// ([`Server::handle_timeout`]: one rotation per period passed, the period's keys at
-    /// once after a jump of more than two, nothing when the clock went back), counting
+    /// ([`Rotation::handle_timeout`]: one rotation per period passed, the period's keys
+    /// at once after a jump of more than two, nothing when the clock went back), counting
     /// rotations in [`ServiceStats::key_rotations`].
     pub fn handle_timeout(&mut self, now: Instant) {
-        let before = self.server.rotations();
-        self.server.handle_timeout(now);
-        self.stats.key_rotations += self.server.rotations() - before;
+        if let Some(r) = &mut self.rotation {
+            self.stats.key_rotations += r.handle_timeout(now, self.server.keys_mut());
+        }
     }
 
     /// Events waiting for [`Service::serve`].
@@ -327,8 +347,8 @@ impl<A: Application, P: Copy> Service<A, P> {
         &self.server
     }
 
-    /// The engine, mutably (its keys: [`Server::keys_mut`]; a server given a rotation
-    /// rotates them itself at [`Service::handle_timeout`]).
+    /// The engine, mutably (its keys: [`Server::keys_mut`]; with a rotation
+    /// ([`Service::rotate_with`]) the service rotates them at [`Service::handle_timeout`]).
     pub fn server_mut(&mut self) -> &mut Server {
         &mut self.server
     }
@@ -367,15 +387,22 @@ impl<A, P> fmt::Debug for Service<A, P> {
 mod tests {
     use super::*;
     use crate::app::object::ObjectApp;
-    use crate::crypto::{KeySchedule, Rotation};
+    use crate::crypto::KeySchedule;
     use crate::server::ServerConfig;
 
     #[test]
     fn the_key_period_is_the_deadline_and_rotations_are_counted() {
+        let schedule = KeySchedule::new(&[3; 16]);
+        let app = ObjectApp::new(&schedule.derive(b"ucont", 0));
+        // Built with other keys: the rotation installs its period's.
+        let server = Server::new(ServerConfig::new(schedule.key_config(2)));
+        let mut service: Service<_, ()> = Service::new(server, app, 8);
+        assert_eq!(service.poll_timeout(), None, "no rotation: no deadline");
+        service.handle_timeout(Instant::from_micros(u64::MAX));
+        assert_eq!(service.stats().key_rotations, 0);
         let start = Instant::from_micros(10_000_500);
-        let cfg = ServerConfig::rotating(Rotation::new(&[3; 16], 1_000_000, start));
-        let app = ObjectApp::new(&KeySchedule::new(&[3; 16]).derive(b"ucont", 0));
-        let mut service: Service<_, ()> = Service::new(Server::new(cfg), app, 8);
+        service.rotate_with(Some(Rotation::new(schedule.clone(), 1_000_000, start)));
+        assert_eq!(service.server_mut().keys_mut().current_epoch(), 10);
         assert_eq!(
             service.poll_timeout(),
             Some(Instant::from_micros(11_000_000))
@@ -384,17 +411,13 @@ mod tests {
         assert_eq!(service.stats().key_rotations, 0);
         service.handle_timeout(Instant::from_micros(12_000_000));
         assert_eq!(service.stats().key_rotations, 2);
-        assert_eq!(service.server().key_period(), 12);
+        assert_eq!(service.rotation().map(Rotation::period), Some(12));
+        assert_eq!(service.server_mut().keys_mut().current_epoch(), 12);
         assert_eq!(
             service.poll_timeout(),
             Some(Instant::from_micros(13_000_000))
         );
-        // Without a rotation: no deadline, and a timeout changes nothing.
-        let keys = KeySchedule::new(&[3; 16]).key_config(0);
-        let app = ObjectApp::new(&[0; 16]);
-        let mut fixed: Service<_, ()> = Service::new(Server::new(ServerConfig::new(keys)), app, 8);
-        assert_eq!(fixed.poll_timeout(), None);
-        fixed.handle_timeout(Instant::from_micros(u64::MAX));
-        assert_eq!(fixed.stats().key_rotations, 0);
+        service.rotate_with(None);
+        assert_eq!(service.poll_timeout(), None);
     }
 }

@@ -2,8 +2,6 @@
 
 use core::fmt;
 
-use sansio::Instant;
-
 use aes::Aes128;
 use aes::cipher::KeyInit;
 
@@ -14,7 +12,7 @@ use super::{KeyConfig, encrypt};
 /// Replicas given the same master secret (a shared key file) derive the same keys at the
 /// same time without talking to each other, and a restarted process picks up exactly where
 /// it was: the MAC key of rotation period `p` (wall-clock time divided by the rotation
-/// interval, computed by the caller) is `AES_master("trickles mac" ‖ p)`, live for
+/// interval: [`Rotation::period_at`](super::Rotation::period_at)) is `AES_master("trickles mac" ‖ p)`, live for
 /// periods `p` and `p + 1` (the core's two live keys; see [`ServerKeys::rotate`](super::ServerKeys::rotate)). The
 /// nonce keys and the application's keys do not rotate: they are fixed derivations under
 /// their own labels.
@@ -68,8 +66,8 @@ impl KeySchedule {
 
     /// The server's [`KeyConfig`] during `period`: that period's key current (epoch
     /// `period mod 256`), the previous period's still live, the fixed nonce keys. At the
-    /// next period boundary the server rotates to `mac_key(period + 1)` by itself when
-    /// given a [`Rotation`].
+    /// next period boundary the keys rotate to `mac_key(period + 1)`: a
+    /// [`Rotation`](super::Rotation) does it.
     pub fn key_config(&self, period: u64) -> KeyConfig {
         let mut mac_keys = [[0; 16]; 2];
         let (cur, prev) = if period.is_multiple_of(2) {
@@ -86,90 +84,5 @@ impl KeySchedule {
             nonce_key: self.derive(b"tr-nonce", 0),
             rtx_nonce_key: self.derive(b"tr-rtx", 0),
         }
-    }
-}
-
-/// When the server's MAC key rotates: a master secret (its [`KeySchedule`]), the length of
-/// one period, and the period the server starts in. Given to the server through
-/// [`ServerConfig::rotation`](crate::server::ServerConfig::rotation) (the usual way:
-/// [`ServerConfig::rotating`](crate::server::ServerConfig::rotating)), it makes the end of
-/// each period the server's deadline ([`Server::poll_timeout`](crate::server::Server::poll_timeout)).
-///
-/// Period `p` covers `[p × interval, (p + 1) × interval)` microseconds on the caller's
-/// clock. Replicas must agree on the period, so a daemon gives its server wall-clock time
-/// (microseconds since the Unix epoch) and the same interval; a simulation may count from
-/// zero. It is `Copy` (16 key bytes and two numbers), as the server's configuration is.
-///
-/// ```
-/// use trickles::crypto::{KeySchedule, Rotation};
-/// use trickles::Instant;
-/// let r = Rotation::new(&[7; 16], 1_000_000, Instant::from_micros(41_500_000));
-/// assert_eq!(r.period(), 41);
-/// assert_eq!(r.period_end(41), Instant::from_micros(42_000_000));
-/// assert_eq!(r.key_config().current_epoch, 41);
-/// assert_eq!(r.schedule().mac_key(42), KeySchedule::new(&[7; 16]).mac_key(42));
-/// ```
-#[derive(Clone, Copy)]
-pub struct Rotation {
-    master: [u8; 16],
-    interval_us: u64,
-    period: u64,
-}
-
-impl fmt::Debug for Rotation {
-    /// Key bytes never reach a log.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rotation")
-            .field("interval_us", &self.interval_us)
-            .field("period", &self.period)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Rotation {
-    /// The schedule of master secret `master` ([`KeySchedule::new`]) rotating every
-    /// `interval_us` microseconds (at least 1), starting in the period `now` falls in.
-    pub fn new(master: &[u8; 16], interval_us: u64, now: Instant) -> Rotation {
-        let interval_us = interval_us.max(1);
-        Rotation {
-            master: *master,
-            interval_us,
-            period: now.micros() / interval_us,
-        }
-    }
-
-    /// The key schedule every period's keys come from.
-    pub fn schedule(&self) -> KeySchedule {
-        KeySchedule::new(&self.master)
-    }
-
-    /// Microseconds per period.
-    pub fn interval_us(&self) -> u64 {
-        self.interval_us
-    }
-
-    /// The period the server starts in.
-    pub fn period(&self) -> u64 {
-        self.period
-    }
-
-    /// The period `now` falls in.
-    pub fn period_at(&self, now: Instant) -> u64 {
-        now.micros() / self.interval_us.max(1)
-    }
-
-    /// When `period` ends, and the next one's key becomes current (the end of time if
-    /// that is past it).
-    pub fn period_end(&self, period: u64) -> Instant {
-        Instant::from_micros(
-            period
-                .saturating_add(1)
-                .saturating_mul(self.interval_us.max(1)),
-        )
-    }
-
-    /// The server's keys in the starting period ([`KeySchedule::key_config`]).
-    pub fn key_config(&self) -> KeyConfig {
-        self.schedule().key_config(self.period)
     }
 }

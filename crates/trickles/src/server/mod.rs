@@ -20,10 +20,9 @@
 //! (module [`cache`]): soft state that lets a request presenting a continuation the server
 //! itself issued skip the MAC. Replies are the same with or without it.
 //!
-//! With [`ServerConfig::rotation`] set, the MAC key rotates every period (§2.2's two live
-//! keys): [`Server::poll_timeout`] is the end of the current period and
-//! [`Server::handle_timeout`] moves to the period `now` is in. Without one the keys never
-//! change.
+//! The server keeps its keys as configured; [`Server::keys_mut`] rotates them, which a
+//! [`Service`](crate::app::Service) given a [`Rotation`](crate::crypto::Rotation) does at
+//! each period's end.
 
 use alloc::vec::Vec;
 
@@ -31,14 +30,13 @@ use sansio::Instant;
 
 pub mod cache;
 mod respond;
-mod rotation;
 pub use cache::CacheStats;
 use cache::ContinuationCache;
 use respond::{finish, parse_blocks, plan, syn_hash};
 
 use crate::cc::{self, CcConfig, PlanError, RequestMode, Slot, SlotKind};
 use crate::conn::{Addr, FourTuple};
-use crate::crypto::{KeyConfig, KeySchedule, NonceKind, Rotation, ServerKeys};
+use crate::crypto::{KeyConfig, NonceKind, ServerKeys};
 use crate::replay::{self, ReplayConfig, ReplayFilter};
 use crate::sack::{self, ProofError, SackBlock};
 use crate::wire::continuation::{CONTINUATION_LEN, Continuation};
@@ -48,12 +46,8 @@ use crate::wire::{self, ByteRange, Request, RequestKind, ResponseKind, WireError
 /// Everything a server (and its replicas) is configured with.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerConfig {
-    /// MAC and nonce keys, shared by replicas. With a [`rotation`](ServerConfig::rotation),
-    /// its starting period's ([`Rotation::key_config`]; [`ServerConfig::rotating`] sets
-    /// both).
+    /// MAC and nonce keys, shared by replicas.
     pub keys: KeyConfig,
-    /// When the MAC key rotates ([`Server::poll_timeout`]); `None`, the default: never.
-    pub rotation: Option<Rotation>,
     /// Replay filter parameters; `horizon_us` is also the freshness horizon T.
     pub replay: ReplayConfig,
     /// Congestion-control settings.
@@ -77,22 +71,12 @@ impl ServerConfig {
     pub fn new(keys: KeyConfig) -> ServerConfig {
         ServerConfig {
             keys,
-            rotation: None,
             replay: ReplayConfig::default(),
             cc: CcConfig::default(),
             site: 0,
             mss: DEFAULT_MSS,
             delta: true,
             cache_entries: 0,
-        }
-    }
-
-    /// A configuration whose keys rotate by `rotation`, starting with its period's keys,
-    /// and the paper's defaults elsewhere.
-    pub fn rotating(rotation: Rotation) -> ServerConfig {
-        ServerConfig {
-            rotation: Some(rotation),
-            ..ServerConfig::new(rotation.key_config())
         }
     }
 }
@@ -260,12 +244,6 @@ pub struct Server {
     blocks: Vec<SackBlock>,
     /// Continuations this server issued, verified (soft state; empty when disabled).
     cache: ContinuationCache,
-    /// The schedule of [`ServerConfig::rotation`], prepared (see `rotation.rs`).
-    schedule: Option<KeySchedule>,
-    /// The key period the keys are those of (with a rotation).
-    period: u64,
-    /// Key rotations done (a jump to a far period counts one).
-    rotations: u64,
 }
 
 impl Server {
@@ -278,9 +256,6 @@ impl Server {
             scratch: Vec::new(),
             blocks: Vec::new(),
             cache: ContinuationCache::new(cfg.cache_entries),
-            schedule: cfg.rotation.as_ref().map(Rotation::schedule),
-            period: cfg.rotation.as_ref().map_or(0, Rotation::period),
-            rotations: 0,
             cfg,
         }
     }
