@@ -28,7 +28,7 @@ use trickles::wire::{self, Response};
 
 #[path = "common/trickles.rs"]
 mod common;
-use common::{CLIENT, SERVER, START_US, server_config, tuple};
+use common::{CLIENT, SERVER, START, server_config, tuple};
 
 const CAPACITY: usize = 8;
 
@@ -38,7 +38,7 @@ fuzz_target!(|input: &[u8]| {
     let mut client = Client::new(ClientConfig::default(), tuple(), 99);
     let key = MigrationKey::new(&[7; 16], 10_000_000);
     let ucont_key = UcontKey::new(&[8; 16]);
-    let mut now = START_US;
+    let mut now = START;
     let mut connected = false;
     let mut rest = input;
     while let Some((&op, tail)) = rest.split_first() {
@@ -121,7 +121,7 @@ fuzz_target!(|input: &[u8]| {
                 }
             }
             _ => {
-                now += u64::from(body.first().copied().unwrap_or(1)) * 1000;
+                now = now.saturating_add(u64::from(body.first().copied().unwrap_or(1)) * 1000);
                 client.handle_timeout(now);
             }
         }

@@ -30,6 +30,7 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use trickles::Instant;
 use trickles::client::{Client, ClientConfig};
 use trickles::continuation::{CONTINUATION_LEN, Continuation};
 use trickles::delta::ContinuationDelta;
@@ -38,7 +39,7 @@ use trickles::wire::{self, Request, Response, ResponseKind};
 
 #[path = "common/trickles.rs"]
 mod common;
-use common::{CLIENT, SERVER, START_US, tuple, xor_mutate};
+use common::{CLIENT, SERVER, START, tuple, xor_mutate};
 
 const STREAM_LEN: u64 = 100_000;
 /// Most chunks one input is split into.
@@ -152,7 +153,7 @@ struct Harness {
     delta: bool,
     server: Server,
     client: Client,
-    now: u64,
+    now: Instant,
     in_flight: Vec<Vec<u8>>,
     delivered: u64,
     data: Vec<u8>,
@@ -215,7 +216,7 @@ fuzz_target!(|input: &[u8]| {
         delta,
         server: Server::new(*server_config()),
         client: Client::new(cfg, tuple(), 7),
-        now: START_US,
+        now: START,
         in_flight: Vec::new(),
         delivered: 0,
         data: vec![0x42; 2048],

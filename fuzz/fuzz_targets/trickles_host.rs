@@ -27,7 +27,7 @@ use trickles::server::Server;
 
 #[path = "common/trickles.rs"]
 mod common;
-use common::{CLIENT, SERVER, START_US, server_config};
+use common::{CLIENT, SERVER, START, server_config};
 
 const CAPACITY: usize = 8;
 
@@ -44,7 +44,7 @@ fuzz_target!(|input: &[u8]| {
         ..ClientConfig::default()
     };
     let mut demux = Demux::new(ccfg, CLIENT, 3);
-    let mut now = START_US;
+    let mut now = START;
     let _ = demux.open(now, SERVER, 80, b"GET /a HTTP/1.1\r\n\r\n");
     let memory_bound = host.memory_bytes() + CAPACITY * 16 * 1024;
     let mut rest = input;
@@ -94,7 +94,7 @@ fuzz_target!(|input: &[u8]| {
                 let _ = demux.handle_packet(now, &packet);
             }
             4 => {
-                now += u64::from(body.first().copied().unwrap_or(1)) * 1000;
+                now = now.saturating_add(u64::from(body.first().copied().unwrap_or(1)) * 1000);
                 demux.handle_timeout(now);
             }
             _ => {

@@ -27,6 +27,7 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use trickles::Instant;
 use trickles::client::{Client, ClientConfig};
 use trickles::continuation::{CONTINUATION_LEN, Continuation, MAC_FIELDS_LEN};
 use trickles::crypto::{NonceKind, ServerKeys};
@@ -36,7 +37,7 @@ use trickles::wire::{self, Request, RequestKind, Response, ResponseKind};
 
 #[path = "common/trickles.rs"]
 mod common;
-use common::{CLIENT, SERVER, START_US, server_config as config, tuple, xor_mutate};
+use common::{CLIENT, SERVER, START, server_config as config, tuple, xor_mutate};
 
 /// Length of the stream the recording server sends.
 const STREAM_LEN: u64 = 60_000;
@@ -44,7 +45,7 @@ const STREAM_LEN: u64 = 60_000;
 const MAX_CHUNKS: usize = 64;
 
 /// Emits every response of `req` (data cut at `STREAM_LEN`) as the application would.
-fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Vec<Vec<u8>> {
+fn answer(server: &mut Server, now: Instant, seg: &[u8]) -> Vec<Vec<u8>> {
     let Ok(reply) = server.handle_request(now, CLIENT, SERVER, seg) else {
         return Vec::new();
     };
@@ -75,7 +76,7 @@ fn valid_requests() -> &'static [Vec<u8>] {
     VALID.get_or_init(|| {
         let mut server = Server::new(config());
         let mut client = Client::new(ClientConfig::default(), tuple(), 7);
-        let mut now = START_US;
+        let mut now = START;
         client.connect(now, b"GET /");
         let mut all = Vec::new();
         for round in 0..200 {
@@ -93,7 +94,7 @@ fn valid_requests() -> &'static [Vec<u8>] {
                     None => break,
                 }
             }
-            now += 10_000;
+            now = now.saturating_add(10_000);
             all.extend(requests.iter().cloned());
             if round == 3 {
                 // Lose this round: the client must time out.
@@ -101,10 +102,10 @@ fn valid_requests() -> &'static [Vec<u8>] {
             }
             for req in &requests {
                 for resp in answer(&mut server, now, req) {
-                    let _ = client.handle_segment(now + 5_000, &resp);
+                    let _ = client.handle_segment(now.saturating_add(5_000), &resp);
                 }
             }
-            now += 5_000;
+            now = now.saturating_add(5_000);
         }
         let kinds = |k: RequestKind| {
             all.iter()
@@ -186,7 +187,7 @@ fn mutated(valid: &[u8], body: &[u8]) -> Option<Vec<u8>> {
     frame(&payload, seg.seq, seg.syn)
 }
 
-fn check_reply(server: &mut Server, now: u64, seg: &[u8]) {
+fn check_reply(server: &mut Server, now: Instant, seg: &[u8]) {
     let before = server.inbound_macs();
     let verdict = server.handle_request(now, CLIENT, SERVER, seg);
     assert!(
@@ -247,7 +248,7 @@ fuzz_target!(|input: &[u8]| {
     let valid = valid_requests();
     let keys = ServerKeys::new(&config().keys);
     let mut server = Server::new(config());
-    let mut now = START_US;
+    let mut now = START;
     let mut rest = input;
     for _ in 0..MAX_CHUNKS {
         let [op, dt, l0, l1, tail @ ..] = rest else {
@@ -256,7 +257,7 @@ fuzz_target!(|input: &[u8]| {
         let len = usize::from(u16::from_le_bytes([*l0, *l1])).min(tail.len());
         let (body, next) = tail.split_at(len);
         rest = next;
-        now += u64::from(*dt) * 1000;
+        now = now.saturating_add(u64::from(*dt) * 1000);
         let pick = &valid[usize::from(*op / 4) % valid.len()];
         let seg = match op % 4 {
             0 => Some(body.to_vec()),

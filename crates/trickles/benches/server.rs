@@ -73,7 +73,12 @@ fn validate(pool: &[Recorded], cfg: ServerConfig) -> (f64, Server) {
     let mut responses = 0usize;
     for r in pool {
         let reply = server
-            .handle_request(r.now_us, CLIENT, SERVER, &r.segment)
+            .handle_request(
+                trickles::Instant::from_micros(r.now_us),
+                CLIENT,
+                SERVER,
+                &r.segment,
+            )
             .expect("a fresh server accepts every pool request");
         responses += reply.responses.len();
     }
@@ -154,12 +159,24 @@ fn trickles(c: &mut Criterion) {
         b.iter(|| {
             let seg = &forged[i];
             i = if i + 1 == forged.len() { 0 } else { i + 1 };
-            let verdict = server.handle_request(now, CLIENT, SERVER, black_box(seg));
+            let verdict = server.handle_request(
+                trickles::Instant::from_micros(now),
+                CLIENT,
+                SERVER,
+                black_box(seg),
+            );
             black_box(verdict.map(|r| r.responses.len()))
         })
     });
     assert_eq!(
-        server.handle_request(now, CLIENT, SERVER, &forged[0]).err(),
+        server
+            .handle_request(
+                trickles::Instant::from_micros(now),
+                CLIENT,
+                SERVER,
+                &forged[0]
+            )
+            .err(),
         Some(Rejected::Mac)
     );
 
@@ -179,7 +196,12 @@ fn trickles(c: &mut Criterion) {
     for r in tail {
         assert_eq!(
             server
-                .handle_request(last, CLIENT, SERVER, &r.segment)
+                .handle_request(
+                    trickles::Instant::from_micros(last),
+                    CLIENT,
+                    SERVER,
+                    &r.segment
+                )
                 .err(),
             Some(Rejected::Replay)
         );
@@ -189,7 +211,12 @@ fn trickles(c: &mut Criterion) {
         b.iter(|| {
             let seg = &tail[i].segment;
             i = if i + 1 == tail.len() { 0 } else { i + 1 };
-            let verdict = server.handle_request(last, CLIENT, SERVER, black_box(seg));
+            let verdict = server.handle_request(
+                trickles::Instant::from_micros(last),
+                CLIENT,
+                SERVER,
+                black_box(seg),
+            );
             black_box(verdict.map(|r| r.responses.len()))
         })
     });

@@ -132,7 +132,12 @@ fn main() {
             for seg in &forged[..n] {
                 black_box(
                     server
-                        .handle_request(now, CLIENT, SERVER, black_box(seg))
+                        .handle_request(
+                            trickles::Instant::from_micros(now),
+                            CLIENT,
+                            SERVER,
+                            black_box(seg),
+                        )
                         .is_err(),
                 );
             }
@@ -203,7 +208,12 @@ fn interleave(rounds: usize) {
         for seg in &forged[PER_ROUND..] {
             black_box(
                 server
-                    .handle_request(now, CLIENT, SERVER, black_box(seg))
+                    .handle_request(
+                        trickles::Instant::from_micros(now),
+                        CLIENT,
+                        SERVER,
+                        black_box(seg),
+                    )
                     .is_err(),
             );
         }
@@ -384,9 +394,13 @@ fn serve_into(
     out: &mut [u8],
     responses: &mut Vec<trickles::server::PlannedResponse>,
 ) -> usize {
-    let Ok(event) =
-        server.handle_request_into(r.now_us, CLIENT, SERVER, black_box(&r.segment), responses)
-    else {
+    let Ok(event) = server.handle_request_into(
+        trickles::Instant::from_micros(r.now_us),
+        CLIENT,
+        SERVER,
+        black_box(&r.segment),
+        responses,
+    ) else {
         return 0;
     };
     let mut bytes = 0;

@@ -1,5 +1,6 @@
 //! The README's smallest use: one Trickles transfer without a network. The server keeps
 //! no per-connection state; every request carries the continuation it needs.
+use trickles::Instant;
 use trickles::client::{Client, ClientConfig};
 use trickles::conn::{Addr, FourTuple};
 use trickles::crypto::KeyConfig;
@@ -22,10 +23,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut client = Client::new(ClientConfig::default(), tuple, 12345);
     let object = b"a stateless hello";
-    client.connect(0, b"GET /");
-    let (mut now, mut requests) = (0, 0);
+    client.connect(Instant::ZERO, b"GET /");
+    let (mut now, mut requests) = (Instant::ZERO, 0);
     while !client.is_complete() {
-        now += 1_000;
+        now = now.saturating_add(1_000); // a millisecond later
         let Some(request) = client.poll_transmit() else {
             break;
         };

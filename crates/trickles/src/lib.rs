@@ -40,7 +40,8 @@
 //!   packets in, the application's answers out, each to the peer its request came from)
 //!   and [`client::Demux`] (client: many connections behind one address, four-tuple →
 //!   connection, ephemeral ports). [`crypto::KeySchedule`] derives every key from one
-//!   master secret by rotation period, so replicas sharing it agree without talking.
+//!   master secret by rotation period, so replicas sharing it agree without talking;
+//!   [`crypto::Rotation`] (that schedule and a period) is when a service's keys rotate.
 //! * `compat` (feature `tcp-fallback`, on with `sim`): the client's transparent fallback
 //!   to TCP (§2.6). A `compat::Connection` opens with a Trickles SYN carrying the
 //!   queued data; a Trickles server's answer keeps it a Trickles client, a TCP-only
@@ -52,6 +53,19 @@
 //!
 //! `#![no_std]` with `alloc`, no I/O, no clock: time, keys and seeds come in as arguments.
 //!
+//! **Time** is the workspace's one [`Instant`] (re-exported here), one tick a
+//! microsecond: every entry point a daemon or a simulator calls takes `now: Instant`
+//! ([`Client::connect`](client::Client::connect), `handle_segment`, `handle_timeout`;
+//! [`client::Demux`]; [`Server::handle_request`](server::Server::handle_request);
+//! [`app::Service::handle_packet`]; minisocket migration), and every `poll_timeout`
+//! answers `Option<Instant>`, the deadline at which to call `handle_timeout` (`None`:
+//! nothing due). A server host's one deadline is its key rotation
+//! ([`crypto::Rotation`]): given one ([`app::Service::rotate_with`]),
+//! [`app::Service::poll_timeout`] reports the end of the current key period, and
+//! `handle_timeout` moves to the next.
+//! Wire timestamps (continuation timestamps in milliseconds, RTTs in microseconds) are
+//! derived from `now` inside.
+//!
 //! A whole exchange without a network:
 //!
 //! ```
@@ -59,6 +73,7 @@
 //! use trickles::conn::{Addr, FourTuple};
 //! use trickles::crypto::KeyConfig;
 //! use trickles::server::{Server, ServerConfig};
+//! use trickles::Instant;
 //!
 //! let keys = KeyConfig { mac_keys: [[1; 16], [2; 16]], current_epoch: 0, nonce_key: [3; 16], rtx_nonce_key: [4; 16] };
 //! let mut server = Server::new(ServerConfig::new(keys));
@@ -66,10 +81,10 @@
 //! let tuple = FourTuple { client_addr: c, client_port: 4000, server_addr: s, server_port: 80 };
 //! let mut client = Client::new(ClientConfig::default(), tuple, 12345);
 //! let object = b"a stateless hello";
-//! client.connect(0, b"GET /");
-//! let mut now = 0;
+//! client.connect(Instant::ZERO, b"GET /");
+//! let mut now = Instant::ZERO;
 //! while !client.is_complete() {
-//!     now += 1_000;
+//!     now = now.saturating_add(1_000); // a millisecond later
 //!     let Some(request) = client.poll_transmit() else { break };
 //!     let Ok(reply) = server.handle_request(now, c, s, &request) else { continue };
 //!     for r in &reply.responses {
@@ -93,6 +108,8 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
+
+pub use sansio::Instant;
 
 pub mod app;
 pub mod cc;

@@ -15,6 +15,7 @@ mod static_objects;
 mod watermark;
 
 use proptest::prelude::*;
+use trickles::Instant;
 use trickles::app::{
     Absorbed, Binding, EventQueue, MigrationKey, Minisocket, MskError, PushError, UcontError,
     UcontKey, UserContinuation, absorb,
@@ -161,7 +162,7 @@ fn server() -> Server {
 /// A SYN carrying `data`, from a fresh client on `port`.
 fn syn(port: u16, data: &[u8]) -> (Client, Vec<u8>) {
     let mut c = Client::new(ClientConfig::default(), tuple(port), u32::from(port));
-    c.connect(0, data);
+    c.connect(Instant::ZERO, data);
     let s = c.poll_transmit().unwrap();
     (c, s)
 }
@@ -173,11 +174,15 @@ fn queue_is_fifo_bounded_and_a_full_queue_costs_no_mac() {
     let (a, b) = (tuple(1).client_addr, tuple(1).server_addr);
     for port in [1, 2] {
         let (_, s) = syn(port, &[port as u8]);
-        q.push_segment(&mut srv, 10, a, b, &s).unwrap();
+        q.push_segment(&mut srv, Instant::from_micros(10), a, b, &s)
+            .unwrap();
     }
     let macs = srv.inbound_macs();
     let (_, s) = syn(3, b"x");
-    assert_eq!(q.push_segment(&mut srv, 10, a, b, &s), Err(PushError::Full));
+    assert_eq!(
+        q.push_segment(&mut srv, Instant::from_micros(10), a, b, &s),
+        Err(PushError::Full)
+    );
     assert_eq!(
         srv.inbound_macs(),
         macs,
@@ -186,13 +191,13 @@ fn queue_is_fifo_bounded_and_a_full_queue_costs_no_mac() {
     assert_eq!(q.stats().overflow, 1);
     // Garbage is refused and queues nothing.
     assert!(matches!(
-        q.push_segment(&mut srv, 10, a, b, &[0u8; 40]),
+        q.push_segment(&mut srv, Instant::from_micros(10), a, b, &[0u8; 40]),
         Err(PushError::Full)
     ));
     let first = q.pop().unwrap();
     assert_eq!((first.kind(), first.data()), (EventKind::Open, &[1u8][..]));
     assert!(matches!(
-        q.push_segment(&mut srv, 10, a, b, &[0u8; 40]),
+        q.push_segment(&mut srv, Instant::from_micros(10), a, b, &[0u8; 40]),
         Err(PushError::Rejected(_))
     ));
     assert_eq!(q.front().unwrap().data(), &[2u8]);
@@ -209,7 +214,7 @@ fn minisocket_never_sends_more_than_allowed_and_sets_ucont_per_packet() {
     let (mut client, s) = syn(7, b"GET");
     q.push_segment(
         &mut srv,
-        1_000,
+        Instant::from_micros(1_000),
         tuple(7).client_addr,
         tuple(7).server_addr,
         &s,
@@ -231,7 +236,9 @@ fn minisocket_never_sends_more_than_allowed_and_sets_ucont_per_packet() {
     assert_eq!(report.segments, n);
     assert!(report.bytes <= cap, "{} > {cap}", report.bytes);
     for s in &segs {
-        client.handle_segment(2_000, s).unwrap();
+        client
+            .handle_segment(Instant::from_micros(2_000), s)
+            .unwrap();
     }
     assert_eq!(client.delivered(), report.bytes as u64);
 }
@@ -243,7 +250,7 @@ fn extract_install_round_trip_and_refuse_tampering_and_staleness() {
     let (_, s) = syn(8, b"hello");
     q.push_segment(
         &mut srv,
-        1_000,
+        Instant::from_micros(1_000),
         tuple(8).client_addr,
         tuple(8).server_addr,
         &s,
@@ -253,32 +260,36 @@ fn extract_install_round_trip_and_refuse_tampering_and_staleness() {
     assert!(q.is_empty());
     msk.set_ucont(1, b"second").unwrap();
     let key = MigrationKey::new(&[1; 16], 1_000_000);
-    let bytes = msk.extract(&key, 5_000);
-    let back = Minisocket::install(&key, &bytes, 6_000).unwrap();
+    let bytes = msk.extract(&key, Instant::from_micros(5_000));
+    let back = Minisocket::install(&key, &bytes, Instant::from_micros(6_000)).unwrap();
     assert_eq!(back, msk);
     for bit in (0..bytes.len() * 8).step_by(7) {
         let mut t = bytes.clone();
         t[bit / 8] ^= 1 << (bit % 8);
         assert_eq!(
-            Minisocket::install(&key, &t, 6_000),
+            Minisocket::install(&key, &t, Instant::from_micros(6_000)),
             Err(MskError::Mac),
             "bit {bit}"
         );
     }
     assert_eq!(
-        Minisocket::install(&MigrationKey::new(&[2; 16], 1_000_000), &bytes, 6_000),
+        Minisocket::install(
+            &MigrationKey::new(&[2; 16], 1_000_000),
+            &bytes,
+            Instant::from_micros(6_000)
+        ),
         Err(MskError::Mac)
     );
     assert_eq!(
-        Minisocket::install(&key, &bytes, 2_000_000),
+        Minisocket::install(&key, &bytes, Instant::from_micros(2_000_000)),
         Err(MskError::Stale)
     );
     assert_eq!(
-        Minisocket::install(&key, &bytes, 4_000),
+        Minisocket::install(&key, &bytes, Instant::from_micros(4_000)),
         Err(MskError::Stale)
     );
     assert_eq!(
-        Minisocket::install(&key, &bytes[..3], 6_000),
+        Minisocket::install(&key, &bytes[..3], Instant::from_micros(6_000)),
         Err(MskError::Malformed)
     );
     q.install(back).unwrap();
@@ -463,11 +474,11 @@ fn minisockets_with_delta_responses_migrate_intact() {
         ..ClientConfig::default()
     };
     let mut c = Client::new(cfg, tuple(11), 11);
-    c.connect(0, b"delta");
+    c.connect(Instant::ZERO, b"delta");
     let s = c.poll_transmit().unwrap();
     q.push_segment(
         &mut srv,
-        1_000,
+        Instant::from_micros(1_000),
         tuple(11).client_addr,
         tuple(11).server_addr,
         &s,
@@ -476,14 +487,19 @@ fn minisockets_with_delta_responses_migrate_intact() {
     let msk = q.pop().unwrap();
     assert!(msk.responses().iter().any(|r| r.delta.is_some()));
     let key = MigrationKey::new(&[1; 16], 1_000_000);
-    let back = Minisocket::install(&key, &msk.extract(&key, 2_000), 2_000).unwrap();
+    let back = Minisocket::install(
+        &key,
+        &msk.extract(&key, Instant::from_micros(2_000)),
+        Instant::from_micros(2_000),
+    )
+    .unwrap();
     assert_eq!(back, msk);
     // The migrated minisocket's responses still rebuild at the client.
     let mut segs = Vec::new();
     back.send(&srv, b"hello", true, &mut |x: &[u8]| segs.push(x.to_vec()))
         .unwrap();
     for x in &segs {
-        c.handle_segment(3_000, x).unwrap();
+        c.handle_segment(Instant::from_micros(3_000), x).unwrap();
     }
     let mut buf = [0u8; 16];
     let n = c.read(&mut buf);
@@ -538,11 +554,11 @@ fn send_object_serves_each_range_from_its_place_in_the_object() {
     let mut cfg = ClientConfig::default();
     cfg.cc.delayed_ack = false;
     let mut client = Client::new(cfg, tuple(12), 12);
-    client.connect(0, b"GET");
+    client.connect(Instant::ZERO, b"GET");
     let s = client.poll_transmit().unwrap();
     q.push_segment(
         &mut srv,
-        1_000,
+        Instant::from_micros(1_000),
         tuple(12).client_addr,
         tuple(12).server_addr,
         &s,
@@ -564,7 +580,7 @@ fn send_object_serves_each_range_from_its_place_in_the_object() {
             .unwrap();
         let r = trickles::wire::Response::parse(p.payload).unwrap();
         by_offset.push((r.offset, r.data.to_vec(), r.end_of_stream));
-        let _ = client.handle_segment(2_000, x);
+        let _ = client.handle_segment(Instant::from_micros(2_000), x);
     }
     by_offset.sort();
     assert!(

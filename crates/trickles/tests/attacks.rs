@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use proptest::prelude::*;
+use trickles::Instant;
 use trickles::client::{Client, ClientConfig};
 use trickles::conn::{Addr, FourTuple};
 use trickles::continuation::{CONTINUATION_LEN, Continuation};
@@ -35,7 +36,7 @@ fn tuple() -> FourTuple {
 
 /// Answers a request the way a trivial application would (1 KB per allowed response).
 fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Result<Vec<Vec<u8>>, Rejected> {
-    let reply = server.handle_request(now, CLIENT, SERVER, seg)?;
+    let reply = server.handle_request(Instant::from_micros(now), CLIENT, SERVER, seg)?;
     let mut out = Vec::new();
     for r in &reply.responses {
         let data = vec![7u8; r.allowed()];
@@ -68,10 +69,12 @@ fn connected_with(now: u64, delayed_ack: bool) -> (Server, Client, Vec<Vec<u8>>)
     let mut cfg = ClientConfig::default();
     cfg.cc.delayed_ack = delayed_ack;
     let mut client = Client::new(cfg, tuple(), 99);
-    client.connect(now, &[]);
+    client.connect(Instant::from_micros(now), &[]);
     let syn = client.poll_transmit().unwrap();
     for seg in answer(&mut server, now, &syn).unwrap() {
-        client.handle_segment(now + 10_000, &seg).unwrap();
+        client
+            .handle_segment(Instant::from_micros(now + 10_000), &seg)
+            .unwrap();
     }
     let mut requests = Vec::new();
     while let Some(r) = client.poll_transmit() {
@@ -197,8 +200,12 @@ fn every_single_bit_flip_of_a_continuation_is_rejected() {
         },
     ] {
         let seg = reframe(&req, &other);
-        let verdict =
-            server.handle_request(now + 20_000, other.client_addr, other.server_addr, &seg);
+        let verdict = server.handle_request(
+            Instant::from_micros(now + 20_000),
+            other.client_addr,
+            other.server_addr,
+            &seg,
+        );
         assert_eq!(verdict.err(), Some(Rejected::Mac));
     }
     // The untouched request still works: the forgeries left nothing in the replay filter.
@@ -309,7 +316,7 @@ proptest! {
     #[test]
     fn garbage_costs_at_most_one_mac_and_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         let mut server = Server::new(ServerConfig::new(keys()));
-        let _ = server.handle_request(1_000, CLIENT, SERVER, &bytes);
+        let _ = server.handle_request(Instant::from_micros(1_000), CLIENT, SERVER, &bytes);
         prop_assert!(server.inbound_macs() <= 1);
     }
 
@@ -320,7 +327,7 @@ proptest! {
         seg[wire::TCP_HEADER_LEN..].copy_from_slice(&body);
         let h = SegmentHeader { src_port: 5555, dst_port: 80, syn, seq: 1, ack: 0 };
         let n = wire::finish_segment(&CLIENT, &SERVER, &h, &mut seg, body.len()).unwrap();
-        let _ = server.handle_request(1_000, CLIENT, SERVER, &seg[..n]);
+        let _ = server.handle_request(Instant::from_micros(1_000), CLIENT, SERVER, &seg[..n]);
         prop_assert!(server.inbound_macs() <= 1);
     }
 }
@@ -331,7 +338,12 @@ fn retried_requests_buy_no_trickles_and_shrinking_data() {
     let (mut server, _client, requests) = connected(now);
     let req = Request::parse(payload(&requests[0])).unwrap();
     let honest = server
-        .handle_request(now + 20_000, CLIENT, SERVER, &requests[0])
+        .handle_request(
+            Instant::from_micros(now + 20_000),
+            CLIENT,
+            SERVER,
+            &requests[0],
+        )
         .unwrap();
     let honest_continuations = honest
         .responses
@@ -342,7 +354,12 @@ fn retried_requests_buy_no_trickles_and_shrinking_data() {
     let mut extra_bytes = 0;
     for retry in 1..=255u8 {
         let again = Request { retry, ..req };
-        match server.handle_request(now + 30_000, CLIENT, SERVER, &reframe(&again, &tuple())) {
+        match server.handle_request(
+            Instant::from_micros(now + 30_000),
+            CLIENT,
+            SERVER,
+            &reframe(&again, &tuple()),
+        ) {
             Ok(reply) => {
                 assert!(
                     reply.responses.iter().all(|r| r.continuation.is_none()),
@@ -388,7 +405,7 @@ fn a_client_refuses_data_it_never_asked_for() {
     };
     let len = wire::finish_segment(&SERVER, &CLIENT, &h, &mut seg, n).unwrap();
     assert_eq!(
-        client.handle_segment(now + 20_000, &seg[..len]),
+        client.handle_segment(Instant::from_micros(now + 20_000), &seg[..len]),
         Err(trickles::client::ClientError::Unrequested)
     );
     assert_eq!(client.delivered(), before);

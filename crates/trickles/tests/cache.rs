@@ -8,6 +8,7 @@
 // Test code: a failed setup should abort loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use trickles::Instant;
 use trickles::client::ClientConfig;
 use trickles::crypto::{KeyConfig, ServerKeys};
 use trickles::server::{Rejected, Server, ServerConfig};
@@ -28,7 +29,7 @@ fn config(cache_entries: usize) -> ServerConfig {
 /// response with the segment it emits (with a fixed payload and user continuation).
 fn answer(server: &mut Server, now: u64, frame: &[u8]) -> Result<Vec<u8>, Rejected> {
     let (src, dst, tcp) = trickles::ip::unwrap(frame).expect("recorded frames unframe");
-    let reply = server.handle_request(now, src, dst, tcp)?;
+    let reply = server.handle_request(Instant::from_micros(now), src, dst, tcp)?;
     let mut out = format!("{:?}", reply.event).into_bytes();
     let payload = [0x5a; 1500];
     let mut buf = [0u8; 2048];
@@ -280,8 +281,9 @@ fn handle_request_into_answers_as_handle_request() {
         let forged = (k % 5 == 0 && has_continuation).then(|| flip(f, 3, 1));
         for frame in std::iter::once(f).chain(forged.as_ref()) {
             let (src, dst, tcp) = trickles::ip::unwrap(frame).unwrap();
-            let want = a.handle_request(*now, src, dst, tcp);
-            let got = b.handle_request_into(*now, src, dst, tcp, &mut responses);
+            let now = Instant::from_micros(*now);
+            let want = a.handle_request(now, src, dst, tcp);
+            let got = b.handle_request_into(now, src, dst, tcp, &mut responses);
             match want {
                 Ok(reply) => {
                     accepted += 1;

@@ -4,6 +4,7 @@
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use trickles::Instant;
 use trickles::client::{Client, ClientConfig};
 use trickles::conn::{Addr, FourTuple};
 use trickles::continuation::{CONTINUATION_LEN, EpochStart};
@@ -67,7 +68,7 @@ fn deltas_with_delayed_acks() {
 }
 
 /// Answers a request with 1 KB per allowed response.
-fn answer(server: &mut Server, now: u64, seg: &[u8]) -> Result<Vec<Vec<u8>>, Rejected> {
+fn answer(server: &mut Server, now: Instant, seg: &[u8]) -> Result<Vec<Vec<u8>>, Rejected> {
     let reply = server.handle_request(now, CLIENT, SERVER, seg)?;
     let mut out = Vec::new();
     for r in &reply.responses {
@@ -113,7 +114,7 @@ fn reframe(resp: &Response<'_>) -> Vec<u8> {
 fn first_requests_after(
     tamper: impl Fn(&mut ContinuationDelta),
 ) -> (Result<usize, Rejected>, Result<usize, Rejected>) {
-    let now = 1_000_000;
+    let now = Instant::from_micros(1_000_000);
     let mut server = Server::new(ServerConfig::new(sim::sim_keys()));
     let mut client = Client::new(delta_client(), tuple(), 99);
     client.connect(now, &[]);
@@ -128,7 +129,7 @@ fn first_requests_after(
         }
         resp.delta = Some(d);
         client
-            .handle_segment(now + 10_000, &reframe(&resp))
+            .handle_segment(now.saturating_add(10_000), &reframe(&resp))
             .unwrap();
     }
     assert_eq!(client.stats().deltas_rebuilt, 3);
@@ -137,7 +138,7 @@ fn first_requests_after(
         let req = request_of(&seg);
         assert!(req.accepts_delta());
         let number = req.continuation.unwrap().number;
-        let verdict = answer(&mut server, now + 20_000, &seg).map(|r| r.len());
+        let verdict = answer(&mut server, now.saturating_add(20_000), &seg).map(|r| r.len());
         verdicts.insert(number, verdict);
     }
     (verdicts[&1], verdicts[&2])
@@ -174,7 +175,7 @@ fn rebuilt_continuations_verify_and_tampered_deltas_fail_the_mac() {
 
 #[test]
 fn a_delta_without_a_prediction_is_dropped() {
-    let now = 1_000_000;
+    let now = Instant::from_micros(1_000_000);
     let mut server = Server::new(ServerConfig::new(sim::sim_keys()));
     let mut client = Client::new(delta_client(), tuple(), 99);
     client.connect(now, &[]);
@@ -184,7 +185,7 @@ fn a_delta_without_a_prediction_is_dropped() {
     let mut resp = response_of(&segs[0]);
     resp.packet_number = 500;
     client
-        .handle_segment(now + 10_000, &reframe(&resp))
+        .handle_segment(now.saturating_add(10_000), &reframe(&resp))
         .unwrap();
     assert_eq!(client.stats().deltas_dropped, 1);
     assert_eq!(client.stats().deltas_rebuilt, 0);

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use proptest::prelude::*;
+use trickles::Instant;
 use trickles::app::Service;
 use trickles::app::http::{HttpApp, MemStore};
 use trickles::client::{ClientConfig, ConnId, Demux};
@@ -53,10 +54,14 @@ fn run(sizes: &[usize], drop_every: usize, swap_every: usize, stagger: usize) {
             .filter(|k| *k < sizes.len())
         {
             let req = format!("GET /o{k} HTTP/1.1\r\nHost: s\r\n\r\n");
-            ids[k] = Some(demux.open(now, SERVER, 80, req.as_bytes()).unwrap());
+            ids[k] = Some(
+                demux
+                    .open(Instant::from_micros(now), SERVER, 80, req.as_bytes())
+                    .unwrap(),
+            );
         }
         now += 2_000;
-        demux.handle_timeout(now);
+        demux.handle_timeout(Instant::from_micros(now));
         let mut to_server = Vec::new();
         while let Some((_, p)) = demux.poll_transmit() {
             to_server.push(p);
@@ -66,7 +71,7 @@ fn run(sizes: &[usize], drop_every: usize, swap_every: usize, stagger: usize) {
             if drop_every > 0 && n.is_multiple_of(drop_every) {
                 continue;
             }
-            let _ = host.handle_packet(now, &p, ());
+            let _ = host.handle_packet(Instant::from_micros(now), &p, ());
         }
         let mut to_client = Vec::new();
         host.serve(&mut |p, ()| to_client.push(p.to_vec()));
@@ -80,7 +85,7 @@ fn run(sizes: &[usize], drop_every: usize, swap_every: usize, stagger: usize) {
             if drop_every > 0 && n.is_multiple_of(drop_every) {
                 continue;
             }
-            let _ = demux.handle_packet(now, &p);
+            let _ = demux.handle_packet(Instant::from_micros(now), &p);
         }
         for k in 0..sizes.len() {
             let Some(id) = ids[k] else { continue };
@@ -154,15 +159,22 @@ fn a_host_serving_one_address_refuses_the_others() {
     let mut demux = Demux::new(ClientConfig::default(), CLIENT, 11);
     let req = b"GET /o HTTP/1.1\r\nHost: s\r\n\r\n";
     let other = Addr::V4([192, 168, 5, 3]);
-    demux.open(1_000, other, 80, req).unwrap();
-    demux.open(1_000, SERVER, 80, req).unwrap();
+    demux
+        .open(Instant::from_micros(1_000), other, 80, req)
+        .unwrap();
+    demux
+        .open(Instant::from_micros(1_000), SERVER, 80, req)
+        .unwrap();
     let sent: Vec<Vec<u8>> = std::iter::from_fn(|| demux.poll_transmit().map(|(_, p)| p)).collect();
     assert_eq!(sent.len(), 2);
     assert_eq!(
-        host.handle_packet(2_000, &sent[0], ()),
+        host.handle_packet(Instant::from_micros(2_000), &sent[0], ()),
         Err(trickles::app::ServiceError::OtherAddress)
     );
-    assert_eq!(host.handle_packet(2_000, &sent[1], ()), Ok(()));
+    assert_eq!(
+        host.handle_packet(Instant::from_micros(2_000), &sent[1], ()),
+        Ok(())
+    );
     let s = host.stats();
     assert_eq!((s.other_address, s.events), (1, 1));
 }

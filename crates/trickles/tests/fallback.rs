@@ -7,6 +7,7 @@
 // Tests: a panic is the failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use trickles::Instant;
 use trickles::client::Client;
 use trickles::compat::{CompatConfig, Connection, Mode};
 use trickles::conn::{Addr, FourTuple};
@@ -134,17 +135,24 @@ fn the_syn_ack_a_plain_client_rejects_switches_the_wrapper_to_tcp() {
     // Without the fallback, the Trickles client rejects the SYN-ACK: this is what the
     // wrapper is for.
     let mut conn = Connection::new(CompatConfig::default(), tuple(), 9).unwrap();
-    conn.connect(0, &10u64.to_be_bytes());
+    conn.connect(Instant::ZERO, &10u64.to_be_bytes());
     let syn = conn.poll_transmit().unwrap();
     let (_, _, seg) = ip::unwrap(&syn).unwrap();
     let isn = u32::from_be_bytes([seg[4], seg[5], seg[6], seg[7]]);
     assert_eq!(conn.isn(), Some(isn));
     let mut client = Client::new(Default::default(), tuple(), isn);
-    client.connect(0, &10u64.to_be_bytes());
+    client.connect(Instant::ZERO, &10u64.to_be_bytes());
     let synack = synack_for(isn);
     let (_, _, synack_seg) = ip::unwrap(&synack).unwrap();
-    assert!(client.handle_segment(10, synack_seg).is_err());
-    assert_eq!(conn.handle_packet(10, &synack), Ok(()));
+    assert!(
+        client
+            .handle_segment(Instant::from_micros(10), synack_seg)
+            .is_err()
+    );
+    assert_eq!(
+        conn.handle_packet(Instant::from_micros(10), &synack),
+        Ok(())
+    );
     assert_eq!(conn.mode(), Mode::Tcp);
     // The socket acknowledges the SYN-ACK and sends the request again over TCP.
     let mut sent = Vec::new();
@@ -234,7 +242,7 @@ fn a_tcp_stack_answers_the_syn_with_a_syn_ack() {
     let data = 77u64.to_be_bytes();
     // The wrapper's SYN (the socket's options, then the Trickles option, then the data).
     let mut conn = Connection::new(CompatConfig::default(), tuple(), 3).unwrap();
-    conn.connect(0, &data);
+    conn.connect(Instant::ZERO, &data);
     let syn = conn.poll_transmit().unwrap();
     let isn = conn.isn().unwrap();
     let answers = listener_answers(&syn);
@@ -245,7 +253,7 @@ fn a_tcp_stack_answers_the_syn_with_a_syn_ack() {
     assert!(seg[12] >> 4 > 6, "options beyond the Trickles option");
     // The plain client's SYN (only the Trickles option) gets a SYN-ACK as well.
     let mut client = Client::new(Default::default(), tuple(), 1234);
-    client.connect(0, &data);
+    client.connect(Instant::ZERO, &data);
     let seg = client.poll_transmit().unwrap();
     let plain = ip::wrap(&tuple().client_addr, &tuple().server_addr, &seg).unwrap();
     let answers = listener_answers(&plain);
@@ -257,14 +265,14 @@ fn a_tcp_stack_answers_the_syn_with_a_syn_ack() {
 fn a_rst_for_the_syn_refuses_and_stray_tcp_is_ignored() {
     let mut conn = Connection::new(CompatConfig::default(), tuple(), 4).unwrap();
     assert_eq!(
-        conn.handle_packet(0, &synack_for(1)),
+        conn.handle_packet(Instant::ZERO, &synack_for(1)),
         Err(trickles::compat::CompatError::NotConnected)
     );
-    conn.connect(0, b"x");
+    conn.connect(Instant::ZERO, b"x");
     let isn = conn.isn().unwrap();
     // A SYN-ACK for another ISN is not an answer to ours.
     assert_eq!(
-        conn.handle_packet(1, &synack_for(isn.wrapping_add(5))),
+        conn.handle_packet(Instant::from_micros(1), &synack_for(isn.wrapping_add(5))),
         Err(trickles::compat::CompatError::UnexpectedTcp)
     );
     assert_eq!(conn.mode(), Mode::Connecting);
@@ -289,7 +297,7 @@ fn a_rst_for_the_syn_refuses_and_stray_tcp_is_ignored() {
     let (flags, ack) = flags_ack(&rst);
     assert_eq!(flags, 0x14);
     assert!(ack.wrapping_sub(isn) > 1, "{ack} {isn}");
-    assert_eq!(conn.handle_packet(2, &rst), Ok(()));
+    assert_eq!(conn.handle_packet(Instant::from_micros(2), &rst), Ok(()));
     assert!(conn.is_reset());
     assert_eq!(conn.poll_timeout(), None);
 }
@@ -304,7 +312,7 @@ fn ipv6_syn_gets_a_syn_ack_and_falls_back() {
         server_port: 80,
     };
     let mut conn = Connection::new(CompatConfig::default(), tuple, 5).unwrap();
-    conn.connect(0, b"hello");
+    conn.connect(Instant::ZERO, b"hello");
     let syn = conn.poll_transmit().unwrap();
     assert_eq!(syn[0] >> 4, 6);
     let server = smoltcp::wire::Ipv6Address::from(s);
@@ -313,7 +321,10 @@ fn ipv6_syn_gets_a_syn_ack_and_falls_back() {
     assert_eq!(answers.len(), 1);
     let (_, _, seg) = ip::unwrap(&answers[0]).unwrap();
     assert_eq!(seg[13], 0x12);
-    assert_eq!(conn.handle_packet(1, &answers[0]), Ok(()));
+    assert_eq!(
+        conn.handle_packet(Instant::from_micros(1), &answers[0]),
+        Ok(())
+    );
     assert!(conn.is_tcp());
     // The ACK of the SYN-ACK and the request, again, over TCP.
     let mut sent = Vec::new();

@@ -7,6 +7,7 @@
 use std::ops::Range;
 
 use proptest::prelude::*;
+use trickles::Instant;
 use trickles::app::http::{HttpApp, MemStore, Store, answer, parse_request, write_head};
 use trickles::app::{Application, Binding, EventQueue, HttpStats, UcontKey, UserContinuation};
 use trickles::client::{Client, ClientConfig};
@@ -315,7 +316,13 @@ fn serve(app: &mut HttpApp<MemStore>, seg: &[u8]) -> Vec<Vec<u8>> {
     let mut server = Server::new(ServerConfig::new(sim_keys()));
     let mut queue = EventQueue::new(4);
     queue
-        .push_segment(&mut server, 100_000, CLIENT, SERVER, seg)
+        .push_segment(
+            &mut server,
+            Instant::from_micros(100_000),
+            CLIENT,
+            SERVER,
+            seg,
+        )
         .expect("the transport accepts the request: only the application can refuse it");
     let mut out = Vec::new();
     app.handle(queue.pop().unwrap(), &server, &mut |s: &[u8]| {
@@ -341,10 +348,10 @@ fn responses(segs: &[Vec<u8>]) -> (usize, bool) {
 /// request segments (each carrying the sealed user continuation).
 fn next_requests(app: &mut HttpApp<MemStore>, port: u16) -> Vec<Vec<u8>> {
     let mut client = Client::new(ClientConfig::default(), tuple(port), u32::from(port));
-    client.connect(0, &get("GET", PATH, &RangeHeader::None));
+    client.connect(Instant::ZERO, &get("GET", PATH, &RangeHeader::None));
     let syn = client.poll_transmit().unwrap();
     for s in serve(app, &syn) {
-        let _ = client.handle_segment(50_000, &s);
+        let _ = client.handle_segment(Instant::from_micros(50_000), &s);
     }
     std::iter::from_fn(|| client.poll_transmit()).collect()
 }

@@ -1,6 +1,7 @@
 //! What the Trickles server and client fuzz targets share: the connection, the server's
 //! configuration, segment framing with a valid checksum, and the byte-level mutation.
 
+use trickles::Instant;
 use trickles::conn::{Addr, FourTuple};
 use trickles::crypto::KeyConfig;
 use trickles::replay::ReplayConfig;
@@ -9,8 +10,10 @@ use trickles::wire::{self, SegmentHeader, TCP_HEADER_LEN};
 
 pub const CLIENT: Addr = Addr::V4([10, 0, 0, 1]);
 pub const SERVER: Addr = Addr::V4([10, 0, 0, 2]);
-/// The clock when the valid traffic was recorded starts here.
+/// The clock when the valid traffic was recorded starts here (µs).
 pub const START_US: u64 = 5_000_000;
+/// [`START_US`] as the cores' time.
+pub const START: Instant = Instant::from_micros(START_US);
 
 pub fn tuple() -> FourTuple {
     FourTuple {

@@ -22,7 +22,7 @@ use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -546,8 +546,12 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
     } else {
         ProgressBar::hidden()
     };
-    let started = Instant::now();
-    let deadline = args.timeout_s.map(|s| started + Duration::from_secs(s));
+    // The link's clock, the one this client reads.
+    let clock = link.clock();
+    let started = clock.now();
+    let deadline = args
+        .timeout_s
+        .map(|s| clock.deadline(started.saturating_add(s.saturating_mul(1_000_000))));
     let (expect, range) = if args.parallel > 1 {
         (Expect::Probe, Some((0, FIRST_PART - 1)))
     } else {
@@ -585,7 +589,7 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
             None => link.drive().await,
         }
     }
-    let elapsed = started.elapsed();
+    let elapsed = Duration::from_micros(clock.now().saturating_since(started));
     let bytes: u64 = dl.parts.iter().filter(|p| p.keep).map(|p| p.written).sum();
     dl.progress.finish_and_clear();
     dl.output.finish(bytes)?;

@@ -1,12 +1,14 @@
-//! The key file and the rotation clock.
+//! The key file.
 //!
 //! A key file holds one 16-byte master secret as 32 hex digits (lines starting with `#`
 //! are comments). Everything else is derived from it by [`trickles::crypto::KeySchedule`]:
-//! the continuation MAC key of each rotation period (wall-clock seconds since the Unix
+//! the continuation MAC key of each rotation period (wall-clock time since the Unix
 //! epoch divided by the rotation interval), the nonce keys and the application's user
 //! continuation key. So every server process given the same file — replicas, or one
 //! process restarted — holds the same two live keys at the same moment without talking to
-//! the others, and any of them accepts the continuations any other issued.
+//! the others, and any of them accepts the continuations any other issued. When to rotate
+//! is the core's business ([`Keys::rotation`] hands it a [`Rotation`]); this module only
+//! reads and writes the file.
 //!
 //! A missing file is created with fresh random bytes from the operating system, mode 0600,
 //! never overwriting one that appears meanwhile (`O_EXCL`).
@@ -15,10 +17,11 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
-use trickles::crypto::{KeyConfig, KeySchedule};
+use trickles::Instant;
+use trickles::crypto::{KeySchedule, Rotation};
 
 /// A service's secrets: the schedule derived from the key file's master secret.
 #[derive(Clone, Debug)]
@@ -77,28 +80,16 @@ impl Keys {
         }
     }
 
-    /// The rotation period `t` falls in.
-    pub fn period_at(&self, t: SystemTime) -> u64 {
-        let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-        secs / self.rotate.as_secs().max(1)
+    /// The server's rotation from `now` on (wall-clock microseconds since the Unix
+    /// epoch, so replicas agree on the period): the schedule, every rotation interval.
+    pub fn rotation(&self, now: Instant) -> Rotation {
+        let interval_us = u64::try_from(self.rotate.as_micros()).unwrap_or(u64::MAX);
+        Rotation::new(self.schedule.clone(), interval_us, now)
     }
 
-    /// When `period` ends (and the next key becomes current).
-    pub fn period_end(&self, period: u64) -> SystemTime {
-        let secs = period
-            .saturating_add(1)
-            .saturating_mul(self.rotate.as_secs().max(1));
-        UNIX_EPOCH + Duration::from_secs(secs)
-    }
-
-    /// The server's keys during `period`.
-    pub fn key_config(&self, period: u64) -> KeyConfig {
-        self.schedule.key_config(period)
-    }
-
-    /// The MAC key that becomes current in `period` (for `ServerKeys::rotate`).
-    pub fn mac_key(&self, period: u64) -> [u8; 16] {
-        self.schedule.mac_key(period)
+    /// The key schedule.
+    pub fn schedule(&self) -> &KeySchedule {
+        &self.schedule
     }
 
     /// The application's user-continuation key (fixed; it binds to the connection).
@@ -146,7 +137,7 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         let b = Keys::load_or_create(&path, Duration::from_secs(60)).unwrap();
-        assert_eq!(a.mac_key(5), b.mac_key(5));
+        assert_eq!(a.schedule().mac_key(5), b.schedule().mac_key(5));
         assert_eq!(a.ucont_key(), b.ucont_key());
         std::fs::write(&path, "# c\nzz\n").unwrap();
         assert!(Keys::load_or_create(&path, Duration::from_secs(60)).is_err());
@@ -160,12 +151,14 @@ mod tests {
         assert!(parse("0001").is_err());
         assert!(parse("").is_err());
         let keys = Keys::new(&k, Duration::from_secs(100));
-        let t = UNIX_EPOCH + Duration::from_secs(12_345);
-        assert_eq!(keys.period_at(t), 123);
-        assert_eq!(
-            keys.period_end(123),
-            UNIX_EPOCH + Duration::from_secs(12_400)
-        );
-        assert_eq!(keys.key_config(123).current_epoch, 123);
+        // 12,345.6 s after the epoch: period 123 of 100 s, ending at 12,400 s.
+        let r = keys.rotation(Instant::from_micros(12_345_600_000));
+        assert_eq!(r.period(), 123);
+        assert_eq!(r.period_end(123), Instant::from_micros(12_400_000_000));
+        assert_eq!(r.key_config().current_epoch, 123);
+        assert_eq!(r.schedule().mac_key(124), KeySchedule::new(&k).mac_key(124));
+        // Never faster than once a second.
+        let fast = Keys::new(&k, Duration::from_millis(10));
+        assert_eq!(fast.rotation(Instant::ZERO).interval_us(), 1_000_000);
     }
 }

@@ -9,6 +9,7 @@
 //!   period every process sharing it agrees on.
 //! * [`store`]: the served directory as an object store.
 //! * [`server`]: `trickles-web`: Trickles over IP-in-UDP or a TUN device.
+//! * [`daemon`]: `trickles-web`'s command line over its config file, and its `run`.
 //! * [`tcp`]: the plain-TCP fallback serving the same directory.
 //! * [`options`]: the clients' shared options (servers, the first hop, emulation).
 //! * [`udp`]: the client side's link: one UDP link to one or more replicas (failover,
@@ -18,6 +19,7 @@
 //! * [`proxy`]: `trickles-proxy`, relaying TCP clients' GETs over Trickles.
 //! * [`load`]: `trickles-load`, the load generator of the benchmarks (Trickles or TCP).
 
+pub mod daemon;
 pub mod get;
 pub mod keys;
 pub mod load;

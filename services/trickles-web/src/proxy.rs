@@ -132,6 +132,32 @@ struct Open {
     events: mpsc::UnboundedSender<Event>,
 }
 
+/// What `trickles-proxy` does once its arguments are parsed and tracing is set up: binds
+/// the TCP listener and the link ([`Args::link_config`]), prints `ready tcp=IP:PORT` on
+/// stdout, serves until SIGINT or SIGTERM ([`run`]), then logs the counters.
+///
+/// # Errors
+///
+/// An address that cannot be bound, bad link options, no signal handlers.
+pub async fn main(args: &Args) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("--listen {}", args.listen))?;
+    let link = Link::bind(args.link_config()?).await?;
+    let (trigger, shutdown) = Shutdown::new();
+    let _signals = netio::shutdown::on_signals(trigger)?;
+    println!("ready tcp={}", listener.local_addr()?);
+    let stats = Arc::new(ProxyStats::default());
+    run(listener, link, shutdown, stats.clone()).await?;
+    tracing::info!(
+        connections = stats.tcp_connections.load(Ordering::Relaxed),
+        requests = stats.requests.load(Ordering::Relaxed),
+        bytes = stats.bytes.load(Ordering::Relaxed),
+        "bye"
+    );
+    Ok(())
+}
+
 /// Serves TCP clients from `listener` over `link` until `shutdown`.
 pub async fn run(
     listener: TcpListener,

@@ -1,6 +1,7 @@
 //! `trickles-web`: one task owns a [`Service`] running [`HttpApp`] over the served
-//! directory, and `select!`s over its one link (IP-in-UDP, or a TUN device), the key
-//! rotation timer, the capture's flush, metrics scrapes and shutdown.
+//! directory, and `select!`s over its one link (IP-in-UDP, or a TUN device), the core's
+//! deadline (the end of the key period), the capture's flush, metrics scrapes and
+//! shutdown.
 //!
 //! ```text
 //!  Links::recv ─► Batch::datagrams (source, packet) ─► Service::handle_packet
@@ -23,23 +24,28 @@
 //! * **TUN** (`--listen tun:NAME`, root): the paper's deployment; Trickles packets are
 //!   real IP packets the kernel routes to and from the device (with offload).
 //!
-//! The clock the core sees is wall-clock microseconds since the Unix epoch, so
+//! The clock is read in one place, [`Web`]'s [`Clock::wall`]: the core sees wall-clock
+//! microseconds since the Unix epoch (read once at start, advancing monotonically), so
 //! continuations issued by one process are fresh for another (a replica, a restart) on a
-//! machine with the same time. Keys come from [`Keys`] and rotate at every period
-//! boundary, in step with every other process sharing the key file.
+//! machine with the same time. Keys come from [`Keys`]; the core rotates them
+//! ([`trickles::crypto::Rotation`]): [`Service::poll_timeout`] is the end of the key
+//! period, the loop sleeps until it and calls [`Service::handle_timeout`], in step with
+//! every other process sharing the key file.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant as StdInstant};
 
+use netio::clock::Clock;
 use netio::link::{Batch, LinkOptions, LinkSpec, Links};
 use netio::metrics::{Sample, ScrapeRequests};
+use trickles::Instant;
 use trickles::app::http::HttpApp;
 use trickles::app::{Service, ServiceStats};
 use trickles::conn::Addr;
-use trickles::crypto::ServerKeys;
+use trickles::crypto::Rotation;
 use trickles::server::{Server, ServerConfig};
 
 use crate::keys::Keys;
@@ -158,8 +164,8 @@ impl std::fmt::Display for Bound {
 /// The running server: its core and its link.
 pub struct Web {
     service: Service<HttpApp<FileStore>, Option<SocketAddr>>,
-    keys: Keys,
-    period: u64,
+    /// The one clock the server reads: wall-clock microseconds, shared by replicas.
+    clock: Clock,
     /// The one link ([`IFACE`]).
     links: Links,
     /// Its receive buffers.
@@ -167,15 +173,6 @@ pub struct Web {
     /// A TUN link: the datagrams' sources mean nothing, answers go to the kernel.
     tun: bool,
     tcp: Arc<TcpStats>,
-    /// Key rotations done.
-    rotations: u64,
-}
-
-/// Microseconds since the Unix epoch: the clock every replica shares.
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
 }
 
 impl Web {
@@ -192,7 +189,8 @@ impl Web {
         tcp: Arc<TcpStats>,
     ) -> anyhow::Result<(Web, Option<SocketAddr>)> {
         let keys = Keys::load_or_create(&opts.keys, opts.rotate)?;
-        let period = keys.period_at(SystemTime::now());
+        let clock = Clock::wall();
+        let rotation = keys.rotation(clock.now());
         serves_many(&opts.listen).map_err(|m| anyhow::anyhow!("--listen {m}"))?;
         let (server_addr, mtu) = match &opts.listen {
             LinkSpec::Udp { local, .. } => {
@@ -226,11 +224,11 @@ impl Web {
             ..LinkOptions::default()
         };
         links
-            .add(LINK, &opts.listen, &options, Instant::now())
+            .add(LINK, &opts.listen, &options, StdInstant::now())
             .await
             .map_err(|e| anyhow::anyhow!("--listen {}: {e}", opts.listen))?;
         let udp = links.get(IFACE).and_then(netio::link::Link::local_addr);
-        let mut cfg = ServerConfig::new(keys.key_config(period));
+        let mut cfg = ServerConfig::new(rotation.key_config());
         cfg.mss = trickles::ip::mss_for_mtu(mtu, &server_addr);
         // Delayed acknowledgments are granted to every client that asks (the core's
         // default; ours ask): half the requests, MAC checks and replay-filter probes.
@@ -241,6 +239,8 @@ impl Web {
         let app = HttpApp::new(&keys.ucont_key(), store);
         let mut service = Service::new(Server::new(cfg), app, opts.queue);
         service.serve_only(opts.address.map(Addr::from));
+        let period = rotation.period();
+        service.rotate_with(Some(rotation));
         if let Some(dir) = &opts.pcap {
             std::fs::create_dir_all(dir)?;
             links.capture(dir, CAPTURE_PREFIX)?;
@@ -253,13 +253,11 @@ impl Web {
         Ok((
             Web {
                 service,
-                keys,
-                period,
+                clock,
                 links,
                 batch,
                 tun,
                 tcp,
-                rotations: 0,
             },
             udp,
         ))
@@ -270,8 +268,7 @@ impl Web {
     /// link once (over UDP each run of equal-size responses to one client leaves in one
     /// GSO send).
     fn answer(&mut self) {
-        let now = now_us();
-        let t = Instant::now();
+        let (t, now) = self.now();
         let Web {
             service,
             links,
@@ -305,25 +302,28 @@ impl Web {
         }
     }
 
-    /// Moves to the current key period if its time has come: one rotation per period
-    /// passed, or, after a jump of more than two periods (a suspended machine, a clock
-    /// set forward), the period's keys installed at once. A clock set back changes
-    /// nothing (the keys in use stay until their period ends).
-    fn rotate_if_due(&mut self) {
-        let period = self.keys.period_at(SystemTime::now());
-        if period > self.period.saturating_add(2) {
-            *self.service.server_mut().keys_mut() = ServerKeys::new(&self.keys.key_config(period));
-            self.period = period;
-            self.rotations += 1;
-            tracing::info!(period, "clock jumped: installed this period's keys");
-            return;
-        }
-        while self.period < period {
-            self.period += 1;
-            let key = self.keys.mac_key(self.period);
-            self.service.server_mut().keys_mut().rotate(key);
-            self.rotations += 1;
-            tracing::info!(period = self.period, "rotated the MAC key");
+    /// The time now, read once: the monotonic instant the link takes, and the same
+    /// reading as the core's wall-clock [`Instant`].
+    fn now(&self) -> (StdInstant, Instant) {
+        let wall = StdInstant::now();
+        (wall, self.clock.at(wall))
+    }
+
+    /// The core's deadline (the end of the key period) as the instant a timer sleeps
+    /// until.
+    fn deadline(&self) -> Option<StdInstant> {
+        self.service.poll_timeout().map(|t| self.clock.deadline(t))
+    }
+
+    /// Runs the core's timer: the keys move to the period now falls in (the core
+    /// decides how: [`Service::handle_timeout`]).
+    fn timeout(&mut self) {
+        let (_, now) = self.now();
+        let before = self.service.stats().key_rotations;
+        self.service.handle_timeout(now);
+        if self.service.stats().key_rotations != before {
+            let period = self.service.rotation().map_or(0, Rotation::period);
+            tracing::info!(period, "rotated the MAC key");
         }
     }
 
@@ -342,16 +342,25 @@ impl Web {
         let capturing = self.links.captures().next().is_some();
         let mut flush_captures = tokio::time::interval(Duration::from_secs(1));
         flush_captures.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let timer = tokio::time::sleep_until(tokio::time::Instant::now());
+        tokio::pin!(timer);
+        let mut armed = None;
         loop {
-            let until = self
-                .keys
-                .period_end(self.period)
-                .duration_since(SystemTime::now())
-                .unwrap_or_default();
+            let deadline = self.deadline();
+            if deadline != armed {
+                if let Some(d) = deadline {
+                    timer.as_mut().reset(d.into());
+                }
+                armed = deadline;
+            }
             tokio::select! {
                 () = &mut shutdown => break,
                 _ = self.links.recv(&mut self.batch) => self.turn(),
-                () = tokio::time::sleep(until) => self.rotate_if_due(),
+                () = timer.as_mut(), if deadline.is_some() => {
+                    // Fired: re-armed at the next deadline, whatever it is.
+                    armed = None;
+                    self.timeout();
+                }
                 _ = flush_captures.tick(), if capturing => self.links.flush_captures(),
                 Some(r) = async {
                     match scrapes.as_mut() {
@@ -417,7 +426,7 @@ impl Web {
             Sample::counter(
                 "trickles_key_rotations",
                 "MAC key rotations",
-                self.rotations as f64,
+                s.key_rotations as f64,
             ),
             Sample::gauge(
                 "trickles_memory_bytes",

@@ -7,7 +7,7 @@
 //!       ─► Links::send_to ─► Links::flush (GSO runs, sendmmsg)
 //!   Links::recv (recvmmsg + GRO) ─► Batch::datagrams ─► count per replica
 //!       ─► [emulated loss/delay] ─► Demux::handle_packet
-//!   tokio clock (µs since the link was made) ─► Demux::poll_timeout / handle_timeout
+//!   Clock::monotonic (read once per step) ─► Demux::poll_timeout / handle_timeout
 //! ```
 //!
 //! The datagrams go through `netio`'s link layer ([`Links`], one UDP link to many peers,
@@ -53,13 +53,15 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant as StdInstant};
 
 use anyhow::Context as _;
+use netio::clock::Clock;
 use netio::config::EmulationConfig;
 use netio::emulate::Emulator;
 use netio::link::{Batch, LinkCounters, LinkOptions, LinkSpec, Links};
 use tokio::time::Sleep;
+use trickles::Instant;
 use trickles::client::{ClientConfig, ConnId, Demux, DemuxError};
 use trickles::conn::Addr;
 use trickles::ip::{UDP_TUNNEL_OVERHEAD_V4, UDP_TUNNEL_OVERHEAD_V6, mss_for_mtu};
@@ -183,10 +185,12 @@ pub struct Link {
     current: usize,
     /// The next replica [`Mode::Spray`] sends to.
     next_spray: usize,
-    start: Instant,
+    /// The connections' clock (monotonic, from the moment the link was made), read once
+    /// per step ([`Link::now`]).
+    clock: Clock,
     /// The first datagram sent since the last one received or the last failover: silence
     /// is measured from it.
-    awaiting: Option<Instant>,
+    awaiting: Option<StdInstant>,
     emu_out: Option<Emulator>,
     emu_in: Option<Emulator>,
     sleep: Pin<Box<Sleep>>,
@@ -268,7 +272,8 @@ impl Link {
                 0,
             ),
         };
-        let start = Instant::now();
+        let clock = Clock::monotonic();
+        let start = clock.origin();
         let mut links = Links::new();
         // No MTU of our own: a datagram is taken whatever its length, as a socket would.
         let options = LinkOptions {
@@ -330,7 +335,7 @@ impl Link {
             failover: cfg.failover,
             current: 0,
             next_spray: 0,
-            start,
+            clock,
             awaiting: None,
             emu_out,
             emu_in,
@@ -343,16 +348,24 @@ impl Link {
         })
     }
 
-    /// Microseconds since the link was made: the connections' clock.
-    fn now_us(&self, now: Instant) -> u64 {
-        now.saturating_duration_since(self.start).as_micros() as u64
+    /// The time now, read once: the monotonic instant the link layer and the emulation
+    /// take, and the same reading as the connections' [`Instant`].
+    fn now(&self) -> (StdInstant, Instant) {
+        let wall = StdInstant::now();
+        (wall, self.clock.at(wall))
     }
 
     /// Opens a connection whose SYN carries `request`; its packets leave at the next
     /// [`Link::drive`].
     pub fn open(&mut self, request: &[u8]) -> Result<ConnId, DemuxError> {
-        let now_us = self.now_us(Instant::now());
-        self.demux.open(now_us, self.server, SERVER_PORT, request)
+        let (_, now) = self.now();
+        self.demux.open(now, self.server, SERVER_PORT, request)
+    }
+
+    /// The connections' clock (monotonic, from the moment the link was made): the one a
+    /// client built on the link reads for its own deadlines.
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     /// The connections.
@@ -414,7 +427,7 @@ impl Link {
     /// waiting: call it before closing a connection whose last packet (its FIN) should
     /// still leave.
     pub fn send_pending(&mut self) {
-        self.pump(Instant::now());
+        self.pump();
     }
 
     /// One step of the driver: sends what is ready, waits for a batch of datagrams or a
@@ -424,7 +437,7 @@ impl Link {
     /// it is handled). Receive and send errors are counted ([`Link::counters`]), not
     /// returned.
     pub async fn drive(&mut self) {
-        self.pump(Instant::now());
+        self.pump();
         let deadline = self.deadline();
         if let Some(d) = deadline {
             self.sleep.as_mut().reset(d.into());
@@ -443,16 +456,13 @@ impl Link {
             self.take();
             self.receive(RECV_BATCH - 1);
         }
-        self.pump(Instant::now());
+        self.pump();
     }
 
     /// The earliest of the connections' timers, the emulation's next delivery and the
     /// failover check.
-    fn deadline(&self) -> Option<Instant> {
-        let timers = self
-            .demux
-            .poll_timeout()
-            .map(|us| self.start + Duration::from_micros(us));
+    fn deadline(&self) -> Option<StdInstant> {
+        let timers = self.demux.poll_timeout().map(|t| self.clock.deadline(t));
         let emu = [&self.emu_out, &self.emu_in]
             .into_iter()
             .filter_map(|e| e.as_ref().and_then(Emulator::next_due));
@@ -491,8 +501,7 @@ impl Link {
     /// Hands the datagrams of the batch just received to the connections (through the
     /// emulation, if any), counting them per replica.
     fn take(&mut self) {
-        let now = Instant::now();
-        let now_us = self.now_us(now);
+        let (wall, now) = self.now();
         let Link {
             batch,
             replicas,
@@ -512,9 +521,9 @@ impl Link {
             }
             *awaiting = None;
             match emu_in {
-                Some(e) => e.send(now, datagram),
+                Some(e) => e.send(wall, datagram),
                 None => {
-                    if demux.handle_packet(now_us, datagram).is_err() {
+                    if demux.handle_packet(now, datagram).is_err() {
                         stats.refused += 1;
                     }
                 }
@@ -524,22 +533,22 @@ impl Link {
 
     /// Everything that does not wait: emulated arrivals, due timers, failover, the
     /// connections' packets into the emulation or the link's send queue, and the queue
-    /// flushed.
-    fn pump(&mut self, now: Instant) {
-        let now_us = self.now_us(now);
+    /// flushed; on one reading of the clock.
+    fn pump(&mut self) {
+        let (wall, now) = self.now();
         if let Some(e) = &mut self.emu_in {
-            while let Some(datagram) = e.pop_due(now) {
-                if self.demux.handle_packet(now_us, &datagram).is_err() {
+            while let Some(datagram) = e.pop_due(wall) {
+                if self.demux.handle_packet(now, &datagram).is_err() {
                     self.stats.refused += 1;
                 }
             }
         }
-        if self.demux.poll_timeout().is_some_and(|d| d <= now_us) {
-            self.demux.handle_timeout(now_us);
+        if self.demux.poll_timeout().is_some_and(|d| d <= now) {
+            self.demux.handle_timeout(now);
         }
         if self
             .awaiting
-            .is_some_and(|since| now >= since + self.failover)
+            .is_some_and(|since| wall >= since + self.failover)
             && self.watches_silence()
         {
             self.current = (self.current + 1) % self.replicas.len();
@@ -550,12 +559,12 @@ impl Link {
         let dropped = self.dropped();
         while let Some((_, packet)) = self.demux.poll_transmit() {
             match &mut self.emu_out {
-                Some(e) => e.send(now, &packet),
-                None => self.send(&packet, now),
+                Some(e) => e.send(wall, &packet),
+                None => self.send(&packet, wall),
             }
         }
-        while let Some(packet) = self.emu_out.as_mut().and_then(|e| e.pop_due(now)) {
-            self.send(&packet, now);
+        while let Some(packet) = self.emu_out.as_mut().and_then(|e| e.pop_due(wall)) {
+            self.send(&packet, wall);
         }
         // Consecutive datagrams of one size to one replica leave as one GSO run (a window
         // of requests costs a few system calls, not one each). A full socket drops them,
@@ -565,7 +574,7 @@ impl Link {
     }
 
     /// Queues `packet` for the replica whose turn it is.
-    fn send(&mut self, packet: &[u8], now: Instant) {
+    fn send(&mut self, packet: &[u8], now: StdInstant) {
         let i = match self.mode {
             Mode::Failover => self.current,
             Mode::Spray => self.next_spray,

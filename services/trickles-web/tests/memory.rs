@@ -61,8 +61,8 @@ impl Clients {
         }
     }
 
-    fn now(&self) -> u64 {
-        self.start.elapsed().as_micros() as u64
+    fn now(&self) -> trickles::Instant {
+        trickles::Instant::from_micros(self.start.elapsed().as_micros() as u64)
     }
 
     fn open(&mut self, server: SocketAddr, path: &str) {

@@ -235,7 +235,7 @@ fn replicas_sharing_a_key_file_are_interchangeable() {
     let id = g
         .demux
         .open(
-            0,
+            trickles::Instant::ZERO,
             trickles::conn::Addr::from(a.udp.unwrap().ip()),
             80,
             request,

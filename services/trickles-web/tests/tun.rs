@@ -91,7 +91,7 @@ fn fetch(paths: Vec<String>) -> Vec<Vec<u8>> {
         };
         let mut demux = Demux::new(cfg, local, 7);
         let start = Instant::now();
-        let now = || start.elapsed().as_micros() as u64;
+        let now = || trickles::Instant::from_micros(start.elapsed().as_micros() as u64);
         let mut outs = Vec::new();
         let mut buf = vec![0u8; 65_536];
         for path in paths {

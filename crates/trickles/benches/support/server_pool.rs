@@ -18,6 +18,7 @@
 use std::collections::VecDeque;
 use std::hint::black_box;
 
+use trickles::Instant;
 use trickles::client::{Client, ClientConfig};
 use trickles::conn::{Addr, FourTuple};
 use trickles::crypto::KeyConfig;
@@ -127,7 +128,7 @@ pub(crate) fn generate_with(n: usize, cfg: ServerConfig) -> Vec<Recorded> {
     let mut out = vec![0u8; 2048];
     let mut sink = vec![0u8; 1 << 16];
     let mut queue = VecDeque::new();
-    let mut now = START_US;
+    let mut now = Instant::from_micros(START_US);
     let mut pool = Vec::with_capacity(n);
     client.connect(now, b"GET /stream");
     while pool.len() < n {
@@ -144,7 +145,7 @@ pub(crate) fn generate_with(n: usize, cfg: ServerConfig) -> Vec<Recorded> {
             client.handle_timeout(now);
             continue;
         };
-        now += STEP_US;
+        now = now.saturating_add(STEP_US);
         let Ok(reply) = recorder.handle_request(now, CLIENT, SERVER, &seg) else {
             continue;
         };
@@ -160,7 +161,7 @@ pub(crate) fn generate_with(n: usize, cfg: ServerConfig) -> Vec<Recorded> {
         let req = Request::parse(parsed.payload).expect("client requests parse");
         if req.kind == RequestKind::Request {
             pool.push(Recorded {
-                now_us: now,
+                now_us: now.micros(),
                 segment: seg,
             });
         }
@@ -183,7 +184,7 @@ pub(crate) fn serve(
     payload: &[u8],
     out: &mut [u8],
 ) -> usize {
-    match server.handle_request(now_us, CLIENT, SERVER, seg) {
+    match server.handle_request(Instant::from_micros(now_us), CLIENT, SERVER, seg) {
         Ok(reply) => {
             let mut bytes = 0;
             for r in &reply.responses {

@@ -13,6 +13,12 @@
 //! answered. Nothing outlives an event, so memory is bounded by the queue's capacity,
 //! whatever the number of connections ([`Service::memory_bytes`]).
 //!
+//! Calling order: [`Service::handle_packet`] for each packet that arrives,
+//! [`Service::serve`] (or [`Service::serve_parts`]) to answer, and
+//! [`Service::handle_timeout`] when [`Service::poll_timeout`] comes: the end of the key
+//! period, when the service rotates its server's keys ([`Service::rotate_with`]; `None`
+//! otherwise).
+//!
 //! ```
 //! use trickles::app::object::ObjectApp;
 //! use trickles::app::Service;
@@ -20,6 +26,7 @@
 //! use trickles::conn::Addr;
 //! use trickles::crypto::KeySchedule;
 //! use trickles::server::{Server, ServerConfig};
+//! use trickles::Instant;
 //!
 //! let keys = KeySchedule::new(&[5; 16]);
 //! let server = Server::new(ServerConfig::new(keys.key_config(0)));
@@ -27,10 +34,10 @@
 //! let (c, s) = (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2]));
 //! let mut clients = Demux::new(ClientConfig::default(), c, 99);
 //! // The synthetic object app's request: the object's length.
-//! let id = clients.open(0, s, 80, &3000u64.to_be_bytes()).unwrap();
-//! let mut now = 0;
+//! let id = clients.open(Instant::ZERO, s, 80, &3000u64.to_be_bytes()).unwrap();
+//! let mut now = Instant::ZERO;
 //! while !clients.get(id).unwrap().is_complete() {
-//!     now += 1_000;
+//!     now = now.saturating_add(1_000);
 //!     while let Some((_, packet)) = clients.poll_transmit() {
 //!         // "peer" 7: where the answers go (here: nowhere in particular).
 //!         let _ = service.handle_packet(now, &packet, 7u8);
@@ -54,8 +61,10 @@ use core::fmt;
 
 use super::{Application, EventQueue, PushError};
 use crate::conn::Addr;
+use crate::crypto::{Rotation, ServerKeys};
 use crate::ip::{self, PacketError};
 use crate::server::{Rejected, Server};
+use sansio::Instant;
 
 /// Why [`Service::handle_packet`] queued nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +169,9 @@ pub struct ServiceStats {
     pub responses: u64,
     /// Bytes of those packets (IP headers included).
     pub response_bytes: u64,
+    /// MAC key rotations ([`Service::handle_timeout`]; a jump over several periods
+    /// counts one).
+    pub key_rotations: u64,
 }
 
 /// Where [`Service::serve_parts`] hands each response: its IP header, its TCP segment
@@ -179,6 +191,8 @@ pub struct Service<A, P = ()> {
     packet: Vec<u8>,
     /// The one destination served, if set.
     address: Option<Addr>,
+    /// When the server's keys rotate, if they do.
+    rotation: Option<Rotation>,
 }
 
 impl<A: Application, P: Copy> Service<A, P> {
@@ -192,7 +206,24 @@ impl<A: Application, P: Copy> Service<A, P> {
             stats: ServiceStats::default(),
             packet: Vec::new(),
             address: None,
+            rotation: None,
         }
+    }
+
+    /// Rotates the server's MAC keys by `rotation` (`None`, the default: the keys never
+    /// change): installs the keys of its period now, and makes the end of each period the
+    /// service's deadline ([`Service::poll_timeout`]). Replicas given the same schedule,
+    /// interval and clock rotate together.
+    pub fn rotate_with(&mut self, rotation: Option<Rotation>) {
+        if let Some(r) = &rotation {
+            *self.server.keys_mut() = ServerKeys::new(&r.key_config());
+        }
+        self.rotation = rotation;
+    }
+
+    /// The key rotation, if the keys rotate ([`Service::rotate_with`]).
+    pub fn rotation(&self) -> Option<&Rotation> {
+        self.rotation.as_ref()
     }
 
     /// Serves only packets addressed to `address` (`None`, the default: every destination,
@@ -203,11 +234,11 @@ impl<A: Application, P: Copy> Service<A, P> {
         self.address = address;
     }
 
-    /// Takes one IP packet that arrived at `now_us` from `peer` and queues its event. A
+    /// Takes one IP packet that arrived at `now` from `peer` and queues its event. A
     /// refused packet leaves nothing behind but a counter.
     pub fn handle_packet(
         &mut self,
-        now_us: u64,
+        now: Instant,
         packet: &[u8],
         peer: P,
     ) -> Result<(), ServiceError> {
@@ -226,7 +257,7 @@ impl<A: Application, P: Copy> Service<A, P> {
         }
         match self
             .queue
-            .push_segment(&mut self.server, now_us, p.src, p.dst, p.segment)
+            .push_segment(&mut self.server, now, p.src, p.dst, p.segment)
         {
             Ok(()) => {
                 self.peers.push_back(peer);
@@ -285,6 +316,22 @@ impl<A: Application, P: Copy> Service<A, P> {
         answered
     }
 
+    /// When [`Service::handle_timeout`] wants to be called: the end of the key period
+    /// ([`Rotation::poll_timeout`]); `None` when the keys never rotate.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.rotation.as_ref().map(Rotation::poll_timeout)
+    }
+
+    /// Rotates the server's keys to the period `now` falls in, if its time has come
+    /// ([`Rotation::handle_timeout`]: one rotation per period passed, the period's keys
+    /// at once after a jump of more than two, nothing when the clock went back), counting
+    /// rotations in [`ServiceStats::key_rotations`].
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(r) = &mut self.rotation {
+            self.stats.key_rotations += r.handle_timeout(now, self.server.keys_mut());
+        }
+    }
+
     /// Events waiting for [`Service::serve`].
     pub fn queued(&self) -> usize {
         self.queue.len()
@@ -300,7 +347,8 @@ impl<A: Application, P: Copy> Service<A, P> {
         &self.server
     }
 
-    /// The engine, for key rotation ([`Server::keys_mut`]).
+    /// The engine, mutably (its keys: [`Server::keys_mut`]; with a rotation
+    /// ([`Service::rotate_with`]) the service rotates them at [`Service::handle_timeout`]).
     pub fn server_mut(&mut self) -> &mut Server {
         &mut self.server
     }
@@ -332,5 +380,44 @@ impl<A, P> fmt::Debug for Service<A, P> {
             .field("queued", &self.queue.len())
             .field("stats", &self.stats)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::object::ObjectApp;
+    use crate::crypto::KeySchedule;
+    use crate::server::ServerConfig;
+
+    #[test]
+    fn the_key_period_is_the_deadline_and_rotations_are_counted() {
+        let schedule = KeySchedule::new(&[3; 16]);
+        let app = ObjectApp::new(&schedule.derive(b"ucont", 0));
+        // Built with other keys: the rotation installs its period's.
+        let server = Server::new(ServerConfig::new(schedule.key_config(2)));
+        let mut service: Service<_, ()> = Service::new(server, app, 8);
+        assert_eq!(service.poll_timeout(), None, "no rotation: no deadline");
+        service.handle_timeout(Instant::from_micros(u64::MAX));
+        assert_eq!(service.stats().key_rotations, 0);
+        let start = Instant::from_micros(10_000_500);
+        service.rotate_with(Some(Rotation::new(schedule.clone(), 1_000_000, start)));
+        assert_eq!(service.server_mut().keys_mut().current_epoch(), 10);
+        assert_eq!(
+            service.poll_timeout(),
+            Some(Instant::from_micros(11_000_000))
+        );
+        service.handle_timeout(Instant::from_micros(10_999_999));
+        assert_eq!(service.stats().key_rotations, 0);
+        service.handle_timeout(Instant::from_micros(12_000_000));
+        assert_eq!(service.stats().key_rotations, 2);
+        assert_eq!(service.rotation().map(Rotation::period), Some(12));
+        assert_eq!(service.server_mut().keys_mut().current_epoch(), 12);
+        assert_eq!(
+            service.poll_timeout(),
+            Some(Instant::from_micros(13_000_000))
+        );
+        service.rotate_with(None);
+        assert_eq!(service.poll_timeout(), None);
     }
 }

@@ -17,7 +17,7 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use core::fmt;
 
-use sansio::SplitMix64;
+use sansio::{Instant, SplitMix64};
 
 use super::{Client, ClientConfig, ClientError};
 use crate::conn::{Addr, FourTuple};
@@ -135,11 +135,11 @@ impl Demux {
         None
     }
 
-    /// Opens a connection to `server`:`port` at `now_us` whose SYN carries `request` (and
+    /// Opens a connection to `server`:`port` at `now` whose SYN carries `request` (and
     /// [`Demux::get_mut`] queues more). Its packets come out of [`Demux::poll_transmit`].
     pub fn open(
         &mut self,
-        now_us: u64,
+        now: Instant,
         server: Addr,
         port: u16,
         request: &[u8],
@@ -156,7 +156,7 @@ impl Demux {
         };
         let isn = self.next_isn();
         let mut client = Client::new(self.cfg, tuple, isn);
-        client.connect(now_us, request);
+        client.connect(now, request);
         let id = ConnId(self.next_id);
         self.next_id += 1;
         self.ports.insert(local_port, id);
@@ -171,8 +171,8 @@ impl Demux {
         Ok(id)
     }
 
-    /// Routes one IP packet that arrived at `now_us` to its connection and returns which.
-    pub fn handle_packet(&mut self, now_us: u64, packet: &[u8]) -> Result<ConnId, DemuxError> {
+    /// Routes one IP packet that arrived at `now` to its connection and returns which.
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) -> Result<ConnId, DemuxError> {
         let p = ip::parse(packet).map_err(DemuxError::Packet)?;
         let ports = p.segment.get(..4).ok_or(DemuxError::Truncated)?;
         let src_port = u16::from_be_bytes([ports[0], ports[1]]);
@@ -183,7 +183,7 @@ impl Demux {
         if p.dst != t.client_addr || p.src != t.server_addr || src_port != t.server_port {
             return Err(DemuxError::NoConnection);
         }
-        let result = conn.client.handle_segment(now_us, p.segment);
+        let result = conn.client.handle_segment(now, p.segment);
         Self::mark(&mut self.ready, id, conn);
         result.map(|()| id).map_err(DemuxError::Client)
     }
@@ -215,20 +215,20 @@ impl Demux {
         None
     }
 
-    /// The earliest deadline of any connection (µs; see [`Client::poll_timeout`]). Costs
-    /// one look at each connection.
-    pub fn poll_timeout(&self) -> Option<u64> {
+    /// The earliest deadline of any connection (see [`Client::poll_timeout`]). Costs one
+    /// look at each connection.
+    pub fn poll_timeout(&self) -> Option<Instant> {
         self.conns
             .values()
             .filter_map(|c| c.client.poll_timeout())
             .min()
     }
 
-    /// Runs the timers of every connection whose deadline has come.
-    pub fn handle_timeout(&mut self, now_us: u64) {
+    /// Runs the timers of every connection whose deadline has come by `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
         for (&id, conn) in &mut self.conns {
-            if conn.client.poll_timeout().is_some_and(|d| d <= now_us) {
-                conn.client.handle_timeout(now_us);
+            if conn.client.poll_timeout().is_some_and(|d| d <= now) {
+                conn.client.handle_timeout(now);
                 Self::mark(&mut self.ready, id, conn);
             }
         }
@@ -301,8 +301,8 @@ mod tests {
     fn ports_are_allocated_next_fit_and_freed() {
         let mut d = demux();
         let s = Addr::V4([10, 0, 0, 2]);
-        let a = d.open(0, s, 80, b"a").unwrap();
-        let b = d.open(0, s, 80, b"b").unwrap();
+        let a = d.open(Instant::ZERO, s, 80, b"a").unwrap();
+        let b = d.open(Instant::ZERO, s, 80, b"b").unwrap();
         assert_eq!(d.get(a).unwrap().tuple().client_port, EPHEMERAL_FIRST);
         assert_eq!(d.get(b).unwrap().tuple().client_port, EPHEMERAL_FIRST + 1);
         assert_ne!(d.get(a).unwrap().tuple(), d.get(b).unwrap().tuple());
@@ -310,10 +310,10 @@ mod tests {
         assert!(d.get(a).is_none());
         assert_eq!(d.len(), 1);
         // Next fit: the freed port is used again only after the range wraps.
-        let c = d.open(0, s, 80, b"c").unwrap();
+        let c = d.open(Instant::ZERO, s, 80, b"c").unwrap();
         assert_eq!(d.get(c).unwrap().tuple().client_port, EPHEMERAL_FIRST + 2);
         assert_eq!(
-            d.open(0, Addr::V6([0; 16]), 80, b""),
+            d.open(Instant::ZERO, Addr::V6([0; 16]), 80, b""),
             Err(DemuxError::MixedFamilies)
         );
     }
@@ -324,12 +324,15 @@ mod tests {
         let s = Addr::V4([10, 0, 0, 2]);
         let n = usize::from(u16::MAX - EPHEMERAL_FIRST) + 1;
         for _ in 0..n {
-            d.open(0, s, 80, b"").unwrap();
+            d.open(Instant::ZERO, s, 80, b"").unwrap();
         }
-        assert_eq!(d.open(0, s, 80, b""), Err(DemuxError::PortsExhausted));
+        assert_eq!(
+            d.open(Instant::ZERO, s, 80, b""),
+            Err(DemuxError::PortsExhausted)
+        );
         let first = d.ids().next().unwrap();
         d.close(first);
-        let again = d.open(0, s, 80, b"").unwrap();
+        let again = d.open(Instant::ZERO, s, 80, b"").unwrap();
         assert_eq!(d.get(again).unwrap().tuple().client_port, EPHEMERAL_FIRST);
     }
 
@@ -337,8 +340,8 @@ mod tests {
     fn syns_come_out_as_ip_packets_once() {
         let mut d = demux();
         let s = Addr::V4([10, 0, 0, 2]);
-        let a = d.open(0, s, 80, b"GET /").unwrap();
-        let b = d.open(0, s, 81, b"GET /").unwrap();
+        let a = d.open(Instant::ZERO, s, 80, b"GET /").unwrap();
+        let b = d.open(Instant::ZERO, s, 81, b"GET /").unwrap();
         let (ia, pa) = d.poll_transmit().unwrap();
         let (ib, pb) = d.poll_transmit().unwrap();
         assert_eq!((ia, ib), (a, b));
@@ -353,7 +356,7 @@ mod tests {
     fn strangers_are_refused() {
         let mut d = demux();
         let s = Addr::V4([10, 0, 0, 2]);
-        let a = d.open(0, s, 80, b"x").unwrap();
+        let a = d.open(Instant::ZERO, s, 80, b"x").unwrap();
         let port = d.get(a).unwrap().tuple().client_port;
         // A segment from the right server to an unknown port, from the wrong port, from
         // the wrong address.
@@ -362,22 +365,37 @@ mod tests {
         seg[2..4].copy_from_slice(&(port + 1).to_be_bytes());
         let local = Addr::V4([10, 0, 0, 1]);
         let p = ip::wrap(&s, &local, &seg).unwrap();
-        assert_eq!(d.handle_packet(0, &p), Err(DemuxError::NoConnection));
+        assert_eq!(
+            d.handle_packet(Instant::ZERO, &p),
+            Err(DemuxError::NoConnection)
+        );
         seg[2..4].copy_from_slice(&port.to_be_bytes());
         seg[..2].copy_from_slice(&81u16.to_be_bytes());
         let p = ip::wrap(&s, &local, &seg).unwrap();
-        assert_eq!(d.handle_packet(0, &p), Err(DemuxError::NoConnection));
+        assert_eq!(
+            d.handle_packet(Instant::ZERO, &p),
+            Err(DemuxError::NoConnection)
+        );
         seg[..2].copy_from_slice(&80u16.to_be_bytes());
         let p = ip::wrap(&Addr::V4([10, 0, 0, 3]), &local, &seg).unwrap();
-        assert_eq!(d.handle_packet(0, &p), Err(DemuxError::NoConnection));
+        assert_eq!(
+            d.handle_packet(Instant::ZERO, &p),
+            Err(DemuxError::NoConnection)
+        );
         // The right tuple reaches the client, which checks the segment itself.
         let p = ip::wrap(&s, &local, &seg).unwrap();
-        assert!(matches!(d.handle_packet(0, &p), Err(DemuxError::Client(_))));
         assert!(matches!(
-            d.handle_packet(0, &p[..3]),
+            d.handle_packet(Instant::ZERO, &p),
+            Err(DemuxError::Client(_))
+        ));
+        assert!(matches!(
+            d.handle_packet(Instant::ZERO, &p[..3]),
             Err(DemuxError::Packet(_))
         ));
         let short = ip::wrap(&s, &local, &seg[..3]).unwrap();
-        assert_eq!(d.handle_packet(0, &short), Err(DemuxError::Truncated));
+        assert_eq!(
+            d.handle_packet(Instant::ZERO, &short),
+            Err(DemuxError::Truncated)
+        );
     }
 }

@@ -16,7 +16,8 @@
 //! Calling order, as for every sans-IO core here: [`Client::connect`], then feed
 //! [`Client::handle_segment`] and [`Client::handle_timeout`], drain
 //! [`Client::poll_transmit`], re-read [`Client::poll_timeout`], and [`Client::read`] the
-//! stream. Many connections behind one address: [`Demux`] (four-tuple → connection,
+//! stream. Every entry point takes `now` as an [`Instant`] (microseconds on the caller's
+//! clock), and `poll_timeout` answers on the same clock. Many connections behind one address: [`Demux`] (four-tuple → connection,
 //! local ports, whole IP packets in and out).
 
 pub mod demux;
@@ -34,6 +35,8 @@ pub use demux::{ConnId, Demux, DemuxError};
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+
+use sansio::Instant;
 
 use crate::cc::{self, CcConfig, RequestMode, Slot, SlotKind};
 use crate::conn::FourTuple;
@@ -250,6 +253,9 @@ pub struct Client {
     rto_us: u64,
     timeouts_in_row: u8,
     deadline: Option<u64>,
+    /// The `now` of the latest call that gave one (µs): what [`Client::poll_timeout`]
+    /// answers when the client wants its timer run at once.
+    last_now: u64,
     out: SendStream,
     /// The SYN's data: every SYN (a retransmitted one too) carries it whole at offset 0.
     syn_data: Vec<u8>,
@@ -291,6 +297,7 @@ impl Client {
             rto_us: cfg.initial_rto_us,
             timeouts_in_row: 0,
             deadline: None,
+            last_now: 0,
             out: SendStream::default(),
             syn_data: Vec::new(),
             fin_sent: false,
@@ -301,12 +308,13 @@ impl Client {
         }
     }
 
-    /// Sends the SYN at `now_us`, carrying `data` (the application's first request, which a
+    /// Sends the SYN at `now`, carrying `data` (the application's first request, which a
     /// Trickles server answers at once) and asking for the first responses' data. Bytes
     /// queued with [`Client::send_data`] or [`Client::request`] before `connect` ride in
     /// the SYN too, ahead of `data` (§2.6: `write()` before `connect()`). The SYN carries
     /// at most `max_request_data` bytes; the rest follows in the next requests.
-    pub fn connect(&mut self, now_us: u64, data: &[u8]) {
+    pub fn connect(&mut self, now: Instant, data: &[u8]) {
+        let now_us = self.clock(now);
         let mut queued = self.out.unsent_prefix();
         queued.extend_from_slice(data);
         // The SYN carries at most `max_request_data` bytes; the rest follows in requests.
@@ -425,11 +433,24 @@ impl Client {
         self.transmit.pop_front()
     }
 
-    /// When [`Client::handle_timeout`] wants to be called (µs, on the caller's clock). It
-    /// may be in the past — 0 right after [`Client::send_data`] or [`Client::request`]
-    /// woke a client holding parked continuations — meaning "now"; `None` when the client
-    /// waits for nothing (done, or idle with nothing to send).
-    pub fn poll_timeout(&self) -> Option<u64> {
-        if self.wake { Some(0) } else { self.deadline }
+    /// When [`Client::handle_timeout`] wants to be called, on the caller's clock. It may
+    /// be in the past: right after [`Client::send_data`] or [`Client::request`] woke a
+    /// client holding parked continuations it is the `now` of the latest call, due at
+    /// once. `None` when the client waits for nothing (done, or idle with nothing to
+    /// send).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let due = if self.wake {
+            Some(self.last_now)
+        } else {
+            self.deadline
+        };
+        due.map(Instant::from_micros)
+    }
+
+    /// Notes `now` as the latest time seen and returns it in microseconds, the unit
+    /// inside.
+    fn clock(&mut self, now: Instant) -> u64 {
+        self.last_now = now.micros();
+        self.last_now
     }
 }

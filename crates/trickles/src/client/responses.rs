@@ -4,8 +4,10 @@
 use super::*;
 
 impl Client {
-    /// Handles one segment from the server (the bytes after the IP header).
-    pub fn handle_segment(&mut self, now_us: u64, tcp: &[u8]) -> Result<(), ClientError> {
+    /// Handles one segment from the server (the bytes after the IP header) that arrived
+    /// at `now`.
+    pub fn handle_segment(&mut self, now: Instant, tcp: &[u8]) -> Result<(), ClientError> {
+        let now_us = self.clock(now);
         let seg = wire::parse_segment_with(
             &self.tuple.server_addr,
             &self.tuple.client_addr,

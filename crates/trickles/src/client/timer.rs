@@ -3,15 +3,20 @@
 
 use alloc::vec::Vec;
 
+use sansio::Instant;
+
 use super::{Client, Planned};
 use crate::cc::{self, RequestMode};
 use crate::sack::ProofBuilder;
 use crate::wire::{ByteRange, RequestKind};
 
 impl Client {
-    /// Handles the retransmit timer: asks the server for a retransmit timeout (§2.5), which
-    /// resets the connection to slow start with fresh continuations.
-    pub fn handle_timeout(&mut self, now_us: u64) {
+    /// Handles the retransmit timer at `now`: asks the server for a retransmit timeout
+    /// (§2.5), which resets the connection to slow start with fresh continuations. Call it
+    /// when [`Client::poll_timeout`] has come; earlier calls do nothing (beyond spending
+    /// parked continuations the application woke).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now_us = self.clock(now);
         if core::mem::take(&mut self.wake) && !self.reset {
             // New data to send: spend what is parked; with nothing parked and nothing in
             // flight, restart through the timeout request (exempt from freshness) now.

@@ -60,6 +60,7 @@ pub use device::MemDevice;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use sansio::Instant;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{TcpControl, TcpPacket, TcpRepr};
 
@@ -209,14 +210,15 @@ impl Connection {
         })
     }
 
-    /// Sends the SYN at `now_us`, carrying the writes made so far and `data` (see
+    /// Sends the SYN at `now`, carrying the writes made so far and `data` (see
     /// [`Client::connect`]). Calling it again does nothing.
-    pub fn connect(&mut self, now_us: u64, data: &[u8]) {
+    pub fn connect(&mut self, now: Instant, data: &[u8]) {
         let State::Unconnected(writes) = &mut self.state else {
             return;
         };
         let writes = core::mem::take(writes);
-        let Some((leg, shape)) = TcpLeg::open(now_us, &self.tuple, &self.cfg, self.seed) else {
+        let Some((leg, shape)) = TcpLeg::open(now.micros(), &self.tuple, &self.cfg, self.seed)
+        else {
             self.state = State::Refused;
             return;
         };
@@ -240,7 +242,7 @@ impl Connection {
                 }
             }
         }
-        client.connect(now_us, data);
+        client.connect(now, data);
         head.extend_from_slice(data);
         head.extend_from_slice(&tail);
         self.syn = Some(shape);
@@ -386,34 +388,36 @@ impl Connection {
         }
     }
 
-    /// When [`Connection::handle_timeout`] wants to be called.
-    pub fn poll_timeout(&self) -> Option<u64> {
+    /// When [`Connection::handle_timeout`] wants to be called (possibly already past:
+    /// call it at once).
+    pub fn poll_timeout(&self) -> Option<Instant> {
         match &self.state {
             State::Probing { client, .. } | State::Trickles(client) => client.poll_timeout(),
-            State::Tcp(leg) => leg.poll_timeout(),
+            State::Tcp(leg) => leg.poll_timeout().map(Instant::from_micros),
             _ => None,
         }
     }
 
-    /// Runs the timers due at `now_us` (retransmissions in either mode).
-    pub fn handle_timeout(&mut self, now_us: u64) {
+    /// Runs the timers due at `now` (retransmissions in either mode).
+    pub fn handle_timeout(&mut self, now: Instant) {
         match &mut self.state {
             State::Probing { client, .. } | State::Trickles(client) => {
-                client.handle_timeout(now_us);
+                client.handle_timeout(now);
             }
-            State::Tcp(leg) => leg.handle_timeout(now_us),
+            State::Tcp(leg) => leg.handle_timeout(now.micros()),
             _ => {}
         }
     }
 
-    /// Handles one IP packet from the server at `now_us`.
+    /// Handles one IP packet from the server that arrived at `now`.
     ///
     /// While no answer has come, a Trickles response settles the mode on
     /// [`Mode::Trickles`], and a TCP SYN-ACK without the Trickles option that
     /// acknowledges the SYN switches to [`Mode::Tcp`] (the queued bytes are sent again over
     /// TCP); a TCP RST acknowledging the SYN resets the connection. Returns why a packet
     /// was ignored.
-    pub fn handle_packet(&mut self, now_us: u64, packet: &[u8]) -> Result<(), CompatError> {
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) -> Result<(), CompatError> {
+        let now_us = now.micros();
         let (src, dst, segment) = ip::unwrap(packet).ok_or(CompatError::NotOurs)?;
         if src != self.tuple.server_addr || dst != self.tuple.client_addr {
             return Err(CompatError::NotOurs);
@@ -424,13 +428,13 @@ impl Connection {
                 leg.handle_packet(now_us, packet);
                 Ok(())
             }
-            State::Trickles(client) => match client.handle_segment(now_us, segment) {
+            State::Trickles(client) => match client.handle_segment(now, segment) {
                 Ok(()) => Ok(()),
                 Err(ClientError::Wire(WireError::NotTrickles)) => Err(CompatError::UnexpectedTcp),
                 Err(e) => Err(e.into()),
             },
             State::Probing { client, .. } => {
-                let result = client.handle_segment(now_us, segment);
+                let result = client.handle_segment(now, segment);
                 if let Err(ClientError::Wire(WireError::NotTrickles)) = result {
                     return self.plain_answer(now_us, packet, segment);
                 }

@@ -95,9 +95,11 @@ use crate::conn::{Addr, FOUR_TUPLE_MAX_LEN, FourTuple};
 use crate::wire::continuation::{CONTINUATION_FLAG_DELAYED_ACK, Continuation};
 
 mod nonce;
+mod rotation;
 mod schedule;
 
 pub use nonce::{NonceGen, NonceKind};
+pub use rotation::Rotation;
 pub use schedule::KeySchedule;
 
 /// Length of a MAC tag: a full AES-128-CMAC output, untruncated.

@@ -12,7 +12,7 @@ use super::{KeyConfig, encrypt};
 /// Replicas given the same master secret (a shared key file) derive the same keys at the
 /// same time without talking to each other, and a restarted process picks up exactly where
 /// it was: the MAC key of rotation period `p` (wall-clock time divided by the rotation
-/// interval, computed by the caller) is `AES_master("trickles mac" ‖ p)`, live for
+/// interval: [`Rotation::period_at`](super::Rotation::period_at)) is `AES_master("trickles mac" ‖ p)`, live for
 /// periods `p` and `p + 1` (the core's two live keys; see [`ServerKeys::rotate`](super::ServerKeys::rotate)). The
 /// nonce keys and the application's keys do not rotate: they are fixed derivations under
 /// their own labels.
@@ -66,7 +66,8 @@ impl KeySchedule {
 
     /// The server's [`KeyConfig`] during `period`: that period's key current (epoch
     /// `period mod 256`), the previous period's still live, the fixed nonce keys. At the
-    /// next period boundary call `keys_mut().rotate(schedule.mac_key(period + 1))`.
+    /// next period boundary the keys rotate to `mac_key(period + 1)`: a
+    /// [`Rotation`](super::Rotation) does it.
     pub fn key_config(&self, period: u64) -> KeyConfig {
         let mut mac_keys = [[0; 16]; 2];
         let (cur, prev) = if period.is_multiple_of(2) {

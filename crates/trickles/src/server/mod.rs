@@ -19,8 +19,14 @@
 //! With [`ServerConfig::cache_entries`] set, the server also keeps the socket cache of §5.1
 //! (module [`cache`]): soft state that lets a request presenting a continuation the server
 //! itself issued skip the MAC. Replies are the same with or without it.
+//!
+//! The server keeps its keys as configured; [`Server::keys_mut`] rotates them, which a
+//! [`Service`](crate::app::Service) given a [`Rotation`](crate::crypto::Rotation) does at
+//! each period's end.
 
 use alloc::vec::Vec;
+
+use sansio::Instant;
 
 pub mod cache;
 mod respond;
@@ -294,20 +300,20 @@ impl Server {
         core::mem::size_of::<Server>() + self.replay.memory_bytes() + self.cache.memory_bytes()
     }
 
-    /// Handles one TCP segment (the bytes after the IP header) from `src` to `dst` at
-    /// `now_us`, and returns the event and the planned responses.
+    /// Handles one TCP segment (the bytes after the IP header) from `src` to `dst` that
+    /// arrived at `now`, and returns the event and the planned responses.
     ///
     /// An invalid continuation costs one MAC computation; a segment that fails to parse
     /// costs none.
     pub fn handle_request<'a>(
         &mut self,
-        now_us: u64,
+        now: Instant,
         src: Addr,
         dst: Addr,
         tcp: &'a [u8],
     ) -> Result<Reply<'a>, Rejected> {
         let mut responses = Vec::new();
-        let event = self.handle_request_into(now_us, src, dst, tcp, &mut responses)?;
+        let event = self.handle_request_into(now, src, dst, tcp, &mut responses)?;
         Ok(Reply { event, responses })
     }
 
@@ -319,13 +325,14 @@ impl Server {
     #[inline]
     pub fn handle_request_into<'a>(
         &mut self,
-        now_us: u64,
+        now: Instant,
         src: Addr,
         dst: Addr,
         tcp: &'a [u8],
         responses: &mut Vec<PlannedResponse>,
     ) -> Result<Event<'a>, Rejected> {
         responses.clear();
+        let now_us = now.micros();
         let seg = wire::parse_segment(&src, &dst, tcp)?;
         let req = Request::parse(seg.payload)?;
         let tuple = FourTuple {

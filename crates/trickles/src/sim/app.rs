@@ -114,7 +114,7 @@ impl Node for AppHost {
                 if dst != Addr::V4(SERVER_ADDR) {
                     return;
                 }
-                match queue.push_segment(server, now.ticks(), src, dst, tcp) {
+                match queue.push_segment(server, now, src, dst, tcp) {
                     Ok(()) => stats.events += 1,
                     Err(_) => stats.refused += 1,
                 }
@@ -131,7 +131,7 @@ impl Node for AppHost {
             } => {
                 let _ = iface;
                 if let Some((_, _, tcp)) = unframe(&packet) {
-                    let _ = client.handle_segment(now.ticks(), tcp);
+                    let _ = client.handle_segment(now, tcp);
                 }
                 read_all(client, received, progress, now.ticks());
                 flush_client(client, *send_iface, out);
@@ -146,7 +146,7 @@ impl Node for AppHost {
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         match self {
             AppHost::Client { client, iface, .. } => {
-                client.handle_timeout(now.ticks());
+                client.handle_timeout(now);
                 flush_client(client, *iface, out);
             }
             AppHost::Server { deadline, .. } => {
@@ -160,7 +160,7 @@ impl Node for AppHost {
 
     fn poll_timeout(&self) -> Option<Instant> {
         match self {
-            AppHost::Client { client, .. } => client.poll_timeout().map(Instant::from_ticks),
+            AppHost::Client { client, .. } => client.poll_timeout(),
             AppHost::Server { deadline, .. } => deadline.map(Instant::from_ticks),
         }
     }
@@ -292,7 +292,7 @@ pub fn run_app(
     sim.act(cli, |h, now, out| {
         if let AppHost::Client { client, iface, .. } = h {
             let first = run.requests.first().map(Vec::as_slice).unwrap_or_default();
-            client.connect(now.ticks(), first);
+            client.connect(now, first);
             for r in run.requests.iter().skip(1) {
                 if run.framed {
                     client.request(r);
@@ -352,8 +352,8 @@ pub fn run_app(
                 let n = moving.len() as u64;
                 if f.migrate {
                     for m in moving {
-                        let bytes = m.extract(&migration, now.ticks());
-                        if let Ok(m) = Minisocket::install(&migration, &bytes, now.ticks())
+                        let bytes = m.extract(&migration, now);
+                        if let Ok(m) = Minisocket::install(&migration, &bytes, now)
                             && fresh.install(m).is_ok()
                         {
                             stats.migrated += 1;

@@ -118,7 +118,7 @@ struct TricklesHost {
 }
 
 impl TricklesHost {
-    fn serve(&mut self, now: u64, packet: &[u8], out: &mut Outbox) {
+    fn serve(&mut self, now: Instant, packet: &[u8], out: &mut Outbox) {
         let Some((src, dst, segment)) = ip::unwrap(packet) else {
             return;
         };
@@ -319,7 +319,7 @@ impl FallbackHost {
 impl Node for FallbackHost {
     fn handle_packet(&mut self, now: Instant, _iface: usize, packet: Vec<u8>, out: &mut Outbox) {
         match self {
-            FallbackHost::Trickles(h) => h.serve(now.ticks(), &packet, out),
+            FallbackHost::Trickles(h) => h.serve(now, &packet, out),
             FallbackHost::Tcp(h) => {
                 h.device.push_received(packet);
                 h.drive(now, out);
@@ -329,7 +329,7 @@ impl Node for FallbackHost {
                 received,
                 first_byte_at,
             } => {
-                let _ = conn.handle_packet(now.ticks(), &packet);
+                let _ = conn.handle_packet(now, &packet);
                 FallbackHost::read(conn, received, first_byte_at, now.ticks());
                 FallbackHost::flush(conn, out);
             }
@@ -344,7 +344,7 @@ impl Node for FallbackHost {
                 received,
                 first_byte_at,
             } => {
-                conn.handle_timeout(now.ticks());
+                conn.handle_timeout(now);
                 FallbackHost::read(conn, received, first_byte_at, now.ticks());
                 FallbackHost::flush(conn, out);
             }
@@ -355,7 +355,7 @@ impl Node for FallbackHost {
     fn poll_timeout(&self) -> Option<Instant> {
         match self {
             FallbackHost::Tcp(h) => h.next_poll.map(Instant::from_ticks),
-            FallbackHost::Client { conn, .. } => conn.poll_timeout().map(Instant::from_ticks),
+            FallbackHost::Client { conn, .. } => conn.poll_timeout(),
             FallbackHost::Trickles(_) => None,
         }
     }
@@ -417,7 +417,7 @@ pub fn run_fallback(t: &Transfer, peer: Peer, script: &Script) -> FallbackOutcom
     sim.connect(cli, srv, t.link.loss_ppm(t.loss_rev_ppm));
     sim.act(cli, |h, now, out| {
         if let FallbackHost::Client { conn, .. } = h {
-            conn.connect(now.ticks(), &script.connect);
+            conn.connect(now, &script.connect);
             apply(conn, &script.after);
             FallbackHost::flush(conn, out);
         }

@@ -153,7 +153,7 @@ impl Host {
         server: &mut Server,
         stats: &mut ServerStats,
         inbox: &mut Vec<(u64, Vec<u8>)>,
-        now: u64,
+        now: Instant,
         iface: usize,
         packet: &[u8],
         out: &mut Outbox,
@@ -229,7 +229,7 @@ impl Node for Host {
                         server,
                         stats,
                         inbox,
-                        now.ticks(),
+                        now,
                         reply_iface.unwrap_or(iface),
                         &packet,
                         out,
@@ -242,7 +242,7 @@ impl Node for Host {
                 received,
             } => {
                 if let Some((_, _, tcp)) = unframe(&packet) {
-                    let _ = client.handle_segment(now.ticks(), tcp);
+                    let _ = client.handle_segment(now, tcp);
                 }
                 let mut buf = [0u8; 4096];
                 loop {
@@ -259,14 +259,14 @@ impl Node for Host {
 
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         if let Host::Client { client, iface, .. } = self {
-            client.handle_timeout(now.ticks());
+            client.handle_timeout(now);
             flush_client(client, *iface, out);
         }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
         match self {
-            Host::Client { client, .. } => client.poll_timeout().map(Instant::from_ticks),
+            Host::Client { client, .. } => client.poll_timeout(),
             Host::Server { .. } => None,
         }
     }
@@ -400,7 +400,7 @@ fn run_inner(
     sim.connect(cli, srv, t.link.loss_ppm(t.loss_rev_ppm));
     sim.act(cli, |h, now, out| {
         if let Host::Client { client, iface, .. } = h {
-            client.connect(now.ticks(), &t.object_len.to_be_bytes());
+            client.connect(now, &t.object_len.to_be_bytes());
             let upload: Vec<u8> = (0..t.upload_len)
                 .map(|i| object_byte(UPLOAD_BASE + i))
                 .collect();
@@ -545,7 +545,7 @@ pub fn run_clients(
         sim.run_until(Instant::from_ticks(i as u64 * stagger_us));
         sim.act(id, |h, now, out| {
             if let Host::Client { client, iface, .. } = h {
-                client.connect(now.ticks(), &object_len.to_be_bytes());
+                client.connect(now, &object_len.to_be_bytes());
                 flush_client(client, *iface, out);
             }
         });

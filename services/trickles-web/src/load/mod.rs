@@ -33,9 +33,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
+mod args;
 mod tcp;
 mod trickles;
 
+pub use self::args::{Args, main};
 pub use self::tcp::run_tcp;
 pub use self::trickles::run_trickles;
 

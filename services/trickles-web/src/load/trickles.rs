@@ -9,10 +9,12 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Instant as StdInstant;
 
 use anyhow::Context;
+use netio::clock::Clock;
 use netio::link::{Batch, LinkOptions, LinkSpec, Links};
+use trickles::Instant;
 use trickles::client::{ClientConfig, ConnId, Demux};
 use trickles::conn::Addr;
 
@@ -29,7 +31,7 @@ const IFACE: usize = 0;
 
 /// One outstanding Trickles request.
 struct Outstanding {
-    started_us: u64,
+    started: Instant,
     bytes: u64,
 }
 
@@ -42,10 +44,9 @@ struct Clients {
 }
 
 impl Clients {
-    /// Hands the datagrams of the batch just received to the connections at `now` (µs
-    /// since the start); reads what they delivered and retires the complete ones.
-    /// Returns the datagrams handled.
-    fn take(&mut self, batch: &mut Batch, now: u64) -> usize {
+    /// Hands the datagrams of the batch just received to the connections at `now`; reads
+    /// what they delivered and retires the complete ones. Returns the datagrams handled.
+    fn take(&mut self, batch: &mut Batch, now: Instant) -> usize {
         let mut n = 0;
         for packet in batch.frames() {
             n += 1;
@@ -72,7 +73,7 @@ impl Clients {
 /// The run's link: UDP from any local port (buffers of [`SOCKET_BUFFER`], as large as the
 /// system allows: a server's bursts to a thousand clients must not overflow it) to
 /// `server` only.
-async fn open_link(server: SocketAddr, start: Instant) -> anyhow::Result<Links> {
+async fn open_link(server: SocketAddr, start: StdInstant) -> anyhow::Result<Links> {
     let any: SocketAddr = if server.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
@@ -95,7 +96,7 @@ async fn open_link(server: SocketAddr, start: Instant) -> anyhow::Result<Links> 
 
 /// The Trickles half: see the module docs.
 pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Result<Report> {
-    let mut links = open_link(server, Instant::now())
+    let mut links = open_link(server, StdInstant::now())
         .await
         .context("UDP link")?;
     let local = links
@@ -123,17 +124,19 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
     let stall_us = cfg.stall.as_micros() as u64;
 
     let cpu0 = cpu_seconds();
-    let start = Instant::now();
+    // The run's one clock: the connections' time, from the start of the run.
+    let clock = Clock::monotonic();
+    let start = clock.origin();
     let budget = Budget::new(cfg, start);
-    let end_us = cfg.duration.as_micros() as u64;
-    let now_us = || start.elapsed().as_micros() as u64;
+    let end = Instant::from_micros(u64::try_from(cfg.duration.as_micros()).unwrap_or(u64::MAX));
     let mut batch = Batch::new();
-    let mut next_scan_us = 0;
+    let mut next_scan = Instant::ZERO;
     let mut sleep = std::pin::pin!(tokio::time::sleep_until(budget.end.into()));
 
     loop {
-        let now = now_us();
-        if now >= end_us {
+        let wall = StdInstant::now();
+        let now = clock.at(wall);
+        if now >= end {
             break;
         }
         let Clients { demux, live, .. } = &mut clients;
@@ -144,7 +147,7 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
             live.insert(
                 id,
                 Outstanding {
-                    started_us: now,
+                    started: now,
                     bytes: 0,
                 },
             );
@@ -152,9 +155,8 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
         if live.is_empty() {
             break;
         }
-        let t = Instant::now();
         while let Some((_, packet)) = demux.poll_transmit() {
-            links.send(IFACE, &packet, t);
+            links.send(IFACE, &packet, wall);
         }
         links.flush();
 
@@ -169,7 +171,8 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
             }
         }
 
-        let now = now_us();
+        // The receive calls took time: the timers' turn reads the clock again.
+        let now = clock.now();
         let Clients {
             demux,
             live,
@@ -179,12 +182,12 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
         if demux.poll_timeout().is_some_and(|d| d <= now) {
             demux.handle_timeout(now);
         }
-        if now >= next_scan_us {
+        if now >= next_scan {
             // Stalled or reset connections: counted as errors, replaced.
             let dead: Vec<ConnId> = live
                 .iter()
                 .filter(|(id, o)| {
-                    now.saturating_sub(o.started_us) > stall_us
+                    now.saturating_since(o.started) > stall_us
                         || demux.get(**id).is_none_or(|c| c.is_reset())
                 })
                 .map(|(id, _)| *id)
@@ -192,21 +195,19 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
             for id in dead {
                 finish(demux, live, id, false, report);
             }
-            next_scan_us = now + 100_000;
+            next_scan = now.saturating_add(100_000);
         }
         if got == 0 {
-            let deadline = [demux.poll_timeout(), Some(next_scan_us), Some(end_us)]
+            let deadline = [demux.poll_timeout(), Some(next_scan), Some(end)]
                 .into_iter()
                 .flatten()
                 .min()
-                .unwrap_or(end_us);
+                .unwrap_or(end);
             if deadline > now {
-                sleep
-                    .as_mut()
-                    .reset((start + Duration::from_micros(deadline)).into());
+                sleep.as_mut().reset(clock.deadline(deadline).into());
                 tokio::select! {
                     _ = links.recv(&mut batch) => {
-                        clients.take(&mut batch, now_us());
+                        clients.take(&mut batch, clock.now());
                     }
                     () = &mut sleep => {}
                 }
@@ -214,7 +215,7 @@ pub async fn run_trickles(cfg: &LoadConfig, server: SocketAddr) -> anyhow::Resul
         }
     }
     let mut report = clients.report;
-    report.seconds = start.elapsed().as_secs_f64();
+    report.seconds = clock.origin().elapsed().as_secs_f64();
     report.cpu = (cpu_seconds() - cpu0) / report.seconds.max(1e-9);
     Ok(report)
 }
@@ -306,7 +307,7 @@ mod tests {
         };
         let mut links = Links::new();
         links
-            .add("web", &spec, &LinkOptions::default(), Instant::now())
+            .add("web", &spec, &LinkOptions::default(), StdInstant::now())
             .await
             .unwrap();
         let addr = links.get(IFACE).unwrap().local_addr().unwrap();
@@ -318,16 +319,16 @@ mod tests {
             len,
         };
         let mut service: Service<Fixed, SocketAddr> = Service::new(Server::new(cfg), app, 1024);
-        let start = Instant::now();
+        let clock = Clock::monotonic();
         tokio::spawn(async move {
             let mut batch = Batch::new();
             loop {
                 links.recv(&mut batch).await;
-                let now = start.elapsed().as_micros() as u64;
+                let t = StdInstant::now();
+                let now = clock.at(t);
                 for (peer, packet) in batch.datagrams() {
                     let _ = service.handle_packet(now, packet, peer);
                 }
-                let t = Instant::now();
                 service.serve(&mut |p, peer| links.send_to(IFACE, peer, p, t));
                 links.flush();
             }
@@ -351,7 +352,7 @@ mod tests {
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let addr = socket.local_addr().unwrap();
         let mut cfg = config(Target::Trickles(addr), 2, 4);
-        cfg.stall = Duration::from_millis(200);
+        cfg.stall = std::time::Duration::from_millis(200);
         let r = run(&cfg).await.unwrap();
         assert_eq!((r.requests, r.errors), (0, 4), "{r:?}");
         drop(socket);

@@ -192,8 +192,8 @@ impl Getter {
         }
     }
 
-    fn now(&self) -> u64 {
-        self.start.elapsed().as_micros() as u64
+    fn now(&self) -> trickles::Instant {
+        trickles::Instant::from_micros(self.start.elapsed().as_micros() as u64)
     }
 
     /// One round: send what is due, read what arrived, run timers.

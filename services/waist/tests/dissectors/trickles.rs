@@ -4,6 +4,7 @@
 //! values come from the core's own parsers (`trickles::ip`, `trickles::wire`,
 //! `trickles::app::UserContinuation`) run on the same bytes.
 
+use trickles::Instant;
 use trickles::app::http::{HttpApp, MemStore};
 use trickles::app::{Service, UserContinuation};
 use trickles::client::{ClientConfig, Demux};
@@ -41,7 +42,7 @@ fn exchange(delta: bool, drop_nth: usize) -> Vec<(bool, Vec<u8>)> {
         ..ClientConfig::default()
     };
     let mut demux = Demux::new(ccfg, CLIENT, 11);
-    let mut now = 1_000_000u64;
+    let mut now = Instant::from_micros(1_000_000);
     let id = demux
         .open(now, SERVER, 80, b"GET /o HTTP/1.1\r\nHost: s\r\n\r\n")
         .unwrap();
@@ -49,7 +50,7 @@ fn exchange(delta: bool, drop_nth: usize) -> Vec<(bool, Vec<u8>)> {
     let mut responses = 0usize;
     let mut buf = vec![0u8; 1 << 16];
     for _ in 0..2_000 {
-        now += 2_000;
+        now = now.saturating_add(2_000);
         demux.handle_timeout(now);
         while let Some((_, p)) = demux.poll_transmit() {
             let _ = host.handle_packet(now, &p, ());

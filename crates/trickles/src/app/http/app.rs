@@ -66,6 +66,7 @@ const FLAG_HEAD_ONLY: u8 = 1;
 /// use trickles::conn::{Addr, FourTuple};
 /// use trickles::crypto::KeyConfig;
 /// use trickles::server::{Server, ServerConfig};
+/// use trickles::Instant;
 ///
 /// let mut store = MemStore::new();
 /// store.insert("/hi.txt", b"hi!\n".to_vec());
@@ -77,13 +78,13 @@ const FLAG_HEAD_ONLY: u8 = 1;
 /// let tuple = FourTuple { client_addr: c, client_port: 4000, server_addr: s, server_port: 80 };
 /// let mut client = Client::new(ClientConfig::default(), tuple, 7);
 /// // The whole request head rides in the SYN.
-/// client.connect(0, b"GET /hi.txt HTTP/1.1\r\nHost: s\r\n\r\n");
+/// client.connect(Instant::ZERO, b"GET /hi.txt HTTP/1.1\r\nHost: s\r\n\r\n");
 /// let syn = client.poll_transmit().unwrap();
-/// queue.push_segment(&mut server, 1_000, c, s, &syn).unwrap();
+/// queue.push_segment(&mut server, Instant::from_micros(1_000), c, s, &syn).unwrap();
 /// let mut segments = Vec::new();
 /// app.handle(queue.pop().unwrap(), &server, &mut |seg: &[u8]| segments.push(seg.to_vec()));
 /// for seg in &segments {
-///     let _ = client.handle_segment(2_000, seg);
+///     let _ = client.handle_segment(Instant::from_micros(2_000), seg);
 /// }
 /// let mut got = [0u8; 512];
 /// let n = client.read(&mut got);

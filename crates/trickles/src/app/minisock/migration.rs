@@ -4,9 +4,9 @@
 use super::*;
 
 impl Minisocket {
-    /// Serializes this minisocket under `key`, stamped with `now_us`, for
+    /// Serializes this minisocket under `key`, stamped with `now`, for
     /// [`Minisocket::install`] on another replica (or after a restart).
-    pub fn extract(&self, key: &MigrationKey, now_us: u64) -> Vec<u8> {
+    pub fn extract(&self, key: &MigrationKey, now: Instant) -> Vec<u8> {
         let mut out = Vec::new();
         out.push(MIGRATION_VERSION);
         out.push(kind_byte(self.kind));
@@ -15,8 +15,8 @@ impl Minisocket {
         put_addr(&mut out, &self.tuple.server_addr);
         out.extend_from_slice(&self.tuple.server_port.to_be_bytes());
         out.extend_from_slice(&self.conn_nonce.to_be_bytes());
-        out.extend_from_slice(&now_us.to_be_bytes());
-        out.extend_from_slice(&self.received_us.to_be_bytes());
+        out.extend_from_slice(&now.micros().to_be_bytes());
+        out.extend_from_slice(&self.received.micros().to_be_bytes());
         match self.data_offset {
             Some(o) => {
                 out.push(1);
@@ -73,9 +73,10 @@ impl Minisocket {
     }
 
     /// Rebuilds a minisocket from [`Minisocket::extract`]'s bytes: the MAC is checked
-    /// first, then the stamp (refused if older than the key's horizon at `now_us`, or from
+    /// first, then the stamp (refused if older than the key's horizon at `now`, or from
     /// the future), then the fields.
-    pub fn install(key: &MigrationKey, bytes: &[u8], now_us: u64) -> Result<Minisocket, MskError> {
+    pub fn install(key: &MigrationKey, bytes: &[u8], now: Instant) -> Result<Minisocket, MskError> {
+        let now_us = now.micros();
         let split = bytes
             .len()
             .checked_sub(TAG_LEN)
@@ -149,7 +150,7 @@ fn decode(body: &[u8]) -> Result<(Minisocket, u64), WireError> {
     let server_port = r.u16()?;
     let conn_nonce = r.u64()?;
     let stamped = r.u64()?;
-    let received_us = r.u64()?;
+    let received = Instant::from_micros(r.u64()?);
     let data_offset = present(&mut r)?.then(|| r.u64()).transpose()?;
     let user_continuation = bytes(&mut r)?.to_vec();
     let data = bytes(&mut r)?.to_vec();
@@ -206,7 +207,7 @@ fn decode(body: &[u8]) -> Result<(Minisocket, u64), WireError> {
             server_port,
         },
         conn_nonce,
-        received_us,
+        received,
         user_continuation,
         data_offset,
         data,

@@ -37,6 +37,7 @@
 //! use trickles::conn::{Addr, FourTuple};
 //! use trickles::crypto::KeyConfig;
 //! use trickles::server::{EventKind, Server, ServerConfig};
+//! use trickles::Instant;
 //!
 //! let keys = KeyConfig { mac_keys: [[1; 16], [2; 16]], current_epoch: 0, nonce_key: [3; 16], rtx_nonce_key: [4; 16] };
 //! let mut server = Server::new(ServerConfig::new(keys));
@@ -44,9 +45,9 @@
 //! let (c, s) = (Addr::V4([10, 0, 0, 1]), Addr::V4([10, 0, 0, 2]));
 //! let tuple = FourTuple { client_addr: c, client_port: 4000, server_addr: s, server_port: 80 };
 //! let mut client = Client::new(ClientConfig::default(), tuple, 7);
-//! client.connect(0, b"hello?");
+//! client.connect(Instant::ZERO, b"hello?");
 //! let syn = client.poll_transmit().unwrap();
-//! queue.push_segment(&mut server, 1_000, c, s, &syn).unwrap();
+//! queue.push_segment(&mut server, Instant::from_micros(1_000), c, s, &syn).unwrap();
 //!
 //! let msk = queue.pop().unwrap();
 //! assert_eq!(msk.kind(), EventKind::Open);
@@ -54,7 +55,7 @@
 //! let mut segments = Vec::new();
 //! msk.send(&server, b"hi!", true, &mut |seg: &[u8]| segments.push(seg.to_vec())).unwrap();
 //! for seg in &segments {
-//!     let _ = client.handle_segment(2_000, seg);
+//!     let _ = client.handle_segment(Instant::from_micros(2_000), seg);
 //! }
 //! let mut got = [0u8; 8];
 //! let n = client.read(&mut got);
@@ -71,6 +72,7 @@ use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
+use sansio::Instant;
 
 use super::ucont::Binding;
 use crate::conn::{Addr, FourTuple};
@@ -136,7 +138,7 @@ pub struct Minisocket {
     kind: EventKind,
     tuple: FourTuple,
     conn_nonce: u64,
-    received_us: u64,
+    received: Instant,
     user_continuation: Vec<u8>,
     data_offset: Option<u64>,
     data: Vec<u8>,
@@ -173,7 +175,7 @@ impl PartialEq for Minisocket {
         self.kind == other.kind
             && self.tuple == other.tuple
             && self.conn_nonce == other.conn_nonce
-            && self.received_us == other.received_us
+            && self.received == other.received
             && self.user_continuation == other.user_continuation
             && self.data_offset == other.data_offset
             && self.data == other.data
@@ -203,9 +205,9 @@ impl Minisocket {
         }
     }
 
-    /// When the request arrived (the caller's clock, microseconds).
-    pub fn received_us(&self) -> u64 {
-        self.received_us
+    /// When the request arrived (the `now` it was handled at).
+    pub fn received(&self) -> Instant {
+        self.received
     }
 
     /// The user continuation the client attached (unverified: open it with the
@@ -537,9 +539,13 @@ mod tests {
             server_port: 80,
         };
         let mut client = Client::new(ClientConfig::default(), tuple, 7);
-        client.connect(0, b"hello?");
+        client.connect(Instant::ZERO, b"hello?");
         let syn = client.poll_transmit().unwrap_or_default();
-        assert!(queue.push_segment(&mut server, 1_000, c, s, &syn).is_ok());
+        assert!(
+            queue
+                .push_segment(&mut server, Instant::from_micros(1_000), c, s, &syn)
+                .is_ok()
+        );
         let mut msk = queue.pop().unwrap_or_else(|| unreachable!());
         msk.user_continuation = b"as received".to_vec();
         assert!(msk.responses().len() >= 2);
@@ -589,11 +595,19 @@ mod tests {
 
         // Migration carries what each response would send, and equality compares that.
         let key = MigrationKey::new(&[9; 16], 1_000_000);
-        let back = Minisocket::install(&key, &msk.extract(&key, 5), 6);
+        let back = Minisocket::install(
+            &key,
+            &msk.extract(&key, Instant::from_micros(5)),
+            Instant::from_micros(6),
+        );
         assert_eq!(back.as_ref(), Ok(&msk));
         msk.set_ucont_all_received();
         assert_ne!(back.as_ref(), Ok(&msk));
-        let back = Minisocket::install(&key, &msk.extract(&key, 5), 6);
+        let back = Minisocket::install(
+            &key,
+            &msk.extract(&key, Instant::from_micros(5)),
+            Instant::from_micros(6),
+        );
         assert_eq!(back.as_ref(), Ok(&msk));
     }
 

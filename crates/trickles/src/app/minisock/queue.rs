@@ -52,12 +52,12 @@ impl EventQueue {
     }
 
     /// Runs one segment (the bytes after the IP header, from `src` to `dst`) through
-    /// `server` at `now_us` and queues its event. A full queue refuses the segment before
+    /// `server` at `now` and queues its event. A full queue refuses the segment before
     /// the server sees it.
     pub fn push_segment(
         &mut self,
         server: &mut Server,
-        now_us: u64,
+        now: Instant,
         src: Addr,
         dst: Addr,
         tcp: &[u8],
@@ -66,7 +66,7 @@ impl EventQueue {
             self.stats.overflow += 1;
             return Err(PushError::Full);
         }
-        let reply = match server.handle_request(now_us, src, dst, tcp) {
+        let reply = match server.handle_request(now, src, dst, tcp) {
             Ok(r) => r,
             Err(e) => {
                 self.stats.rejected += 1;
@@ -78,7 +78,7 @@ impl EventQueue {
             kind: e.kind,
             tuple: e.tuple,
             conn_nonce: e.conn_nonce,
-            received_us: now_us,
+            received: now,
             user_continuation: e.user_continuation.to_vec(),
             data_offset: e.data_offset,
             data: e.data.to_vec(),

@@ -1,0 +1,412 @@
+//! The `trickles-web` daemon: its command line ([`Args`]), merged over its TOML config
+//! file into the server's [`Options`] ([`options`]), and [`run`], everything `main` does
+//! after parsing the arguments and setting up tracing.
+//!
+//! ```text
+//!  Args (clap) ─┐
+//!               ├─► options ─► Options ─► run: store, Web::open, TCP fallback, metrics,
+//!  --config FILE┘   (the command line wins;        `ready …` on stdout, Web::run until
+//!                    errors name file:line: key)    SIGINT/SIGTERM, final counters
+//! ```
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use netio::config::Source;
+use netio::link::LinkSpec;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::server::{Bound, Options, Web, parse_listen};
+use crate::store::FileStore;
+use crate::tcp::{self, TcpStats};
+
+/// The default link: IP-in-UDP on loopback.
+pub const DEFAULT_LISTEN: &str = "udp:127.0.0.1:7700";
+
+/// The default key rotation interval, seconds.
+pub const DEFAULT_ROTATE_S: u64 = 300;
+
+/// The default number of unanswered requests held.
+pub const DEFAULT_QUEUE: usize = 4096;
+
+/// The default MTU of the path to clients.
+pub const DEFAULT_MTU: u16 = 1500;
+
+/// The Trickles web server: serves a directory over Trickles — a transport whose server
+/// keeps no per-connection state — carried in UDP datagrams (no root needed) or as real
+/// IP packets on a TUN device, and optionally over plain TCP too. Several processes given
+/// the same key file are interchangeable replicas. Prints `ready udp=… tcp=… metrics=…`
+/// on stdout once listening; stops cleanly on SIGINT or SIGTERM. Logging: RUST_LOG.
+#[derive(clap::Parser, Clone, Debug, Default)]
+#[command(name = "trickles-web", version, about)]
+pub struct Args {
+    /// A TOML config with the same keys as these options (root, keys, listen, tcp,
+    /// metrics, pcap, rotate_s, queue, mtu, address); options given here override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The directory to serve.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The key file: a master secret shared by replicas (created, mode 0600, if missing).
+    #[arg(long, value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+    /// Where Trickles packets arrive, a link: `udp:ADDR` (IP-in-UDP from any client) or
+    /// `tun:NAME[,CIDR…]` (a TUN device, root; default udp:127.0.0.1:7700).
+    #[arg(long, value_name = "LINK")]
+    pub listen: Option<String>,
+    /// With udp:ADDR, the inner (IP-level) address served (default: ADDR's IP, and any
+    /// inner destination answered). Behind a waist router this is the network's address
+    /// of the server (10.2.0.80); replicas with the same address and key file are one
+    /// anycast service. Packets to other inner addresses are refused.
+    #[arg(long, value_name = "IP")]
+    pub address: Option<IpAddr>,
+    /// Also serve the directory over plain TCP (HTTP/1.1) at ADDR.
+    #[arg(long, value_name = "ADDR")]
+    pub tcp: Option<SocketAddr>,
+    /// Serve Prometheus metrics at ADDR (GET /metrics; 127.0.0.1:0 picks a port).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// Capture the Trickles packets into DIR/trickles-web.pcap.
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
+    /// Key rotation interval, seconds (default 300; replicas must agree).
+    #[arg(long, value_name = "SECS")]
+    pub rotate_s: Option<u64>,
+    /// Most unanswered requests held (default 4096).
+    #[arg(long, value_name = "N")]
+    pub queue: Option<usize>,
+    /// MTU of the path to clients (default 1500; over UDP the tunnel's 28 bytes come off).
+    #[arg(long, value_name = "BYTES")]
+    pub mtu: Option<u16>,
+    /// Check the configuration and exit.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// The config file: every key optional, unknown keys refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    root: Option<Spanned<PathBuf>>,
+    keys: Option<Spanned<PathBuf>>,
+    listen: Option<Spanned<String>>,
+    tcp: Option<Spanned<String>>,
+    metrics: Option<Spanned<String>>,
+    pcap: Option<Spanned<PathBuf>>,
+    rotate_s: Option<Spanned<u64>>,
+    queue: Option<Spanned<usize>>,
+    mtu: Option<Spanned<u16>>,
+    address: Option<Spanned<String>>,
+}
+
+/// The server's options: the config file named by `--config` (if any), then the command
+/// line over it, then the defaults.
+///
+/// # Errors
+///
+/// An unreadable or malformed config file, a bad value (located: `file:line:column: key
+/// `k`: …` when it came from the file), a missing `root` or `keys`, `rotate_s = 0`, an
+/// `address` with a TUN link.
+pub fn options(args: &Args) -> anyhow::Result<Options> {
+    match &args.config {
+        Some(path) => {
+            let (source, file) = netio::config::load::<File>(path)?;
+            merge(args, Some(&source), file)
+        }
+        None => merge(args, None, File::default()),
+    }
+}
+
+/// [`options`] with the config file's text given (`source`) instead of read.
+///
+/// # Errors
+///
+/// As [`options`].
+pub fn options_from(args: &Args, source: &Source) -> anyhow::Result<Options> {
+    let file = source.parse::<File>()?;
+    merge(args, Some(source), file)
+}
+
+/// The command line over `file` (read from `source`), then the defaults.
+fn merge(args: &Args, source: Option<&Source>, file: File) -> anyhow::Result<Options> {
+    // An error about a value of the file, located there.
+    let located = |span: std::ops::Range<usize>, m: String| -> anyhow::Error {
+        match source {
+            Some(s) => s.error_at(Some(span), m).into(),
+            None => anyhow::anyhow!(m),
+        }
+    };
+    let addr = |v: &Option<Spanned<String>>| -> anyhow::Result<Option<SocketAddr>> {
+        v.as_ref()
+            .map(|v| {
+                v.get_ref()
+                    .parse()
+                    .map_err(|e| located(v.span(), format!("not a socket address: {e}")))
+            })
+            .transpose()
+    };
+    let listen = match (&args.listen, &file.listen) {
+        (Some(l), _) => parse_listen(l).map_err(|m| anyhow::anyhow!("--listen {m}"))?,
+        (None, Some(l)) => parse_listen(l.get_ref()).map_err(|m| located(l.span(), m))?,
+        (None, None) => parse_listen(DEFAULT_LISTEN).map_err(|m| anyhow::anyhow!(m))?,
+    };
+    let address = match (args.address, &file.address) {
+        (Some(a), _) => Some(a),
+        (None, Some(a)) => Some(
+            a.get_ref()
+                .parse()
+                .map_err(|e| located(a.span(), format!("not an IP address: {e}")))?,
+        ),
+        (None, None) => None,
+    };
+    if let (Some(a), LinkSpec::Tun { .. }) = (address, &listen) {
+        let m = format!("address {a}: only for udp: links (tun: serves its CIDRs' addresses)");
+        return Err(match (args.address, &file.address) {
+            (None, Some(from_file)) => located(from_file.span(), m),
+            _ => anyhow::anyhow!(m),
+        });
+    }
+    let root = args
+        .root
+        .clone()
+        .or_else(|| file.root.map(Spanned::into_inner))
+        .ok_or_else(|| anyhow::anyhow!("--root DIR is required (or `root` in the config)"))?;
+    let keys = args
+        .keys
+        .clone()
+        .or_else(|| file.keys.map(Spanned::into_inner))
+        .ok_or_else(|| anyhow::anyhow!("--keys FILE is required (or `keys` in the config)"))?;
+    let rotate_s = match (args.rotate_s, &file.rotate_s) {
+        (Some(0), _) => anyhow::bail!("--rotate-s must be at least 1"),
+        (Some(s), _) => s,
+        (None, Some(s)) if *s.get_ref() == 0 => {
+            return Err(located(s.span(), "must be at least 1".into()));
+        }
+        (None, Some(s)) => *s.get_ref(),
+        (None, None) => DEFAULT_ROTATE_S,
+    };
+    Ok(Options {
+        root,
+        keys,
+        listen,
+        tcp: match args.tcp {
+            Some(a) => Some(a),
+            None => addr(&file.tcp)?,
+        },
+        metrics: match args.metrics {
+            Some(a) => Some(a),
+            None => addr(&file.metrics)?,
+        },
+        pcap: args.pcap.clone().or(file.pcap.map(Spanned::into_inner)),
+        rotate: Duration::from_secs(rotate_s),
+        queue: args
+            .queue
+            .or(file.queue.map(Spanned::into_inner))
+            .unwrap_or(DEFAULT_QUEUE),
+        mtu: args
+            .mtu
+            .or(file.mtu.map(Spanned::into_inner))
+            .unwrap_or(DEFAULT_MTU),
+        address,
+    })
+}
+
+/// The daemon after its arguments are parsed and tracing is set up: reads the options
+/// ([`options`]), opens the store (with `--check`: prints what it found and returns),
+/// binds the link, the TCP fallback and the metrics endpoint, prints the `ready …` line,
+/// and serves until SIGINT or SIGTERM; then logs the final counters.
+///
+/// # Errors
+///
+/// Bad options, an unreadable root or key file, an address or device that cannot be
+/// bound.
+pub async fn run(args: &Args) -> anyhow::Result<()> {
+    let opts = options(args)?;
+    let store = FileStore::open(&opts.root)?;
+    if args.check {
+        println!("ok: {} files under {}", store.len(), store.root().display());
+        return Ok(());
+    }
+    let (trigger, shutdown) = netio::shutdown::Shutdown::new();
+    let _signals = netio::shutdown::on_signals(trigger)?;
+    let tcp_stats = Arc::new(TcpStats::default());
+    let (mut web, udp) = Web::open(&opts, store.clone(), tcp_stats.clone()).await?;
+    let mut bound = Bound {
+        udp,
+        address: opts.address,
+        ..Bound::default()
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    if let Some(addr) = opts.tcp {
+        let listener = tcp::bind(addr).await?;
+        bound.tcp = Some(listener.local_addr()?);
+        let mut sd = shutdown.clone();
+        tasks.spawn(tcp::serve(listener, store, tcp_stats, async move {
+            sd.wait().await
+        }));
+    }
+    let scrapes = match opts.metrics {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(netio::metrics::bind_addr(Some(addr)))
+                .await
+                .map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}"))?;
+            bound.metrics = Some(listener.local_addr()?);
+            let (handle, scrapes) = netio::metrics::channel();
+            let mut sd = shutdown.clone();
+            tasks.spawn(async move {
+                if let Err(e) =
+                    netio::metrics::serve(listener, handle, async move { sd.wait().await }).await
+                {
+                    tracing::warn!("metrics endpoint: {e}");
+                }
+            });
+            Some(scrapes)
+        }
+        None => None,
+    };
+    println!("{bound}");
+    let mut sd = shutdown.clone();
+    let stats = web.run(async move { sd.wait().await }, scrapes).await?;
+    while tasks.join_next().await.is_some() {}
+    tracing::info!(
+        packets = stats.packets,
+        events = stats.events,
+        responses = stats.responses,
+        refused = stats.rejected.total(),
+        key_rotations = stats.key_rotations,
+        other_address = web.other_address(),
+        "bye"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn args(line: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("trickles-web").chain(line.iter().copied())).unwrap()
+    }
+
+    fn file(text: &str) -> Source {
+        Source::new("web.toml", text)
+    }
+
+    #[test]
+    fn defaults_with_only_the_required_options() {
+        let o = options(&args(&["--root", "/srv", "--keys", "/k"])).unwrap();
+        assert_eq!(o.root, PathBuf::from("/srv"));
+        assert_eq!(o.keys, PathBuf::from("/k"));
+        assert_eq!(o.listen, parse_listen(DEFAULT_LISTEN).unwrap());
+        assert_eq!(o.rotate, Duration::from_secs(DEFAULT_ROTATE_S));
+        assert_eq!((o.queue, o.mtu), (DEFAULT_QUEUE, DEFAULT_MTU));
+        assert_eq!((o.tcp, o.metrics, o.address), (None, None, None));
+        assert!(o.pcap.is_none());
+    }
+
+    #[test]
+    fn the_command_line_overrides_the_config_file() {
+        let text = "root = \"/from-file\"\nkeys = \"/file-keys\"\nlisten = \"udp:127.0.0.1:9000\"\n\
+                    tcp = \"127.0.0.1:8080\"\nrotate_s = 60\nqueue = 10\nmtu = 9000\n\
+                    address = \"10.2.0.80\"\npcap = \"/cap\"\n";
+        let from_file = options_from(&args(&[]), &file(text)).unwrap();
+        assert_eq!(from_file.root, PathBuf::from("/from-file"));
+        assert_eq!(
+            from_file.listen,
+            parse_listen("udp:127.0.0.1:9000").unwrap()
+        );
+        assert_eq!(from_file.tcp, Some("127.0.0.1:8080".parse().unwrap()));
+        assert_eq!(from_file.rotate, Duration::from_secs(60));
+        assert_eq!((from_file.queue, from_file.mtu), (10, 9000));
+        assert_eq!(from_file.address, Some("10.2.0.80".parse().unwrap()));
+        assert_eq!(from_file.pcap, Some(PathBuf::from("/cap")));
+        let cli = args(&[
+            "--root",
+            "/cli",
+            "--listen",
+            "udp:127.0.0.1:9001",
+            "--tcp",
+            "127.0.0.1:8081",
+            "--rotate-s",
+            "5",
+            "--queue",
+            "20",
+            "--mtu",
+            "1400",
+            "--address",
+            "10.2.0.81",
+        ]);
+        let o = options_from(&cli, &file(text)).unwrap();
+        assert_eq!(o.root, PathBuf::from("/cli"));
+        assert_eq!(o.keys, PathBuf::from("/file-keys"), "not given: the file's");
+        assert_eq!(o.listen, parse_listen("udp:127.0.0.1:9001").unwrap());
+        assert_eq!(o.tcp, Some("127.0.0.1:8081".parse().unwrap()));
+        assert_eq!(o.rotate, Duration::from_secs(5));
+        assert_eq!((o.queue, o.mtu), (20, 1400));
+        assert_eq!(o.address, Some("10.2.0.81".parse().unwrap()));
+        // A bad value in the file is not looked at when the command line gives its own.
+        let bad = text
+            .replace("udp:127.0.0.1:9000", "nowhere")
+            .replace("127.0.0.1:8080", "nowhere");
+        assert!(options_from(&cli, &file(&bad)).is_ok());
+        assert!(options_from(&args(&[]), &file(&bad)).is_err());
+    }
+
+    #[test]
+    fn errors_in_the_file_name_file_line_and_key() {
+        let base = "root = \"/r\"\nkeys = \"/k\"\n";
+        for (extra, key, message) in [
+            ("tcp = \"nowhere\"", "tcp", "not a socket address"),
+            ("metrics = \"1.2.3.4\"", "metrics", "not a socket address"),
+            ("address = \"ten\"", "address", "not an IP address"),
+            (
+                "listen = \"udp:127.0.0.1:1=127.0.0.1:2\"",
+                "listen",
+                "many peers",
+            ),
+            ("rotate_s = 0", "rotate_s", "at least 1"),
+            (
+                "listen = \"tun:tw0\"\naddress = \"10.0.0.1\"",
+                "address",
+                "only for udp",
+            ),
+            ("mtu = \"big\"", "mtu", "invalid type"),
+            ("colour = 1", "colour", "unknown field"),
+        ] {
+            let text = format!("{base}{extra}\n");
+            let e = options_from(&args(&[]), &file(&text))
+                .unwrap_err()
+                .to_string();
+            let line = text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+            assert!(
+                e.starts_with(&format!("web.toml:{line}:")) && e.contains(&format!("key `{key}`")),
+                "{extra}: {e}"
+            );
+            assert!(e.contains(message), "{extra}: {e}");
+        }
+    }
+
+    #[test]
+    fn errors_on_the_command_line_name_the_option() {
+        let e = options(&args(&["--keys", "/k"])).unwrap_err().to_string();
+        assert!(e.contains("--root"), "{e}");
+        let e = options(&args(&["--root", "/r"])).unwrap_err().to_string();
+        assert!(e.contains("--keys"), "{e}");
+        let base = ["--root", "/r", "--keys", "/k"];
+        let with = |more: &[&str]| {
+            let line: Vec<&str> = base.iter().chain(more).copied().collect();
+            options(&args(&line)).unwrap_err().to_string()
+        };
+        assert!(with(&["--rotate-s", "0"]).contains("--rotate-s"));
+        assert!(with(&["--listen", "udp:127.0.0.1:1=127.0.0.1:2"]).contains("--listen"));
+        assert!(with(&["--listen", "tun:tw0", "--address", "10.0.0.1"]).contains("only for udp"));
+        // A config file that does not exist is named.
+        let e = with(&["--config", "/nonexistent/web.toml"]);
+        assert!(e.contains("/nonexistent/web.toml"), "{e}");
+    }
+}
