@@ -83,7 +83,9 @@ fn looks_like_path(token: &str) -> bool {
         && token
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c));
-    plain && (EXTENSIONS.iter().any(|e| token.ends_with(e)) || ROOTS.iter().any(|r| token.starts_with(r)))
+    plain
+        && (EXTENSIONS.iter().any(|e| token.ends_with(e))
+            || ROOTS.iter().any(|r| token.starts_with(r)))
 }
 
 /// The directory of the crate `doc` belongs to (`crates/x`, `services/y`), if any.
