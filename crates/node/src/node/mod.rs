@@ -133,14 +133,13 @@ impl Node {
             })),
             _ => None,
         };
-        let mut dv = config.dv.map(|c| dv::Router::new(c, now.millis()));
+        let mut dv = config.dv.map(|c| dv::Router::new(c, now));
         if let Some(r) = &mut dv {
             for (i, f) in config.ifaces.iter().enumerate() {
                 if let (Some(cost), Ok(i)) = (f.dv_cost, u16::try_from(i)) {
-                    r.link_up(now.millis(), i, cost)
-                        .map_err(|_| ConfigError::ZeroCost {
-                            iface: usize::from(i),
-                        })?;
+                    r.link_up(now, i, cost).map_err(|_| ConfigError::ZeroCost {
+                        iface: usize::from(i),
+                    })?;
                 }
             }
         }
@@ -257,7 +256,7 @@ impl Node {
         let ok = self
             .dv
             .as_mut()
-            .is_some_and(|r| r.add_local_prefix(now.millis(), prefix).is_ok());
+            .is_some_and(|r| r.add_local_prefix(now, prefix).is_ok());
         self.drain_dv();
         ok
     }
@@ -275,9 +274,9 @@ impl Node {
         if let (Some(r), Ok(i), Some(cost)) = (&mut self.dv, u16::try_from(iface), cost) {
             // A link already in the state asked for is not an error worth reporting.
             let _ = if up {
-                r.link_up(now.millis(), i, cost)
+                r.link_up(now, i, cost)
             } else {
-                r.link_down(now.millis(), i)
+                r.link_down(now, i)
             };
         }
         self.drain_dv();
@@ -336,7 +335,7 @@ impl Node {
             Ok(Frame::Labelled { .. }) => (Some(1), LABEL_SHIM_LEN),
             Ok(Frame::Routing(msg)) => {
                 let ok = match (&mut self.dv, u16::try_from(iface)) {
-                    (Some(r), Ok(i)) => r.handle_message(now.millis(), i, msg).is_ok(),
+                    (Some(r), Ok(i)) => r.handle_message(now, i, msg).is_ok(),
                     _ => false,
                 };
                 if ok {

@@ -87,10 +87,7 @@ impl Node {
     /// When the node next wants [`handle_timeout`](Node::handle_timeout): the routing
     /// protocol's next update, the ESP stores' next sweep. `None` when nothing is timed.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let dv = self
-            .dv
-            .as_ref()
-            .map(|r| Instant::from_millis(r.poll_timeout()));
+        let dv = self.dv.as_ref().and_then(dv::Router::poll_timeout);
         let sweep = self.esp.as_ref().and_then(EspNode::poll_timeout);
         match (dv, sweep) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -102,9 +99,9 @@ impl Node {
     /// routing messages wait in [`poll_transmit`](Node::poll_transmit).
     pub fn handle_timeout(&mut self, now: Instant) {
         if let Some(r) = &mut self.dv
-            && Instant::from_millis(r.poll_timeout()) <= now
+            && r.poll_timeout().is_some_and(|t| t <= now)
         {
-            r.handle_timeout(now.millis());
+            r.handle_timeout(now);
         }
         self.drain_dv();
         if let Some(esp) = &mut self.esp {
