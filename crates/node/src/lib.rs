@@ -85,16 +85,14 @@ mod config;
 pub mod frag;
 pub mod frame;
 pub mod host;
-mod local;
 mod node;
 pub mod routes;
 #[cfg(feature = "sim")]
 pub mod sim;
-pub mod snap;
 mod stats;
 
 pub use config::{Config, ConfigError, EspConfig, IfaceConfig};
-pub use local::MAX_DELIVERIES;
-pub use node::{Delivery, InPlace, MAX_FRAME, Node, Transmit};
+pub use node::snap;
+pub use node::{Delivery, InPlace, MAX_DELIVERIES, MAX_FRAME, Node, Transmit};
 pub use sansio::{Instant, MILLIS, SECONDS};
 pub use stats::{Drops, Stats};

@@ -1,9 +1,12 @@
-//! What the node sends and delivers besides in-place forwarding: its own packets, the
-//! queues the caller drains, timers, and the routing protocol's messages and routes.
+//! What the node sends and delivers besides in-place forwarding: packets for the node
+//! itself (echo requests answered, ESP packets reflected (§2.5), the rest delivered), its
+//! own packets, the queues the caller drains, timers, and the routing protocol's messages
+//! and routes.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
+use esp_proto::endpoint::{HostAction, host_receive};
 use esp_proto::node::EspNode;
 use fastpath::dv;
 use fastpath::lpm::{IpPrefix, Prefix};
@@ -11,11 +14,35 @@ use fastpath::threaded::NextHop;
 use waist_ip::IpHeader;
 use waist_ip::icmp;
 
-use super::{Delivery, Node, Transmit};
+use super::{Delivery, Fate, Node, Reason, Transmit};
 use crate::Instant;
 use crate::frame::KIND_ROUTING;
 
+/// Deliveries that may wait for [`Node::poll_deliver`]; past this, packets for the node are
+/// dropped (counted in `dropped.local`) rather than held without bound.
+pub const MAX_DELIVERIES: usize = 4096;
+
 impl Node {
+    /// `packet` (trimmed to its IP length, header checked) is addressed to the node.
+    pub(crate) fn deliver_local(&mut self, iface: usize, packet: &mut [u8]) -> Fate {
+        if self.config.icmp && icmp::echo_reply(packet).is_ok() {
+            self.send_own(packet.to_vec());
+            return Fate::Delivered;
+        }
+        if let Ok(HostAction::Reflect) = host_receive(packet) {
+            self.send_own(packet.to_vec());
+            return Fate::Delivered;
+        }
+        if self.deliveries.len() >= MAX_DELIVERIES {
+            return Fate::Dropped(Reason::Local);
+        }
+        self.deliveries.push_back(Delivery::Packet {
+            iface,
+            packet: packet.to_vec(),
+        });
+        Fate::Delivered
+    }
+
     /// Routes a packet the node itself made (ICMP, reflections, echo replies) and queues it:
     /// by unicast routes only (never to a group), and only if it fits the link.
     pub(crate) fn send_own(&mut self, packet: Vec<u8>) {

@@ -13,9 +13,9 @@ use alloc::vec::Vec;
 use snap_vm::vm::{End, Transmit};
 use waist_ip::IpHeader;
 
+use super::queues::MAX_DELIVERIES;
+use super::{Delivery, Fate, Node, Reason};
 use crate::Instant;
-use crate::local::MAX_DELIVERIES;
-use crate::node::{Delivery, Fate, Node, Reason};
 
 /// The interface packets that did not arrive on a link run with (`getifc` reads −1).
 pub const LOCAL_IFACE: u32 = u32::MAX;
