@@ -2,7 +2,7 @@
 //! the submodules:
 //!
 //! ```text
-//!  input.rs   frames in: handle_packet(s), the link frame (label, routing message), ESP warming
+//!  input.rs   frames in: handle_packet(s), the link frame, labels, a batch read and warmed
 //!  ip.rs      the IP pipeline: TTL, ESP in and out, multicast, routes, MTU, ICMP errors
 //!  snap.rs    SNAP packets run here, the transit fast path
 //!  queues.rs  packets for the node itself, its own packets, poll_*, timers, routing messages
@@ -84,6 +84,12 @@ pub struct Node {
     pub(crate) stats: Stats,
     /// The node's own addresses and its interfaces', gathered once.
     pub(crate) own: Vec<IpAddr>,
+    /// [`Node::handle_packets`]' frames, read (kept to reuse its allocation).
+    reads: Vec<input::Read>,
+    /// Where the ESP instruction of the packet in the pipeline is: set at its first ESP
+    /// site (found there, or read with its frame), used by the others. A field, not a
+    /// local, so that a node without ESP pays nothing for it per packet.
+    pub(crate) esp_found: esp_proto::node::Found,
 }
 
 /// How one frame ended (each frame ends exactly one way; see [`Stats`]).
@@ -156,6 +162,8 @@ impl Node {
             out: VecDeque::new(),
             deliveries: VecDeque::new(),
             stats: Stats::default(),
+            reads: Vec::new(),
+            esp_found: esp_proto::node::Found::NotEsp,
         };
         node.drain_dv();
         Ok(node)

@@ -14,6 +14,7 @@ use fastpath::threaded::NextHop;
 use waist_ip::IpHeader;
 use waist_ip::icmp;
 
+use super::input::Header;
 use super::{Delivery, Fate, Node, Reason, Transmit};
 use crate::Instant;
 use crate::frame::KIND_ROUTING;
@@ -73,7 +74,7 @@ impl Node {
     /// received frame.
     pub fn send(&mut self, now: Instant, mut packet: Vec<u8>) {
         self.stats.received += 1;
-        let (fate, in_place) = self.ip(now, usize::MAX, &mut packet, 0, true);
+        let (fate, in_place) = self.ip(now, usize::MAX, &mut packet, (0, Header::Unread), true);
         self.count(fate);
         if let Some(t) = in_place {
             packet.truncate(t.range.end);
