@@ -129,14 +129,7 @@ impl Node {
             esp.set_sites(e.sites);
             esp
         });
-        let vm = match (config.snap, config.ipv4()) {
-            (true, Some(address)) => Some(Vm::new(snap_vm::vm::NodeConfig {
-                address,
-                ifaces: u32::try_from(ifaces).unwrap_or(u32::MAX),
-                mtu: config.ifaces.iter().map(|f| f.mtu).max().unwrap_or(1500),
-            })),
-            _ => None,
-        };
+        let vm = snap::vm_for(&config);
         let mut dv = config.dv.map(|c| dv::Router::new(c, now));
         if let Some(r) = &mut dv {
             for (i, f) in config.ifaces.iter().enumerate() {
@@ -166,7 +159,36 @@ impl Node {
             esp_found: esp_proto::node::Found::NotEsp,
         };
         node.drain_dv();
+        node.install(now)?;
         Ok(node)
+    }
+
+    /// Installs what the config declares besides the stages: its static routes, groups and
+    /// originated prefixes (the config is valid: every interface named exists, routing
+    /// runs if there is anything to originate).
+    fn install(&mut self, now: Instant) -> Result<(), ConfigError> {
+        let (routes, groups, originate) = (
+            core::mem::take(&mut self.config.routes),
+            core::mem::take(&mut self.config.groups),
+            core::mem::take(&mut self.config.originate),
+        );
+        for (p, ifaces) in &routes {
+            self.add_route_via(*p, ifaces);
+        }
+        for (g, ifaces) in &groups {
+            self.add_group(*g, ifaces);
+        }
+        let all = originate.iter().all(|&p| self.originate(now, p));
+        (
+            self.config.routes,
+            self.config.groups,
+            self.config.originate,
+        ) = (routes, groups, originate);
+        if all {
+            Ok(())
+        } else {
+            Err(ConfigError::RoutingTableFull)
+        }
     }
 
     /// The node's config.

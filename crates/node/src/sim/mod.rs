@@ -112,8 +112,9 @@ pub fn add_router(sim: &mut Simulator<SimNode>) -> NodeId {
 
 /// Rebuilds router `id` at the current time from its own config with `edit` applied and
 /// one interface per link it has now (new ones of MTU 1500), keeping its static routes.
-/// Nothing else carries over (multicast groups, ESP state, VM services, counters): call it
-/// while building the network, before adding groups. Does nothing if `id` is a host.
+/// Nothing else carries over (multicast groups, ESP state, VM services registered by hand,
+/// counters; the SNAP services its config declares are registered afresh): call it while
+/// building the network, before adding groups. Does nothing if `id` is a host.
 ///
 /// # Errors
 ///
