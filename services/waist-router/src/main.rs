@@ -36,8 +36,8 @@ async fn main() -> anyhow::Result<()> {
             "{}: ok ({} links, {} routes, {} groups)",
             args.config.display(),
             plan.links.len(),
-            plan.routes.len(),
-            plan.groups.len()
+            plan.node.routes.len(),
+            plan.node.groups.len()
         );
         return Ok(());
     }
