@@ -45,7 +45,7 @@
 //!
 //! ```text
 //!  link_up / link_down / handle_message(now, iface, bytes)   ─► state changes
-//!  handle_timeout(now) once now ≥ poll_timeout()              ─► periodic/triggered updates
+//!  handle_timeout(now) once poll_timeout() = Some(t), now ≥ t ─► periodic/triggered updates
 //!  poll_transmit() until None                                 ─► bytes for each neighbour
 //! ```
 //!
