@@ -29,6 +29,7 @@ use fastpath::dv::{Config, Dest, Router};
 use fastpath::lpm::{IpPrefix, Prefix, Prefix6};
 use fastpath::threaded::{MAX_INDEX, NextHop};
 use libfuzzer_sys::fuzz_target;
+use sansio::{Instant, MILLIS};
 
 #[derive(Arbitrary, Debug)]
 enum Event {
@@ -132,7 +133,7 @@ fn lookup(r: &Router, addr: IpPrefix) -> Option<(IpPrefix, fastpath::dv::Route)>
 
 const ME: u32 = 1;
 
-fn check(r: &mut Router, now: u64) {
+fn check(r: &mut Router, now: Instant) {
     let inf = r.config().infinity;
     let links: Vec<(u16, u16)> = r.links().collect();
     let me = r.route(ME).expect("a router always reaches itself");
@@ -186,7 +187,7 @@ fn check(r: &mut Router, now: u64) {
             assert_eq!(entry, None, "unreachable route still forwards");
         }
     }
-    if r.poll_timeout() <= now {
+    if r.poll_timeout().is_some_and(|t| t <= now) {
         r.handle_timeout(now);
     }
     while let Some(t) = r.poll_transmit() {
@@ -215,7 +216,7 @@ fn check(r: &mut Router, now: u64) {
 }
 
 fuzz_target!(|events: Vec<Event>| {
-    let mut now = 0u64;
+    let mut now = Instant::ZERO;
     let mut config = Config::new(ME);
     config.triggered_delay = 10;
     config.update_interval = 1_000;
@@ -263,7 +264,7 @@ fuzz_target!(|events: Vec<Event>| {
                 Advertisement::emit(MessageKind::Request, u32::from(sender % 8), &[], &mut bytes);
                 let _ = r.handle_message(now, u16::from(iface % 8), &bytes);
             }
-            Event::Advance { ms } => now += u64::from(ms % 10_000),
+            Event::Advance { ms } => now = now.saturating_add(u64::from(ms % 10_000) * MILLIS),
             Event::Query { dests } => {
                 let dests: Vec<u32> = dests.iter().take(64).map(|&d| u32::from(d % 80)).collect();
                 let mut host = FirstHop::new(900, 1_000, 64);

@@ -24,7 +24,7 @@ use ess::{EssConfig, HashKey, Instant, ShardedEss};
 
 use crate::exec::{Context, Env, Processed, Verdict, process};
 use crate::instr::Instruction;
-use crate::wire::{Form, Header, Loc, locate};
+use crate::wire::{Form, Header, Loc, Located, locate, locate_in};
 
 /// Where the instruction of the commonest ESP packet sits, found without walking the
 /// packet as [`locate`] does: a dedicated IPv4 packet with no options, not a later
@@ -75,6 +75,72 @@ impl Site {
             Site::Input(_) => Loc::INPUT,
             Site::Central => Loc::CENTRAL,
             Site::Output(_) => Loc::OUTPUT,
+        }
+    }
+}
+
+/// Where a packet's instruction is, found once and handed to every site the packet visits
+/// ([`EspNode::ingress_found`], [`EspNode::egress_found`], [`EspNode::warm_found`]), so no
+/// site walks the packet again. Processing rewrites only an instruction's flags and
+/// operands, never the IP framing or the instruction's length, so what was found before
+/// the first site holds at the last: the `*_found` calls answer exactly as
+/// [`EspNode::ingress`] and [`EspNode::egress`], which find it for themselves.
+///
+/// ```
+/// use esp_proto::endpoint::Endpoint;
+/// use esp_proto::instr::Instruction;
+/// use esp_proto::node::{EspNode, Found, NodeConfig};
+/// use ess::{EssConfig, HashKey, Instant, Tag};
+/// let store = EssConfig::new(10, 1_000, 1, HashKey::from_seed(1))?;
+/// let mut node = EspNode::new(NodeConfig {
+///     ifaces: 2, store, shards: 1, node_id: 1,
+///     idmap_key: HashKey::from_seed(2), timestamp_shift: 0,
+/// });
+/// let ep = Endpoint::new(3, [10, 0, 0, 1].into());
+/// let count = Instruction::Count { counter: Tag(7), thresh: 9 };
+/// let mut packet = ep.packet_to([10, 0, 0, 2].into(), &count, &[])?;
+/// // A router has checked the IP header already.
+/// let h = waist_ip::IpHeader::parse(&packet)?;
+/// let found = Found::in_checked(&h, &packet);
+/// assert_eq!(found, Found::in_packet(&packet));
+/// let now = Instant::from_ticks(0);
+/// assert!(node.ingress_found(now, 0, &mut packet, &found));
+/// assert!(node.egress_found(now, 1, &mut packet, &found));
+/// assert_eq!(node.stats().executed, 3); // input, central and output: Loc selects all
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// The packet carries this instruction.
+    Instruction(Located),
+    /// A well-formed packet without an instruction (counted as `not_esp` at each site).
+    NotEsp,
+    /// Malformed IP framing or instruction bytes (counted as `malformed` at each site,
+    /// and forwarded as ordinary IP).
+    Malformed,
+}
+
+impl Found {
+    /// Finds the instruction of `packet` ([`locate`]).
+    #[inline]
+    pub fn in_packet(packet: &[u8]) -> Found {
+        Found::from_located(locate(packet))
+    }
+
+    /// Finds the instruction of a packet whose IP header `h` the caller has checked
+    /// ([`locate_in`]): the same answer as [`Found::in_packet`], without reading the fixed
+    /// header again.
+    #[inline(always)]
+    pub fn in_checked(h: &waist_ip::IpHeader, packet: &[u8]) -> Found {
+        Found::from_located(locate_in(h, packet))
+    }
+
+    #[inline(always)]
+    fn from_located<E>(r: Result<Option<Located>, E>) -> Found {
+        match r {
+            Ok(Some(l)) => Found::Instruction(l),
+            Ok(None) => Found::NotEsp,
+            Err(_) => Found::Malformed,
         }
     }
 }
@@ -233,13 +299,25 @@ impl EspNode {
     /// Runs `packet`'s instruction at `site`, if its Loc selects it. Unknown ports are
     /// treated as not selected.
     pub fn process_at(&mut self, now: Instant, site: Site, packet: &mut [u8]) -> Outcome {
-        let located = match locate(packet) {
-            Ok(Some(l)) => l,
-            Ok(None) => {
+        self.process_found(now, site, packet, &Found::in_packet(packet))
+    }
+
+    /// As [`process_at`](Self::process_at), with the instruction already found in `packet`
+    /// ([`Found`]).
+    pub fn process_found(
+        &mut self,
+        now: Instant,
+        site: Site,
+        packet: &mut [u8],
+        found: &Found,
+    ) -> Outcome {
+        let located = match found {
+            Found::Instruction(l) => l,
+            Found::NotEsp => {
                 self.stats.not_esp += 1;
                 return Outcome::NotEsp;
             }
-            Err(_) => {
+            Found::Malformed => {
                 self.stats.malformed += 1;
                 return Outcome::NotEsp;
             }
@@ -363,11 +441,36 @@ impl EspNode {
         input: Option<usize>,
         output: impl FnOnce(&[u8]) -> Option<usize>,
     ) {
-        let Some(range) =
+        if let Some(range) =
             dedicated_v4(packet).or_else(|| locate(packet).ok().flatten().map(|l| l.range))
-        else {
-            return;
-        };
+        {
+            self.warm_range(packet, range, input, output);
+        }
+    }
+
+    /// As [`warm`](Self::warm), with the instruction already found in `packet` ([`Found`]).
+    #[inline]
+    pub fn warm_found(
+        &self,
+        packet: &[u8],
+        found: &Found,
+        input: Option<usize>,
+        output: impl FnOnce(&[u8]) -> Option<usize>,
+    ) {
+        if let Found::Instruction(l) = found {
+            self.warm_range(packet, l.range.clone(), input, output);
+        }
+    }
+
+    /// Warms the lookups of the instruction at `packet[range]`.
+    #[inline]
+    fn warm_range(
+        &self,
+        packet: &[u8],
+        range: core::ops::Range<usize>,
+        input: Option<usize>,
+        output: impl FnOnce(&[u8]) -> Option<usize>,
+    ) {
         let Some(Ok(header)) = packet.get(range).map(Header::new_checked) else {
             return;
         };
@@ -400,14 +503,45 @@ impl EspNode {
     /// A packet arrived on `iface`: runs its input and central contexts. `false` if an
     /// instruction dropped it.
     pub fn ingress(&mut self, now: Instant, iface: usize, packet: &mut [u8]) -> bool {
-        self.process_at(now, Site::Input(iface), packet).forwards()
-            && self.process_at(now, Site::Central, packet).forwards()
+        let found = Found::in_packet(packet);
+        self.ingress_found(now, iface, packet, &found)
+    }
+
+    /// As [`ingress`](Self::ingress), with the instruction already found in `packet`
+    /// ([`Found`]).
+    #[inline]
+    pub fn ingress_found(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        packet: &mut [u8],
+        found: &Found,
+    ) -> bool {
+        self.process_found(now, Site::Input(iface), packet, found)
+            .forwards()
+            && self
+                .process_found(now, Site::Central, packet, found)
+                .forwards()
     }
 
     /// A packet (or one copy of it) leaves by `iface`: runs its output context. `false` if
     /// the instruction dropped it.
     pub fn egress(&mut self, now: Instant, iface: usize, packet: &mut [u8]) -> bool {
         self.process_at(now, Site::Output(iface), packet).forwards()
+    }
+
+    /// As [`egress`](Self::egress), with the instruction already found in `packet`
+    /// ([`Found`]; found before [`ingress_found`](Self::ingress_found) ran, it still holds).
+    #[inline]
+    pub fn egress_found(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        packet: &mut [u8],
+        found: &Found,
+    ) -> bool {
+        self.process_found(now, Site::Output(iface), packet, found)
+            .forwards()
     }
 
     /// Reclaims up to `budget` expired bindings in each shard of every context.

@@ -100,12 +100,14 @@
 //! use fastpath::dv::{Config, Router};
 //! use fastpath::ilp::integrated;
 //! use fastpath::threaded::{Forward, Label};
+//! use sansio::Instant;
 //!
 //! // Two routers on one link learn each other's index for themselves.
-//! let (mut a, mut b) = (Router::new(Config::new(1), 0), Router::new(Config::new(2), 0));
-//! a.link_up(0, 0, 1)?;
-//! b.link_up(0, 0, 1)?;
-//! for now in [0, 1_000, 2_000] {
+//! let t0 = Instant::ZERO;
+//! let (mut a, mut b) = (Router::new(Config::new(1), t0), Router::new(Config::new(2), t0));
+//! a.link_up(t0, 0, 1)?;
+//! b.link_up(t0, 0, 1)?;
+//! for now in [0, 1_000, 2_000].map(Instant::from_millis) {
 //!     while let Some(t) = a.poll_transmit() { b.handle_message(now, 0, &t.bytes)?; }
 //!     while let Some(t) = b.poll_transmit() { a.handle_message(now, 0, &t.bytes)?; }
 //!     a.handle_timeout(now);

@@ -29,7 +29,7 @@ use core::cmp::Reverse;
 use core::fmt;
 
 use netsim::graph::Graph;
-use sansio::SplitMix64;
+use sansio::{Instant, SplitMix64};
 
 use crate::dv::{Config, Dest, Router};
 use crate::lpm::IpPrefix;
@@ -110,7 +110,7 @@ impl Network {
                 c.triggered_delay = 5;
                 c.route_timeout = 6_000;
                 c.gc_timeout = 4_000;
-                Router::new(c, 0)
+                Router::new(c, Instant::ZERO)
             })
             .collect();
         let mut net = Self {
@@ -192,7 +192,7 @@ impl Network {
         if link.a >= self.routers.len() || link.b >= self.routers.len() || link.a == link.b {
             return false;
         }
-        let now = self.now;
+        let now = Instant::from_millis(self.now);
         let ok = match cost {
             Some(c) => {
                 let ra = self.routers[link.a].link_up(now, iface, c);
@@ -227,7 +227,7 @@ impl Network {
         i: u16,
         bytes: &[u8],
     ) -> Option<Result<(), crate::dv::HandleError>> {
-        let now = self.now;
+        let now = Instant::from_millis(self.now);
         let r = self.routers.get_mut(to)?.handle_message(now, i, bytes);
         self.flush_all();
         Some(r)
@@ -264,7 +264,12 @@ impl Network {
         let end = self.now.saturating_add(ms);
         loop {
             let next_msg = self.queue.peek().map(|Reverse(m)| m.0);
-            let next_timer = self.routers.iter().map(Router::poll_timeout).min();
+            let next_timer = self
+                .routers
+                .iter()
+                .filter_map(Router::poll_timeout)
+                .map(Instant::millis)
+                .min();
             let next = match (next_msg, next_timer) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => a.or(b).unwrap_or(u64::MAX),
@@ -283,7 +288,7 @@ impl Network {
                     self.dropped += 1;
                 } else if up {
                     self.delivered += 1;
-                    let now = self.now;
+                    let now = Instant::from_millis(self.now);
                     if let Some(r) = self.routers.get_mut(to) {
                         // Routers reject malformed bytes; simulated routers send none.
                         let _ = r.handle_message(now, iface, &bytes);
@@ -291,8 +296,8 @@ impl Network {
                 }
             }
             for r in 0..self.routers.len() {
-                if self.routers[r].poll_timeout() <= self.now {
-                    let now = self.now;
+                let now = Instant::from_millis(self.now);
+                if self.routers[r].poll_timeout().is_some_and(|t| t <= now) {
                     self.routers[r].handle_timeout(now);
                 }
                 self.flush(r);
@@ -303,7 +308,7 @@ impl Network {
     /// Router `r` starts originating `prefix` ([`Router::add_local_prefix`]). Returns
     /// false if `r` is out of range or its table is full.
     pub fn add_prefix(&mut self, r: usize, prefix: impl Into<IpPrefix>) -> bool {
-        let now = self.now;
+        let now = Instant::from_millis(self.now);
         let ok = self
             .routers
             .get_mut(r)
@@ -315,7 +320,7 @@ impl Network {
     /// Router `r` stops originating `prefix` ([`Router::remove_local_prefix`]). Returns
     /// false if `r` is out of range or did not originate it.
     pub fn remove_prefix(&mut self, r: usize, prefix: impl Into<IpPrefix>) -> bool {
-        let now = self.now;
+        let now = Instant::from_millis(self.now);
         let ok = self
             .routers
             .get_mut(r)

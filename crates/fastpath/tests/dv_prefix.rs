@@ -16,6 +16,12 @@ use fastpath::lpm::{IpPrefix, Prefix, Prefix6};
 use fastpath::sim::Network;
 use fastpath::threaded::NextHop;
 use proptest::prelude::*;
+use sansio::Instant;
+
+/// `t` milliseconds after the origin (the router's timers count whole milliseconds).
+fn ms(t: u64) -> Instant {
+    Instant::from_millis(t)
+}
 
 fn v4(a: [u8; 4], l: u8) -> IpPrefix {
     IpPrefix::V4(Prefix::new(a, l).unwrap())
@@ -63,13 +69,13 @@ const B: u16 = 2;
 
 #[test]
 fn a_local_prefix_is_advertised_then_withdrawn_and_collected() {
-    let mut r = Router::new(Config::new(1), 0);
-    r.link_up(0, A, 1).unwrap();
+    let mut r = Router::new(Config::new(1), ms(0));
+    r.link_up(ms(0), A, 1).unwrap();
     drain(&mut r);
     let lan = v4([192, 168, 1, 0], 24);
-    let index = r.add_local_prefix(10, lan).unwrap();
+    let index = r.add_local_prefix(ms(10), lan).unwrap();
     assert_ne!(index, 0, "index 0 is the router itself");
-    assert_eq!(r.add_local_prefix(11, lan), Ok(index), "idempotent");
+    assert_eq!(r.add_local_prefix(ms(11), lan), Ok(index), "idempotent");
     let route = r.route_to(lan).unwrap();
     assert_eq!(route.dest, Dest::from(lan));
     assert_eq!(
@@ -83,19 +89,19 @@ fn a_local_prefix_is_advertised_then_withdrawn_and_collected() {
     );
     assert_eq!(r.local_prefixes().collect::<Vec<_>>(), vec![lan]);
     // The triggered update carries it at cost 0 in a kind 5 message.
-    assert_eq!(r.poll_timeout(), 1_010);
-    r.handle_timeout(1_010);
+    assert_eq!(r.poll_timeout(), Some(ms(1_010)));
+    r.handle_timeout(ms(1_010));
     let sent = drain(&mut r);
     assert_eq!(sent_cost(&sent, A, lan), Some(0));
     // Withdrawn: poisoned (infinity), no forwarding, no LPM match, then collected.
-    assert!(r.remove_local_prefix(2_000, lan));
-    assert!(!r.remove_local_prefix(2_000, lan));
+    assert!(r.remove_local_prefix(ms(2_000), lan));
+    assert!(!r.remove_local_prefix(ms(2_000), lan));
     assert_eq!(r.route_to(lan).unwrap().cost, 16);
     assert_eq!(r.table().get(index), None);
     assert_eq!(r.lookup_v4([192, 168, 1, 77]), None);
-    r.handle_timeout(3_000);
+    r.handle_timeout(ms(3_000));
     assert_eq!(sent_cost(&drain(&mut r), A, lan), Some(16));
-    r.handle_timeout(2_000 + 120_000);
+    r.handle_timeout(ms(2_000 + 120_000));
     assert_eq!(r.route_to(lan), None);
     assert_eq!(r.index_of_dest(lan), None);
 }
@@ -105,12 +111,12 @@ fn a_local_prefix_is_advertised_then_withdrawn_and_collected() {
 #[test]
 fn learned_prefixes_take_the_cheapest_neighbour_and_its_index() {
     let net = v6(7, 48);
-    let mut r = Router::new(Config::new(1), 0);
-    r.link_up(0, A, 3).unwrap();
-    r.link_up(0, B, 1).unwrap();
-    r.handle_message(0, A, &prefix_update(10, &[(net, 5, 4)]))
+    let mut r = Router::new(Config::new(1), ms(0));
+    r.link_up(ms(0), A, 3).unwrap();
+    r.link_up(ms(0), B, 1).unwrap();
+    r.handle_message(ms(0), A, &prefix_update(10, &[(net, 5, 4)]))
         .unwrap();
-    r.handle_message(0, B, &prefix_update(20, &[(net, 6, 9)]))
+    r.handle_message(ms(0), B, &prefix_update(20, &[(net, 6, 9)]))
         .unwrap();
     let route = r.route_to(net).unwrap();
     assert_eq!(
@@ -123,17 +129,17 @@ fn learned_prefixes_take_the_cheapest_neighbour_and_its_index() {
     host[15] = 1;
     assert_eq!(r.lookup_v6(host), Some((p, route)));
     drain(&mut r);
-    r.handle_timeout(1_000);
+    r.handle_timeout(ms(1_000));
     let sent = drain(&mut r);
     assert_eq!(sent_cost(&sent, A, net), Some(7));
     assert_eq!(sent_cost(&sent, B, net), Some(16), "poisoned reverse");
     // B withdraws: R moves to A and A's index.
-    r.handle_message(2, B, &prefix_update(20, &[(net, 16, 9)]))
+    r.handle_message(ms(2), B, &prefix_update(20, &[(net, 16, 9)]))
         .unwrap();
     let route = r.route_to(net).unwrap();
     assert_eq!((route.cost, route.next_index), (8, 4));
     // A falls silent: the route times out like a router's would.
-    r.handle_timeout(180_000);
+    r.handle_timeout(ms(180_000));
     assert_eq!(r.route_to(net).unwrap().cost, 16);
     assert_eq!(r.lookup_v6(host), None);
 }
@@ -141,15 +147,15 @@ fn learned_prefixes_take_the_cheapest_neighbour_and_its_index() {
 #[test]
 fn a_local_prefix_beats_a_learned_one_until_withdrawn() {
     let net = v4([10, 0, 0, 0], 8);
-    let mut r = Router::new(Config::new(1), 0);
-    r.link_up(0, A, 2).unwrap();
-    r.handle_message(0, A, &prefix_update(10, &[(net, 3, 6)]))
+    let mut r = Router::new(Config::new(1), ms(0));
+    r.link_up(ms(0), A, 2).unwrap();
+    r.handle_message(ms(0), A, &prefix_update(10, &[(net, 3, 6)]))
         .unwrap();
     assert_eq!(r.route_to(net).unwrap().cost, 5);
     let index = r.index_of_dest(net).unwrap();
-    assert_eq!(r.add_local_prefix(1, net), Ok(index), "keeps its index");
+    assert_eq!(r.add_local_prefix(ms(1), net), Ok(index), "keeps its index");
     assert_eq!(r.route_to(net).unwrap().next_hop, NextHop::Local);
-    assert!(r.remove_local_prefix(2, net));
+    assert!(r.remove_local_prefix(ms(2), net));
     let route = r.route_to(net).unwrap();
     assert_eq!(
         (route.cost, route.next_hop, route.next_index),
@@ -159,14 +165,18 @@ fn a_local_prefix_beats_a_learned_one_until_withdrawn() {
 
 #[test]
 fn longest_prefix_match_and_address_queries() {
-    let mut r = Router::new(Config::new(1), 0);
-    r.link_up(0, A, 1).unwrap();
+    let mut r = Router::new(Config::new(1), ms(0));
+    r.link_up(ms(0), A, 1).unwrap();
     let wide = v4([10, 0, 0, 0], 8);
     let narrow = v4([10, 1, 0, 0], 16);
     let local = v6(1, 48);
-    r.handle_message(0, A, &prefix_update(10, &[(wide, 1, 3), (narrow, 2, 4)]))
-        .unwrap();
-    let local_index = r.add_local_prefix(0, local).unwrap();
+    r.handle_message(
+        ms(0),
+        A,
+        &prefix_update(10, &[(wide, 1, 3), (narrow, 2, 4)]),
+    )
+    .unwrap();
+    let local_index = r.add_local_prefix(ms(0), local).unwrap();
     let (p, route) = r.lookup_v4([10, 1, 2, 3]).unwrap();
     assert_eq!((IpPrefix::V4(p), route.cost), (narrow, 3));
     let (p, _) = r.lookup_v4([10, 2, 2, 3]).unwrap();
@@ -213,7 +223,7 @@ fn longest_prefix_match_and_address_queries() {
     );
     // Host messages are not routing messages, and answers are not queries.
     assert_eq!(
-        r.handle_message(0, A, &query),
+        r.handle_message(ms(0), A, &query),
         Err(HandleError::HostMessage)
     );
     assert_eq!(
@@ -224,20 +234,20 @@ fn longest_prefix_match_and_address_queries() {
 
 #[test]
 fn bad_prefix_updates_change_nothing() {
-    let mut r = Router::new(Config::new(1), 0);
-    r.link_up(0, A, 1).unwrap();
+    let mut r = Router::new(Config::new(1), ms(0));
+    r.link_up(ms(0), A, 1).unwrap();
     let net = v4([10, 0, 0, 0], 8);
-    r.handle_message(0, A, &prefix_update(10, &[(net, 1, 3)]))
+    r.handle_message(ms(0), A, &prefix_update(10, &[(net, 1, 3)]))
         .unwrap();
     let before: Vec<_> = r.routes().collect();
     assert_eq!(
-        r.handle_message(1, A, &prefix_update(10, &[(net, 17, 3)])),
+        r.handle_message(ms(1), A, &prefix_update(10, &[(net, 17, 3)])),
         Err(HandleError::CostAboveInfinity)
     );
     let mut bad = prefix_update(10, &[(net, 1, 3)]);
     bad[8] = 9;
     assert_eq!(
-        r.handle_message(1, A, &bad),
+        r.handle_message(ms(1), A, &bad),
         Err(HandleError::Wire(WireError::BadFamily(9)))
     );
     assert_eq!(r.routes().collect::<Vec<_>>(), before);
@@ -247,10 +257,10 @@ fn bad_prefix_updates_change_nothing() {
 fn a_full_table_refuses_a_local_prefix() {
     let mut cfg = Config::new(1);
     cfg.max_destinations = 2;
-    let mut r = Router::new(cfg, 0);
-    assert!(r.add_local_prefix(0, v4([10, 0, 0, 0], 8)).is_ok());
+    let mut r = Router::new(cfg, ms(0));
+    assert!(r.add_local_prefix(ms(0), v4([10, 0, 0, 0], 8)).is_ok());
     assert_eq!(
-        r.add_local_prefix(0, v4([11, 0, 0, 0], 8)),
+        r.add_local_prefix(ms(0), v4([11, 0, 0, 0], 8)),
         Err(LocalError::TableFull)
     );
     assert_eq!(r.local_prefixes().count(), 1);
@@ -263,9 +273,9 @@ fn a_full_table_refuses_a_local_prefix() {
 fn full_updates_are_split_to_fit_a_datagram() {
     let mut cfg = Config::new(1);
     cfg.max_entries = 1_000;
-    let mut r = Router::new(cfg, 0);
+    let mut r = Router::new(cfg, ms(0));
     assert_eq!(r.config().max_entries, 121);
-    r.link_up(0, A, 1).unwrap();
+    r.link_up(ms(0), A, 1).unwrap();
     let routers: Vec<AdvEntry> = (0..150)
         .map(|i| AdvEntry {
             dest: 1_000 + i,
@@ -276,12 +286,12 @@ fn full_updates_are_split_to_fit_a_datagram() {
     for chunk in routers.chunks(100) {
         let mut msg = Vec::new();
         Advertisement::emit(MessageKind::Update, 10, chunk, &mut msg);
-        r.handle_message(0, A, &msg).unwrap();
+        r.handle_message(ms(0), A, &msg).unwrap();
     }
     for i in 0..150u16 {
-        r.add_local_prefix(0, v6(i, 64)).unwrap();
+        r.add_local_prefix(ms(0), v6(i, 64)).unwrap();
     }
-    r.link_up(0, B, 1).unwrap();
+    r.link_up(ms(0), B, 1).unwrap();
     let sent: Vec<Transmit> = drain(&mut r).into_iter().filter(|t| t.iface == B).collect();
     let mut prefixes = 0;
     let mut ids = 0;

@@ -5,6 +5,12 @@
 use fastpath::dv::wire::{AdvEntry, Advertisement, MessageKind, WireError};
 use fastpath::dv::{Config, HandleError, LinkError, Route, Router, RouterId, Transmit};
 use fastpath::threaded::NextHop;
+use sansio::Instant;
+
+/// `t` milliseconds after the origin (the router's timers count whole milliseconds).
+fn ms(t: u64) -> Instant {
+    Instant::from_millis(t)
+}
 
 fn update(sender: RouterId, entries: &[(u32, u16, u32)]) -> Vec<u8> {
     let entries: Vec<AdvEntry> = entries
@@ -35,12 +41,12 @@ const D: u32 = 100;
 
 /// Fig. 7: R reaches D through A (3 + 5) or B (1 + 6); it picks B and B's index j.
 fn fig7() -> Router {
-    let mut r = Router::new(Config::new(1), 0);
-    r.link_up(0, A, 3).unwrap();
-    r.link_up(0, B, 1).unwrap();
-    r.handle_message(0, A, &update(10, &[(10, 0, 0), (D, 5, 4)]))
+    let mut r = Router::new(Config::new(1), ms(0));
+    r.link_up(ms(0), A, 3).unwrap();
+    r.link_up(ms(0), B, 1).unwrap();
+    r.handle_message(ms(0), A, &update(10, &[(10, 0, 0), (D, 5, 4)]))
         .unwrap();
-    r.handle_message(0, B, &update(20, &[(20, 0, 0), (D, 6, 9)]))
+    r.handle_message(ms(0), B, &update(20, &[(20, 0, 0), (D, 6, 9)]))
         .unwrap();
     r
 }
@@ -63,32 +69,34 @@ fn fig7_picks_the_cheapest_neighbour_and_its_index() {
 fn triggered_update_uses_poisoned_reverse() {
     let mut r = fig7();
     drain(&mut r);
-    assert_eq!(r.poll_timeout(), 1_000);
-    r.handle_timeout(1_000);
+    assert_eq!(r.poll_timeout(), Some(ms(1_000)));
+    r.handle_timeout(ms(1_000));
     let sent = drain(&mut r);
     assert_eq!(sent_cost(&sent, A, D), Some(7));
     assert_eq!(sent_cost(&sent, B, D), Some(16));
-    assert_eq!(r.poll_timeout(), 30_000);
+    assert_eq!(r.poll_timeout(), Some(ms(30_000)));
 }
 
 #[test]
 fn link_down_reroutes_and_recomputes_the_index() {
     let mut r = fig7();
-    r.link_down(5, B).unwrap();
+    r.link_down(ms(5), B).unwrap();
     let route = r.route(D).unwrap();
     assert_eq!((route.cost, route.next_index), (8, 4));
     assert_eq!(route.next_hop, NextHop::Neighbour(A));
     assert_eq!(r.route(20).unwrap().cost, 16);
     assert_eq!(r.table().get(r.index_of(20).unwrap()), None);
-    assert_eq!(r.link_down(5, B), Err(LinkError::UnknownLink));
+    assert_eq!(r.link_down(ms(5), B), Err(LinkError::UnknownLink));
 }
 
 #[test]
 fn worse_news_from_the_next_hop_is_believed() {
     let mut r = fig7();
-    r.handle_message(1, B, &update(20, &[(D, 16, 9)])).unwrap();
+    r.handle_message(ms(1), B, &update(20, &[(D, 16, 9)]))
+        .unwrap();
     assert_eq!(r.route(D).unwrap().cost, 8);
-    r.handle_message(2, A, &update(10, &[(D, 16, 4)])).unwrap();
+    r.handle_message(ms(2), A, &update(10, &[(D, 16, 4)]))
+        .unwrap();
     assert_eq!(r.route(D).unwrap().cost, 16);
     assert_eq!(r.table().get(r.index_of(D).unwrap()), None);
 }
@@ -97,14 +105,14 @@ fn worse_news_from_the_next_hop_is_believed() {
 fn silent_routes_time_out_and_indices_are_reused() {
     let mut r = fig7();
     let freed = [D, 10, 20].map(|d| r.index_of(d).unwrap());
-    r.handle_timeout(180_000);
+    r.handle_timeout(ms(180_000));
     assert_eq!(r.route(D).unwrap().cost, 16);
-    r.handle_timeout(299_999);
+    r.handle_timeout(ms(299_999));
     assert!(r.route(D).is_some());
-    r.handle_timeout(300_000);
+    r.handle_timeout(ms(300_000));
     assert_eq!(r.route(D), None);
     assert_eq!(r.index_of(D), None);
-    r.handle_message(300_001, A, &update(10, &[(555, 2, 7)]))
+    r.handle_message(ms(300_001), A, &update(10, &[(555, 2, 7)]))
         .unwrap();
     assert!(freed.contains(&r.index_of(555).unwrap()));
     assert_eq!(r.route(555).unwrap().cost, 5);
@@ -115,19 +123,19 @@ fn bad_messages_change_nothing() {
     let mut r = fig7();
     let before: Vec<Route> = r.routes().collect();
     assert_eq!(
-        r.handle_message(1, 9, &update(30, &[(D, 1, 1)])),
+        r.handle_message(ms(1), 9, &update(30, &[(D, 1, 1)])),
         Err(HandleError::UnknownLink)
     );
     assert_eq!(
-        r.handle_message(1, A, &update(1, &[(D, 1, 1)])),
+        r.handle_message(ms(1), A, &update(1, &[(D, 1, 1)])),
         Err(HandleError::FromSelf)
     );
     assert_eq!(
-        r.handle_message(1, A, &update(10, &[(D, 17, 1)])),
+        r.handle_message(ms(1), A, &update(10, &[(D, 17, 1)])),
         Err(HandleError::CostAboveInfinity)
     );
     assert_eq!(
-        r.handle_message(1, A, &[1, 1, 0]),
+        r.handle_message(ms(1), A, &[1, 1, 0]),
         Err(HandleError::Wire(WireError::Truncated))
     );
     assert_eq!(r.routes().collect::<Vec<_>>(), before);
@@ -136,10 +144,10 @@ fn bad_messages_change_nothing() {
 
 #[test]
 fn link_commands_check_costs() {
-    let mut r = Router::new(Config::new(1), 0);
-    assert_eq!(r.link_up(0, 0, 0), Err(LinkError::ZeroCost));
-    assert_eq!(r.link_up(0, 0, 16), Err(LinkError::CostTooHigh));
-    r.link_up(0, 0, 2).unwrap();
+    let mut r = Router::new(Config::new(1), ms(0));
+    assert_eq!(r.link_up(ms(0), 0, 0), Err(LinkError::ZeroCost));
+    assert_eq!(r.link_up(ms(0), 0, 16), Err(LinkError::CostTooHigh));
+    r.link_up(ms(0), 0, 2).unwrap();
     let sent = drain(&mut r);
     let kinds: Vec<MessageKind> = sent
         .iter()
@@ -152,9 +160,9 @@ fn link_commands_check_costs() {
 fn full_table_is_counted_not_installed() {
     let mut cfg = Config::new(1);
     cfg.max_destinations = 2;
-    let mut r = Router::new(cfg, 0);
-    r.link_up(0, 0, 1).unwrap();
-    r.handle_message(0, 0, &update(2, &[(2, 0, 0), (3, 1, 1)]))
+    let mut r = Router::new(cfg, ms(0));
+    r.link_up(ms(0), 0, 1).unwrap();
+    r.handle_message(ms(0), 0, &update(2, &[(2, 0, 0), (3, 1, 1)]))
         .unwrap();
     assert!(r.route(2).is_some());
     assert_eq!(r.route(3), None);

@@ -10,6 +10,7 @@ use core::fmt;
 use core::net::IpAddr;
 
 use fastpath::dv;
+use fastpath::lpm::IpPrefix;
 
 /// One interface (a TUN device or a UDP link to one neighbour).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,32 +64,122 @@ pub struct EspConfig {
 }
 
 impl EspConfig {
+    /// τ, the lifetime of every binding: the paper's 10 s (ESP §2.1).
+    pub const LIFETIME: u64 = 10 * crate::SECONDS;
+    /// The stores' clock resolution, 1 ms: bindings expire within a millisecond of τ, and
+    /// an expiry fits the store's 32-bit field for 49 days of ticks.
+    pub const RESOLUTION: u64 = crate::MILLIS;
+    /// Right shift from the node's microsecond ticks to the coarse timestamp operand: 10,
+    /// units of 1.024 ms ("milliseconds by convention", `Param::Timestamp`), without a
+    /// division per packet.
+    pub const TIMESTAMP_SHIFT: u32 = 10;
+    /// Time between sweeps of expired bindings, 100 ms.
+    pub const CLEAN_INTERVAL: u64 = 100 * crate::MILLIS;
+    /// Expired bindings a sweep reclaims per shard, at most 64. Sweeps are not what keeps a
+    /// store from filling: every creation first reclaims two expired entries itself, so
+    /// reclamation keeps ahead of any creation rate. A sweep only returns the entries of a
+    /// store gone quiet, and its budget bounds the work one timeout does (64 entries per
+    /// shard of each of the `2 × ifaces + 1` contexts).
+    pub const CLEAN_BUDGET: usize = 64;
+
     /// The paper's defaults (τ = 10 s at 1 ms resolution, one shard per context) with
     /// stores of `2^log2` bindings, the node id `node_id` (by convention its IPv4 address)
     /// and secrets derived from `key`; sweeps every 100 ms reclaiming up to 64 bindings per
-    /// shard.
+    /// shard. (The numbers: the associated constants above.)
     ///
     /// # Errors
     ///
     /// [`ess::ConfigError`] if `log2` is out of range.
     pub fn new(node_id: u64, log2: u8, key: ess::HashKey) -> Result<EspConfig, ess::ConfigError> {
-        Ok(EspConfig {
+        let store = ess::EssConfig::new(log2, Self::LIFETIME, Self::RESOLUTION, key.derive(1))?;
+        Ok(Self::with_store(node_id, store, key))
+    }
+
+    /// As [`EspConfig::new`], each store sized for a packet rate: the smallest that never
+    /// refuses a creation while at most `creations_per_second` bindings are created per
+    /// context for `lifetime` microseconds (τ; [`EspConfig::LIFETIME`] is the paper's), by
+    /// [`ess::EssConfig::for_rate`] (ESP §2.3: resources are reclaimed at the rate they are
+    /// allocated, so the size is fixed in advance).
+    ///
+    /// ```
+    /// use waist_node::{EspConfig, SECONDS};
+    /// // 100,000 packets a second creating bindings that live 10 s: 10^6 → 2^20 per store.
+    /// let c = EspConfig::for_rate(1, 100_000, 10 * SECONDS, ess::HashKey::from_seed(7))?;
+    /// assert_eq!(c.node.store.capacity(), 1 << 20);
+    /// assert_eq!(c.clean_budget, EspConfig::CLEAN_BUDGET);
+    /// # Ok::<(), ess::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ess::ConfigError`] if the rate needs a store larger than an ESS can be.
+    pub fn for_rate(
+        node_id: u64,
+        creations_per_second: u64,
+        lifetime: u64,
+        key: ess::HashKey,
+    ) -> Result<EspConfig, ess::ConfigError> {
+        let store = ess::EssConfig::for_rate(
+            creations_per_second,
+            crate::SECONDS,
+            lifetime,
+            Self::RESOLUTION,
+            key.derive(1),
+        )?;
+        Ok(Self::with_store(node_id, store, key))
+    }
+
+    /// The node's ESP stage over stores built from `store`, with the node's defaults.
+    fn with_store(node_id: u64, store: ess::EssConfig, key: ess::HashKey) -> EspConfig {
+        EspConfig {
             node: esp_proto::node::NodeConfig {
                 ifaces: 0,
-                store: ess::EssConfig::new(
-                    log2,
-                    10 * crate::SECONDS,
-                    crate::MILLIS,
-                    key.derive(1),
-                )?,
+                store,
                 shards: 1,
                 node_id,
                 idmap_key: key.derive(2),
-                timestamp_shift: 10,
+                timestamp_shift: Self::TIMESTAMP_SHIFT,
             },
-            clean_interval: 100 * crate::MILLIS,
-            clean_budget: 64,
+            clean_interval: Self::CLEAN_INTERVAL,
+            clean_budget: Self::CLEAN_BUDGET,
             sites: esp_proto::wire::Loc::ALL,
+        }
+    }
+}
+
+/// The ESS services SNAP programs may call at the node (`calls "ess.get"`, `"ess.put"`,
+/// `"ess.count"`; [`snap_vm::service::EssService`]): one store shared by the three, and
+/// the key that keeps computations apart (each sees only its own tags).
+#[derive(Clone, Copy, Debug)]
+pub struct SnapEss {
+    /// The store, built afresh (empty) with the node.
+    pub store: ess::EssConfig,
+    /// The key that isolates computations.
+    pub key: ess::HashKey,
+}
+
+impl SnapEss {
+    /// A store that never refuses a binding while programs create at most
+    /// `creations_per_second` of them, each living the ESP stage's τ
+    /// ([`EspConfig::LIFETIME`], at its resolution), with secrets derived from `key`.
+    ///
+    /// # Errors
+    ///
+    /// [`ess::ConfigError`] if the rate needs a store larger than an ESS can be.
+    pub fn for_rate(
+        creations_per_second: u64,
+        key: ess::HashKey,
+    ) -> Result<SnapEss, ess::ConfigError> {
+        let store = ess::EssConfig::for_rate(
+            creations_per_second,
+            crate::SECONDS,
+            EspConfig::LIFETIME,
+            EspConfig::RESOLUTION,
+            key.derive(1),
+        )?;
+        Ok(SnapEss {
+            store,
+            key: key.derive(2),
         })
     }
 }
@@ -107,6 +198,9 @@ pub struct Config {
     pub esp: Option<EspConfig>,
     /// Whether SNAP packets (IP protocol 254) run here.
     pub snap: bool,
+    /// The ESS services SNAP programs may call here (needs `snap`); `None`: none, and a
+    /// program that calls one faults.
+    pub snap_ess: Option<SnapEss>,
     /// Source-hash route cache of `2^n` slots in front of the IPv4 longest-prefix match.
     pub route_cache_log2: Option<u8>,
     /// Distance-vector routing (its `id` is the router's; links from
@@ -118,6 +212,16 @@ pub struct Config {
     /// Local runs one arriving SNAP packet may cause here (`send` to this node), beyond
     /// what its resource bound already limits.
     pub snap_local_runs: u32,
+    /// Static routes the node starts with: each prefix leaves by the first of its
+    /// interfaces (preference order, at least one) that is up
+    /// ([`Node::add_route_via`](crate::Node::add_route_via)).
+    pub routes: Vec<(IpPrefix, Vec<usize>)>,
+    /// Multicast groups the node starts with: address and downstream interfaces
+    /// ([`Node::add_group`](crate::Node::add_group)).
+    pub groups: Vec<(IpAddr, Vec<usize>)>,
+    /// Networks attached to the node, advertised through distance vector from the start
+    /// ([`Node::originate`](crate::Node::originate); needs `dv`).
+    pub originate: Vec<IpPrefix>,
 }
 
 impl Config {
@@ -129,10 +233,14 @@ impl Config {
             ifaces: alloc::vec![IfaceConfig::new(1500); ifaces],
             esp: None,
             snap: false,
+            snap_ess: None,
             route_cache_log2: None,
             dv: None,
             icmp: true,
             snap_local_runs: 64,
+            routes: Vec::new(),
+            groups: Vec::new(),
+            originate: Vec::new(),
         }
     }
 
@@ -174,10 +282,24 @@ impl Config {
         if self.snap && self.ipv4().is_none() {
             return Err(ConfigError::SnapNeedsIpv4);
         }
+        if self.snap_ess.is_some() && !self.snap {
+            return Err(ConfigError::SnapServicesWithoutSnap);
+        }
         if let Some(n) = self.route_cache_log2
             && !(1..=24).contains(&n)
         {
             return Err(ConfigError::CacheSize(n));
+        }
+        if self.routes.iter().any(|(_, list)| list.is_empty()) {
+            return Err(ConfigError::EmptyRoute);
+        }
+        let ifaces = self.ifaces.len();
+        let named = (self.routes.iter().map(|(_, l)| l)).chain(self.groups.iter().map(|(_, l)| l));
+        if let Some(&iface) = named.flatten().find(|&&i| i >= ifaces) {
+            return Err(ConfigError::UnknownIface { iface });
+        }
+        if !self.originate.is_empty() && self.dv.is_none() {
+            return Err(ConfigError::OriginateWithoutRouting);
         }
         Ok(())
     }
@@ -214,8 +336,22 @@ pub enum ConfigError {
     },
     /// SNAP on, but the node has no IPv4 address (SNAP's addresses are IPv4).
     SnapNeedsIpv4,
+    /// SNAP services declared (`snap_ess`) with SNAP off.
+    SnapServicesWithoutSnap,
     /// A route cache size outside 2^1 … 2^24.
     CacheSize(u8),
+    /// A static route ([`Config::routes`]) with no interface.
+    EmptyRoute,
+    /// A static route or a group names an interface the node does not have.
+    UnknownIface {
+        /// The interface.
+        iface: usize,
+    },
+    /// Prefixes to originate with no distance-vector config.
+    OriginateWithoutRouting,
+    /// Distance vector's table has no room for a prefix to originate
+    /// ([`dv::Config::max_destinations`]).
+    RoutingTableFull,
 }
 
 impl fmt::Display for ConfigError {
@@ -236,7 +372,21 @@ impl fmt::Display for ConfigError {
                 write!(f, "interface {iface}: a routing cost but no [dv] config")
             }
             ConfigError::SnapNeedsIpv4 => f.write_str("SNAP needs an IPv4 node address"),
+            ConfigError::SnapServicesWithoutSnap => f.write_str("SNAP services with SNAP off"),
             ConfigError::CacheSize(n) => write!(f, "route cache of 2^{n} slots (1..=24)"),
+            ConfigError::EmptyRoute => f.write_str("a static route with no interface"),
+            ConfigError::UnknownIface { iface } => {
+                write!(
+                    f,
+                    "a route or group names interface {iface}, which the node lacks"
+                )
+            }
+            ConfigError::OriginateWithoutRouting => {
+                f.write_str("prefixes to originate but no [dv] config")
+            }
+            ConfigError::RoutingTableFull => {
+                f.write_str("the routing table has no room for the prefixes to originate")
+            }
         }
     }
 }

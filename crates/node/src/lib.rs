@@ -28,8 +28,11 @@
 //!
 //! Each stage but the IP check is optional ([`Config`]): a node without ESP or SNAP
 //! forwards those packets as plain IP (partial deployment). Routes come from config
-//! ([`Node::add_route`]) and from distance vector over the links (`fastpath::dv`, extended
-//! to advertise prefixes with their threaded indices).
+//! ([`Config::routes`], [`Config::groups`], or [`Node::add_route`] later) and from distance
+//! vector over the links (`fastpath::dv`, extended to advertise prefixes with their
+//! threaded indices, [`Config::originate`]). The config is the whole router: the daemon
+//! and the simulator build the same node from it, SNAP services ([`Config::snap_ess`])
+//! included.
 //!
 //! ## The link frame
 //!
@@ -85,16 +88,14 @@ mod config;
 pub mod frag;
 pub mod frame;
 pub mod host;
-mod local;
 mod node;
 pub mod routes;
 #[cfg(feature = "sim")]
 pub mod sim;
-pub mod snap;
 mod stats;
 
-pub use config::{Config, ConfigError, EspConfig, IfaceConfig};
-pub use local::MAX_DELIVERIES;
-pub use node::{Delivery, InPlace, MAX_FRAME, Node, Transmit};
+pub use config::{Config, ConfigError, EspConfig, IfaceConfig, SnapEss};
+pub use node::snap;
+pub use node::{Delivery, InPlace, MAX_DELIVERIES, MAX_FRAME, Node, Transmit};
 pub use sansio::{Instant, MILLIS, SECONDS};
 pub use stats::{Drops, Stats};

@@ -1,10 +1,11 @@
 //! `Node::handle_packets` (a batch, its ESP lookups warmed together) against
 //! `Node::handle_packet` one frame at a time: on random sequences of frames — ESP
 //! instructions of every kind the stores see, at every site, dedicated and piggybacked,
-//! plain IP, frames for the node, short and garbage frames, unknown interfaces — the two
-//! nodes must rewrite every frame alike, answer alike, queue the same transmits and
-//! deliveries and count the same statistics. The stores are small, so they fill and
-//! refuse.
+//! plain IP, frames for the node, short and garbage frames, unknown interfaces, any of
+//! those behind a threaded label (forwarded by the label, falling back, out of hops), and
+//! routing messages that teach the labels' table — the two nodes must rewrite every frame
+//! alike, answer alike, queue the same transmits and deliveries and count the same
+//! statistics. The stores are small, so they fill and refuse.
 
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -15,7 +16,10 @@ use esp_proto::endpoint::Endpoint;
 use esp_proto::instr::{CombineOp, CompareOp, Instruction};
 use esp_proto::wire::Loc;
 use ess::{HashKey, Tag, Value};
+use fastpath::dv;
+use fastpath::dv::wire::{AdvEntry, Advertisement, MessageKind};
 use proptest::prelude::*;
+use waist_node::frame::{KIND_LABEL, KIND_ROUTING};
 use waist_node::routes::prefix;
 use waist_node::{Config, Delivery, EspConfig, InPlace, Instant, Node};
 
@@ -66,9 +70,13 @@ enum Arrival {
     },
     Plain,
     Garbage(Vec<u8>),
+    /// Behind a threaded label (its 32-bit word: random bit, hop limit, index).
+    Labelled(u32, Box<Arrival>),
+    /// A neighbour's update: destinations 77.. at (cost, index in its table).
+    Routing(Vec<(u16, u32)>),
 }
 
-fn arrival() -> impl Strategy<Value = Arrival> {
+fn unlabelled() -> impl Strategy<Value = Arrival> {
     prop_oneof![
         8 => (instruction(), 0u8..8, 0u32..3, any::<bool>(), prop::bool::weighted(0.1), 1u8..4)
             .prop_map(|(instr, loc, cid, piggyback, to_node, ttl)| Arrival::Esp {
@@ -76,6 +84,19 @@ fn arrival() -> impl Strategy<Value = Arrival> {
             }),
         1 => Just(Arrival::Plain),
         1 => prop::collection::vec(any::<u8>(), 0..48).prop_map(Arrival::Garbage),
+    ]
+}
+
+fn arrival() -> impl Strategy<Value = Arrival> {
+    // Label words: threaded, hop limit 0..3, index 0..6 (0: this router), or random.
+    let word = prop_oneof![
+        4 => (0u32..3, 0u32..6).prop_map(|(hops, index)| (hops << 24) | index),
+        1 => any::<u32>().prop_map(|w| w | 0x8000_0000),
+    ];
+    prop_oneof![
+        10 => unlabelled(),
+        4 => (word, unlabelled()).prop_map(|(w, a)| Arrival::Labelled(w, Box::new(a))),
+        1 => prop::collection::vec((0u16..3, 0u32..8), 0..4).prop_map(Arrival::Routing),
     ]
 }
 
@@ -112,6 +133,23 @@ fn frame(a: &Arrival) -> Vec<u8> {
             p
         }
         Arrival::Garbage(g) => g.clone(),
+        Arrival::Labelled(word, inner) => {
+            let mut f = vec![KIND_LABEL];
+            f.extend_from_slice(&word.to_be_bytes());
+            f.extend(frame(inner));
+            f
+        }
+        Arrival::Routing(entries) => {
+            let entries: Vec<AdvEntry> = (77..)
+                .zip(entries)
+                .map(|(dest, &(cost, index))| AdvEntry { dest, cost, index })
+                .collect();
+            let mut f = vec![KIND_ROUTING];
+            let mut msg = Vec::new();
+            Advertisement::emit(MessageKind::Update, 9, &entries, &mut msg);
+            f.extend(msg);
+            f
+        }
     }
 }
 
@@ -119,6 +157,9 @@ fn node() -> Node {
     let mut c = Config::router(ME.into(), 3);
     // 2^4 bindings per context: small enough to fill and refuse.
     c.esp = Some(EspConfig::new(1, 4, HashKey::from_seed(3)).unwrap());
+    // Routing on interface 1, whose neighbour's updates fill the labels' table.
+    c.dv = Some(dv::Config::new(u32::from_be_bytes(ME)));
+    c.ifaces[1] = c.ifaces[1].clone().with_dv(1);
     let mut n = Node::new(c, Instant::ZERO).unwrap();
     n.add_route(prefix([10, 1, 0, 0].into(), 16).unwrap(), 0);
     n.add_route(prefix([10, 2, 0, 0].into(), 16).unwrap(), 1);

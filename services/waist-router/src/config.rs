@@ -77,7 +77,7 @@ use netio::config::{ConfigError, LinkConfig, Source};
 use netio::link::parse_cidr;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
-use waist_node::{Config, EspConfig, IfaceConfig};
+use waist_node::{Config, EspConfig, IfaceConfig, SnapEss};
 
 /// The whole file. It writes back as it reads (`toml::to_string`), absent sections, empty
 /// lists and defaults left out: `waist up` builds one per router and writes it so.
@@ -260,18 +260,10 @@ pub struct GroupSection {
 pub struct Plan {
     /// The router's name.
     pub name: String,
-    /// The node's config.
+    /// The node's config, with its static routes, groups and prefixes to originate.
     pub node: Config,
-    /// Static routes: prefix → interfaces in preference order (never empty).
-    pub routes: Vec<(IpPrefix, Vec<usize>)>,
-    /// Groups: address → interfaces.
-    pub groups: Vec<(IpAddr, Vec<usize>)>,
-    /// Prefixes to originate through distance vector.
-    pub originate: Vec<IpPrefix>,
     /// The links, as netio opens them.
     pub links: Vec<LinkConfig>,
-    /// The ESS service for SNAP programs: its store and the key isolating computations.
-    pub snap_ess: Option<(ess::EssConfig, ess::HashKey)>,
 }
 
 fn prefix_of(source: &Source, s: &Spanned<String>) -> Result<IpPrefix, ConfigError> {
@@ -363,26 +355,12 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
     }
     if let Some(e) = &file.esp {
         let key = ess::HashKey::from_seed(e.key_seed.unwrap_or_else(random_seed));
-        let store = ess::EssConfig::for_rate(
-            *e.rate.get_ref(),
-            1_000_000,
-            e.lifetime_s.saturating_mul(1_000_000),
-            1_000,
-            key.derive(1),
-        )
-        .map_err(|err| source.error_for(&e.rate, err.to_string()))?;
         let node_id = node.ipv4().map_or(0, |a| u64::from(u32::from_be_bytes(a)));
+        let lifetime = e.lifetime_s.saturating_mul(waist_node::SECONDS);
+        let mut esp = EspConfig::for_rate(node_id, *e.rate.get_ref(), lifetime, key)
+            .map_err(|err| source.error_for(&e.rate, err.to_string()))?;
+        esp.node.shards = e.shards.max(1);
         node.esp = Some(EspConfig {
-            node: esp_proto::node::NodeConfig {
-                ifaces: 0,
-                store,
-                shards: e.shards.max(1),
-                node_id,
-                idmap_key: key.derive(2),
-                timestamp_shift: 10,
-            },
-            clean_interval: 100 * waist_node::MILLIS,
-            clean_budget: 256,
             sites: match &e.contexts {
                 None => esp_proto::wire::Loc::ALL,
                 Some(list) => {
@@ -405,9 +383,9 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
                     l
                 }
             },
+            ..esp
         });
     }
-    let mut snap_ess = None;
     if let Some(s) = &file.snap {
         node.snap = true;
         node.snap_local_runs = s.local_runs;
@@ -415,15 +393,9 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
             match svc.get_ref().as_str() {
                 "ess" => {
                     let key = ess::HashKey::from_seed(s.key_seed.unwrap_or_else(random_seed));
-                    let store = ess::EssConfig::for_rate(
-                        s.ess_rate,
-                        1_000_000,
-                        10_000_000,
-                        1_000,
-                        key.derive(1),
-                    )
-                    .map_err(|e| source.error_for(svc, e.to_string()))?;
-                    snap_ess = Some((store, key.derive(2)));
+                    let ess = SnapEss::for_rate(s.ess_rate, key)
+                        .map_err(|e| source.error_for(svc, e.to_string()))?;
+                    node.snap_ess = Some(ess);
                 }
                 other => {
                     return Err(source
@@ -478,16 +450,13 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
             .collect::<Result<Vec<_>, _>>()?;
         groups.push((addr, links));
     }
+    (node.routes, node.groups, node.originate) = (routes, groups, originate);
     node.validate()
         .map_err(|e| source.error_at(None, e.to_string()))?;
     Ok(Plan {
         name: file.node.name.clone(),
         node,
-        routes,
-        groups,
-        originate,
         links: file.link.clone(),
-        snap_ess,
     })
 }
 
@@ -542,7 +511,7 @@ link = "a"
         let p = plan_of(GOOD).unwrap();
         assert_eq!(p.name, "r1");
         assert!(p.node.esp.is_some() && p.node.snap && p.node.dv.is_some());
-        assert!(p.snap_ess.is_some());
+        assert!(p.node.snap_ess.is_some());
         let only = plan_of(&GOOD.replace("key_seed = 1", "key_seed = 1\ncontexts = [\"central\"]"))
             .unwrap();
         assert_eq!(only.node.esp.unwrap().sites, esp_proto::wire::Loc::CENTRAL);
@@ -550,9 +519,9 @@ link = "a"
             .unwrap_err();
         assert_eq!(e.key.as_deref(), Some("contexts"), "{e}");
         assert_eq!(p.node.ifaces[0].dv_cost, Some(1));
-        assert_eq!(p.routes.len(), 1);
-        assert_eq!(p.routes[0].1, vec![0]);
-        assert_eq!(p.originate.len(), 1);
+        assert_eq!(p.node.routes.len(), 1);
+        assert_eq!(p.node.routes[0].1, vec![0]);
+        assert_eq!(p.node.originate.len(), 1);
     }
 
     #[test]
@@ -578,7 +547,7 @@ link = "a"
             "cost = 1\n\n[[link]]\nname = \"b\"\non = \"udp:127.0.0.1:0=127.0.0.1:9\"\n",
         );
         let p = plan_of(&two.replace("link = \"a\"", "links = [\"b\", \"a\"]")).unwrap();
-        assert_eq!(p.routes[0].1, vec![1, 0]);
+        assert_eq!(p.node.routes[0].1, vec![1, 0]);
         let e = plan_of(&two.replace("=127.0.0.1:9", "")).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("on"), "{e}");
         assert!(e.message.contains("needs its peer"), "{e}");
@@ -596,7 +565,7 @@ link = "a"
             "cost = 1\n\n[[link]]\nname = \"b\"\nkind = \"udp\"\nlocal = \"127.0.0.1:0\"\npeer = \"127.0.0.1:9\"\nholddown_ms = 50\n",
         );
         let p = plan_of(&two.replace("link = \"a\"", "links = [\"b\", \"a\"]")).unwrap();
-        assert_eq!(p.routes[0].1, vec![1, 0]);
+        assert_eq!(p.node.routes[0].1, vec![1, 0]);
         let line_of =
             |text: &str, key: &str| text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
         let bad = two.replace("link = \"a\"", "links = [\"a\", \"c\"]");

@@ -51,8 +51,8 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> anyhow::Result<()> {
             "{}: ok ({} links, {} routes, {} groups)",
             args.config.display(),
             plan.links.len(),
-            plan.routes.len(),
-            plan.groups.len()
+            plan.node.routes.len(),
+            plan.node.groups.len()
         )?;
         return Ok(());
     }

@@ -91,24 +91,8 @@ impl Router {
     pub async fn open(plan: &Plan, source: &netio::config::Source) -> anyhow::Result<Router> {
         let clock = Clock::monotonic();
         let links = Links::open(&plan.links, source, clock.origin()).await?;
-        let mut node = Node::new(plan.node.clone(), Instant::ZERO)
+        let node = Node::new(plan.node.clone(), Instant::ZERO)
             .map_err(|e| anyhow::anyhow!("{}: {e}", source.file().display()))?;
-        if let (Some((store, key)), Some(vm)) = (&plan.snap_ess, node.vm_mut()) {
-            for s in snap_vm::service::EssService::trio(*store, *key) {
-                vm.services.register(Box::new(s));
-            }
-        }
-        for (p, links) in &plan.routes {
-            node.add_route_via(*p, links);
-        }
-        for (g, ifaces) in &plan.groups {
-            node.add_group(*g, ifaces);
-        }
-        for &p in &plan.originate {
-            if !node.originate(Instant::ZERO, p) {
-                warn!(?p, "cannot originate prefix (routing table full)");
-            }
-        }
         Ok(Router {
             name: plan.name.clone(),
             node,

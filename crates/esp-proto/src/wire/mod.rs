@@ -11,6 +11,6 @@ pub use header::{ErrCode, Header, HeaderRepr, Loc, WireError};
 pub use ip::piggyback;
 pub use ip::{
     Form, IpError, Located, addresses, decrement_ttl, dedicated_ipv4_len, dedicated_ipv6_len,
-    emit_dedicated_ipv4, emit_dedicated_ipv6, ipv4_checksum_ok, locate, piggyback_into,
+    emit_dedicated_ipv4, emit_dedicated_ipv6, ipv4_checksum_ok, locate, locate_in, piggyback_into,
     piggybacked_len, reflect,
 };

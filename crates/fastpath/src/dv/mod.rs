@@ -45,28 +45,36 @@
 //!
 //! ```text
 //!  link_up / link_down / handle_message(now, iface, bytes)   ─► state changes
-//!  handle_timeout(now) once now ≥ poll_timeout()              ─► periodic/triggered updates
+//!  handle_timeout(now) once poll_timeout() = Some(t), now ≥ t ─► periodic/triggered updates
 //!  poll_transmit() until None                                 ─► bytes for each neighbour
 //! ```
 //!
-//! Time is `now: u64` in milliseconds from any origin; the router reads no clock. Triggered
-//! updates are queued by `handle_timeout`: after a `handle_message` that changed routes,
-//! `poll_timeout()` returns `now + triggered_delay`.
+//! Time is [`Instant`] (`sansio`'s, a microsecond a tick) from any origin; the router reads
+//! no clock. Its timers run in whole milliseconds: every entry point converts `now` once
+//! (`now.millis()`, rounding down), the [`Config`] durations are milliseconds, and
+//! [`Router::poll_timeout`] answers a whole millisecond as an `Instant`. Triggered updates
+//! are queued by `handle_timeout`: after a `handle_message` that changed routes,
+//! `poll_timeout()` returns `now + triggered_delay`. `poll_timeout()` is never `None` for a
+//! router (its periodic update is always pending); the `Option` is the workspace's shape.
 //!
 //! ```
 //! use fastpath::dv::{Config, Router};
+//! use sansio::Instant;
 //!
-//! let mut a = Router::new(Config::new(1), 0);
-//! let mut b = Router::new(Config::new(2), 0);
-//! a.link_up(0, 0, 1).unwrap();
-//! b.link_up(0, 0, 1).unwrap();
+//! let t0 = Instant::ZERO;
+//! let mut a = Router::new(Config::new(1), t0);
+//! let mut b = Router::new(Config::new(2), t0);
+//! a.link_up(t0, 0, 1).unwrap();
+//! b.link_up(t0, 0, 1).unwrap();
 //! // Exchange until quiet (both routers call their one link interface 0).
 //! for _ in 0..4 {
-//!     while let Some(t) = a.poll_transmit() { b.handle_message(0, 0, &t.bytes).unwrap(); }
-//!     while let Some(t) = b.poll_transmit() { a.handle_message(0, 0, &t.bytes).unwrap(); }
-//!     a.handle_timeout(0);
-//!     b.handle_timeout(0);
+//!     while let Some(t) = a.poll_transmit() { b.handle_message(t0, 0, &t.bytes).unwrap(); }
+//!     while let Some(t) = b.poll_transmit() { a.handle_message(t0, 0, &t.bytes).unwrap(); }
+//!     a.handle_timeout(t0);
+//!     b.handle_timeout(t0);
 //! }
+//! // Nothing due before the triggered update, one second (triggered_delay) on.
+//! assert!(a.poll_timeout().is_some_and(|t| t > t0));
 //! let route = a.route(2).unwrap();
 //! assert_eq!(route.cost, 1);
 //! // a's next index for 2 is 2's own index of itself.
@@ -77,17 +85,19 @@
 //!
 //! ```
 //! # use fastpath::dv::{Config, Router};
+//! # use sansio::Instant;
 //! use fastpath::dv::Dest;
 //! use fastpath::lpm::Prefix6;
 //! use fastpath::threaded::NextHop;
 //!
-//! # let mut a = Router::new(Config::new(1), 0);
-//! # let mut b = Router::new(Config::new(2), 0);
-//! # a.link_up(0, 0, 1).unwrap();
-//! # b.link_up(0, 0, 1).unwrap();
+//! # let t0 = Instant::ZERO;
+//! # let mut a = Router::new(Config::new(1), t0);
+//! # let mut b = Router::new(Config::new(2), t0);
+//! # a.link_up(t0, 0, 1).unwrap();
+//! # b.link_up(t0, 0, 1).unwrap();
 //! let lan = Prefix6::new([0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 48)?;
-//! b.add_local_prefix(0, lan)?;
-//! for now in [0, 1_000] {
+//! b.add_local_prefix(t0, lan)?;
+//! for now in [t0, Instant::from_millis(1_000)] {
 //!     while let Some(t) = a.poll_transmit() { b.handle_message(now, 0, &t.bytes)?; }
 //!     while let Some(t) = b.poll_transmit() { a.handle_message(now, 0, &t.bytes)?; }
 //!     a.handle_timeout(now);
@@ -113,6 +123,8 @@ pub mod wire;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 
+use sansio::Instant;
+
 use crate::lpm::{LpmTable, LpmTable6};
 use crate::threaded::{Entry, MAX_INDEX, NextHop, ThreadedTable};
 pub use dest::Dest;
@@ -122,7 +134,9 @@ use wire::{Advertisement, MessageKind};
 /// A router's identity (also the destination address that names it).
 pub type RouterId = u32;
 
-/// Knobs of one router.
+/// Knobs of one router. The durations are whole **milliseconds** (RIP's timers are
+/// seconds; a microsecond would buy nothing), while every entry point takes an [`Instant`]
+/// and converts it once ([`Instant::millis`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// This router's id.
@@ -131,11 +145,11 @@ pub struct Config {
     pub infinity: u16,
     /// Milliseconds between periodic full updates.
     pub update_interval: u64,
-    /// A route not re-advertised for this long is dropped.
+    /// Milliseconds after which a route not re-advertised is dropped.
     pub route_timeout: u64,
-    /// An unreachable destination keeps its index for this long, then the index is freed.
+    /// Milliseconds an unreachable destination keeps its index before the index is freed.
     pub gc_timeout: u64,
-    /// Delay between a route change and its triggered update (batches changes).
+    /// Milliseconds between a route change and its triggered update (batches changes).
     pub triggered_delay: u64,
     /// Router entries per update message, at most [`wire::MAX_ENTRIES`] (121, what fits
     /// one 1500-byte datagram); prefix updates carry at most this many and at most
@@ -245,7 +259,8 @@ pub struct Router {
 impl Router {
     /// A router that knows only itself (at index 0). `max_destinations` is clamped to the
     /// label's index space.
-    pub fn new(mut config: Config, now: u64) -> Self {
+    pub fn new(mut config: Config, now: Instant) -> Self {
+        let now = now.millis();
         config.max_destinations = config.max_destinations.clamp(1, MAX_INDEX as usize + 1);
         config.infinity = config.infinity.max(1);
         config.max_entries = config.max_entries.clamp(1, wire::MAX_ENTRIES);
@@ -351,7 +366,8 @@ impl Router {
     /// # Errors
     ///
     /// A cost of 0 or at/above infinity.
-    pub fn link_up(&mut self, now: u64, iface: u16, cost: u16) -> Result<(), LinkError> {
+    pub fn link_up(&mut self, now: Instant, iface: u16, cost: u16) -> Result<(), LinkError> {
+        let now = now.millis();
         if cost == 0 {
             return Err(LinkError::ZeroCost);
         }
@@ -382,7 +398,8 @@ impl Router {
     /// # Errors
     ///
     /// If the link is not up.
-    pub fn link_down(&mut self, now: u64, iface: u16) -> Result<(), LinkError> {
+    pub fn link_down(&mut self, now: Instant, iface: u16) -> Result<(), LinkError> {
+        let now = now.millis();
         self.links.remove(&iface).ok_or(LinkError::UnknownLink)?;
         self.out.retain(|t| t.iface != iface);
         self.recompute_all(now);
@@ -396,11 +413,11 @@ impl Router {
     /// If the link is not up or the message is malformed; nothing changes then.
     pub fn handle_message(
         &mut self,
-        now: u64,
+        now: Instant,
         iface: u16,
         bytes: &[u8],
     ) -> Result<(), HandleError> {
-        let result = self.apply(now, iface, bytes);
+        let result = self.apply(now.millis(), iface, bytes);
         match result {
             Ok(()) => self.stats.messages += 1,
             Err(_) => self.stats.bad_messages += 1,
@@ -470,8 +487,14 @@ impl Router {
         }
     }
 
-    /// The next instant `handle_timeout` has work to do.
-    pub fn poll_timeout(&self) -> u64 {
+    /// The next instant `handle_timeout` has work to do (a whole millisecond). Always
+    /// `Some`: the periodic update is always pending.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        Some(Instant::from_millis(self.next_due()))
+    }
+
+    /// [`Router::poll_timeout`] in milliseconds.
+    fn next_due(&self) -> u64 {
         let mut t = self.next_periodic;
         if let Some(tr) = self.triggered_at {
             t = t.min(tr);
@@ -491,7 +514,8 @@ impl Router {
 
     /// Runs the timers due at `now`: route timeouts, garbage collection, triggered and
     /// periodic updates.
-    pub fn handle_timeout(&mut self, now: u64) {
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = now.millis();
         let timeout = self.config.route_timeout;
         let mut expired = Vec::new();
         for link in self.links.values_mut() {

@@ -1,6 +1,8 @@
 //! Prefix destinations: the networks a router originates, and longest-prefix match over
 //! the prefixes it reaches (what an IP packet without a label is routed by).
 
+use sansio::Instant;
+
 use super::{Dest, LocalError, Route, Router};
 use crate::lpm::{IpPrefix, Prefix, Prefix6};
 
@@ -23,9 +25,10 @@ impl Router {
     /// [`NextHop::Local`]: crate::threaded::NextHop::Local
     pub fn add_local_prefix(
         &mut self,
-        now: u64,
+        now: Instant,
         prefix: impl Into<IpPrefix>,
     ) -> Result<u32, LocalError> {
+        let now = now.millis();
         let dest = Dest::from(prefix.into());
         let fresh = self.local.insert(dest);
         self.recompute(now, dest);
@@ -45,7 +48,8 @@ impl Router {
     /// update, its table entry cleared) and is garbage collected after
     /// [`Config::gc_timeout`](super::Config::gc_timeout), as any lost route. Returns false
     /// if the prefix was not local.
-    pub fn remove_local_prefix(&mut self, now: u64, prefix: impl Into<IpPrefix>) -> bool {
+    pub fn remove_local_prefix(&mut self, now: Instant, prefix: impl Into<IpPrefix>) -> bool {
+        let now = now.millis();
         let dest = Dest::from(prefix.into());
         if !self.local.remove(&dest) {
             return false;

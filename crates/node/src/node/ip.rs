@@ -6,14 +6,16 @@ use alloc::vec::Vec;
 use waist_ip::icmp::{self, IcmpError, Unreachable};
 use waist_ip::{IpHeader, Version, rewrite};
 
+use super::input::{Header, esp_found};
 use super::{Fate, InPlace, Node, Reason};
 use crate::Instant;
 use crate::frag;
 use crate::routes::Found;
 
 impl Node {
-    /// The IP pipeline for the packet at `frame[at..]`. `local` marks a packet the node
-    /// itself originates (no TTL decrement, no input-port ESP). Always inlined: its
+    /// The IP pipeline for the packet at `frame[at..]`, its header as the caller has it
+    /// (`header`: parsed here once if the caller has not). `originated` marks a packet the
+    /// node itself originates (no TTL decrement, no input-port ESP). Always inlined: its
     /// answer, returned through memory, cost a store-forwarding stall per packet.
     #[inline(always)]
     pub(crate) fn ip(
@@ -21,40 +23,57 @@ impl Node {
         now: Instant,
         iface: usize,
         frame: &mut [u8],
-        at: usize,
+        (at, header): (usize, Header<'_>),
         originated: bool,
     ) -> (Fate, Option<InPlace>) {
         let Some(packet) = frame.get_mut(at..) else {
             return (Fate::Dropped(Reason::Malformed), None);
         };
-        let Ok(h) = IpHeader::parse(packet) else {
-            return (Fate::Dropped(Reason::Malformed), None);
+        let parsed;
+        let (h, read_esp) = match header {
+            Header::Read(h, esp) => (h, esp),
+            Header::Unread | Header::Checked => {
+                let checked = match header {
+                    Header::Checked => IpHeader::parse_unverified(packet),
+                    _ => IpHeader::parse(packet),
+                };
+                let Ok(h) = checked else {
+                    return (Fate::Dropped(Reason::Malformed), None);
+                };
+                parsed = h;
+                (&parsed, None)
+            }
         };
         let Some(packet) = packet.get_mut(..h.total_len) else {
             return (Fate::Dropped(Reason::Malformed), None);
         };
         if self.vm.is_some() && h.version == Version::V4 && h.protocol == snap_vm::wire::IP_PROTOCOL
         {
-            if let Some((fate, out)) = self.snap_transit(&h, packet) {
+            if let Some((fate, out)) = self.snap_transit(h, packet) {
                 let range = at..at + h.total_len;
                 return (fate, out.map(|iface| InPlace { iface, range }));
             }
-            let fate = self.snap_arrival(now, iface, &h, packet, originated);
+            let fate = self.snap_arrival(now, iface, h, packet, originated);
             return (fate, None);
         }
         if !originated && self.own.contains(&h.dst) {
             return (self.deliver_local(iface, packet), None);
         }
+        // The ESP instruction is found at the packet's first ESP site (or was read with its
+        // frame) and kept for the others.
         if !originated {
-            if rewrite::decrement_checked(packet, &h) == 0 {
+            if rewrite::decrement_checked(packet, h) == 0 {
                 self.icmp_error(iface, IcmpError::TimeExceeded, packet);
                 return (Fate::Dropped(Reason::TtlExpired), None);
             }
-            if let Some(esp) = &mut self.esp
-                && !esp.ingress(now, iface, packet)
-            {
-                return (Fate::Dropped(Reason::Esp), None);
+            if let Some(esp) = &mut self.esp {
+                self.esp_found = esp_found(read_esp, h, packet);
+                if !esp.ingress_found(now, iface, packet, &self.esp_found) {
+                    return (Fate::Dropped(Reason::Esp), None);
+                }
             }
+        } else if self.esp.is_some() {
+            self.esp_found = esp_found(read_esp, h, packet);
         }
         if let Some(group) = self.routes.group_of(&h.dst) {
             let downstream: Vec<usize> = group
@@ -62,9 +81,9 @@ impl Node {
                 .map(|&i| usize::from(i))
                 .filter(|&i| i != iface || originated)
                 .collect();
-            return (self.send_copies(now, &h, packet, &downstream), None);
+            return (self.send_copies(now, h, packet, &downstream), None);
         }
-        let hash = self.source_hash(&h, packet);
+        let hash = self.source_hash(h, packet);
         let (out, found) = self.routes.lookup(&h.dst, &h.src, hash);
         match found {
             Found::Hit => self.stats.cache_hits += 1,
@@ -77,10 +96,10 @@ impl Node {
         };
         let mtu = self.config.ifaces.get(out).map_or(0, |f| f.mtu);
         if h.total_len > mtu {
-            return (self.too_big(now, iface, out, mtu, &h, packet), None);
+            return (self.too_big(now, iface, out, mtu, h, packet), None);
         }
         if let Some(esp) = &mut self.esp
-            && !esp.egress(now, out, packet)
+            && !esp.egress_found(now, out, packet, &self.esp_found)
         {
             self.stats.esp_copies_dropped += 1;
             return (Fate::Dropped(Reason::Esp), None);
@@ -126,7 +145,7 @@ impl Node {
             }
             let mut copy = packet.to_vec();
             if let Some(esp) = &mut self.esp
-                && !esp.egress(now, o, &mut copy)
+                && !esp.egress_found(now, o, &mut copy, &self.esp_found)
             {
                 self.stats.esp_copies_dropped += 1;
                 continue;
@@ -162,7 +181,7 @@ impl Node {
             return Fate::Dropped(Reason::TooBig);
         }
         if let Some(esp) = &mut self.esp
-            && !esp.egress(now, out, packet)
+            && !esp.egress_found(now, out, packet, &self.esp_found)
         {
             self.stats.esp_copies_dropped += 1;
             return Fate::Dropped(Reason::Esp);

@@ -1,7 +1,19 @@
-//! The node: one packet's way through the pipeline, and the queues the caller drains.
+//! The node: its parts, how it is built and configured. What it does with a frame is in
+//! the submodules:
+//!
+//! ```text
+//!  input.rs   frames in: handle_packet(s), the link frame, labels, a batch read and warmed
+//!  ip.rs      the IP pipeline: TTL, ESP in and out, multicast, routes, MTU, ICMP errors
+//!  snap.rs    SNAP packets run here, the transit fast path
+//!  queues.rs  packets for the node itself, its own packets, poll_*, timers, routing messages
+//! ```
 
+mod input;
 mod ip;
 mod queues;
+pub mod snap;
+
+pub use queues::MAX_DELIVERIES;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -11,13 +23,12 @@ use core::ops::Range;
 use esp_proto::node::EspNode;
 use fastpath::dv;
 use fastpath::lpm::IpPrefix;
-use fastpath::threaded::ForwardError;
 use snap_vm::vm::Vm;
-use waist_ip::{IpHeader, Version};
+use waist_ip::Version;
 
 use crate::Instant;
 use crate::config::{Config, ConfigError};
-use crate::frame::{Frame, LABEL_SHIM_LEN};
+use crate::frame::LABEL_SHIM_LEN;
 use crate::routes::Routes;
 use crate::stats::Stats;
 
@@ -59,19 +70,6 @@ pub enum Delivery {
     Snap(snap_vm::vm::Delivery),
 }
 
-/// Frames [`Node::handle_packets`] warms at a time before running them: enough for the
-/// processor to overlap their misses, few enough that the lines are still in L1 when their
-/// frames run.
-const WARM_AHEAD: usize = 32;
-
-/// The IP packet in a frame: the frame itself, or what follows a label.
-fn ip_of(frame: &[u8]) -> Option<&[u8]> {
-    match Frame::parse(frame).ok()? {
-        Frame::Ip(p) | Frame::Labelled { packet: p, .. } => Some(p),
-        Frame::Routing(_) => None,
-    }
-}
-
 /// A router node. See the [crate docs](crate) for the pipeline and the calling order.
 #[derive(Debug)]
 pub struct Node {
@@ -80,12 +78,18 @@ pub struct Node {
     pub(crate) vm: Option<Vm>,
     pub(crate) routes: Routes,
     pub(crate) dv: Option<dv::Router>,
-    dv_changes: Option<u64>,
+    pub(crate) dv_changes: Option<u64>,
     pub(crate) out: VecDeque<(usize, Vec<u8>)>,
     pub(crate) deliveries: VecDeque<Delivery>,
     pub(crate) stats: Stats,
     /// The node's own addresses and its interfaces', gathered once.
-    own: Vec<IpAddr>,
+    pub(crate) own: Vec<IpAddr>,
+    /// [`Node::handle_packets`]' frames, read (kept to reuse its allocation).
+    reads: Vec<input::Read>,
+    /// Where the ESP instruction of the packet in the pipeline is: set at its first ESP
+    /// site (found there, or read with its frame), used by the others. A field, not a
+    /// local, so that a node without ESP pays nothing for it per packet.
+    pub(crate) esp_found: esp_proto::node::Found,
 }
 
 /// How one frame ended (each frame ends exactly one way; see [`Stats`]).
@@ -125,22 +129,14 @@ impl Node {
             esp.set_sites(e.sites);
             esp
         });
-        let vm = match (config.snap, config.ipv4()) {
-            (true, Some(address)) => Some(Vm::new(snap_vm::vm::NodeConfig {
-                address,
-                ifaces: u32::try_from(ifaces).unwrap_or(u32::MAX),
-                mtu: config.ifaces.iter().map(|f| f.mtu).max().unwrap_or(1500),
-            })),
-            _ => None,
-        };
-        let mut dv = config.dv.map(|c| dv::Router::new(c, now.millis()));
+        let vm = snap::vm_for(&config);
+        let mut dv = config.dv.map(|c| dv::Router::new(c, now));
         if let Some(r) = &mut dv {
             for (i, f) in config.ifaces.iter().enumerate() {
                 if let (Some(cost), Ok(i)) = (f.dv_cost, u16::try_from(i)) {
-                    r.link_up(now.millis(), i, cost)
-                        .map_err(|_| ConfigError::ZeroCost {
-                            iface: usize::from(i),
-                        })?;
+                    r.link_up(now, i, cost).map_err(|_| ConfigError::ZeroCost {
+                        iface: usize::from(i),
+                    })?;
                 }
             }
         }
@@ -159,9 +155,40 @@ impl Node {
             out: VecDeque::new(),
             deliveries: VecDeque::new(),
             stats: Stats::default(),
+            reads: Vec::new(),
+            esp_found: esp_proto::node::Found::NotEsp,
         };
         node.drain_dv();
+        node.install(now)?;
         Ok(node)
+    }
+
+    /// Installs what the config declares besides the stages: its static routes, groups and
+    /// originated prefixes (the config is valid: every interface named exists, routing
+    /// runs if there is anything to originate).
+    fn install(&mut self, now: Instant) -> Result<(), ConfigError> {
+        let (routes, groups, originate) = (
+            core::mem::take(&mut self.config.routes),
+            core::mem::take(&mut self.config.groups),
+            core::mem::take(&mut self.config.originate),
+        );
+        for (p, ifaces) in &routes {
+            self.add_route_via(*p, ifaces);
+        }
+        for (g, ifaces) in &groups {
+            self.add_group(*g, ifaces);
+        }
+        let all = originate.iter().all(|&p| self.originate(now, p));
+        (
+            self.config.routes,
+            self.config.groups,
+            self.config.originate,
+        ) = (routes, groups, originate);
+        if all {
+            Ok(())
+        } else {
+            Err(ConfigError::RoutingTableFull)
+        }
     }
 
     /// The node's config.
@@ -257,7 +284,7 @@ impl Node {
         let ok = self
             .dv
             .as_mut()
-            .is_some_and(|r| r.add_local_prefix(now.millis(), prefix).is_ok());
+            .is_some_and(|r| r.add_local_prefix(now, prefix).is_ok());
         self.drain_dv();
         ok
     }
@@ -275,9 +302,9 @@ impl Node {
         if let (Some(r), Ok(i), Some(cost)) = (&mut self.dv, u16::try_from(iface), cost) {
             // A link already in the state asked for is not an error worth reporting.
             let _ = if up {
-                r.link_up(now.millis(), i, cost)
+                r.link_up(now, i, cost)
             } else {
-                r.link_down(now.millis(), i)
+                r.link_down(now, i)
             };
         }
         self.drain_dv();
@@ -303,195 +330,5 @@ impl Node {
             .and_then(|f| f.addrs.iter().find(fits))
             .or_else(|| self.config.addrs.iter().find(fits))
             .copied()
-    }
-
-    /// Takes in one frame that arrived on `iface` at `now`, and runs the pipeline on it.
-    ///
-    /// The buffer is rewritten in place (TTL, checksum, ESP operands, label). If the frame
-    /// leaves as exactly one copy, the answer says which bytes of the buffer to send where
-    /// and nothing is copied; everything else the frame caused (multicast copies,
-    /// fragments, ICMP, SNAP sends, routing messages) waits in
-    /// [`poll_transmit`](Node::poll_transmit), and what is for the node in
-    /// [`poll_deliver`](Node::poll_deliver). Call those after this, and re-read
-    /// [`poll_timeout`](Node::poll_timeout).
-    pub fn handle_packet(
-        &mut self,
-        now: Instant,
-        iface: usize,
-        frame: &mut [u8],
-    ) -> Option<InPlace> {
-        self.stats.received += 1;
-        if iface >= self.config.ifaces.len() {
-            self.stats.dropped.bad_iface += 1;
-            return None;
-        }
-        // Plain IP, by far the most common frame, goes straight on.
-        if matches!(frame.first().map(|b| b >> 4), Some(4 | 6)) {
-            let (fate, in_place) = self.ip(now, iface, frame, 0, false);
-            self.count(fate);
-            return in_place;
-        }
-        let (label_at, ip_at) = match Frame::parse(frame) {
-            Ok(Frame::Ip(_)) => (None, 0),
-            Ok(Frame::Labelled { .. }) => (Some(1), LABEL_SHIM_LEN),
-            Ok(Frame::Routing(msg)) => {
-                let ok = match (&mut self.dv, u16::try_from(iface)) {
-                    (Some(r), Ok(i)) => r.handle_message(now.millis(), i, msg).is_ok(),
-                    _ => false,
-                };
-                if ok {
-                    self.stats.routing += 1;
-                } else {
-                    self.stats.dropped.routing += 1;
-                }
-                self.drain_dv();
-                return None;
-            }
-            Err(_) => {
-                self.stats.dropped.bad_frame += 1;
-                return None;
-            }
-        };
-        let (fate, in_place) = match label_at {
-            Some(at) => self.labelled(now, iface, frame, at),
-            None => self.ip(now, iface, frame, ip_at, false),
-        };
-        self.count(fate);
-        in_place
-    }
-
-    /// Takes in a batch of frames, each with the interface it arrived on (say, one
-    /// `recvmmsg`), all at `now`, and runs the pipeline on each in order, exactly as
-    /// [`handle_packet`](Node::handle_packet) one at a time would: the same rewrites, the
-    /// same answers, the same queued transmits and deliveries, the same statistics.
-    ///
-    /// What batching adds: before each run of up to 32 frames, the ESP store lookups
-    /// their instructions will make at the input port and centrally are brought into
-    /// cache together
-    /// ([`EspNode::warm`](esp_proto::node::EspNode::warm)), so their memory accesses
-    /// overlap instead of each packet waiting on its own.
-    ///
-    /// `each(i, sent, frame)` is called after frame `i` has run, with
-    /// [`handle_packet`](Node::handle_packet)'s answer and the rewritten frame, so the
-    /// caller sends it on as it would after one call. What the frames queued waits in
-    /// [`poll_transmit`](Node::poll_transmit) and [`poll_deliver`](Node::poll_deliver)
-    /// after the batch (drain them then: relative to frames sent in place, queued frames
-    /// go later than one call at a time would send them).
-    pub fn handle_packets<B: AsRef<[u8]> + AsMut<[u8]>>(
-        &mut self,
-        now: Instant,
-        frames: &mut [(usize, B)],
-        mut each: impl FnMut(usize, Option<InPlace>, &[u8]),
-    ) {
-        for (c, chunk) in frames.chunks_mut(WARM_AHEAD).enumerate() {
-            self.warm_esp(chunk);
-            for (i, (iface, frame)) in chunk.iter_mut().enumerate() {
-                let frame = frame.as_mut();
-                let sent = self.handle_packet(now, *iface, frame);
-                each(c * WARM_AHEAD + i, sent, frame);
-            }
-        }
-    }
-
-    /// Warms the ESP lookups of `frames` (see [`handle_packets`](Node::handle_packets)).
-    fn warm_esp<B: AsRef<[u8]>>(&self, frames: &[(usize, B)]) {
-        let Some(esp) = &self.esp else {
-            return;
-        };
-        if frames.len() < 2 {
-            return;
-        }
-        let ifaces = self.config.ifaces.len();
-        for (iface, frame) in frames {
-            let Some(packet) = ip_of(frame.as_ref()) else {
-                continue;
-            };
-            let input = (*iface < ifaces).then_some(*iface);
-            // The output port is known only once the frame is routed: guessing it by a
-            // longest-prefix match per frame cost more than the miss it saves (see
-            // examples/esp_batch.rs), so output contexts are not warmed.
-            esp.warm(packet, input, |_| None);
-        }
-    }
-
-    pub(crate) fn count(&mut self, fate: Fate) {
-        let d = &mut self.stats.dropped;
-        match fate {
-            Fate::Forwarded => self.stats.forwarded += 1,
-            Fate::Delivered => self.stats.delivered += 1,
-            Fate::Dropped(r) => match r {
-                Reason::Malformed => d.malformed += 1,
-                Reason::TtlExpired => d.ttl_expired += 1,
-                Reason::LabelHopLimit => d.label_hop_limit += 1,
-                Reason::NoRoute => d.no_route += 1,
-                Reason::TooBig => d.too_big += 1,
-                Reason::Esp => d.esp += 1,
-                Reason::Snap => d.snap += 1,
-                Reason::Local => d.local += 1,
-            },
-        }
-    }
-
-    /// A labelled frame: the threaded table decides; a label that fails falls back to the
-    /// IP header. The IP header is not touched on the label path (the label's hop limit is
-    /// its loop guard).
-    fn labelled(
-        &mut self,
-        now: Instant,
-        iface: usize,
-        frame: &mut [u8],
-        at: usize,
-    ) -> (Fate, Option<InPlace>) {
-        let forwarded = match &self.dv {
-            Some(r) => frame.get_mut(at..).map(|f| r.table().forward_packet(f)),
-            None => None,
-        };
-        match forwarded {
-            Some(Ok(Some(out))) => {
-                let Ok(h) = IpHeader::parse(frame.get(LABEL_SHIM_LEN..).unwrap_or_default()) else {
-                    return (Fate::Dropped(Reason::Malformed), None);
-                };
-                let end = LABEL_SHIM_LEN + h.total_len;
-                if h.total_len
-                    > self
-                        .config
-                        .ifaces
-                        .get(usize::from(out))
-                        .map_or(0, |f| f.mtu)
-                {
-                    // Too big for the label's link: the IP path fragments or answers.
-                    self.stats.label_fallback += 1;
-                    return self.ip(now, iface, frame, LABEL_SHIM_LEN, false);
-                }
-                if let Some(esp) = &mut self.esp {
-                    let Some(p) = frame.get_mut(LABEL_SHIM_LEN..end) else {
-                        return (Fate::Dropped(Reason::Malformed), None);
-                    };
-                    if !esp.ingress(now, iface, p) || !esp.egress(now, usize::from(out), p) {
-                        return (Fate::Dropped(Reason::Esp), None);
-                    }
-                }
-                self.stats.label_forwarded += 1;
-                self.stats.copies += 1;
-                (
-                    Fate::Forwarded,
-                    Some(InPlace {
-                        iface: usize::from(out),
-                        range: 0..end,
-                    }),
-                )
-            }
-            Some(Err(ForwardError::HopLimitExceeded)) => {
-                (Fate::Dropped(Reason::LabelHopLimit), None)
-            }
-            // Delivered here (the label's destination is this router: the packet goes on by
-            // its IP header), a random label (leaving the area), or an index that failed.
-            other => {
-                if !matches!(other, Some(Ok(None)) | Some(Err(ForwardError::NotThreaded))) {
-                    self.stats.label_fallback += 1;
-                }
-                self.ip(now, iface, frame, LABEL_SHIM_LEN, false)
-            }
-        }
     }
 }

@@ -1,9 +1,12 @@
-//! What the node sends and delivers besides in-place forwarding: its own packets, the
-//! queues the caller drains, timers, and the routing protocol's messages and routes.
+//! What the node sends and delivers besides in-place forwarding: packets for the node
+//! itself (echo requests answered, ESP packets reflected (§2.5), the rest delivered), its
+//! own packets, the queues the caller drains, timers, and the routing protocol's messages
+//! and routes.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
+use esp_proto::endpoint::{HostAction, host_receive};
 use esp_proto::node::EspNode;
 use fastpath::dv;
 use fastpath::lpm::{IpPrefix, Prefix};
@@ -11,11 +14,36 @@ use fastpath::threaded::NextHop;
 use waist_ip::IpHeader;
 use waist_ip::icmp;
 
-use super::{Delivery, Node, Transmit};
+use super::input::Header;
+use super::{Delivery, Fate, Node, Reason, Transmit};
 use crate::Instant;
 use crate::frame::KIND_ROUTING;
 
+/// Deliveries that may wait for [`Node::poll_deliver`]; past this, packets for the node are
+/// dropped (counted in `dropped.local`) rather than held without bound.
+pub const MAX_DELIVERIES: usize = 4096;
+
 impl Node {
+    /// `packet` (trimmed to its IP length, header checked) is addressed to the node.
+    pub(crate) fn deliver_local(&mut self, iface: usize, packet: &mut [u8]) -> Fate {
+        if self.config.icmp && icmp::echo_reply(packet).is_ok() {
+            self.send_own(packet.to_vec());
+            return Fate::Delivered;
+        }
+        if let Ok(HostAction::Reflect) = host_receive(packet) {
+            self.send_own(packet.to_vec());
+            return Fate::Delivered;
+        }
+        if self.deliveries.len() >= MAX_DELIVERIES {
+            return Fate::Dropped(Reason::Local);
+        }
+        self.deliveries.push_back(Delivery::Packet {
+            iface,
+            packet: packet.to_vec(),
+        });
+        Fate::Delivered
+    }
+
     /// Routes a packet the node itself made (ICMP, reflections, echo replies) and queues it:
     /// by unicast routes only (never to a group), and only if it fits the link.
     pub(crate) fn send_own(&mut self, packet: Vec<u8>) {
@@ -46,7 +74,7 @@ impl Node {
     /// received frame.
     pub fn send(&mut self, now: Instant, mut packet: Vec<u8>) {
         self.stats.received += 1;
-        let (fate, in_place) = self.ip(now, usize::MAX, &mut packet, 0, true);
+        let (fate, in_place) = self.ip(now, usize::MAX, &mut packet, (0, Header::Unread), true);
         self.count(fate);
         if let Some(t) = in_place {
             packet.truncate(t.range.end);
@@ -87,10 +115,7 @@ impl Node {
     /// When the node next wants [`handle_timeout`](Node::handle_timeout): the routing
     /// protocol's next update, the ESP stores' next sweep. `None` when nothing is timed.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let dv = self
-            .dv
-            .as_ref()
-            .map(|r| Instant::from_millis(r.poll_timeout()));
+        let dv = self.dv.as_ref().and_then(dv::Router::poll_timeout);
         let sweep = self.esp.as_ref().and_then(EspNode::poll_timeout);
         match (dv, sweep) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -102,9 +127,9 @@ impl Node {
     /// routing messages wait in [`poll_transmit`](Node::poll_transmit).
     pub fn handle_timeout(&mut self, now: Instant) {
         if let Some(r) = &mut self.dv
-            && Instant::from_millis(r.poll_timeout()) <= now
+            && r.poll_timeout().is_some_and(|t| t <= now)
         {
-            r.handle_timeout(now.millis());
+            r.handle_timeout(now);
         }
         self.drain_dv();
         if let Some(esp) = &mut self.esp {

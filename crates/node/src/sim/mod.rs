@@ -95,14 +95,14 @@ pub fn add_router_with(
     let id = NodeId(sim.node_count());
     let mut config = Config::router(addr_of(id).into(), 0);
     edit(&mut config);
-    let node = Node::new(config, sim.now().into())?;
+    let node = Node::new(config, sim.now())?;
     Ok(sim.add_node(SimNode::Router(Box::new(node))))
 }
 
 /// Adds a plain IP router (no ESP, no SNAP, ICMP on) at [`addr_of`] its id.
 pub fn add_router(sim: &mut Simulator<SimNode>) -> NodeId {
     let id = NodeId(sim.node_count());
-    let node = Node::new(Config::router(addr_of(id).into(), 0), sim.now().into());
+    let node = Node::new(Config::router(addr_of(id).into(), 0), sim.now());
     match node {
         Ok(n) => sim.add_node(SimNode::Router(Box::new(n))),
         // A plain router with one IPv4 address and no interfaces always validates.
@@ -112,8 +112,9 @@ pub fn add_router(sim: &mut Simulator<SimNode>) -> NodeId {
 
 /// Rebuilds router `id` at the current time from its own config with `edit` applied and
 /// one interface per link it has now (new ones of MTU 1500), keeping its static routes.
-/// Nothing else carries over (multicast groups, ESP state, VM services, counters): call it
-/// while building the network, before adding groups. Does nothing if `id` is a host.
+/// Nothing else carries over (multicast groups, ESP state, VM services registered by hand,
+/// counters; the SNAP services its config declares are registered afresh): call it while
+/// building the network, before adding groups. Does nothing if `id` is a host.
 ///
 /// # Errors
 ///
@@ -124,7 +125,7 @@ pub fn rebuild_router(
     edit: impl FnOnce(&mut Config),
 ) -> Result<(), ConfigError> {
     let links = sim.iface_count(id);
-    let now = sim.now().into();
+    let now = sim.now();
     let Some(old) = sim.node(id).router() else {
         return Ok(());
     };
@@ -163,7 +164,7 @@ pub fn fit_routers(sim: &mut Simulator<SimNode>) -> Result<(), ConfigError> {
 pub fn send_packet(sim: &mut Simulator<SimNode>, id: NodeId, packet: Vec<u8>) {
     sim.act(id, |node, now, out| {
         if let SimNode::Router(r) = node {
-            r.send(now.into(), packet);
+            r.send(now, packet);
             drain(r, out);
         }
     });
@@ -184,7 +185,7 @@ impl netsim::Node for Node {
         mut frame: Vec<u8>,
         out: &mut Outbox,
     ) {
-        if let Some(t) = Node::handle_packet(self, now.into(), iface, &mut frame) {
+        if let Some(t) = Node::handle_packet(self, now, iface, &mut frame) {
             frame.truncate(t.range.end);
             frame.drain(..t.range.start);
             out.send(t.iface, frame);
@@ -193,12 +194,12 @@ impl netsim::Node for Node {
     }
 
     fn handle_timeout(&mut self, now: netsim::Instant, out: &mut Outbox) {
-        Node::handle_timeout(self, now.into());
+        Node::handle_timeout(self, now);
         drain(self, out);
     }
 
     fn poll_timeout(&self) -> Option<netsim::Instant> {
-        Node::poll_timeout(self).map(Into::into)
+        Node::poll_timeout(self)
     }
 }
 

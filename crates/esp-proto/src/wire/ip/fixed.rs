@@ -33,14 +33,19 @@ pub(super) enum Fixed {
 /// IHL, total length; not the IPv4 checksum) and keeps the lengths this crate walks by.
 #[inline]
 pub(super) fn fixed_header(p: &[u8]) -> Result<Fixed, IpError> {
-    let h = IpHeader::parse_unverified(p)?;
-    Ok(match h.version {
+    Ok(fixed(&IpHeader::parse_unverified(p)?))
+}
+
+/// The lengths this crate walks by, from a header the IP layer checked.
+#[inline(always)]
+pub(super) fn fixed(h: &IpHeader) -> Fixed {
+    match h.version {
         Version::V4 => Fixed::V4 {
             header_len: h.header_len,
             total_len: h.total_len,
         },
         Version::V6 => Fixed::V6 { end: h.total_len },
-    })
+    }
 }
 
 /// Whether the IPv4 header checksum of `packet` is right (false for anything else,

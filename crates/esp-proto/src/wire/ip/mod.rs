@@ -49,7 +49,7 @@ pub use build::{
     piggyback_into, piggybacked_len,
 };
 pub use fixed::{addresses, decrement_ttl, ipv4_checksum_ok, reflect};
-pub use parse::locate;
+pub use parse::{locate, locate_in};
 
 mod field {
     use core::ops::Range;

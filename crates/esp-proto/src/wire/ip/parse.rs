@@ -3,7 +3,9 @@
 
 use core::ops::Range;
 
-use super::fixed::{Fixed, be16, fixed_header};
+use waist_ip::IpHeader;
+
+use super::fixed::{Fixed, be16, fixed};
 use super::{EOL, Form, HOP_BY_HOP, IpError, Located, NOP, PAD1, PADN, field};
 use crate::consts::{HEADER_LEN, IP_PROTOCOL, IPV4_OPTION, IPV4_ROUTER_ALERT, IPV6_HBH_OPTION};
 use crate::wire::Header;
@@ -162,7 +164,29 @@ fn one_of(a: Option<Located>, b: Option<Located>) -> Result<Option<Located>, IpE
 /// hop-by-hop header, bytes carried as an instruction, or a second instruction.
 #[inline]
 pub fn locate(packet: &[u8]) -> Result<Option<Located>, IpError> {
-    match fixed_header(packet)? {
+    locate_in(&IpHeader::parse_unverified(packet)?, packet)
+}
+
+/// As [`locate`], for a packet whose IP header the caller has already checked (a router
+/// that parsed it to forward the packet): the fixed header is not read again. `h` must be
+/// `packet`'s own header, from [`IpHeader::parse`] or [`IpHeader::parse_unverified`]
+/// (with another header the answer is meaningless, though nothing panics). The answer is
+/// [`locate`]'s for the same packet.
+///
+/// # Errors
+///
+/// As [`locate`], but for the fixed header's checks (the caller made them).
+// Always inlined, so that a caller holding the header in registers hands over only the
+// three lengths the walk needs and builds nothing else.
+#[inline(always)]
+pub fn locate_in(h: &IpHeader, packet: &[u8]) -> Result<Option<Located>, IpError> {
+    locate_fixed(fixed(h), packet)
+}
+
+/// [`locate`] after the fixed header.
+#[inline]
+fn locate_fixed(fixed: Fixed, packet: &[u8]) -> Result<Option<Located>, IpError> {
+    match fixed {
         Fixed::V4 {
             header_len,
             total_len,

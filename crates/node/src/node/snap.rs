@@ -7,18 +7,41 @@
 //! its bound's worth of such runs; the node also caps them at
 //! [`Config::snap_local_runs`](crate::Config::snap_local_runs).
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use snap_vm::vm::{End, Transmit};
+use snap_vm::service::EssService;
+use snap_vm::vm::{End, Transmit, Vm};
 use waist_ip::IpHeader;
 
+use super::queues::MAX_DELIVERIES;
+use super::{Delivery, Fate, Node, Reason};
 use crate::Instant;
-use crate::local::MAX_DELIVERIES;
-use crate::node::{Delivery, Fate, Node, Reason};
+use crate::config::Config;
 
 /// The interface packets that did not arrive on a link run with (`getifc` reads −1).
 pub const LOCAL_IFACE: u32 = u32::MAX;
+
+/// The VM a node built from `config` runs SNAP packets in, with the services the config
+/// declares ([`Config::snap_ess`]); `None` with SNAP off (or no IPv4 address to name the
+/// node).
+pub(super) fn vm_for(config: &Config) -> Option<Vm> {
+    let (true, Some(address)) = (config.snap, config.ipv4()) else {
+        return None;
+    };
+    let mut vm = Vm::new(snap_vm::vm::NodeConfig {
+        address,
+        ifaces: u32::try_from(config.ifaces.len()).unwrap_or(u32::MAX),
+        mtu: config.ifaces.iter().map(|f| f.mtu).max().unwrap_or(1500),
+    });
+    if let Some(ess) = config.snap_ess {
+        for s in EssService::trio(ess.store, ess.key) {
+            vm.services.register(Box::new(s));
+        }
+    }
+    Some(vm)
+}
 
 impl Node {
     /// A SNAP packet arrived (or the node originates one): run it and everything it sends here.
