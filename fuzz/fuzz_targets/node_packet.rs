@@ -350,6 +350,12 @@ fuzz_target!(|input: Input| {
         dv: dv_config,
         icmp: s.icmp,
         snap_local_runs: u32::from(s.snap_local_runs % 8),
+        // Routes, groups and prefixes are added below, after the node is built; no SNAP
+        // services.
+        snap_ess: None,
+        routes: Vec::new(),
+        groups: Vec::new(),
+        originate: Vec::new(),
     };
     let mtus: Vec<usize> = config.ifaces.iter().map(|f| f.mtu).collect();
     let dv_links = config.ifaces.iter().filter(|f| f.dv_cost.is_some()).count();
