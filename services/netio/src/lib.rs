@@ -18,9 +18,11 @@
 //! * [`shutdown`]: graceful shutdown on SIGINT/SIGTERM, awaited by every task.
 //!
 //! No protocol logic: a daemon hands frames to its core and sends what the core returns.
-//! No command-line helpers either: reading a daemon's metrics page and handing out free
-//! ports for configs written ahead are the `waist` CLI's (`waist::host::scrape`,
-//! `waist::host::ports`).
+//! * [`ports`]: free UDP ports for configs written before the daemons that bind them
+//!   start (launchers and the daemons' tests).
+//!
+//! No command-line helpers: reading a daemon's metrics page is the `waist` CLI's
+//! (`waist::host::scrape`).
 #![warn(missing_docs)]
 
 pub mod clock;
@@ -29,6 +31,7 @@ pub mod emulate;
 pub mod link;
 pub mod metrics;
 pub mod pcap;
+pub mod ports;
 pub mod raw;
 pub mod shutdown;
 pub mod trace;

@@ -33,23 +33,9 @@ const LOSS: f64 = 0.1;
 const LOSSY: [usize; 2] = [0, 1];
 const COLLECTOR: [u8; 4] = [10, 255, 0, 1];
 
-/// A free loopback UDP address, never the same one twice in this run: the kernel may offer
-/// a closed probe's port again (it picks at random, so asking again finds another).
+/// A free loopback UDP address, never the same one twice in this process.
 fn free() -> SocketAddr {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    loop {
-        let addr = UdpSocket::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        if !given.contains(&addr.port()) {
-            given.push(addr.port());
-            return addr;
-        }
-    }
+    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 fn link(name: &str, local: SocketAddr, peer: SocketAddr, loss: f64) -> String {

@@ -11,24 +11,9 @@ use std::time::{Duration, Instant};
 use waist_ip::{IpHeader, emit_header};
 use waist_router::embed::Embedded;
 
-/// A free loopback UDP address, never the same one twice in this process: the kernel may
-/// offer a closed probe's port again before the daemon it was written for binds it.
+/// A free loopback UDP address, never the same one twice in this process.
 fn free() -> SocketAddr {
-    // Probe sockets are kept open until a port not handed out before turns up.
-    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut given = GIVEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut held = Vec::new();
-    loop {
-        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = socket.local_addr().unwrap();
-        if given.insert(addr.port()) {
-            return addr;
-        }
-        held.push(socket);
-    }
+    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 fn link(name: &str, local: SocketAddr, peer: SocketAddr, extra: &str) -> String {

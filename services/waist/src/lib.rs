@@ -8,7 +8,7 @@
 //!  waist up|down|status up/        a topology file (topology) as processes (fleet)
 //!  waist esp send       host/      an end host on a link to a router: esp, snap ping,
 //!  waist snap ping                 route show; the link (link), metrics pages (scrape),
-//!  waist route show                free ports for configs written ahead (ports)
+//!  waist route show
 //!  waist snap asm|…     snap.rs    SNAP programs: assemble, disassemble, verify, run
 //!  waist plan compile   plan.rs    PLAN compiled to SNAP
 //!  waist repro NAME     reproduce/ the papers' tables and figures (the waist-repro crate),

@@ -29,7 +29,7 @@ const NOBODY: Ipv4Addr = Ipv4Addr::new(10, 2, 0, 9);
 
 /// A free loopback UDP address, never the same one twice in this process.
 fn free() -> SocketAddr {
-    waist::host::ports::udp([127, 0, 0, 1].into()).unwrap()
+    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) -> String {

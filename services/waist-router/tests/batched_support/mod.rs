@@ -26,24 +26,9 @@ pub(crate) const DST: [u8; 4] = [10, 2, 0, 1];
 /// The shortest packet [`packet`] makes: IPv4 and UDP headers and the sequence number.
 pub(crate) const MIN_PACKET: usize = 32;
 
-/// A free loopback UDP address, never the same one twice in this process: the kernel may
-/// offer a closed probe's port again before the daemon it was written for binds it.
+/// A free loopback UDP address, never the same one twice in this process.
 pub(crate) fn free() -> SocketAddr {
-    // Probe sockets are kept open until a port not handed out before turns up.
-    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut given = GIVEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut held = Vec::new();
-    loop {
-        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = socket.local_addr().unwrap();
-        if given.insert(addr.port()) {
-            return addr;
-        }
-        held.push(socket);
-    }
+    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
 }
 
 /// A `[[link]]` section; `batch = true` as older configs have it.

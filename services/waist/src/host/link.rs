@@ -251,8 +251,8 @@ mod tests {
     /// skipped; the link counts every datagram once.
     #[tokio::test]
     async fn a_routers_run_arrives_frame_by_frame() {
-        let host = crate::host::ports::udp([127, 0, 0, 1].into()).unwrap();
-        let router = crate::host::ports::udp([127, 0, 0, 1].into()).unwrap();
+        let host = netio::ports::udp([127, 0, 0, 1].into()).unwrap();
+        let router = netio::ports::udp([127, 0, 0, 1].into()).unwrap();
         let mut link = HostLink::udp(host, router).await.unwrap();
         assert_eq!(link.local_addr(), Some(host));
         let mut r = Links::new();
@@ -330,8 +330,8 @@ mod tests {
     /// No router yet: a refused send is counted, not an error, and the wait just ends.
     #[tokio::test]
     async fn a_missing_router_is_a_timeout_not_an_error() {
-        let host = crate::host::ports::udp([127, 0, 0, 1].into()).unwrap();
-        let nobody = crate::host::ports::udp([127, 0, 0, 1].into()).unwrap();
+        let host = netio::ports::udp([127, 0, 0, 1].into()).unwrap();
+        let nobody = netio::ports::udp([127, 0, 0, 1].into()).unwrap();
         let mut link = HostLink::udp(host, nobody).await.unwrap();
         let p = echo(1, b"anyone?");
         let mut buf = buffer();

@@ -16,12 +16,11 @@
 //!
 //! Beside the tools, what a command-line client of our daemons needs: [`scrape`] reads a
 //! daemon's metrics page (`waist route show`, and `waist up`/`status` waiting for and
-//! reporting on their daemons); [`ports`] hands out free UDP ports for configs written
-//! before the daemons that bind them start (the host tools' tests).
+//! reporting on their daemons). Free ports for configs written ahead are netio's
+//! (`netio::ports`).
 
 pub mod esp;
 pub mod link;
-pub mod ports;
 pub mod route;
 pub mod scrape;
 pub mod snap;

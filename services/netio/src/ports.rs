@@ -7,8 +7,8 @@
 //! remembers every port it handed out in this process and never returns one twice.
 //!
 //! ```
-//! let a = waist::host::ports::udp("127.0.0.1".parse().unwrap()).unwrap();
-//! let b = waist::host::ports::udp("127.0.0.1".parse().unwrap()).unwrap();
+//! let a = netio::ports::udp("127.0.0.1".parse().unwrap()).unwrap();
+//! let b = netio::ports::udp("127.0.0.1".parse().unwrap()).unwrap();
 //! assert_ne!(a.port(), b.port());
 //! ```
 
