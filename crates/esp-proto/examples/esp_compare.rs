@@ -1,6 +1,6 @@
 //! The README's smallest use: a COMPARE instruction written as operands and read back.
 use esp_proto::instr::{CompareOp, Instruction};
-use ess::{Tag, Value};
+use esp_proto::{Tag, Value};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let thin = Instruction::Compare {

@@ -5,7 +5,7 @@
 //! ```
 //! use esp_proto::instr::{CompareOp, Instruction};
 //! use esp_proto::wire::{ErrCode, Loc};
-//! use ess::{Tag, Value};
+//! use esp_proto::{Tag, Value};
 //!
 //! let i = Instruction::Compare { value: Tag(0xF00D), current: Value(42), op: CompareOp::Lt };
 //! assert_eq!(i.to_string(), "COMPARE value=0xf00d current=42 op=lt");

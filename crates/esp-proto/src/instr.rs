@@ -276,7 +276,7 @@ pub struct Robust {
 ///
 /// ```
 /// use esp_proto::instr::{CompareOp, Instruction};
-/// use ess::{Tag, Value};
+/// use esp_proto::{Tag, Value};
 /// let i = Instruction::Compare { value: Tag(0xF00D), current: Value(42), op: CompareOp::Lt };
 /// let mut buf = [0u8; 17];
 /// i.emit(&mut buf)?;

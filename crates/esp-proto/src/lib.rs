@@ -35,7 +35,7 @@
 //! use esp_proto::exec::{Context, Env, Verdict, process};
 //! use esp_proto::instr::Instruction;
 //! use esp_proto::wire::{Header, HeaderRepr, Loc};
-//! use ess::{Ess, EssConfig, HashKey, Instant, Tag};
+//! use esp_proto::{Ess, EssConfig, HashKey, Instant, Tag};
 //!
 //! let count = Instruction::Count { counter: Tag(0xC0FFEE), thresh: 1 };
 //! let repr = HeaderRepr { loc: Loc::OUTPUT, err: false, rb: false, opcode: count.opcode(), cid: 7, operand_len: 16 };
@@ -77,3 +77,13 @@ pub mod instr;
 #[cfg(feature = "alloc")]
 pub mod node;
 pub mod wire;
+
+/// The ESS crate this one runs on: its stores, their configuration and keys, and the time
+/// they count in.
+pub use ess;
+/// The sharded store an [`node::EspNode`] keeps per context (feature `alloc`).
+#[cfg(feature = "alloc")]
+pub use ess::ShardedEss;
+/// The ESS types esp-proto's API takes and returns, so a crate that depends on esp-proto
+/// alone can name them.
+pub use ess::{Ess, EssConfig, HashKey, Instant, Tag, Value};

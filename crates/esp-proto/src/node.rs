@@ -90,7 +90,7 @@ impl Site {
 /// use esp_proto::endpoint::Endpoint;
 /// use esp_proto::instr::Instruction;
 /// use esp_proto::node::{EspNode, Found, NodeConfig};
-/// use ess::{EssConfig, HashKey, Instant, Tag};
+/// use esp_proto::{EssConfig, HashKey, Instant, Tag};
 /// let store = EssConfig::new(10, 1_000, 1, HashKey::from_seed(1))?;
 /// let mut node = EspNode::new(NodeConfig {
 ///     ifaces: 2, store, shards: 1, node_id: 1,
@@ -415,7 +415,7 @@ impl EspNode {
     /// use esp_proto::endpoint::Endpoint;
     /// use esp_proto::instr::Instruction;
     /// use esp_proto::node::{EspNode, NodeConfig};
-    /// use ess::{EssConfig, HashKey, Instant, Tag};
+    /// use esp_proto::{EssConfig, HashKey, Instant, Tag};
     /// let store = EssConfig::new(10, 1_000, 1, HashKey::from_seed(1))?;
     /// let mut node = EspNode::new(NodeConfig {
     ///     ifaces: 2, store, shards: 1, node_id: 1,
