@@ -71,7 +71,7 @@ pub(super) fn cmac(enc: &impl Fn(u128) -> u128, k1: u128, k2: u128, parts: &[&[u
 /// A general-purpose AES-128-CMAC key, prepared once: the AES key schedule and the CMAC
 /// subkeys `K1`, `K2`.
 ///
-/// The server's continuation MACs use it through [`ServerKeys`]; applications can use it
+/// The server's continuation MACs use it through [`ServerKeys`](super::ServerKeys); applications can use it
 /// for their own user continuations (§2.2: "a server application should protect its state
 /// by using a MAC over the user continuation").
 ///

@@ -225,15 +225,20 @@ fn counters_and_stop(mut fleet: Fleet, out: &mut dyn Write) -> anyhow::Result<()
             Err(_) => writeln!(out, "  {:<6} (stopped)", s.name)?,
         }
     }
-    let pids: Vec<String> = fleet.started.iter().map(|s| s.pid.to_string()).collect();
-    let n = fleet.stop(STOP_GRACE);
+    let stopped = fleet.stop(STOP_GRACE);
     drop(fleet);
-    writeln!(
-        out,
-        "\nstopped the {n} processes still running (pids {})",
-        pids.join(" ")
-    )?;
+    writeln!(out, "\n{}", stopped_line(&stopped))?;
     Ok(())
+}
+
+/// The demo's closing line: how many processes were still running, and exactly their pids.
+fn stopped_line(pids: &[u32]) -> String {
+    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+    format!(
+        "stopped the {} processes still running (pids {})",
+        pids.len(),
+        list.join(" ")
+    )
 }
 
 /// Every step's outcome; returns the exit code (0: all succeeded).
@@ -330,5 +335,18 @@ fn collect_pcaps(dir: &Path, into: &mut Vec<PathBuf>) {
         } else if p.extension().is_some_and(|x| x == "pcap") {
             into.push(p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closing_line_counts_the_pids_it_lists() {
+        assert_eq!(
+            stopped_line(&[11, 12, 13, 14]),
+            "stopped the 4 processes still running (pids 11 12 13 14)"
+        );
     }
 }

@@ -261,16 +261,11 @@ impl Fleet {
     }
 
     /// Stops every process: SIGTERM to all, then SIGKILL to any still running after
-    /// `grace`. Returns how many were still running.
-    pub fn stop(&mut self, grace: Duration) -> usize {
-        let n = self
-            .children
-            .iter_mut()
-            .filter_map(|c| c.try_wait().ok())
-            .filter(Option::is_none)
-            .count();
+    /// `grace`. Returns the pids of those that were still running (in start order).
+    pub fn stop(&mut self, grace: Duration) -> Vec<u32> {
+        let running = still_running(&mut self.children);
         stop_children(&mut self.children, grace);
-        n
+        running
     }
 }
 
@@ -278,6 +273,14 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         stop_children(&mut self.children, STOP_GRACE);
     }
+}
+
+/// The pids of the children that have not exited (in order).
+fn still_running(children: &mut [Child]) -> Vec<u32> {
+    children
+        .iter_mut()
+        .filter_map(|c| matches!(c.try_wait(), Ok(None)).then(|| c.id()))
+        .collect()
 }
 
 /// SIGTERM to every child still running, SIGKILL after `grace`, and every one reaped.
@@ -516,4 +519,23 @@ pub fn print_table(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn only_the_children_still_running_are_reported() {
+        let spawn = || Command::new("sleep").arg("30").spawn().unwrap();
+        let mut children = vec![spawn(), spawn(), spawn()];
+        let gone = children[1].id();
+        kill(pid(gone), Signal::SIGKILL).unwrap();
+        children[1].wait().unwrap();
+        let running = still_running(&mut children);
+        assert_eq!(running, [children[0].id(), children[2].id()]);
+        stop_children(&mut children, Duration::from_secs(2));
+        assert!(still_running(&mut children).is_empty());
+    }
 }

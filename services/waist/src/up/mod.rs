@@ -164,8 +164,8 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         return Ok(0);
     }
     let signal = wait_for_signal(&mut fleet, out)?;
-    let n = fleet.stop(STOP_GRACE);
-    writeln!(out, "{signal}: stopped {n} processes")?;
+    let stopped = fleet.stop(STOP_GRACE);
+    writeln!(out, "{signal}: stopped {} processes", stopped.len())?;
     Ok(0)
 }
 
