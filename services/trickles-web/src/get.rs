@@ -369,6 +369,34 @@ impl Part {
     }
 }
 
+/// What the progress line shows before the object's length is known: bytes and rate, no
+/// bar (a bar of an unknown total would be drawn full).
+const PROGRESS_UNKNOWN: &str = "{bytes} {binary_bytes_per_sec}";
+/// What it shows once the length is known.
+const PROGRESS_KNOWN: &str = "{bytes}/{total_bytes} {wide_bar} {binary_bytes_per_sec} eta {eta}";
+
+/// The download's progress line: on a terminal, without a length until the response says
+/// it ([`show_total`]); hidden otherwise.
+fn progress_bar(visible: bool) -> ProgressBar {
+    let bar = if visible {
+        ProgressBar::no_length()
+    } else {
+        ProgressBar::hidden()
+    };
+    if let Ok(style) = ProgressStyle::with_template(PROGRESS_UNKNOWN) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// The object's length is known: the line becomes a bar of `total` bytes.
+fn show_total(bar: &ProgressBar, total: u64) {
+    bar.set_length(total);
+    if let Ok(style) = ProgressStyle::with_template(PROGRESS_KNOWN) {
+        bar.set_style(style);
+    }
+}
+
 /// A download in progress.
 struct Download {
     url: Url,
@@ -457,11 +485,11 @@ impl Download {
                 Learned::Nothing => {}
                 Learned::Whole(len) => {
                     self.total = Some(len);
-                    self.progress.set_length(len);
+                    show_total(&self.progress, len);
                 }
                 Learned::Split(total) => {
                     self.total = Some(total);
-                    self.progress.set_length(total);
+                    show_total(&self.progress, total);
                     self.split_rest(link, total)?;
                 }
             }
@@ -535,17 +563,7 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
     let replicas = cfg.replicas.clone();
     let mut link = Link::bind(cfg).await?;
     let output = Output::open(args.output.as_ref())?;
-    let progress = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(0);
-        if let Ok(style) = ProgressStyle::with_template(
-            "{bytes}/{total_bytes} {wide_bar} {binary_bytes_per_sec} eta {eta}",
-        ) {
-            bar.set_style(style);
-        }
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let progress = progress_bar(std::io::stderr().is_terminal());
     // The link's clock, the one this client reads.
     let clock = link.clock();
     let started = clock.now();
@@ -605,6 +623,17 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_progress_line_has_no_length_until_the_total_is_known() {
+        let bar = super::progress_bar(true);
+        bar.inc(15);
+        // Before: a bar of length 0 with 15 bytes done, drawn full ("15 B/0 B ████").
+        assert_eq!(bar.length(), None);
+        assert!(!super::PROGRESS_UNKNOWN.contains("bar"));
+        super::show_total(&bar, 100);
+        assert_eq!((bar.position(), bar.length()), (15, Some(100)));
+    }
+
     use super::*;
 
     #[test]
