@@ -6,6 +6,10 @@
 //! daemon's `default_filter` (for example `"info"` or `"waist_router=debug,netio=info"`).
 //! With the subscriber's default features it also forwards `log` records.
 //!
+//! [`report`] ends `main`: an error becomes one line on stderr (`Error: what: why: …`, the
+//! whole cause chain) and exit status 1, whatever `RUST_BACKTRACE` says; a backtrace is for
+//! a bug, not for a config typo.
+//!
 //! What it does not do: no files, no JSON, no rotation, no OpenTelemetry, no reloading of
 //! the filter while running. Libraries and cores never call it; `main` does, once, before
 //! anything logs.
@@ -18,6 +22,7 @@
 //! ```
 
 use std::io::IsTerminal;
+use std::process::{ExitCode, Termination};
 
 use anyhow::{Context, anyhow};
 use tracing_subscriber::EnvFilter;
@@ -49,5 +54,56 @@ pub fn init(default_filter: &str) -> anyhow::Result<()> {
         // Another thread installed one between our check and ours: theirs stays.
         Err(_) if tracing::dispatcher::has_been_set() => Ok(()),
         Err(e) => Err(anyhow!("installing the tracing subscriber: {e}")),
+    }
+}
+
+/// `main`'s last step: `Ok(t)` exits as `t` says; an error is printed as one line,
+/// `Error: ` and its cause chain joined by `: ` ([`one_line`]), with exit status 1.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     netio::trace::report(std::fs::read("/nonexistent").map_err(anyhow::Error::from))
+/// }
+/// ```
+pub fn report<T: Termination>(result: anyhow::Result<T>) -> ExitCode {
+    match result {
+        Ok(t) => t.report(),
+        Err(e) => {
+            eprintln!("{}", one_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// An error as the one line [`report`] prints: `Error: ` and the cause chain joined by
+/// `: `, line breaks inside a message turned into spaces; never a backtrace.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let chain: Vec<String> = e
+        .chain()
+        .map(|c| {
+            c.to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    format!("Error: {}", chain.join(": "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_is_one_line_with_its_causes() {
+        let e = anyhow!("no such file").context("r1.toml:3:1: key `peer`:\nnot a socket address");
+        let line = one_line(&e);
+        assert_eq!(
+            line,
+            "Error: r1.toml:3:1: key `peer`: not a socket address: no such file"
+        );
+        assert!(!line.contains('\n'));
+        assert_eq!(report(Err::<(), _>(e)), ExitCode::FAILURE);
+        assert_eq!(report(Ok(ExitCode::from(2))), ExitCode::from(2));
     }
 }

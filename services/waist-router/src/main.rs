@@ -3,8 +3,13 @@
 use clap::Parser;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
     let args = waist_router::daemon::Args::parse();
-    netio::trace::init("info")?;
-    waist_router::daemon::run(&args, &mut std::io::stdout()).await
+    netio::trace::report(
+        async {
+            netio::trace::init("info")?;
+            waist_router::daemon::run(&args, &mut std::io::stdout()).await
+        }
+        .await,
+    )
 }

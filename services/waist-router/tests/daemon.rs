@@ -55,12 +55,18 @@ fn check_accepts_a_good_config_and_locates_errors() {
     let out = Command::new(BIN)
         .args(["--check", "--config"])
         .arg(&p)
+        .env("RUST_BACKTRACE", "1")
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("r1.toml:13:8: key `link`: no [[link]] named `nowhere`"),
+        "{err}"
+    );
+    // One line, whatever RUST_BACKTRACE says.
+    assert!(
+        err.starts_with("Error: ") && err.lines().count() == 1,
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -2,8 +2,8 @@
 
 use clap::Parser;
 
-fn main() -> anyhow::Result<std::process::ExitCode> {
+fn main() -> std::process::ExitCode {
     let cli = waist::Cli::parse();
     let stdout = std::io::stdout();
-    waist::run(cli, &mut stdout.lock()).map(std::process::ExitCode::from)
+    netio::trace::report(waist::run(cli, &mut stdout.lock()).map(std::process::ExitCode::from))
 }

@@ -5,8 +5,7 @@
 use clap::Parser;
 use trickles_web::load::{self, Args};
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    netio::trace::init("warn")?;
-    load::main(&args)
+    netio::trace::report(netio::trace::init("warn").and_then(|()| load::main(&args)))
 }

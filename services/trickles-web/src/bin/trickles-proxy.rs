@@ -5,8 +5,13 @@ use clap::Parser;
 use trickles_web::proxy::{self, Args};
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    netio::trace::init("info")?;
-    proxy::main(&args).await
+    netio::trace::report(
+        async {
+            netio::trace::init("info")?;
+            proxy::main(&args).await
+        }
+        .await,
+    )
 }

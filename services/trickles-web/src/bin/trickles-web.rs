@@ -4,8 +4,13 @@ use clap::Parser;
 use trickles_web::daemon::{self, Args};
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    netio::trace::init("info")?;
-    daemon::run(&args).await
+    netio::trace::report(
+        async {
+            netio::trace::init("info")?;
+            daemon::run(&args).await
+        }
+        .await,
+    )
 }
