@@ -59,9 +59,9 @@ local f = {
     dv_version = F.uint8("waist.dv.version", "Version", base.DEC),
     dv_kind = F.uint8("waist.dv.kind", "Kind", base.DEC, dv_kinds),
     dv_count = F.uint16("waist.dv.count", "Entries", base.DEC),
-    dv_sender = F.uint32("waist.dv.sender", "Sender", base.DEC),
+    dv_sender = F.ipv4("waist.dv.sender", "Sender"),
     dv_entry = F.bytes("waist.dv.entry", "Entry"),
-    dv_dest = F.uint32("waist.dv.dest", "Destination router", base.DEC),
+    dv_dest = F.ipv4("waist.dv.dest", "Destination router"),
     dv_cost = F.uint16("waist.dv.cost", "Cost", base.DEC),
     dv_reserved = F.uint16("waist.dv.reserved", "Reserved", base.HEX),
     dv_index = F.uint32("waist.dv.index", "Index", base.DEC),
@@ -322,10 +322,12 @@ local function dissect_routing(tvb, pinfo, tree)
     dt:add(f.dv_count, m(2, 2))
     dt:add(f.dv_sender, m(4, 4))
     local kname = dv_kinds[kind]
-    pinfo.cols.info = string.format("Waist routing %s from %d, %d entr%s",
-        kname or ("kind " .. kind), m(4, 4):uint(), count, count == 1 and "y" or "ies")
-    dt:append_text(string.format(": %s from %d, %d entries", kname or ("kind " .. kind),
-        m(4, 4):uint(), count))
+    -- A router id is the router's IPv4 address (distance vector names routers by it).
+    local sender = tostring(m(4, 4):ipv4())
+    pinfo.cols.info = string.format("Waist routing %s from %s, %d entr%s",
+        kname or ("kind " .. kind), sender, count, count == 1 and "y" or "ies")
+    dt:append_text(string.format(": %s from %s, %d entries", kname or ("kind " .. kind),
+        sender, count))
     if not kname then
         kt:add_proto_expert_info(ex.kind, "Unknown message kind " .. kind)
         if n > DV_HEADER_LEN then dt:add(f.trailing, m(DV_HEADER_LEN)) end

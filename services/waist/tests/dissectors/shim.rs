@@ -222,15 +222,15 @@ fn routing_messages_show_each_entry() {
             "1".to_string(),
             "1".to_string(),
             "3".to_string(),
-            "42".to_string(),
-            join(&|e| e.dest.to_string()),
+            "0.0.0.42".to_string(),
+            join(&|e| std::net::Ipv4Addr::from(e.dest).to_string()),
             join(&|e| e.cost.to_string()),
             join(&|e| e.index.to_string()),
             String::new(),
             String::new(),
             String::new(),
             String::new(),
-            "Waist routing Update from 42, 3 entries".to_string(),
+            "Waist routing Update from 0.0.0.42, 3 entries".to_string(),
             String::new(),
         ]
     );
@@ -242,7 +242,7 @@ fn routing_messages_show_each_entry() {
             "1",
             "5",
             "2",
-            "43",
+            "0.0.0.43",
             "",
             "5,258",
             "17,1193046",
@@ -250,7 +250,7 @@ fn routing_messages_show_each_entry() {
             "16,32",
             "10.1.0.0",
             "2001:db8::",
-            "Waist routing Prefix update from 43, 2 entries",
+            "Waist routing Prefix update from 0.0.0.43, 2 entries",
             "",
         ]
     );
@@ -262,7 +262,7 @@ fn routing_messages_show_each_entry() {
             "1",
             "2",
             "0",
-            "44",
+            "0.0.0.44",
             "",
             "",
             "",
@@ -270,7 +270,7 @@ fn routing_messages_show_each_entry() {
             "",
             "",
             "",
-            "Waist routing Request from 44, 0 entries",
+            "Waist routing Request from 0.0.0.44, 0 entries",
             "",
         ]
     );
@@ -330,7 +330,7 @@ fn frames_in_udp_are_found_by_the_heuristic() {
                 "0xf2",
                 "",
                 "",
-                "42",
+                "0.0.0.42",
                 "192.0.2.1",
                 "",
                 "41001",
