@@ -62,7 +62,8 @@ pub fn init(default_filter: &str) -> anyhow::Result<()> {
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
-///     netio::trace::report(std::fs::read("/nonexistent").map_err(anyhow::Error::from))
+///     let read = std::fs::read("/nonexistent").map_err(anyhow::Error::from);
+///     netio::trace::report(read.map(|_bytes| ()))
 /// }
 /// ```
 pub fn report<T: Termination>(result: anyhow::Result<T>) -> ExitCode {
