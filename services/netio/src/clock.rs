@@ -77,6 +77,13 @@ impl Clock {
         self.at(StdInstant::now())
     }
 
+    /// The time now, read once, both ways: the monotonic instant the links and the
+    /// emulation take, and the same reading as the cores' [`Instant`].
+    pub fn read(&self) -> (StdInstant, Instant) {
+        let wall = StdInstant::now();
+        (wall, self.at(wall))
+    }
+
     /// The reading of this clock at the monotonic instant `t` (an instant before the
     /// origin reads as the origin).
     pub fn at(&self, t: StdInstant) -> Instant {
@@ -108,6 +115,9 @@ mod tests {
         if let Some(before) = c.origin().checked_sub(Duration::from_millis(1)) {
             assert_eq!(c.at(before), Instant::ZERO);
         }
+        // One reading, both ways.
+        let (wall, now) = c.read();
+        assert_eq!(c.at(wall), now);
         // The end of time does not overflow.
         assert!(c.deadline(Instant::from_micros(u64::MAX)) > c.origin());
     }

@@ -305,8 +305,7 @@ impl Web {
     /// The time now, read once: the monotonic instant the link takes, and the same
     /// reading as the core's wall-clock [`Instant`].
     fn now(&self) -> (StdInstant, Instant) {
-        let wall = StdInstant::now();
-        (wall, self.clock.at(wall))
+        self.clock.read()
     }
 
     /// The core's deadline (the end of the key period) as the instant a timer sleeps

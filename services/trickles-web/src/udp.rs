@@ -351,8 +351,7 @@ impl Link {
     /// The time now, read once: the monotonic instant the link layer and the emulation
     /// take, and the same reading as the connections' [`Instant`].
     fn now(&self) -> (StdInstant, Instant) {
-        let wall = StdInstant::now();
-        (wall, self.clock.at(wall))
+        self.clock.read()
     }
 
     /// Opens a connection whose SYN carries `request`; its packets leave at the next
