@@ -224,7 +224,11 @@ impl fmt::Display for Stats {
         if !first {
             f.write_str(")")?;
         }
-        write!(f, ", esp {}, snap {}", self.esp_executed, self.snap_executed)?;
+        write!(
+            f,
+            ", esp {}, snap {}",
+            self.esp_executed, self.snap_executed
+        )?;
         // The rest, when they say something.
         const SHOWN: [&str; 6] = [
             "frames_received",

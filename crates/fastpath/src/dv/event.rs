@@ -183,7 +183,10 @@ mod tests {
         b.handle_timeout(ms(30_000));
         pass(&mut b, 0, &mut a, 0, ms(30_000));
         let ev = drain(&mut a);
-        assert!(ev.contains(&Event::NeighbourUp { iface: 0, id: 2 }), "{ev:?}");
+        assert!(
+            ev.contains(&Event::NeighbourUp { iface: 0, id: 2 }),
+            "{ev:?}"
+        );
         assert!(learned(&ev, 2).is_some(), "{ev:?}");
         let changed = ev.iter().find_map(|e| match e {
             Event::RouteChanged { old, new } if new.dest == Dest::Router(3) => Some((*old, *new)),
@@ -212,7 +215,8 @@ mod tests {
             .collect();
         assert_eq!(withdrawn, [Dest::Router(2)], "{ev:?}");
         assert!(
-            ev.iter().any(|e| matches!(e, Event::RouteChanged { new, .. }
+            ev.iter()
+                .any(|e| matches!(e, Event::RouteChanged { new, .. }
                 if new.dest == Dest::Router(3) && new.next_hop == NextHop::Neighbour(1))),
             "{ev:?}"
         );
