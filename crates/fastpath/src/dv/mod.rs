@@ -47,6 +47,8 @@
 //!  link_up / link_down / handle_message(now, iface, bytes)   ─► state changes
 //!  handle_timeout(now) once poll_timeout() = Some(t), now ≥ t ─► periodic/triggered updates
 //!  poll_transmit() until None                                 ─► bytes for each neighbour
+//!  poll_event() until None                                    ─► routes learned, changed,
+//!                                                                withdrawn; neighbours up/down
 //! ```
 //!
 //! Time is [`Instant`] (`sansio`'s, a microsecond a tick) from any origin; the router reads
