@@ -1,34 +1,4 @@
-//! Routing events: what changed in a router's view, as values the caller drains with
-//! [`Router::poll_event`] (quinn-proto's `poll_event` shape) and logs, counts or shows.
-//!
-//! A route is *learned* when a destination becomes reachable, *changed* when a reachable
-//! route takes another next hop, cost or next index, and *withdrawn* when it becomes
-//! unreachable (its last route timed out, its link went down, its neighbours advertise it
-//! at infinity, or this router stopped originating it). A neighbour is *up* from the first
-//! message heard from it on a link, and *down* when its link goes down, when its own
-//! entry times out (it fell silent for [`Config::route_timeout`](super::Config)), or when
-//! another router speaks on its link. Each event is produced once, at the change: a
-//! destination that stays unreachable, or a link brought up again whose neighbour stays
-//! silent, produces nothing more.
-//!
-//! The queue is bounded ([`Config::max_events`](super::Config::max_events)): when it is
-//! full, new events are dropped and counted ([`Stats::events_dropped`](super::Stats)), so
-//! a router whose caller never drains it holds a bounded amount of memory.
-//!
-//! ```
-//! use fastpath::dv::{Config, Event, Router};
-//! use sansio::Instant;
-//!
-//! let t0 = Instant::ZERO;
-//! let (mut a, mut b) = (Router::new(Config::new(1), t0), Router::new(Config::new(2), t0));
-//! a.link_up(t0, 0, 1)?;
-//! b.link_up(t0, 0, 1)?;
-//! while let Some(t) = b.poll_transmit() { a.handle_message(t0, 0, &t.bytes)?; }
-//! assert_eq!(a.poll_event(), Some(Event::NeighbourUp { iface: 0, id: 2 }));
-//! let Some(Event::RouteLearned(route)) = a.poll_event() else { panic!("learned") };
-//! assert_eq!((route.dest.router(), route.cost), (Some(2), 1));
-//! # Ok::<(), Box<dyn core::error::Error>>(())
-//! ```
+//! Routing events: [`Event`], drained with [`Router::poll_event`].
 
 use super::{Route, Router, RouterId};
 
@@ -54,6 +24,37 @@ impl core::fmt::Display for NeighbourLost {
 }
 
 /// A change in a router's routes or neighbours, read with [`Router::poll_event`].
+///
+/// Values the caller drains (quinn-proto's `poll_event` shape) and logs, counts or shows.
+///
+/// A route is *learned* when a destination becomes reachable, *changed* when a reachable
+/// route takes another next hop, cost or next index, and *withdrawn* when it becomes
+/// unreachable (its last route timed out, its link went down, its neighbours advertise it
+/// at infinity, or this router stopped originating it). A neighbour is *up* from the first
+/// message heard from it on a link, and *down* when its link goes down, when its own
+/// entry times out (it fell silent for [`Config::route_timeout`](super::Config)), or when
+/// another router speaks on its link. Each event is produced once, at the change: a
+/// destination that stays unreachable, or a link brought up again whose neighbour stays
+/// silent, produces nothing more.
+///
+/// The queue is bounded ([`Config::max_events`](super::Config::max_events)): when it is
+/// full, new events are dropped and counted ([`Stats::events_dropped`](super::Stats)), so
+/// a router whose caller never drains it holds a bounded amount of memory.
+///
+/// ```
+/// use fastpath::dv::{Config, Event, Router};
+/// use sansio::Instant;
+///
+/// let t0 = Instant::ZERO;
+/// let (mut a, mut b) = (Router::new(Config::new(1), t0), Router::new(Config::new(2), t0));
+/// a.link_up(t0, 0, 1)?;
+/// b.link_up(t0, 0, 1)?;
+/// while let Some(t) = b.poll_transmit() { a.handle_message(t0, 0, &t.bytes)?; }
+/// assert_eq!(a.poll_event(), Some(Event::NeighbourUp { iface: 0, id: 2 }));
+/// let Some(Event::RouteLearned(route)) = a.poll_event() else { panic!("learned") };
+/// assert_eq!((route.dest.router(), route.cost), (Some(2), 1));
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A destination became reachable: the route now held.
