@@ -1,6 +1,7 @@
 //! The log as an operator reads it: two routers running distance vector over UDP on
 //! loopback log the routes they learn at info; when one dies, the other logs its link
-//! down, its neighbour down and the route withdrawn once each (not once per hold-down);
+//! down, its neighbour down and the route withdrawn once each (not once per hold-down),
+//! and when it is back, the link up and the route learned again;
 //! `--log-format json` writes one JSON object a line; the final counters are one line.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -154,9 +155,35 @@ fn routes_and_a_dead_neighbour_are_logged_once_and_json_parses() {
     drop(p2);
     p1.wait_for("route 10.2.0.0/16 withdrawn (was via b (10.0.0.2), cost 1)");
     std::thread::sleep(Duration::from_millis(1500));
+    let dead = p1.lines().len();
+
+    // r2 is back: the link is up once (heard from, or not refused for a second after a
+    // retry), its neighbour up and the route learned again.
+    let p2 = Proc::start(&dir, "r2", &r2, &[]);
+    let start = Instant::now();
+    while count(&p1.lines()[dead..], "route 10.2.0.0/16 learned") == 0
+        || count(&p1.lines()[dead..], "link b up") == 0
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "r2 not back in:\n{}",
+            p1.lines()[dead..].join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let lines = p1.stop();
+    drop(p2);
     println!("{}", lines.join("\n"));
-    let after = &lines[before..];
+    let back = &lines[dead..];
+    assert_eq!(count(back, "link b up"), 1, "{}", back.join("\n"));
+    assert_eq!(count(back, "link b down"), 0, "{}", back.join("\n"));
+    assert_eq!(
+        count(back, "neighbour 10.0.0.2 up on b"),
+        1,
+        "{}",
+        back.join("\n")
+    );
+    let after = &lines[before..dead];
     let text = after.join("\n");
     assert_eq!(count(after, "link b down"), 1, "{text}");
     assert_eq!(count(after, "link b up"), 0, "{text}");
@@ -165,8 +192,8 @@ fn routes_and_a_dead_neighbour_are_logged_once_and_json_parses() {
     assert_eq!(count(after, "route router 10.0.0.2 withdrawn"), 1, "{text}");
 
     // The final counters: one line, no Debug braces.
-    let stopped: Vec<&String> = after.iter().filter(|l| l.contains("stopped: ")).collect();
-    assert_eq!(stopped.len(), 1, "{text}");
+    let stopped: Vec<&String> = back.iter().filter(|l| l.contains("stopped: ")).collect();
+    assert_eq!(stopped.len(), 1, "{}", back.join("\n"));
     let line = stopped[0];
     assert!(
         line.contains(" in, ") && line.contains(" forwarded, "),

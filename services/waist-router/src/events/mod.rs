@@ -86,11 +86,14 @@ impl Router {
 
     /// Logs a link's change of state (`e`, at `now`) if it is one: see [`flap`].
     pub(crate) fn log_link(&mut self, now: Instant, e: LinkEvent) {
-        let confirm = self
+        // A retry is up once nothing refused it for its hold-down, and at least a second
+        // (a refusal may take a moment to surface on a loaded machine).
+        let holddown = self
             .links
             .get(e.iface)
             .map_or(Duration::ZERO, |l| l.holddown());
-        let confirm = u64::try_from(confirm.as_micros()).unwrap_or(u64::MAX);
+        let confirm =
+            u64::try_from(holddown.max(Duration::from_secs(1)).as_micros()).unwrap_or(u64::MAX);
         let Some(flap) = self.log.flaps.get_mut(e.iface) else {
             return;
         };
