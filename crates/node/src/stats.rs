@@ -4,6 +4,8 @@
 //! `received == forwarded + delivered + routing + dropped.total()` always holds
 //! ([`Stats::balanced`]).
 
+use core::fmt;
+
 /// Why frames were dropped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Drops {
@@ -197,9 +199,83 @@ impl Stats {
     }
 }
 
+/// One line for a log: `12034 in, 11990 forwarded, 0 delivered, 0 routing, 44 dropped
+/// (ttl_expired 3, no_route 41), esp 120, snap 4`, then every other counter that is not 0
+/// as `name value` (the metric names of [`Stats::named`] and [`Drops::by_reason`]).
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} in, {} forwarded, {} delivered, {} routing, {} dropped",
+            self.received,
+            self.forwarded,
+            self.delivered,
+            self.routing,
+            self.dropped.total()
+        )?;
+        let mut first = true;
+        for (name, n) in self.dropped.by_reason() {
+            if n != 0 {
+                f.write_str(if first { " (" } else { ", " })?;
+                write!(f, "{name} {n}")?;
+                first = false;
+            }
+        }
+        if !first {
+            f.write_str(")")?;
+        }
+        write!(
+            f,
+            ", esp {}, snap {}",
+            self.esp_executed, self.snap_executed
+        )?;
+        // The rest, when they say something.
+        const SHOWN: [&str; 6] = [
+            "frames_received",
+            "frames_forwarded",
+            "frames_delivered",
+            "routing_messages",
+            "esp_executed",
+            "snap_executed",
+        ];
+        for (name, _, n) in self.named() {
+            if n != 0 && !SHOWN.contains(&name) {
+                write!(f, ", {name} {n}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_readable_line() {
+        let s = Stats {
+            received: 12_034,
+            forwarded: 11_990,
+            dropped: Drops {
+                ttl_expired: 3,
+                no_route: 41,
+                ..Drops::default()
+            },
+            esp_executed: 120,
+            snap_executed: 4,
+            icmp_sent: 3,
+            ..Stats::default()
+        };
+        assert_eq!(
+            alloc::format!("{s}"),
+            "12034 in, 11990 forwarded, 0 delivered, 0 routing, 44 dropped \
+             (ttl_expired 3, no_route 41), esp 120, snap 4, icmp_sent 3"
+        );
+        assert_eq!(
+            alloc::format!("{}", Stats::default()),
+            "0 in, 0 forwarded, 0 delivered, 0 routing, 0 dropped, esp 0, snap 0"
+        );
+    }
 
     #[test]
     fn named_and_by_reason_cover_every_counter_once() {

@@ -8,7 +8,7 @@
 // Routers are numbered: indexing per-router vectors by number reads best.
 #![allow(clippy::needless_range_loop)]
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
 use esp_proto::endpoint::Endpoint;
@@ -230,11 +230,46 @@ fn snap_packet(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
     snap_vm::ip::encapsulate(&p.to_bytes().unwrap()).unwrap()
 }
 
+/// The routing events a router produced, replayed from nothing (learned and changed
+/// install, withdrawn removes), give exactly its reachable routes: the events the daemon
+/// logs tell the whole story, in the simulator as in the daemon.
+fn replay_events(node: &mut Node) -> Result<(), TestCaseError> {
+    use fastpath::dv::Event;
+    let mut held = BTreeMap::new();
+    while let Some(e) = node.poll_event() {
+        match e {
+            Event::RouteLearned(r) | Event::RouteChanged { new: r, .. } => {
+                held.insert(r.dest, r);
+            }
+            Event::RouteWithdrawn(r) => {
+                held.remove(&r.dest);
+            }
+            Event::NeighbourUp { .. } | Event::NeighbourDown { .. } => {}
+        }
+    }
+    let dv = node.dv().unwrap();
+    let infinity = dv.config().infinity;
+    let routes: BTreeMap<_, _> = dv
+        .routes()
+        .filter(|r| r.index != 0 && r.cost < infinity)
+        .map(|r| (r.dest, r))
+        .collect();
+    prop_assert!(!routes.is_empty());
+    prop_assert_eq!(held, routes);
+    prop_assert_eq!(dv.stats().events_dropped, 0);
+    Ok(())
+}
+
 fn check(n: &Net, dv: bool) -> Result<(), TestCaseError> {
     prop_assume!(!n.flows.is_empty());
     let mut sim = build(n, dv);
     let start = if dv { 60 * SECOND } else { 0 };
     sim.run_until(Instant::from_ticks(start));
+    if dv {
+        for r in 0..n.routers {
+            replay_events(sim.node_mut(NodeId(r)).router_mut().unwrap())?;
+        }
+    }
     // Every flow sends one UDP, one ESP COUNT (central context only) and one SNAP packet.
     for (k, &(s, d)) in n.flows.iter().enumerate() {
         let at = Instant::from_ticks(start + 1_000 * (k as u64 + 1));

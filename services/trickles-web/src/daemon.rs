@@ -84,6 +84,9 @@ pub struct Args {
     /// Check the configuration and exit.
     #[arg(long)]
     pub check: bool,
+    /// Logging: `--log-format text|json`.
+    #[command(flatten)]
+    pub log: netio::trace::LogArgs,
 }
 
 /// The config file: every key optional, unknown keys refused.
@@ -271,15 +274,7 @@ pub async fn run(args: &Args) -> anyhow::Result<()> {
     let mut sd = shutdown.clone();
     let stats = web.run(async move { sd.wait().await }, scrapes).await?;
     while tasks.join_next().await.is_some() {}
-    tracing::info!(
-        packets = stats.packets,
-        events = stats.events,
-        responses = stats.responses,
-        refused = stats.rejected.total(),
-        key_rotations = stats.key_rotations,
-        other_address = web.other_address(),
-        "bye"
-    );
+    tracing::info!("stopped: {stats}");
     Ok(())
 }
 

@@ -64,6 +64,9 @@ pub struct Args {
     /// The first hop and the inner addresses (--via, --src, --bind).
     #[command(flatten)]
     pub hop: Hop,
+    /// Logging: `--log-format text|json`.
+    #[command(flatten)]
+    pub log: netio::trace::LogArgs,
 }
 
 impl Args {

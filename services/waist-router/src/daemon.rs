@@ -10,14 +10,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use tracing::info;
 
 use crate::Router;
 use crate::config::{RouterFile, plan};
 
 /// The waist router node: ESP, SNAP, source hashing and threaded labels over TUN devices
 /// and IP-in-UDP links. Stops cleanly on SIGINT or SIGTERM (captures flushed, final
-/// counters logged). Logging: RUST_LOG (default info).
+/// counters logged). Logging: RUST_LOG (default info), --log-format text|json.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "waist-router", version, about)]
 pub struct Args {
@@ -33,6 +32,9 @@ pub struct Args {
     /// Check the config and exit.
     #[arg(long)]
     pub check: bool,
+    /// Logging: `--log-format text|json`.
+    #[command(flatten)]
+    pub log: netio::trace::LogArgs,
 }
 
 /// Runs the daemon as `args` say, writing what scripts read (the `--check` verdict, the
@@ -80,8 +82,8 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> anyhow::Result<()> {
         None => None,
     };
     let mut sd = shutdown.clone();
-    let summary = router.run(async move { sd.wait().await }, scrapes).await?;
-    info!(unclaimed = summary.unclaimed, "bye");
+    // The run logs its final counters itself, as one line.
+    router.run(async move { sd.wait().await }, scrapes).await?;
     Ok(())
 }
 

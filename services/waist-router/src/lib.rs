@@ -24,6 +24,7 @@
 pub mod config;
 pub mod daemon;
 pub mod embed;
+pub mod events;
 mod metrics;
 
 use std::future::Future;
@@ -34,7 +35,7 @@ use netio::clock::Clock;
 use netio::link::{Batch, Links};
 use netio::metrics::ScrapeRequests;
 use std::io;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 use waist_node::{Delivery, Instant, MAX_FRAME, Node, Stats};
 
 use crate::config::Plan;
@@ -80,6 +81,8 @@ pub struct Router {
     unclaimed: u64,
     /// The node's answers for the frames of the batch in hand (reused).
     answers: Vec<Option<waist_node::InPlace>>,
+    /// What the log remembers of links and neighbours ([`events`]).
+    log: events::LinkLog,
 }
 
 impl Router {
@@ -94,6 +97,7 @@ impl Router {
         let node = Node::new(plan.node.clone(), Instant::ZERO)
             .map_err(|e| anyhow::anyhow!("{}: {e}", source.file().display()))?;
         Ok(Router {
+            log: events::LinkLog::new(links.len()),
             name: plan.name.clone(),
             node,
             links,
@@ -122,24 +126,20 @@ impl Router {
     /// of a down link's hold-down.
     fn deadline(&self) -> Option<StdInstant> {
         let node = self.node.poll_timeout().map(|t| self.clock.deadline(t));
-        [node, self.links.next_due(), self.links.next_retry()]
+        let log = self.log.next_due().map(|t| self.clock.deadline(t));
+        [node, self.links.next_due(), self.links.next_retry(), log]
             .into_iter()
             .flatten()
             .min()
     }
 
-    /// Tells the node about links that went down or came up (one log line each).
+    /// Tells the node about links that went down or came up (logged on change only).
     #[cold]
     fn link_events(&mut self) {
         while let Some(e) = self.links.poll_event() {
             let (_, now) = self.now();
             self.node.set_link(now, e.iface, e.up);
-            let name = self.links.get(e.iface).map_or("?", |l| l.name());
-            if e.up {
-                info!(router = %self.name, "link {name} up: {}", e.cause);
-            } else {
-                warn!(router = %self.name, "link {name} down: {}", e.cause);
-            }
+            self.log_link(now, e);
         }
     }
 
@@ -227,6 +227,7 @@ impl Router {
         if self.links.has_events() {
             self.link_events();
         }
+        self.log_events(self.clock.at(wall));
         while let Some(d) = self.node.poll_deliver() {
             self.unclaimed += 1;
             match d {
@@ -308,7 +309,7 @@ impl Router {
             info!(path = %path.display(), packets, "capture closed");
         }
         let summary = self.summary();
-        info!(router = %self.name, stats = ?summary.node, "stopped");
+        info!(router = %self.name, "{} stopped: {summary}", self.name);
         Ok(summary)
     }
 

@@ -1,4 +1,4 @@
-//! `waist-router --config r1.toml [--pcap DIR] [--metrics ADDR] [--check]`: parses the
+//! `waist-router --config r1.toml [--pcap DIR] [--metrics ADDR] [--check] [--log-format json]`: parses the
 //! arguments, sets up tracing and calls [`waist_router::daemon::run`].
 use clap::Parser;
 
@@ -7,7 +7,7 @@ async fn main() -> std::process::ExitCode {
     let args = waist_router::daemon::Args::parse();
     netio::trace::report(
         async {
-            netio::trace::init("info")?;
+            args.log.init("info")?;
             waist_router::daemon::run(&args, &mut std::io::stdout()).await
         }
         .await,

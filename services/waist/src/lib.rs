@@ -45,6 +45,9 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Logging: `--log-format text|json`.
+    #[command(flatten)]
+    pub log: netio::trace::LogArgs,
 }
 
 /// The subcommands.

@@ -5,5 +5,10 @@ use clap::Parser;
 fn main() -> std::process::ExitCode {
     let cli = waist::Cli::parse();
     let stdout = std::io::stdout();
-    netio::trace::report(waist::run(cli, &mut stdout.lock()).map(std::process::ExitCode::from))
+    netio::trace::report(
+        cli.log
+            .init("warn")
+            .and_then(|()| waist::run(cli, &mut stdout.lock()))
+            .map(std::process::ExitCode::from),
+    )
 }

@@ -47,6 +47,8 @@
 //!  link_up / link_down / handle_message(now, iface, bytes)   ─► state changes
 //!  handle_timeout(now) once poll_timeout() = Some(t), now ≥ t ─► periodic/triggered updates
 //!  poll_transmit() until None                                 ─► bytes for each neighbour
+//!  poll_event() until None                                    ─► routes learned, changed,
+//!                                                                withdrawn; neighbours up/down
 //! ```
 //!
 //! Time is [`Instant`] (`sansio`'s, a microsecond a tick) from any origin; the router reads
@@ -114,6 +116,7 @@
 mod advertise;
 mod dest;
 mod error;
+mod event;
 pub mod host;
 mod prefixes;
 mod query;
@@ -129,6 +132,7 @@ use crate::lpm::{LpmTable, LpmTable6};
 use crate::threaded::{Entry, MAX_INDEX, NextHop, ThreadedTable};
 pub use dest::Dest;
 pub use error::{HandleError, LinkError, LocalError};
+pub use event::{Event, NeighbourLost};
 use wire::{Advertisement, MessageKind};
 
 /// A router's identity (also the destination address that names it).
@@ -157,11 +161,15 @@ pub struct Config {
     pub max_entries: usize,
     /// Destinations the table may hold (at most 2^24, the label's index space).
     pub max_destinations: usize,
+    /// Events that may wait for [`Router::poll_event`]; more are dropped and counted
+    /// ([`Stats::events_dropped`]). 0 turns events off.
+    pub max_events: usize,
 }
 
 impl Config {
     /// RIP-like defaults: infinity 16, updates every 30 s, timeout 180 s, GC 120 s,
-    /// triggered updates after 1 s, 100 entries per message, 65,536 destinations.
+    /// triggered updates after 1 s, 100 entries per message, 65,536 destinations, 1,024
+    /// waiting events.
     pub fn new(id: RouterId) -> Self {
         Self {
             id,
@@ -172,6 +180,7 @@ impl Config {
             triggered_delay: 1_000,
             max_entries: 100,
             max_destinations: 65_536,
+            max_events: 1_024,
         }
     }
 }
@@ -213,6 +222,8 @@ pub struct Stats {
     pub route_changes: u64,
     /// Index queries from hosts answered.
     pub queries: u64,
+    /// Events dropped because [`Config::max_events`] were waiting.
+    pub events_dropped: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -253,6 +264,7 @@ pub struct Router {
     next_periodic: u64,
     triggered_at: Option<u64>,
     out: VecDeque<Transmit>,
+    events: VecDeque<Event>,
     stats: Stats,
 }
 
@@ -299,6 +311,7 @@ impl Router {
             next_periodic: now.saturating_add(config.update_interval),
             triggered_at: None,
             out: VecDeque::new(),
+            events: VecDeque::new(),
             stats: Stats::default(),
         }
     }
@@ -355,6 +368,11 @@ impl Router {
         self.links.iter().map(|(&i, l)| (i, l.cost))
     }
 
+    /// The neighbour heard on link `iface` (until it is down: see [`Event::NeighbourDown`]).
+    pub fn neighbour(&self, iface: u16) -> Option<RouterId> {
+        self.links.get(&iface).and_then(|l| l.peer)
+    }
+
     /// Counters.
     pub fn stats(&self) -> Stats {
         self.stats
@@ -400,8 +418,15 @@ impl Router {
     /// If the link is not up.
     pub fn link_down(&mut self, now: Instant, iface: u16) -> Result<(), LinkError> {
         let now = now.millis();
-        self.links.remove(&iface).ok_or(LinkError::UnknownLink)?;
+        let link = self.links.remove(&iface).ok_or(LinkError::UnknownLink)?;
         self.out.retain(|t| t.iface != iface);
+        if let Some(id) = link.peer {
+            self.emit(Event::NeighbourDown {
+                iface,
+                id,
+                why: NeighbourLost::LinkDown,
+            });
+        }
         self.recompute_all(now);
         Ok(())
     }
@@ -442,7 +467,18 @@ impl Router {
             // A different router on this link: forget what the old one said.
             let stale: Vec<Dest> = link.vector.keys().copied().collect();
             link.vector.clear();
-            link.peer = Some(adv.sender());
+            let old = link.peer.replace(adv.sender());
+            if let Some(id) = old {
+                self.emit(Event::NeighbourDown {
+                    iface,
+                    id,
+                    why: NeighbourLost::Replaced,
+                });
+            }
+            self.emit(Event::NeighbourUp {
+                iface,
+                id: adv.sender(),
+            });
             for d in stale {
                 self.recompute(now, d);
             }
@@ -518,13 +554,29 @@ impl Router {
         let now = now.millis();
         let timeout = self.config.route_timeout;
         let mut expired = Vec::new();
-        for link in self.links.values_mut() {
+        let mut silent = Vec::new();
+        for (&iface, link) in &mut self.links {
+            let peer = link.peer.map(Dest::Router);
+            let mut peer_expired = false;
             link.vector.retain(|&d, h| {
                 let keep = h.at.saturating_add(timeout) > now;
                 if !keep {
                     expired.push(d);
+                    peer_expired |= Some(d) == peer;
                 }
                 keep
+            });
+            // The neighbour's own entry timed out: it fell silent. The next message from
+            // it (or another router) makes it a neighbour again.
+            if peer_expired && let Some(id) = link.peer.take() {
+                silent.push((iface, id));
+            }
+        }
+        for (iface, id) in silent {
+            self.emit(Event::NeighbourDown {
+                iface,
+                id,
+                why: NeighbourLost::TimedOut,
             });
         }
         for d in expired {

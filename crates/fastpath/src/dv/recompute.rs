@@ -95,7 +95,8 @@ impl Router {
         if new == slot.route && slot.unreachable_since.is_some() == best.is_none() {
             return;
         }
-        let was_reachable = slot.route.cost < infinity;
+        let old = slot.route;
+        let was_reachable = old.cost < infinity;
         slot.route = new;
         slot.changed = true;
         self.stats.route_changes += 1;
@@ -123,6 +124,7 @@ impl Router {
         if self.triggered_at.is_none() {
             self.triggered_at = Some(now.saturating_add(self.config.triggered_delay));
         }
+        self.route_event(old, new);
     }
 
     pub(super) fn allocate(&mut self, dest: Dest) -> Option<u32> {

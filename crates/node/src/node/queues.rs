@@ -112,6 +112,15 @@ impl Node {
         self.deliveries.pop_front()
     }
 
+    /// The next routing event (a route learned, changed or withdrawn, a neighbour up or
+    /// down), oldest first; `None` when none waits or routing is off. Drain it after any
+    /// call into the node; the events are distance vector's own ([`dv::Event`]: its
+    /// interface numbers are the node's), bounded by its
+    /// [`max_events`](dv::Config::max_events), past which they are counted dropped.
+    pub fn poll_event(&mut self) -> Option<dv::Event> {
+        self.dv.as_mut()?.poll_event()
+    }
+
     /// When the node next wants [`handle_timeout`](Node::handle_timeout): the routing
     /// protocol's next update, the ESP stores' next sweep. `None` when nothing is timed.
     pub fn poll_timeout(&self) -> Option<Instant> {

@@ -174,6 +174,57 @@ pub struct ServiceStats {
     pub key_rotations: u64,
 }
 
+/// One line for a log: `1200 packets, 400 events, 400 answered, 1210 responses (1650000
+/// bytes), 3 refused (mac 2, replay 1)`, then the other counters that are not 0
+/// (`queue_full`, `bad_ip`, `not_tcp`, `fragments`, `other_address`, `key_rotations`).
+impl fmt::Display for ServiceStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} packets, {} events, {} answered, {} responses ({} bytes), {} refused",
+            self.packets,
+            self.events,
+            self.answered,
+            self.responses,
+            self.response_bytes,
+            self.rejected.total()
+        )?;
+        let r = &self.rejected;
+        let reasons = [
+            ("wire", r.wire),
+            ("malformed", r.malformed),
+            ("mac", r.mac),
+            ("stale", r.stale),
+            ("replay", r.replay),
+            ("other_site", r.other_site),
+            ("proof", r.proof),
+            ("plan", r.plan),
+            ("too_many_retries", r.too_many_retries),
+        ];
+        let mut first = true;
+        for (name, n) in reasons.into_iter().filter(|&(_, n)| n != 0) {
+            f.write_str(if first { " (" } else { ", " })?;
+            write!(f, "{name} {n}")?;
+            first = false;
+        }
+        if !first {
+            f.write_str(")")?;
+        }
+        let rest = [
+            ("queue_full", self.queue_full),
+            ("bad_ip", self.bad_ip),
+            ("not_tcp", self.not_tcp),
+            ("fragments", self.fragments),
+            ("other_address", self.other_address),
+            ("key_rotations", self.key_rotations),
+        ];
+        for (name, n) in rest.into_iter().filter(|&(_, n)| n != 0) {
+            write!(f, ", {name} {n}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Where [`Service::serve_parts`] hands each response: its IP header, its TCP segment
 /// and its event's `P`.
 pub type PartsSink<'a, P> = dyn FnMut(&[u8], &[u8], P) + 'a;
@@ -389,6 +440,29 @@ mod tests {
     use crate::app::object::ObjectApp;
     use crate::crypto::KeySchedule;
     use crate::server::ServerConfig;
+
+    #[test]
+    fn stats_read_as_one_line() {
+        let s = ServiceStats {
+            packets: 1200,
+            events: 400,
+            answered: 400,
+            responses: 1210,
+            response_bytes: 1_650_000,
+            rejected: RejectedCounts {
+                mac: 2,
+                replay: 1,
+                ..RejectedCounts::default()
+            },
+            key_rotations: 1,
+            ..ServiceStats::default()
+        };
+        assert_eq!(
+            alloc::format!("{s}"),
+            "1200 packets, 400 events, 400 answered, 1210 responses (1650000 bytes), \
+             3 refused (mac 2, replay 1), key_rotations 1"
+        );
+    }
 
     #[test]
     fn the_key_period_is_the_deadline_and_rotations_are_counted() {

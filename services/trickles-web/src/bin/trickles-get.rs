@@ -8,7 +8,7 @@ use trickles_web::get::{self, Args};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    if let Err(e) = netio::trace::init("warn") {
+    if let Err(e) = args.log.init("warn") {
         eprintln!("trickles-get: {e:#}");
     }
     match get::run(&args).await {

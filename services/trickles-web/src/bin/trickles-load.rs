@@ -7,5 +7,5 @@ use trickles_web::load::{self, Args};
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    netio::trace::report(netio::trace::init("warn").and_then(|()| load::main(&args)))
+    netio::trace::report(args.log.init("warn").and_then(|()| load::main(&args)))
 }

@@ -9,7 +9,7 @@ async fn main() -> std::process::ExitCode {
     let args = Args::parse();
     netio::trace::report(
         async {
-            netio::trace::init("info")?;
+            args.log.init("info")?;
             proxy::main(&args).await
         }
         .await,

@@ -8,7 +8,7 @@ async fn main() -> std::process::ExitCode {
     let args = Args::parse();
     netio::trace::report(
         async {
-            netio::trace::init("info")?;
+            args.log.init("info")?;
             daemon::run(&args).await
         }
         .await,

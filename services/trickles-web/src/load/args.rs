@@ -46,6 +46,9 @@ pub struct Args {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Logging: `--log-format text|json`.
+    #[command(flatten)]
+    pub log: netio::trace::LogArgs,
 }
 
 impl Args {
