@@ -96,6 +96,9 @@ mod stats;
 
 pub use config::{Config, ConfigError, EspConfig, IfaceConfig, SnapEss};
 pub use node::snap;
-pub use node::{Delivery, InPlace, MAX_DELIVERIES, MAX_FRAME, Node, Transmit};
+pub use node::{
+    Delivery, Diff, InPlace, MAX_DELIVERIES, MAX_FRAME, Node, Reconfigured, RoutingFate, StoreFate,
+    Transmit,
+};
 pub use sansio::{Instant, MILLIS, SECONDS};
 pub use stats::{Drops, Stats};
