@@ -127,7 +127,10 @@ fn sighup_serves_a_new_root_and_keys_and_keeps_running_on_a_bad_config() {
     let before = metric(metrics, "trickles_key_rotations_total");
     hup(&child);
     let done = wait_for(&log, "reloaded:");
-    assert!(done.contains("keys changed"), "{done}");
+    assert!(
+        done.contains("keys changed: a new secret, rotation every 1 s"),
+        "{done}"
+    );
     let t = Instant::now();
     while t.elapsed() < Duration::from_millis(2_500) {
         assert_eq!(get(udp, "/index.html"), b"new root!\n");

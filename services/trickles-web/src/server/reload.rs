@@ -48,11 +48,9 @@ pub(super) async fn requested(r: &mut Option<Reload>) {
     }
 }
 
-/// Whether two key sets are the same secret at the same interval.
-fn same_keys(a: &Keys, b: &Keys, a_opts: &Options, b_opts: &Options) -> bool {
-    a.schedule().mac_key(0) == b.schedule().mac_key(0)
-        && a.ucont_key() == b.ucont_key()
-        && a_opts.rotate == b_opts.rotate
+/// Whether two key sets hold the same secret.
+fn same_secret(a: &Keys, b: &Keys) -> bool {
+    a.schedule().mac_key(0) == b.schedule().mac_key(0) && a.ucont_key() == b.ucont_key()
 }
 
 impl Web {
@@ -100,7 +98,8 @@ impl Web {
         }
         // What can fail, before anything changes.
         let keys = Keys::load_or_create(&new.keys, new.rotate)?;
-        let keys_changed = !same_keys(&self.keys, &keys, old, &new);
+        let new_secret = !same_secret(&self.keys, &keys);
+        let new_interval = old.rotate != new.rotate;
         let root_changed = self.service.app().store().set_root(&new.root)?;
         let mut words = Vec::new();
         if root_changed {
@@ -109,12 +108,22 @@ impl Web {
                 self.service.app().store().root().display()
             ));
         }
-        if keys_changed {
+        if new_secret || new_interval {
             let (_, now) = self.now();
             self.service.rotate_with(Some(keys.rotation(now)));
             self.service.app_mut().set_key(&keys.ucont_key());
             self.keys = keys;
-            words.push("keys changed (connections under the old ones end)".into());
+            let mut what = Vec::new();
+            if new_secret {
+                what.push("a new secret".to_string());
+            }
+            if new_interval {
+                what.push(format!("rotation every {} s", new.rotate.as_secs()));
+            }
+            words.push(format!(
+                "keys changed: {} (connections under the old keys end)",
+                what.join(", ")
+            ));
         }
         if old.address != new.address {
             self.service.serve_only(new.address.map(Addr::from));
