@@ -33,6 +33,8 @@
 //! threaded indices, [`Config::originate`]). The config is the whole router: the daemon
 //! and the simulator build the same node from it, SNAP services ([`Config::snap_ess`])
 //! included.
+//! [`Node::reconfigure`] applies a new config to a running node (a daemon's reload),
+//! keeping its ESS bindings, link states and learned routes where the change allows.
 //!
 //! ## The link frame
 //!

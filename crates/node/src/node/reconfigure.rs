@@ -157,7 +157,20 @@ fn sound(from: &[Option<usize>], old: usize, new: usize) -> Vec<Option<usize>> {
 impl Node {
     /// Applies `config` to the running node at `now`, keeping what the change does not
     /// touch: new interface `j` continues old interface `from[j]` (`None`: a new link; an
-    /// old interface no entry names is gone). See the [module docs](self) for what is kept.
+    /// old interface no entry names is gone).
+    ///
+    /// * ESP bindings are kept while the stores' size, lifetime, keys and shards are the
+    ///   same (each port's contexts follow their interface to its new number, new ports
+    ///   start empty); otherwise the stores are rebuilt empty.
+    /// * The SNAP services (their ESS store) are kept while [`Config::snap_ess`] is the
+    ///   same.
+    /// * Distance vector keeps its learned routes while its id and timers are the same: an
+    ///   interface gone or renumbered goes down (its routes are relearned under the new
+    ///   number), a new one comes up; otherwise routing restarts.
+    /// * Interfaces that were down stay down; the counters carry on. Static routes,
+    ///   groups, originated prefixes, addresses, ICMP and MTUs are the new config's.
+    ///
+    /// The returned [`Reconfigured`] says what changed and what was rebuilt.
     ///
     /// Call it between packets, after draining [`poll_transmit`](Node::poll_transmit)
     /// (frames still queued for an interface that is gone are dropped). Every interface
