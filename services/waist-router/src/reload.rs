@@ -352,7 +352,8 @@ impl Router {
         } else {
             summary.join(", ")
         };
-        self.drain(out, StdInstant::now());
+        let (wall, _) = self.now();
+        self.drain(out, wall);
         Ok((source, file, line))
     }
 

@@ -292,6 +292,29 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
         "the running config still forwards"
     );
 
+    // A link moved to a port another process holds: it cannot be opened, so nothing
+    // changes (the running link is closed only after every new one opened).
+    let taken = UdpSocket::bind(free()).unwrap();
+    let moved = v2.replace(
+        &format!("local = \"{}\"", d.router),
+        &format!("local = \"{}\"", taken.local_addr().unwrap()),
+    );
+    assert_ne!(moved, v2);
+    std::fs::write(&path, &moved).unwrap();
+    signal(&child, "-HUP");
+    let line = wait_for(&log, "reload failed");
+    assert!(
+        line.contains("link `d`") || line.contains("link d"),
+        "{line}"
+    );
+    a.send(&udp([10, 4, 0, 1], 7));
+    assert_eq!(
+        d.recv(),
+        hop_udp([10, 4, 0, 1], 7),
+        "d still open as it was"
+    );
+    drop(taken);
+
     // A link's other settings changed: reopened on the same port, its capture carried on.
     std::fs::write(
         &path,
@@ -301,17 +324,17 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
     signal(&child, "-HUP");
     let line = wait_for(&log, "reloaded:");
     assert!(line.contains("reloaded: link d reopened"), "{line}");
-    a.send(&udp([10, 4, 0, 1], 6));
+    a.send(&udp([10, 4, 0, 1], 8));
     assert_eq!(
         d.recv(),
-        hop_udp([10, 4, 0, 1], 6),
+        hop_udp([10, 4, 0, 1], 8),
         "the reopened link forwards"
     );
 
     // SIGTERM: final counters, captures closed, exit 0.
     signal(&child, "-TERM");
     let d_closed = wait_for(&log, "r1-d.pcap");
-    assert!(d_closed.contains("packets=3"), "{d_closed}");
+    assert!(d_closed.contains("packets=4"), "{d_closed}");
     wait_for(&log, "stopped");
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
