@@ -16,6 +16,29 @@ use common::{Getter, TempDir, http_get, ready_line, split, terminate};
 
 const WAIT: Duration = Duration::from_secs(20);
 
+/// The process under test, killed if the test fails before it stops it.
+struct Guard(Child);
+
+impl std::ops::Deref for Guard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Guard {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The server's log lines, as they come.
 fn log_lines(child: &mut Child) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
@@ -90,14 +113,16 @@ fn sighup_serves_a_new_root_and_keys_and_keeps_running_on_a_bad_config() {
         .unwrap();
     };
     write(&old, 300, "");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trickles-web"))
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Guard(
+        Command::new(env!("CARGO_BIN_EXE_trickles-web"))
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let log = log_lines(&mut child);
     let line = ready_line(&mut child);
     let field = |k: &str| -> SocketAddr {

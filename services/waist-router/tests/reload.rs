@@ -112,6 +112,29 @@ fn hop(sent: Vec<u8>) -> Vec<u8> {
     p
 }
 
+/// The process under test, killed if the test fails before it stops it.
+struct Guard(Child);
+
+impl std::ops::Deref for Guard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Guard {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The router's log lines, as they come.
 fn log_lines(child: &mut Child) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
@@ -169,17 +192,19 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
     );
     std::fs::write(&path, &v1).unwrap();
     let pcaps = dir.join("pcap");
-    let mut child = Command::new(BIN)
-        .arg("--config")
-        .arg(&path)
-        .arg("--pcap")
-        .arg(&pcaps)
-        .args(["--metrics", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Guard(
+        Command::new(BIN)
+            .arg("--config")
+            .arg(&path)
+            .arg("--pcap")
+            .arg(&pcaps)
+            .args(["--metrics", "127.0.0.1:0"])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let log = log_lines(&mut child);
     let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
     assert!(out.next().unwrap().unwrap().starts_with("metrics http://"));
