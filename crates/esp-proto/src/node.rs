@@ -563,6 +563,36 @@ impl EspNode {
             + sum(&self.central)
     }
 
+    /// Renumbers the ports after the router's interfaces changed: new port `j` continues
+    /// old port `from[j]` (its input and output contexts, bindings and parameters kept),
+    /// or, for `None` (or an old port that does not exist), starts with empty contexts as
+    /// [`EspNode::new`] makes them. Old ports no `from` names are dropped, with their
+    /// bindings; the central context is untouched. What a router calls when it is
+    /// reconfigured live (links added, removed or reordered).
+    pub fn remap_ports(&mut self, from: &[Option<usize>]) {
+        let mut old: Vec<Option<Port>> = core::mem::take(&mut self.ports)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let store = self.config.store;
+        let shards = self.config.shards;
+        let ctx = |i: u64| ShardedEss::new(store.with_key(store.key().derive(i)), shards);
+        self.ports = from
+            .iter()
+            .enumerate()
+            .map(|(j, f)| {
+                f.and_then(|i| old.get_mut(i).and_then(Option::take))
+                    .unwrap_or_else(|| Port {
+                        input: ctx(2 * j as u64 + 1),
+                        output: ctx(2 * j as u64 + 2),
+                        load: 0,
+                        queue_len: 0,
+                    })
+            })
+            .collect();
+        self.config.ifaces = from.len();
+    }
+
     /// Bytes of memory the node's stores use.
     pub fn memory_bytes(&self) -> usize {
         self.ports

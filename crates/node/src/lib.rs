@@ -33,6 +33,8 @@
 //! threaded indices, [`Config::originate`]). The config is the whole router: the daemon
 //! and the simulator build the same node from it, SNAP services ([`Config::snap_ess`])
 //! included.
+//! [`Node::reconfigure`] applies a new config to a running node (a daemon's reload),
+//! keeping its ESS bindings, link states and learned routes where the change allows.
 //!
 //! ## The link frame
 //!
@@ -96,6 +98,9 @@ mod stats;
 
 pub use config::{Config, ConfigError, EspConfig, IfaceConfig, SnapEss};
 pub use node::snap;
-pub use node::{Delivery, InPlace, MAX_DELIVERIES, MAX_FRAME, Node, Transmit};
+pub use node::{
+    Delivery, Diff, InPlace, MAX_DELIVERIES, MAX_FRAME, Node, Reconfigured, RoutingFate, StoreFate,
+    Transmit,
+};
 pub use sansio::{Instant, MILLIS, SECONDS};
 pub use stats::{Drops, Stats};

@@ -95,6 +95,24 @@ impl Routes {
         r
     }
 
+    /// No routes, as [`Routes::new`], for a node whose interfaces were renumbered (new
+    /// interface `j` continues old interface `from[j]`): the interfaces that were down stay
+    /// down under their new numbers. Static routes, groups and learned routes are the
+    /// caller's to add again.
+    pub(crate) fn renumbered(&self, cache_log2: Option<u8>, from: &[Option<usize>]) -> Routes {
+        let mut r = Routes::new(cache_log2);
+        r.down = from
+            .iter()
+            .enumerate()
+            .filter_map(|(j, f)| {
+                let old = u16::try_from((*f)?).ok()?;
+                let new = u16::try_from(j).ok()?;
+                self.down.contains(&old).then_some(new)
+            })
+            .collect();
+        r
+    }
+
     /// Adds or replaces a static route over one interface.
     pub(crate) fn add_static(&mut self, prefix: IpPrefix, iface: u16) {
         self.add_static_via(prefix, &[iface]);

@@ -1,8 +1,9 @@
-//! Graceful shutdown: one trigger, any number of waiting tasks.
+//! Graceful shutdown: one trigger, any number of waiting tasks; and reloads on SIGHUP.
 //!
 //! ```text
 //!  SIGINT / SIGTERM ─► on_signals ─┐
 //!  fatal error in a task ──────────┴─► ShutdownTrigger::trigger ─► every Shutdown::wait returns
+//!  SIGHUP ─► on_reload ─► ReloadTrigger::trigger ─► Reloads::next returns (once per request)
 //! ```
 //!
 //! [`Shutdown::new`] returns a [`ShutdownTrigger`] and a [`Shutdown`]. Clone the `Shutdown`
@@ -18,8 +19,19 @@
 //! long as the daemon should run.
 //!
 //! What it does not do: it does not wait for the tasks to finish (join their handles for
-//! that), does not time out a slow shutdown, and does not handle signals other than
-//! SIGINT and SIGTERM. [`on_signals`] is Unix-only, like the daemons.
+//! that) and does not time out a slow shutdown. [`on_signals`] and [`on_reload`] are
+//! Unix-only, like the daemons.
+//!
+//! ## Reloads
+//!
+//! SIGHUP asks a daemon to re-read its configuration (nginx's `-s reload`, BIRD's
+//! `configure`), not to stop. [`Reloads::new`] returns a [`ReloadTrigger`] and a
+//! [`Reloads`]; [`on_reload`] installs the SIGHUP handler and fires the trigger on each
+//! SIGHUP. The daemon's loop awaits [`Reloads::next`] beside its other work and re-reads
+//! its config when it returns. Requests that arrive while one is being handled are
+//! merged: however many SIGHUPs came meanwhile, `next` returns once more, and the
+//! config then read is the newest. A daemon that never calls [`on_reload`] keeps
+//! SIGHUP's default action (the process ends, exit status 129).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -104,5 +116,85 @@ pub fn on_signals(trigger: ShutdownTrigger) -> std::io::Result<JoinHandle<()>> {
         };
         tracing::info!(signal = name, "shutting down");
         trigger.trigger();
+    }))
+}
+
+/// The waiting side of reloads: [`Reloads::next`] returns once per reload request.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use netio::shutdown::Reloads;
+///
+/// let (trigger, mut reloads) = Reloads::new();
+/// trigger.trigger();
+/// trigger.trigger(); // merged with the first: one re-read serves both
+/// reloads.next().await;
+/// assert_eq!(reloads.requested(), 2);
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Reloads {
+    rx: watch::Receiver<u64>,
+}
+
+/// The firing side of reloads (cloneable; [`on_reload`] holds one for SIGHUP).
+#[derive(Debug, Clone)]
+pub struct ReloadTrigger {
+    tx: Arc<watch::Sender<u64>>,
+}
+
+impl Reloads {
+    /// Creates a trigger and its waiter.
+    pub fn new() -> (ReloadTrigger, Reloads) {
+        let (tx, rx) = watch::channel(0);
+        (ReloadTrigger { tx: Arc::new(tx) }, Reloads { rx })
+    }
+
+    /// Returns when a reload was requested since the last time it returned (at once if
+    /// one is pending). Requests made meanwhile are merged into one return. Never returns
+    /// once every trigger is dropped with nothing pending.
+    ///
+    /// Cancel-safe: use it as a branch of `tokio::select!` in a loop.
+    pub async fn next(&mut self) {
+        if self.rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// How many reloads were requested so far (each trigger counted, merged or not).
+    pub fn requested(&self) -> u64 {
+        *self.rx.borrow()
+    }
+}
+
+impl ReloadTrigger {
+    /// Requests a reload: the [`Reloads`] waiter's next [`Reloads::next`] returns.
+    pub fn trigger(&self) {
+        self.tx.send_modify(|n| *n += 1);
+    }
+}
+
+/// Installs a SIGHUP handler and spawns a task that fires `trigger` on every SIGHUP
+/// (logging `SIGHUP: reloading`), so SIGHUP no longer ends the process.
+///
+/// The handler is installed before this returns. The task runs until every [`Reloads`]
+/// waiter is dropped. Call it from inside a tokio runtime with I/O enabled; fails if the
+/// handler cannot be installed.
+pub fn on_reload(trigger: ReloadTrigger) -> std::io::Result<JoinHandle<()>> {
+    let mut hangup = signal(SignalKind::hangup())?;
+    Ok(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                got = hangup.recv() => {
+                    if got.is_none() {
+                        return;
+                    }
+                    tracing::info!(signal = "SIGHUP", "reloading");
+                    trigger.trigger();
+                }
+                () = trigger.tx.closed() => return,
+            }
+        }
     }))
 }

@@ -86,3 +86,41 @@ async fn sigterm_to_this_process_triggers_shutdown() {
     assert!(shutdown.is_triggered());
     timeout(WITHIN, task).await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn sighup_to_this_process_requests_a_reload_and_does_not_kill_it() {
+    use netio::shutdown::{Reloads, on_reload};
+    let (trigger, mut reloads) = Reloads::new();
+    // Installed before the signal is sent, so SIGHUP's default action (exit) is off.
+    let _task = on_reload(trigger).unwrap();
+    for round in 1..=2 {
+        let status = std::process::Command::new("kill")
+            .args(["-HUP", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        timeout(WITHIN, reloads.next())
+            .await
+            .expect("SIGHUP did not request a reload");
+        assert_eq!(reloads.requested(), round);
+    }
+}
+
+#[tokio::test]
+async fn reload_requests_made_meanwhile_are_merged() {
+    use netio::shutdown::Reloads;
+    let (trigger, mut reloads) = Reloads::new();
+    trigger.trigger();
+    trigger.trigger();
+    timeout(WITHIN, reloads.next()).await.unwrap();
+    assert_eq!(reloads.requested(), 2);
+    // Nothing pending now: `next` waits until the next request.
+    assert!(
+        timeout(std::time::Duration::from_millis(50), reloads.next())
+            .await
+            .is_err()
+    );
+    trigger.trigger();
+    timeout(WITHIN, reloads.next()).await.unwrap();
+    assert_eq!(reloads.requested(), 3);
+}

@@ -7,6 +7,7 @@
 //!               ├─► options ─► Options ─► run: store, Web::open, TCP fallback, metrics,
 //!  --config FILE┘   (the command line wins;        `ready …` on stdout, Web::run until
 //!                    errors name file:line: key)    SIGINT/SIGTERM, final counters
+//!  SIGHUP ─► options again ─► Web applies root, keys, rotation, address
 //! ```
 
 use std::net::{IpAddr, SocketAddr};
@@ -39,7 +40,9 @@ pub const DEFAULT_MTU: u16 = 1500;
 /// keeps no per-connection state — carried in UDP datagrams (no root needed) or as real
 /// IP packets on a TUN device, and optionally over plain TCP too. Several processes given
 /// the same key file are interchangeable replicas. Prints `ready udp=… tcp=… metrics=…`
-/// on stdout once listening; stops cleanly on SIGINT or SIGTERM. Logging: RUST_LOG.
+/// on stdout once listening; stops cleanly on SIGINT or SIGTERM; on SIGHUP reads its
+/// config again and applies the root, keys, rotation and address (a bad one is logged and
+/// the running one kept). Logging: RUST_LOG.
 #[derive(clap::Parser, Clone, Debug, Default)]
 #[command(name = "trickles-web", version, about)]
 pub struct Args {
@@ -220,7 +223,8 @@ fn merge(args: &Args, source: Option<&Source>, file: File) -> anyhow::Result<Opt
 /// The daemon after its arguments are parsed and tracing is set up: reads the options
 /// ([`options`]), opens the store (with `--check`: prints what it found and returns),
 /// binds the link, the TCP fallback and the metrics endpoint, prints the `ready …` line,
-/// and serves until SIGINT or SIGTERM; then logs the final counters.
+/// and serves until SIGINT or SIGTERM, reloading on SIGHUP (the options read again, as
+/// [`crate::server::Reload`] says); then logs the final counters.
 ///
 /// # Errors
 ///
@@ -235,8 +239,12 @@ pub async fn run(args: &Args) -> anyhow::Result<()> {
     }
     let (trigger, shutdown) = netio::shutdown::Shutdown::new();
     let _signals = netio::shutdown::on_signals(trigger)?;
+    let (reload, reloads) = netio::shutdown::Reloads::new();
+    let _hangups = netio::shutdown::on_reload(reload)?;
     let tcp_stats = Arc::new(TcpStats::default());
     let (mut web, udp) = Web::open(&opts, store.clone(), tcp_stats.clone()).await?;
+    let again = args.clone();
+    web.reload_with(reloads, move || options(&again));
     let mut bound = Bound {
         udp,
         address: opts.address,

@@ -31,6 +31,9 @@
 //! ([`trickles::crypto::Rotation`]): [`Service::poll_timeout`] is the end of the key
 //! period, the loop sleeps until it and calls [`Service::handle_timeout`], in step with
 //! every other process sharing the key file.
+//!
+//! On SIGHUP the options are read again and the root, the keys, the rotation interval
+//! and the address served are applied while it runs ([`Reload`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -51,6 +54,9 @@ use trickles::server::{Server, ServerConfig};
 use crate::keys::Keys;
 use crate::store::FileStore;
 use crate::tcp::TcpStats;
+
+mod reload;
+pub use reload::Reload;
 
 /// Batches taken from the link in one turn (each answered and flushed before the next)
 /// before the timers, scrapes and shutdown get their look.
@@ -173,6 +179,12 @@ pub struct Web {
     /// A TUN link: the datagrams' sources mean nothing, answers go to the kernel.
     tun: bool,
     tcp: Arc<TcpStats>,
+    /// The options it runs with (a reload compares the new ones with them).
+    opts: Options,
+    /// The keys it runs with.
+    keys: Keys,
+    /// Where reloads come from and how the options are read again ([`Web::reload_with`]).
+    reload: Option<Reload>,
 }
 
 impl Web {
@@ -258,6 +270,9 @@ impl Web {
                 batch,
                 tun,
                 tcp,
+                opts: opts.clone(),
+                keys,
+                reload: None,
             },
             udp,
         ))
@@ -367,6 +382,7 @@ impl Web {
                         None => std::future::pending().await,
                     }
                 } => r.respond(self.snapshot()),
+                () = reload::requested(&mut self.reload) => self.reload(),
             }
         }
         self.links.flush_captures();

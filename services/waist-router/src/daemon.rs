@@ -2,7 +2,8 @@
 //!
 //! `main` parses [`Args`], sets up tracing and calls [`run`]: load and check the config,
 //! then (unless `--check`) install the signal handlers, open the router's links, start the
-//! capture and the metrics endpoint, and serve until SIGINT or SIGTERM. Tests and tools
+//! capture and the metrics endpoint, and serve until SIGINT or SIGTERM, reloading the
+//! config on SIGHUP ([`crate::reload`]). Tests and tools
 //! call [`run`] the same way (mini-redis's `src/bin/server.rs` is the model).
 
 use std::io::Write;
@@ -16,7 +17,9 @@ use crate::config::{RouterFile, plan};
 
 /// The waist router node: ESP, SNAP, source hashing and threaded labels over TUN devices
 /// and IP-in-UDP links. Stops cleanly on SIGINT or SIGTERM (captures flushed, final
-/// counters logged). Logging: RUST_LOG (default info), --log-format text|json.
+/// counters logged); on SIGHUP re-reads its config and applies it (a bad one is logged
+/// and the running one kept). Logging: RUST_LOG (default info),
+/// --log-format text|json.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "waist-router", version, about)]
 pub struct Args {
@@ -60,7 +63,10 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let (trigger, shutdown) = netio::shutdown::Shutdown::new();
     let _signals = netio::shutdown::on_signals(trigger)?;
+    let (reload, reloads) = netio::shutdown::Reloads::new();
+    let _hangups = netio::shutdown::on_reload(reload)?;
     let mut router = Router::open(&plan, &source).await?;
+    router.reload_from(reloads, args.config.clone(), source, file);
     if let Some(dir) = &args.pcap {
         std::fs::create_dir_all(dir)?;
         router.capture(dir)?;

@@ -19,13 +19,15 @@
 //! at the link with a reason (`waist_link_rx_dropped`).
 //!
 //! Time at the node is microseconds since the daemon started. The config is described in
-//! [`config`]; [`Router::run`] is the loop.
+//! [`config`]; [`Router::run`] is the loop. On SIGHUP the config is re-read and applied
+//! without a restart ([`reload`]).
 
 pub mod config;
 pub mod daemon;
 pub mod embed;
 pub mod events;
 mod metrics;
+pub mod reload;
 
 use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
@@ -83,6 +85,8 @@ pub struct Router {
     answers: Vec<Option<waist_node::InPlace>>,
     /// What the log remembers of links and neighbours ([`events`]).
     log: events::LinkLog,
+    /// Where a reload re-reads the config from ([`Router::reload_from`]).
+    reload: Option<reload::Reload>,
 }
 
 impl Router {
@@ -104,6 +108,7 @@ impl Router {
             clock,
             unclaimed: 0,
             answers: Vec::new(),
+            reload: None,
         })
     }
 
@@ -283,6 +288,7 @@ impl Router {
                         None => std::future::pending().await,
                     }
                 } => r.respond(metrics::snapshot(&self)),
+                () = reload::requested(&mut self.reload) => self.reload(&mut out).await,
                 _ = flush.tick() => self.links.flush_captures(),
                 iface = self.links.recv(&mut batch) => {
                     self.batch(iface, &mut batch, &mut out);

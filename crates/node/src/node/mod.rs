@@ -6,14 +6,17 @@
 //!  ip.rs      the IP pipeline: TTL, ESP in and out, multicast, routes, MTU, ICMP errors
 //!  snap.rs    SNAP packets run here, the transit fast path
 //!  queues.rs  packets for the node itself, its own packets, poll_*, timers, routing messages
+//!  reconfigure.rs  a new config applied to the running node, its state kept
 //! ```
 
 mod input;
 mod ip;
 mod queues;
+mod reconfigure;
 pub mod snap;
 
 pub use queues::MAX_DELIVERIES;
+pub use reconfigure::{Diff, Reconfigured, RoutingFate, StoreFate};
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;

@@ -40,6 +40,10 @@
 //! coalesced run into one frame). A link is written in a config as `kind` with
 //! `local`/`peer` or `device`/`addresses`, or in the one notation every flag also takes,
 //! [`LinkSpec`]: `udp:LOCAL=PEER`, `udp:LOCAL`, `tun:NAME[,CIDR…]`.
+//!
+//! A daemon that reloads its config changes its links while it runs: [`Links::take_all`],
+//! keep, drop, open ([`Links::open_config`]) or re-emulate ([`Link::set_emulation`]) each,
+//! then [`Links::set_all`] (see `swap.rs`).
 
 mod batch;
 mod counters;
@@ -47,6 +51,7 @@ pub mod liveness;
 mod one;
 pub mod spec;
 mod split;
+mod swap;
 #[cfg(test)]
 mod tests;
 mod tun;
@@ -58,6 +63,7 @@ pub use liveness::{Cause, LinkEvent};
 pub use one::{Link, LinkOptions, SOCKET_BUFFER, local_ip_towards};
 pub use spec::LinkSpec;
 pub use split::{Split, split};
+pub use swap::Carried;
 pub use tun::{AsyncDevice, netns_unsupported, open_tun, open_tun_with, parse_cidr};
 pub use tx::{MAX_RUN_BYTES, Run, runs};
 
@@ -66,7 +72,7 @@ use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::config::{LinkConfig, Source};
 use crate::emulate::Emulator;
@@ -82,6 +88,8 @@ pub struct Links {
     links: Vec<Link>,
     next: usize,
     events: VecDeque<LinkEvent>,
+    /// Where captures go and their names' prefix, once [`Links::capture`] was called.
+    capturing: Option<(std::path::PathBuf, String)>,
 }
 
 impl Links {
@@ -106,48 +114,14 @@ impl Links {
                     .error_for(&c.name, "a second link with this name")
                     .into());
             }
-            let mtu = c.mtu.as_ref().map_or(1500, |m| *m.get_ref());
-            if !(68..=65_535).contains(&mtu) {
-                let m = c
-                    .mtu
-                    .as_ref()
-                    .map(|m| source.error_for(m, "MTU must be 68..=65535"));
-                return Err(m
-                    .unwrap_or_else(|| source.error_for(&c.name, "bad MTU"))
-                    .into());
-            }
-            let holddown = match &c.holddown_ms {
-                Some(h) if c.is_tun() => {
-                    return Err(source
-                        .error_for(h, "a tun link is always up: no hold-down")
-                        .into());
-                }
-                Some(h) => Duration::from_millis(*h.get_ref()),
-                None => liveness::DEFAULT_HOLDDOWN,
-            };
-            let spec = c.spec(source)?;
-            let emulation = match &c.emulation {
-                Some(e) => Some(
-                    e.model(mtu)
-                        .map(|m| (m, e.seed.unwrap_or(1)))
-                        .map_err(|m| source.error_for(&c.name, format!("emulation: {m}")))?,
-                ),
-                None => None,
-            };
-            let options = LinkOptions {
-                mtu,
-                cost: c.cost.as_ref().map(|c| *c.get_ref()),
-                holddown,
-                offload: c.offload.as_ref().is_none_or(|o| *o.get_ref()),
-                buffer: SOCKET_BUFFER,
-                emulation,
-            };
+            let (spec, options) = Links::options_of(c, source)?;
             links.push(Link::open(name, &spec, &options, origin).await?);
         }
         Ok(Links {
             links,
             next: 0,
             events: VecDeque::new(),
+            capturing: None,
         })
     }
 
@@ -157,6 +131,7 @@ impl Links {
             links: Vec::new(),
             next: 0,
             events: VecDeque::new(),
+            capturing: None,
         }
     }
 
@@ -414,6 +389,7 @@ impl Links {
     ///
     /// A file that cannot be created.
     pub fn capture(&mut self, dir: &std::path::Path, prefix: &str) -> anyhow::Result<()> {
+        self.capturing = Some((dir.to_path_buf(), prefix.to_string()));
         for link in &mut self.links {
             let path = dir.join(format!("{prefix}-{}.pcap", link.name));
             link.pcap = Some(crate::pcap::PcapWriter::create(&path)?);

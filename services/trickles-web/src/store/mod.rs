@@ -46,15 +46,17 @@ const LOOKUP_TTL: Duration = Duration::from_millis(500);
 /// Fewest time between two walks of the directory.
 const RESCAN_EVERY: Duration = Duration::from_secs(1);
 
-/// The files of one directory tree. Cheap to clone (shared).
+/// The files of one directory tree. Cheap to clone (shared): every clone serves the same
+/// root, and [`FileStore::set_root`] moves them all to another.
 #[derive(Clone, Debug)]
 pub struct FileStore {
-    root: PathBuf,
     inner: Arc<Mutex<Inner>>,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
+    /// The directory served (canonical).
+    root: PathBuf,
     /// Id → path relative to the root (with a leading `/`).
     paths: HashMap<u64, String>,
     /// Open files by id, with their info.
@@ -103,23 +105,44 @@ impl FileStore {
     ///
     /// `root` is not a readable directory.
     pub fn open(root: &Path) -> anyhow::Result<FileStore> {
-        let root = root
-            .canonicalize()
-            .map_err(|e| anyhow::anyhow!("root {}: {e}", root.display()))?;
-        if !root.is_dir() {
-            anyhow::bail!("root {} is not a directory", root.display());
-        }
+        let root = checked_root(root)?;
         let store = FileStore {
-            root,
-            inner: Arc::new(Mutex::new(Inner::default())),
+            inner: Arc::new(Mutex::new(Inner {
+                root,
+                ..Inner::default()
+            })),
         };
         store.rescan(true);
         Ok(store)
     }
 
-    /// The root directory.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// Serves the tree at `root` from now on, in this store and every clone of it (a
+    /// reload: the server's and the TCP fallback's): files, open files and cached blocks
+    /// of the old root are forgotten, the new tree walked. Whether the root changed
+    /// (`false`: it is the one served, and nothing was forgotten).
+    ///
+    /// # Errors
+    ///
+    /// `root` is not a readable directory; the store keeps its root then.
+    pub fn set_root(&self, root: &Path) -> anyhow::Result<bool> {
+        let root = checked_root(root)?;
+        {
+            let mut inner = self.lock();
+            if inner.root == root {
+                return Ok(false);
+            }
+            *inner = Inner {
+                root,
+                ..Inner::default()
+            };
+        }
+        self.rescan(true);
+        Ok(true)
+    }
+
+    /// The root directory (canonical).
+    pub fn root(&self) -> PathBuf {
+        self.lock().root.clone()
     }
 
     /// Files known by id.
@@ -151,8 +174,9 @@ impl FileStore {
             return;
         }
         inner.last_scan = Some(Instant::now());
+        let root = inner.root.clone();
         let mut paths = HashMap::new();
-        let mut stack = vec![self.root.clone()];
+        let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
@@ -163,7 +187,7 @@ impl FileStore {
                 if ft.is_dir() {
                     stack.push(p);
                 } else if ft.is_file()
-                    && let Ok(rel) = p.strip_prefix(&self.root)
+                    && let Ok(rel) = p.strip_prefix(&root)
                     && let Some(rel) = rel.to_str()
                 {
                     let rel = format!("/{rel}");
@@ -174,14 +198,16 @@ impl FileStore {
         inner.paths = paths;
     }
 
-    /// Opens `rel` (relative, leading `/`) if it is a regular file inside the root.
-    fn open_rel(&self, rel: &str) -> Option<(OpenFile, String)> {
-        let mut candidate = self.root.join(rel.trim_start_matches('/'));
+    /// Opens `rel` (relative, leading `/`) if it is a regular file inside the root: the
+    /// file, its path relative to the root and the root it was found under.
+    fn open_rel(&self, rel: &str) -> Option<(OpenFile, String, PathBuf)> {
+        let root = self.root();
+        let mut candidate = root.join(rel.trim_start_matches('/'));
         if candidate.is_dir() {
             candidate = candidate.join("index.html");
         }
         let real = candidate.canonicalize().ok()?;
-        let rel = format!("/{}", real.strip_prefix(&self.root).ok()?.to_str()?);
+        let rel = format!("/{}", real.strip_prefix(&root).ok()?.to_str()?);
         let file = File::open(&real).ok()?;
         let meta = file.metadata().ok()?;
         if !meta.is_file() {
@@ -205,11 +231,16 @@ impl FileStore {
             ino: meta.ino(),
             ctime: (meta.ctime(), meta.ctime_nsec()),
         };
-        Some((OpenFile { file, info, ident }, rel))
+        Some((OpenFile { file, info, ident }, rel, root))
     }
 
-    fn remember(&self, open: OpenFile, rel: String) {
+    /// Keeps a file [`open_rel`](FileStore::open_rel) opened under `root`, unless the
+    /// root changed meanwhile.
+    fn remember(&self, open: OpenFile, rel: String, root: &Path) {
         let mut inner = self.lock();
+        if inner.root != root {
+            return;
+        }
         if inner.open.len() >= OPEN_FILES {
             inner.open.clear();
         }
@@ -224,6 +255,17 @@ impl FileStore {
     }
 }
 
+/// `root` made canonical, if it is a directory.
+fn checked_root(root: &Path) -> anyhow::Result<PathBuf> {
+    let canonical = root
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("root {}: {e}", root.display()))?;
+    if !canonical.is_dir() {
+        anyhow::bail!("root {} is not a directory", root.display());
+    }
+    Ok(canonical)
+}
+
 impl Store for FileStore {
     fn lookup(&self, path: &str) -> Option<ObjectInfo> {
         if let Some((info, at)) = self.lock().recent.get(path)
@@ -231,12 +273,15 @@ impl Store for FileStore {
         {
             return Some(*info);
         }
-        let (open, rel) = self.open_rel(path)?;
+        let (open, rel, root) = self.open_rel(path)?;
         let info = open.info;
-        self.remember(open, rel);
-        self.lock()
-            .recent
-            .insert(path.to_string(), (info, Instant::now()));
+        self.remember(open, rel, &root);
+        let mut inner = self.lock();
+        if inner.root == root {
+            inner
+                .recent
+                .insert(path.to_string(), (info, Instant::now()));
+        }
         Some(info)
     }
 
@@ -255,10 +300,10 @@ impl Store for FileStore {
                 self.lock().paths.get(&id).cloned()?
             }
         };
-        let (open, rel) = self.open_rel(&rel)?;
+        let (open, rel, root) = self.open_rel(&rel)?;
         let info = open.info;
         (info.id == id).then(|| {
-            self.remember(open, rel);
+            self.remember(open, rel, &root);
             info
         })
     }
@@ -317,6 +362,31 @@ mod tests {
         std::fs::write(dir.join("late"), b"x").unwrap();
         assert!(store.lookup("/late").is_some());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn set_root_moves_every_clone_to_the_new_tree() {
+        let (old, new) = (Dir::new("root-old"), Dir::new("root-new"));
+        std::fs::write(old.0.join("index.html"), b"old").unwrap();
+        std::fs::write(new.0.join("index.html"), b"new!").unwrap();
+        std::fs::write(new.0.join("only-new"), b"x").unwrap();
+        let store = FileStore::open(&old.0).unwrap();
+        let tcp = store.clone();
+        assert_eq!(store.lookup("/index.html").map(|i| i.len), Some(3));
+        assert!(!store.set_root(&old.0).unwrap(), "the same root: no change");
+        assert!(store.set_root(&new.0).unwrap());
+        // The clone serves the new tree at once (no lookup remembered from the old one).
+        let info = tcp.lookup("/index.html").unwrap();
+        assert_eq!(info.len, 4);
+        let mut out = Vec::new();
+        assert!(tcp.read(info.id, 0, 4, &mut out));
+        assert_eq!(out, b"new!");
+        assert!(tcp.lookup("/only-new").is_some());
+        assert_eq!(tcp.root(), new.0.canonicalize().unwrap());
+        // A root that is not a directory is refused; the store keeps the one it has.
+        assert!(store.set_root(&new.0.join("only-new")).is_err());
+        assert!(store.set_root(&old.0.join("missing")).is_err());
+        assert_eq!(store.root(), new.0.canonicalize().unwrap());
     }
 
     /// A fresh directory under the temporary one, removed when dropped.

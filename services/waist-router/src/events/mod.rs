@@ -45,6 +45,28 @@ impl LinkLog {
         }
     }
 
+    /// Follows the links through a reload: new link `j` continues old link `from[j]`
+    /// (its flap history and last neighbour kept), or starts afresh when `None`.
+    pub(crate) fn renumber(&mut self, from: &[Option<usize>]) {
+        let old = core::mem::take(&mut self.flaps);
+        self.flaps = from
+            .iter()
+            .map(|f| {
+                f.and_then(|i| old.get(i).cloned())
+                    .unwrap_or_else(|| Flap::new(Policy::default()))
+            })
+            .collect();
+        let neighbours = core::mem::take(&mut self.neighbours);
+        for (j, f) in from.iter().enumerate() {
+            let (Some(i), Ok(j)) = (f, u16::try_from(j)) else {
+                continue;
+            };
+            if let Some(id) = u16::try_from(*i).ok().and_then(|i| neighbours.get(&i)) {
+                self.neighbours.insert(j, *id);
+            }
+        }
+    }
+
     /// When a retried link is confirmed up or a flapping link's summary is due.
     pub(crate) fn next_due(&self) -> Option<Instant> {
         self.flaps.iter().filter_map(Flap::next_due).min()

@@ -121,6 +121,12 @@ impl<S: Store> HttpApp<S> {
         }
     }
 
+    /// Seals under `key` from now on (a reloaded key file): user continuations sealed
+    /// under the old key no longer open.
+    pub fn set_key(&mut self, key: &[u8; 16]) {
+        self.key = UcontKey::new(key);
+    }
+
     /// The store.
     pub fn store(&self) -> &S {
         &self.store
