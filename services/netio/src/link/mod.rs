@@ -76,6 +76,75 @@ use one::Io;
 /// label, 5 bytes) in front of an MTU-sized packet. Longer frames are dropped as `oversize`.
 pub const SHIM_ROOM: usize = 64;
 
+/// Checks every link of `configs` as [`Links::open`] would before it binds anything (it
+/// calls this): names and local addresses used once, a TUN device named 1 to 15
+/// characters and once, the MTU, the hold-down, the notation, the emulation's parameters.
+/// Returns each link's name, where it goes and its options, in order. A daemon's
+/// `--check` calls it too, so it finds every error a start would (short of the kernel's:
+/// an address in use, no permission for TUN).
+///
+/// # Errors
+///
+/// A [`ConfigError`](crate::config::ConfigError) located at the offending value.
+pub fn check(
+    configs: &[LinkConfig],
+    source: &Source,
+) -> Result<Vec<(String, LinkSpec, LinkOptions)>, crate::config::ConfigError> {
+    let mut out: Vec<(String, LinkSpec, LinkOptions)> = Vec::with_capacity(configs.len());
+    for c in configs {
+        let name = c.name.get_ref().clone();
+        if out.iter().any(|(n, _, _)| *n == name) {
+            return Err(source.error_for(&c.name, format!("a second link named `{name}`")));
+        }
+        let mtu = c.mtu.as_ref().map_or(1500, |m| *m.get_ref());
+        if let Some(m) = &c.mtu
+            && !(68..=65_535).contains(&mtu)
+        {
+            return Err(source.error_for(m, "MTU must be 68..=65535"));
+        }
+        let holddown = match &c.holddown_ms {
+            Some(h) if c.is_tun() => {
+                return Err(source.error_for(h, "a tun link is always up: no hold-down"));
+            }
+            Some(h) => Duration::from_millis(*h.get_ref()),
+            None => liveness::DEFAULT_HOLDDOWN,
+        };
+        let spec = c.spec(source)?;
+        // Where the notation's value was written, for errors about the whole of it.
+        let at = c.on.as_ref().or(c.local.as_ref()).or(c.device.as_ref());
+        let at = at.unwrap_or(&c.name);
+        let clash = out.iter().find(|(_, s, _)| match (s, &spec) {
+            (LinkSpec::Udp { local: a, .. }, LinkSpec::Udp { local: b, .. }) => {
+                a == b && a.port() != 0
+            }
+            (LinkSpec::Tun { device: a, .. }, LinkSpec::Tun { device: b, .. }) => a == b,
+            _ => false,
+        });
+        if let Some((other, _, _)) = clash {
+            return Err(source.error_for(at, format!("link `{other}` is there already")));
+        }
+        if let LinkSpec::Tun { device, .. } = &spec
+            && (device.is_empty() || device.len() > 15)
+        {
+            return Err(source.error_for(at, "a TUN device name has 1 to 15 characters"));
+        }
+        let emulation = match &c.emulation {
+            Some(e) => Some((source.emulation(e, mtu)?, e.get_ref().seed.unwrap_or(1))),
+            None => None,
+        };
+        let options = LinkOptions {
+            mtu,
+            cost: c.cost.as_ref().map(|c| *c.get_ref()),
+            holddown,
+            offload: c.offload.as_ref().is_none_or(|o| *o.get_ref()),
+            buffer: SOCKET_BUFFER,
+            emulation,
+        };
+        out.push((name, spec, options));
+    }
+    Ok(out)
+}
+
 /// The links of a daemon. See the [module docs](self).
 #[derive(Debug, Default)]
 pub struct Links {
@@ -99,49 +168,7 @@ impl Links {
         origin: Instant,
     ) -> anyhow::Result<Links> {
         let mut links = Vec::with_capacity(configs.len());
-        for (i, c) in configs.iter().enumerate() {
-            let name = c.name.get_ref().clone();
-            if configs.iter().take(i).any(|o| o.name.get_ref() == &name) {
-                return Err(source
-                    .error_for(&c.name, "a second link with this name")
-                    .into());
-            }
-            let mtu = c.mtu.as_ref().map_or(1500, |m| *m.get_ref());
-            if !(68..=65_535).contains(&mtu) {
-                let m = c
-                    .mtu
-                    .as_ref()
-                    .map(|m| source.error_for(m, "MTU must be 68..=65535"));
-                return Err(m
-                    .unwrap_or_else(|| source.error_for(&c.name, "bad MTU"))
-                    .into());
-            }
-            let holddown = match &c.holddown_ms {
-                Some(h) if c.is_tun() => {
-                    return Err(source
-                        .error_for(h, "a tun link is always up: no hold-down")
-                        .into());
-                }
-                Some(h) => Duration::from_millis(*h.get_ref()),
-                None => liveness::DEFAULT_HOLDDOWN,
-            };
-            let spec = c.spec(source)?;
-            let emulation = match &c.emulation {
-                Some(e) => Some(
-                    e.model(mtu)
-                        .map(|m| (m, e.seed.unwrap_or(1)))
-                        .map_err(|m| source.error_for(&c.name, format!("emulation: {m}")))?,
-                ),
-                None => None,
-            };
-            let options = LinkOptions {
-                mtu,
-                cost: c.cost.as_ref().map(|c| *c.get_ref()),
-                holddown,
-                offload: c.offload.as_ref().is_none_or(|o| *o.get_ref()),
-                buffer: SOCKET_BUFFER,
-                emulation,
-            };
+        for (name, spec, options) in check(configs, source)? {
             links.push(Link::open(name, &spec, &options, origin).await?);
         }
         Ok(Links {
