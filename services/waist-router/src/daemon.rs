@@ -13,7 +13,9 @@ use clap::Parser;
 use tracing::info;
 
 use crate::Router;
-use crate::config::{RouterFile, plan};
+use netio::config::Source;
+
+use crate::config::{Plan, RouterFile, plan};
 
 /// The waist router node: ESP, SNAP, source hashing and threaded labels over TUN devices
 /// and IP-in-UDP links. Stops cleanly on SIGINT or SIGTERM (captures flushed, final
@@ -35,6 +37,25 @@ pub struct Args {
     pub check: bool,
 }
 
+/// Everything the start checks before it binds or opens anything, `--check` and the start
+/// alike: the config read and planned ([`plan`]: the node built, every link checked as
+/// netio opens it) and `--pcap` a directory if it exists.
+///
+/// # Errors
+///
+/// The first problem, located by file, line and key when it is in the config.
+pub fn check(args: &Args) -> anyhow::Result<(Source, Plan)> {
+    let (source, file) = netio::config::load::<RouterFile>(&args.config)?;
+    let plan = plan(&source, &file)?;
+    if let Some(dir) = &args.pcap
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        anyhow::bail!("--pcap {}: not a directory", dir.display());
+    }
+    Ok((source, plan))
+}
+
 /// Runs the daemon as `args` say, writing what scripts read (the `--check` verdict, the
 /// metrics address) to `out`; returns when shutdown completes.
 ///
@@ -43,8 +64,7 @@ pub struct Args {
 /// A config error located by file, line and key; a link, capture directory or metrics
 /// address that cannot be opened.
 pub async fn run(args: &Args, out: &mut dyn Write) -> anyhow::Result<()> {
-    let (source, file) = netio::config::load::<RouterFile>(&args.config)?;
-    let plan = plan(&source, &file)?;
+    let (source, plan) = check(args)?;
     if args.check {
         writeln!(
             out,
