@@ -109,8 +109,26 @@ impl Source {
     ///
     /// A located [`ConfigError`] for a syntax error, a wrong type or an unknown key.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        toml::from_str(&self.text)
-            .map_err(|e| self.error_at(e.span(), with_suggestion(e.message())))
+        toml::from_str(&self.text).map_err(|e| {
+            let unknown = e
+                .message()
+                .split_once("unknown field `")
+                .and_then(|(_, rest)| rest.split_once('`'))
+                .map(|(field, _)| field);
+            let message = with_suggestion(e.message());
+            match (unknown, e.span()) {
+                // In an inline table toml points at the table: point at the key instead.
+                (Some(field), Some(table)) => {
+                    let at = self
+                        .find_key(table.clone(), field)
+                        .map(|(k, _)| k..k + field.len());
+                    let mut err = self.error_at(at.or(Some(table)), message);
+                    err.key = Some(field.to_string());
+                    err
+                }
+                (_, span) => self.error_at(span, message),
+            }
+        })
     }
 
     /// The span of the value of `key` written in the table that starts at `table` (the
@@ -118,6 +136,12 @@ impl Source {
     /// part of a dotted key), for checks of a table's values that are not spanned one by
     /// one.
     pub fn value_span(&self, table: Range<usize>, key: &str) -> Option<Range<usize>> {
+        self.find_key(table, key).map(|(_, value)| value)
+    }
+
+    /// Where `key` is written in the table at `table` (see [`value_span`](Self::value_span)):
+    /// the key's first byte and its value's span.
+    fn find_key(&self, table: Range<usize>, key: &str) -> Option<(usize, Range<usize>)> {
         let start = table.start.min(self.text.len());
         let rest = self.text.get(start..)?;
         // An inline table is its span; a table written over lines runs to the next header.
@@ -150,9 +174,8 @@ impl Source {
             if let (true, Some(value)) = (token_start, after.strip_prefix('=')) {
                 let value = value.trim_start_matches([' ', '\t']);
                 let offset = start + (region.len() - value.len());
-                return Some(
-                    offset..offset + value.find(['\n', ',', '}']).unwrap_or(value.len()).max(1),
-                );
+                let len = value.find(['\n', ',', '}']).unwrap_or(value.len()).max(1);
+                return Some((start + at, offset..offset + len));
             }
         }
         None
@@ -516,6 +539,15 @@ mod tests {
         let text = "[[link]]\nname = \"a\"\nadress = []\n";
         let e = Source::new("r.toml", text).parse::<File>().unwrap_err();
         assert!(e.message.ends_with("did you mean `addresses`?"), "{e}");
+        // In an inline table: the key itself, not the table.
+        let text = "[[link]]\nname = \"a\"\nemulation = { delay_ms = 1, los = 0.1 }\n";
+        let e = Source::new("r.toml", text).parse::<File>().unwrap_err();
+        assert_eq!(
+            (e.line, e.column, e.key.as_deref()),
+            (3, 29, Some("los")),
+            "{e}"
+        );
+        assert!(e.message.ends_with("did you mean `loss`?"), "{e}");
         // Nothing close: no guess.
         let text = "[[link]]\nname = \"a\"\ncolour = 3\n";
         let e = Source::new("r.toml", text).parse::<File>().unwrap_err();
