@@ -135,6 +135,12 @@ mod tests {
             "{text}"
         );
 
+        // A capture directory that is a file: refused before anything opens.
+        args.pcap = Some(good.clone());
+        let err = run(&args, &mut Vec::new()).await.unwrap_err().to_string();
+        assert!(err.ends_with(": not a directory"), "{err}");
+        args.pcap = None;
+
         let bad = dir.join("bad.toml");
         std::fs::write(&bad, "[node]\nname = \"r1\"\nadress = [\"10.0.0.1\"]\n").unwrap();
         args.config = bad;

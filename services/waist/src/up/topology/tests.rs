@@ -317,4 +317,12 @@ fn link_settings_are_checked_in_the_topology() {
     }
     let e = planned(&pair("esp = { rat = 1000 }\n", "")).unwrap_err();
     assert!(e.message.ends_with("did you mean `rate`?"), "{e}");
+    // In `[defaults.router]`: located there.
+    let text = format!(
+        "[defaults.router]\ndv = {{ update_mss = 5 }}\n{}",
+        pair("", "")
+    );
+    let e = planned(&text).unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (2, Some("update_mss")), "{e}");
+    assert!(e.message.ends_with("did you mean `update_ms`?"), "{e}");
 }
