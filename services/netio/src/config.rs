@@ -12,7 +12,7 @@
 //! ```
 //!
 //! An unknown key or value gets a guess when one expected is close
-//! ([`with_suggestion`]: `unknown field `adress`, …; did you mean `addresses`?`), and an
+//! ([`with_suggestion`]: ``unknown field `adress`, …; did you mean `addresses`?``), and an
 //! emulation parameter out of range is located at its own value ([`Source::emulation`]).
 //!
 //! The link section every daemon shares is [`LinkConfig`] (see `link.rs` for what each
