@@ -50,8 +50,8 @@
 //!
 //! What a `[[link]]` passes on to its routers (`mtu`, `cost`, `emulation`) is checked here
 //! with netio's own validators, and a router's inline sections by waist-router's parser,
-//! with errors located at what the author wrote in this file (`t.toml:11:29: key `loss`:
-//! …`), not in the router configs generated from it.
+//! with errors located at what the author wrote in this file (``t.toml:11:29: key `loss`:
+//! …``), not in the router configs generated from it.
 //!
 //! Ports are assigned in a fixed order (links, then hosts, then servers, each machine
 //! counting from its own `first_port`), so every machine's `waist up --only` computes the
