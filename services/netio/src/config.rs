@@ -11,6 +11,10 @@
 //! r1.toml:14:8: key `peer`: invalid socket address syntax
 //! ```
 //!
+//! An unknown key or value gets a guess when one expected is close
+//! ([`with_suggestion`]: ``unknown field `adress`, …; did you mean `addresses`?``), and an
+//! emulation parameter out of range is located at its own value ([`Source::emulation`]).
+//!
 //! The link section every daemon shares is [`LinkConfig`] (see `link.rs` for what each
 //! kind does); emulation parameters are [`EmulationConfig`].
 
@@ -109,8 +113,143 @@ impl Source {
     ///
     /// A located [`ConfigError`] for a syntax error, a wrong type or an unknown key.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        toml::from_str(&self.text).map_err(|e| self.error_at(e.span(), e.message().trim()))
+        toml::from_str(&self.text).map_err(|e| {
+            let unknown = e
+                .message()
+                .split_once("unknown field `")
+                .and_then(|(_, rest)| rest.split_once('`'))
+                .map(|(field, _)| field);
+            let message = with_suggestion(e.message());
+            match (unknown, e.span()) {
+                // In an inline table toml points at the table: point at the key instead.
+                (Some(field), Some(table)) => {
+                    let at = self
+                        .find_key(table.clone(), field)
+                        .map(|(k, _)| k..k + field.len());
+                    let mut err = self.error_at(at.or(Some(table)), message);
+                    err.key = Some(field.to_string());
+                    err
+                }
+                (_, span) => self.error_at(span, message),
+            }
+        })
     }
+
+    /// The span of the value of `key` written in the table that starts at `table` (the
+    /// span `toml::Spanned` gives a table: an inline `{ … }`, a `[header]`, or the first
+    /// part of a dotted key), for checks of a table's values that are not spanned one by
+    /// one.
+    pub fn value_span(&self, table: Range<usize>, key: &str) -> Option<Range<usize>> {
+        self.find_key(table, key).map(|(_, value)| value)
+    }
+
+    /// Where `key` is written in the table at `table` (see [`value_span`](Self::value_span)):
+    /// the key's first byte and its value's span.
+    fn find_key(&self, table: Range<usize>, key: &str) -> Option<(usize, Range<usize>)> {
+        let start = table.start.min(self.text.len());
+        let rest = self.text.get(start..)?;
+        // An inline table is its span; a table written over lines runs to the next header.
+        let region = if rest.starts_with('{') {
+            rest.get(..table.end.saturating_sub(start))?
+        } else {
+            let first = rest.find('\n').map_or(rest.len(), |i| i + 1);
+            let tail = rest.get(first..).unwrap_or_default();
+            let end = tail
+                .match_indices('\n')
+                .map(|(i, _)| i + 1)
+                .find(|&i| {
+                    tail.get(i..)
+                        .is_some_and(|l| l.trim_start().starts_with('['))
+                })
+                .map_or(rest.len(), |i| first + i);
+            rest.get(..end)?
+        };
+        let mut from = 0;
+        while let Some(i) = region.get(from..).and_then(|r| r.find(key)) {
+            let at = from + i;
+            from = at + key.len();
+            let before = region.get(..at).and_then(|b| b.chars().next_back());
+            let token_start = before.is_none_or(|c| c.is_whitespace() || "{,.\"".contains(c));
+            let after = region.get(at + key.len()..).unwrap_or_default();
+            let after = after
+                .strip_prefix('"')
+                .unwrap_or(after)
+                .trim_start_matches([' ', '\t']);
+            if let (true, Some(value)) = (token_start, after.strip_prefix('=')) {
+                let value = value.trim_start_matches([' ', '\t']);
+                let offset = start + (region.len() - value.len());
+                let len = value.find(['\n', ',', '}']).unwrap_or(value.len()).max(1);
+                return Some((start + at, offset..offset + len));
+            }
+        }
+        None
+    }
+
+    /// The link model of `emulation` (the span of its table, as read) on a link of `mtu`
+    /// bytes; an error located at the parameter out of range.
+    ///
+    /// # Errors
+    ///
+    /// As [`EmulationConfig::check`], located at the key's value and naming the key.
+    pub fn emulation(
+        &self,
+        emulation: &Spanned<EmulationConfig>,
+        mtu: usize,
+    ) -> Result<netsim::LinkConfig, ConfigError> {
+        emulation.get_ref().check(mtu).map_err(|e| {
+            let at = self
+                .value_span(emulation.span(), e.key)
+                .unwrap_or_else(|| emulation.span());
+            let mut err = self.error_at(Some(at), format!("emulation: {}", e.message));
+            err.key = Some(e.key.to_string());
+            err
+        })
+    }
+}
+
+/// `message` from toml/serde, with "did you mean `…`?" after an unknown field or variant
+/// when one of those expected is close to what was written.
+pub fn with_suggestion(message: &str) -> String {
+    let message = message.trim();
+    let written = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| message.split_once(p))
+        .and_then(|(_, rest)| rest.split_once('`'));
+    let Some((written, rest)) = written else {
+        return message.to_string();
+    };
+    let expected = rest.split_once("expected").map_or("", |(_, e)| e);
+    let best = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|c| (edit_distance(written, c), c))
+        .filter(|&(d, c)| d > 0 && d <= (written.chars().count().max(c.chars().count()) / 3).max(1))
+        .min_by_key(|&(d, _)| d);
+    match best {
+        Some((_, c)) => format!("{message}; did you mean `{c}`?"),
+        None => message.to_string(),
+    }
+}
+
+/// Edits (insert, delete, substitute, swap two neighbours) that turn `a` into `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // Three rows of the optimal-string-alignment table: two back, one back, this one.
+    let mut two: Vec<usize> = vec![0; b.len() + 1];
+    let mut one: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut row = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            row[j] = (one[j] + 1).min(row[j - 1] + 1).min(one[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(two[j - 2] + 1);
+            }
+        }
+        two = std::mem::replace(&mut one, row);
+    }
+    one[b.len()]
 }
 
 /// The key written on a line: `key = …` (the last dotted part), `[table]` or `[[array]]`.
@@ -211,7 +350,7 @@ pub struct LinkConfig {
     pub batch: bool,
     /// User-space emulation of what this end sends (delay, jitter, loss, …).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub emulation: Option<EmulationConfig>,
+    pub emulation: Option<Spanned<EmulationConfig>>,
 }
 
 impl LinkConfig {
@@ -274,37 +413,70 @@ pub struct EmulationConfig {
     pub seed: Option<u64>,
 }
 
+/// An emulation parameter out of range: its key and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmulationError {
+    /// The parameter's key (`loss`, `delay_ms`, …).
+    pub key: &'static str,
+    /// What is wrong (`must be a probability between 0 and 1`).
+    pub message: String,
+}
+
+impl fmt::Display for EmulationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.key, self.message)
+    }
+}
+
+impl std::error::Error for EmulationError {}
+
 impl EmulationConfig {
     /// The `netsim` link model for these parameters (one tick a microsecond), or a message
-    /// naming the parameter out of range.
+    /// naming the parameter out of range ([`check`](Self::check) as a string).
     ///
     /// # Errors
     ///
     /// A probability outside 0–1 or a negative or non-finite time or rate.
     pub fn model(&self, mtu: usize) -> Result<netsim::LinkConfig, String> {
-        let us = |name: &str, ms: f64| -> Result<u64, String> {
+        self.check(mtu).map_err(|e| e.to_string())
+    }
+
+    /// The `netsim` link model for these parameters (one tick a microsecond); what a
+    /// daemon's config check and its start both call ([`Source::emulation`] locates the
+    /// error in a file).
+    ///
+    /// # Errors
+    ///
+    /// A probability outside 0–1 or a negative or non-finite time or rate, naming the key.
+    pub fn check(&self, mtu: usize) -> Result<netsim::LinkConfig, EmulationError> {
+        let err = |key, message: &str| EmulationError {
+            key,
+            message: message.to_string(),
+        };
+        let us = |key: &'static str, ms: f64| -> Result<u64, EmulationError> {
             if ms.is_finite() && ms >= 0.0 {
                 Ok((ms * 1000.0).round() as u64)
             } else {
-                Err(format!(
-                    "{name} must be a finite number of milliseconds ≥ 0"
-                ))
+                Err(err(key, "must be a finite number of milliseconds ≥ 0"))
             }
         };
-        let ppm = |name: &str, p: f64| -> Result<u32, String> {
+        let ppm = |key: &'static str, p: f64| -> Result<u32, EmulationError> {
             if (0.0..=1.0).contains(&p) {
                 Ok((p * 1e6).round() as u32)
             } else {
-                Err(format!("{name} must be a probability between 0 and 1"))
+                Err(err(key, "must be a probability between 0 and 1"))
             }
         };
         if !(self.rate_mbps.is_finite() && self.rate_mbps >= 0.0) {
-            return Err("rate_mbps must be ≥ 0".into());
+            return Err(err("rate_mbps", "must be ≥ 0"));
         }
         // One tick is a microsecond, so bits per tick is megabits per second.
         let bits_per_tick = self.rate_mbps.round() as u64;
         if self.rate_mbps > 0.0 && bits_per_tick == 0 {
-            return Err("rate_mbps below 1 is not supported (1 Mb/s resolution)".into());
+            return Err(err(
+                "rate_mbps",
+                "below 1 is not supported (1 Mb/s resolution)",
+            ));
         }
         Ok(
             netsim::LinkConfig::with_delay(us("delay_ms", self.delay_ms)?)
@@ -357,6 +529,78 @@ mod tests {
             e.to_string(),
             "r.toml:4:8: key `peer`: invalid socket address"
         );
+    }
+
+    #[test]
+    fn a_misspelt_key_or_variant_gets_a_suggestion() {
+        let text = "[[link]]\nname = \"a\"\nkind = \"udp\"\nlocall = \"127.0.0.1:1\"\n";
+        let e = Source::new("r.toml", text).parse::<File>().unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (4, Some("locall")), "{e}");
+        assert!(e.message.ends_with("; did you mean `local`?"), "{e}");
+        let text = "[[link]]\nname = \"a\"\nkind = \"upd\"\n";
+        let e = Source::new("r.toml", text).parse::<File>().unwrap_err();
+        assert!(e.message.ends_with("did you mean `udp`?"), "{e}");
+        let text = "[[link]]\nname = \"a\"\nadress = []\n";
+        let e = Source::new("r.toml", text).parse::<File>().unwrap_err();
+        assert!(e.message.ends_with("did you mean `addresses`?"), "{e}");
+        // In an inline table: the key itself, not the table.
+        let text = "[[link]]\nname = \"a\"\nemulation = { delay_ms = 1, los = 0.1 }\n";
+        let e = Source::new("r.toml", text).parse::<File>().unwrap_err();
+        assert_eq!(
+            (e.line, e.column, e.key.as_deref()),
+            (3, 29, Some("los")),
+            "{e}"
+        );
+        assert!(e.message.ends_with("did you mean `loss`?"), "{e}");
+        // Nothing close: no guess.
+        let text = "[[link]]\nname = \"a\"\ncolour = 3\n";
+        let e = Source::new("r.toml", text).parse::<File>().unwrap_err();
+        assert!(!e.message.contains("did you mean"), "{e}");
+        assert_eq!(edit_distance("upd", "udp"), 1);
+        assert_eq!(edit_distance("adress", "addresses"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn emulation_errors_are_located_at_their_key() {
+        for (text, line, column) in [
+            (
+                "[[link]]\nname = \"a\"\nemulation = { delay_ms = 1.0, loss = 2.0 }\n",
+                3,
+                38,
+            ),
+            (
+                "[[link]]\nname = \"a\"\n[link.emulation]\ndelay_ms = 1\nloss = 2.0\n[[link]]\nname = \"b\"\n",
+                5,
+                8,
+            ),
+            (
+                "[[link]]\nname = \"a\"\nemulation.delay_ms = 1.0\nemulation.loss = 2.0\n",
+                4,
+                18,
+            ),
+        ] {
+            let s = Source::new("r.toml", text);
+            let f: File = s.parse().unwrap();
+            let emulation = f.link[0].emulation.as_ref().unwrap();
+            let e = s.emulation(emulation, 1500).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "r.toml:{line}:{column}: key `loss`: emulation: must be a probability between 0 and 1"
+                ),
+                "{text}"
+            );
+        }
+        // A key that is a suffix of another is not taken for it.
+        let text = "[[link]]\nname = \"a\"\nemulation = { jitter_ms = 1, delay_ms = -1 }\n";
+        let s = Source::new("r.toml", text);
+        let f: File = s.parse().unwrap();
+        let e = s
+            .emulation(f.link[0].emulation.as_ref().unwrap(), 1500)
+            .unwrap_err();
+        assert_eq!((e.column, e.key.as_deref()), (41, Some("delay_ms")), "{e}");
     }
 
     #[test]

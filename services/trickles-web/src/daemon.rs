@@ -20,6 +20,7 @@ use netio::link::LinkSpec;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::keys::Keys;
 use crate::server::{Bound, Options, Web, parse_listen};
 use crate::store::FileStore;
 use crate::tcp::{self, TcpStats};
@@ -194,6 +195,16 @@ fn merge(args: &Args, source: Option<&Source>, file: File) -> anyhow::Result<Opt
         (None, Some(s)) => *s.get_ref(),
         (None, None) => DEFAULT_ROTATE_S,
     };
+    let (mtu, mtu_in_file) = match (args.mtu, &file.mtu) {
+        (Some(m), _) => (m, None),
+        (None, Some(m)) => (*m.get_ref(), Some(m.span())),
+        (None, None) => (DEFAULT_MTU, None),
+    };
+    // What the server's start computes from them (its address and MSS), checked here.
+    crate::server::path(&listen, address, mtu).map_err(|m| match mtu_in_file {
+        Some(span) => located(span, m),
+        None => anyhow::anyhow!("--mtu: {m}"),
+    })?;
     Ok(Options {
         root,
         keys,
@@ -212,19 +223,36 @@ fn merge(args: &Args, source: Option<&Source>, file: File) -> anyhow::Result<Opt
             .queue
             .or(file.queue.map(Spanned::into_inner))
             .unwrap_or(DEFAULT_QUEUE),
-        mtu: args
-            .mtu
-            .or(file.mtu.map(Spanned::into_inner))
-            .unwrap_or(DEFAULT_MTU),
+        mtu,
         address,
     })
 }
 
+/// Everything the start checks beyond [`options`] before it binds or opens anything,
+/// `--check` and the start alike: the root opened as the store (returned), the key file
+/// read (or, missing, a directory to create it in), `pcap` a directory if it exists.
+///
+/// # Errors
+///
+/// An unreadable root, a malformed or unreadable key file (named with the line), a
+/// capture path that is a file.
+pub fn check(opts: &Options) -> anyhow::Result<FileStore> {
+    let store = FileStore::open(&opts.root)?;
+    Keys::check(&opts.keys)?;
+    if let Some(dir) = &opts.pcap
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        anyhow::bail!("pcap {}: not a directory", dir.display());
+    }
+    Ok(store)
+}
+
 /// The daemon after its arguments are parsed and tracing is set up: reads the options
-/// ([`options`]), opens the store (with `--check`: prints what it found and returns),
-/// binds the link, the TCP fallback and the metrics endpoint, prints the `ready …` line,
-/// and serves until SIGINT or SIGTERM, reloading on SIGHUP (the options read again, as
-/// [`crate::server::Reload`] says); then logs the final counters.
+/// ([`options`]), makes every other check ([`check`]; with `--check`: prints what it found
+/// and returns), binds the link, the TCP fallback and the metrics endpoint, prints the
+/// `ready …` line, and serves until SIGINT or SIGTERM, reloading on SIGHUP (the options
+/// read again, as [`crate::server::Reload`] says); then logs the final counters.
 ///
 /// # Errors
 ///
@@ -232,7 +260,7 @@ fn merge(args: &Args, source: Option<&Source>, file: File) -> anyhow::Result<Opt
 /// bound.
 pub async fn run(args: &Args) -> anyhow::Result<()> {
     let opts = options(args)?;
-    let store = FileStore::open(&opts.root)?;
+    let store = check(&opts)?;
     if args.check {
         println!("ok: {} files under {}", store.len(), store.root().display());
         return Ok(());
@@ -379,6 +407,8 @@ mod tests {
                 "only for udp",
             ),
             ("mtu = \"big\"", "mtu", "invalid type"),
+            ("mtu = 100", "mtu", "MTU 100 leaves no room for data"),
+            ("rotate = 5", "rotate", "did you mean `rotate_s`?"),
             ("colour = 1", "colour", "unknown field"),
         ] {
             let text = format!("{base}{extra}\n");
@@ -406,6 +436,7 @@ mod tests {
             options(&args(&line)).unwrap_err().to_string()
         };
         assert!(with(&["--rotate-s", "0"]).contains("--rotate-s"));
+        assert_eq!(with(&["--mtu", "67"]), "--mtu: MTU 67 not in 68..=65535");
         assert!(with(&["--listen", "udp:127.0.0.1:1=127.0.0.1:2"]).contains("--listen"));
         assert!(with(&["--listen", "tun:tw0", "--address", "10.0.0.1"]).contains("only for udp"));
         // A config file that does not exist is named.

@@ -65,18 +65,48 @@ impl Keys {
                 Ok(Keys::new(&master, rotate))
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading key file {}", path.display()))?;
                 if let Ok(meta) = std::fs::metadata(path)
                     && meta.permissions().mode() & 0o077 != 0
                 {
                     tracing::warn!(path = %path.display(), "key file is readable by others: chmod 600 it");
                 }
-                let master =
-                    parse(&text).with_context(|| format!("key file {}", path.display()))?;
-                Ok(Keys::new(&master, rotate))
+                Keys::load(path, rotate)
             }
             Err(e) => Err(e).with_context(|| format!("creating key file {}", path.display())),
+        }
+    }
+
+    /// Reads the key file at `path` (which must exist).
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read or does not hold 32 hex digits (named `PATH:LINE`).
+    pub fn load(path: &Path, rotate: Duration) -> anyhow::Result<Keys> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading key file {}", path.display()))?;
+        let master = parse(&text)
+            .map_err(|(line, m)| anyhow::anyhow!("key file {}:{line}: {m}", path.display()))?;
+        Ok(Keys::new(&master, rotate))
+    }
+
+    /// Checks what [`load_or_create`](Keys::load_or_create) would do, writing nothing: an
+    /// existing file is read as it would be; a missing one needs a directory to be made in.
+    ///
+    /// # Errors
+    ///
+    /// As [`load`](Keys::load); for a missing file, a parent that is not a directory.
+    pub fn check(path: &Path) -> anyhow::Result<()> {
+        if path.exists() {
+            return Keys::load(path, Duration::from_secs(1)).map(|_| ());
+        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        match parent {
+            Some(dir) if !dir.is_dir() => bail!(
+                "creating key file {}: {} is not a directory",
+                path.display(),
+                dir.display()
+            ),
+            _ => Ok(()),
         }
     }
 
@@ -98,23 +128,25 @@ impl Keys {
     }
 }
 
-/// 32 hex digits on the first line that is not a comment.
-fn parse(text: &str) -> anyhow::Result<[u8; 16]> {
-    let Some(line) = text
+/// 32 hex digits on the first line that is not a comment; or that line's number (1-based)
+/// and what is wrong with it.
+fn parse(text: &str) -> Result<[u8; 16], (usize, &'static str)> {
+    let found = text
         .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-    else {
-        bail!("no key line (32 hex digits)");
+        .enumerate()
+        .find(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let Some((i, line)) = found else {
+        return Err((text.lines().count().max(1), "no key line (32 hex digits)"));
     };
+    let wrong = (i + 1, "the key line must be 32 hex digits");
     if line.len() != 32 || !line.is_ascii() {
-        bail!("the key line must be 32 hex digits");
+        return Err(wrong);
     }
     let mut out = [0u8; 16];
     for (i, o) in out.iter_mut().enumerate() {
         let pair = line.get(2 * i..2 * i + 2).unwrap_or_default();
-        *o = u8::from_str_radix(pair, 16)
-            .map_err(|_| anyhow::anyhow!("the key line must be 32 hex digits"))?;
+        *o = u8::from_str_radix(pair, 16).map_err(|_| wrong)?;
     }
     Ok(out)
 }
@@ -133,6 +165,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("keys");
         let _ = std::fs::remove_file(&path);
+        Keys::check(&path).unwrap();
+        assert!(!path.exists(), "a check creates nothing");
         let a = Keys::load_or_create(&path, Duration::from_secs(60)).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
@@ -140,7 +174,17 @@ mod tests {
         assert_eq!(a.schedule().mac_key(5), b.schedule().mac_key(5));
         assert_eq!(a.ucont_key(), b.ucont_key());
         std::fs::write(&path, "# c\nzz\n").unwrap();
-        assert!(Keys::load_or_create(&path, Duration::from_secs(60)).is_err());
+        let e = Keys::load_or_create(&path, Duration::from_secs(60)).unwrap_err();
+        let named = format!(
+            "key file {}:2: the key line must be 32 hex digits",
+            path.display()
+        );
+        assert_eq!(e.to_string(), named);
+        assert_eq!(Keys::check(&path).unwrap_err().to_string(), named);
+        assert!(
+            Keys::check(&path.join("keys")).is_err(),
+            "a file is no directory"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -148,8 +192,12 @@ mod tests {
     fn parse_and_periods() {
         let k = parse("# x\n000102030405060708090a0b0c0d0e0f\n").unwrap();
         assert_eq!(k[15], 15);
-        assert!(parse("0001").is_err());
-        assert!(parse("").is_err());
+        assert_eq!(
+            parse("0001"),
+            Err((1, "the key line must be 32 hex digits"))
+        );
+        assert_eq!(parse("# a\n\n00zz0203040506070809\n").unwrap_err().0, 3);
+        assert_eq!(parse("").unwrap_err().1, "no key line (32 hex digits)");
         let keys = Keys::new(&k, Duration::from_secs(100));
         // 12,345.6 s after the epoch: period 123 of 100 s, ending at 12,400 s.
         let r = keys.rotation(Instant::from_micros(12_345_600_000));

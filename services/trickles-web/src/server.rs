@@ -106,6 +106,51 @@ fn serves_many(spec: &LinkSpec) -> Result<(), String> {
     }
 }
 
+/// The address the server answers as and the MSS of its answers, for a server on `listen`
+/// (as `address`, over UDP) whose path to clients carries `mtu`-byte packets: what
+/// [`Web::open`] needs, checked before anything is bound (`trickles-web --check` calls it
+/// too).
+///
+/// # Errors
+///
+/// A link to one peer, an `address` with a TUN link, an MTU below 68 or one that leaves
+/// no room for data.
+pub fn path(listen: &LinkSpec, address: Option<IpAddr>, mtu: u16) -> Result<(Addr, u16), String> {
+    serves_many(listen)?;
+    let (server_addr, inner_mtu) = match listen {
+        LinkSpec::Udp { local, .. } => {
+            let overhead = if local.is_ipv4() {
+                trickles::ip::UDP_TUNNEL_OVERHEAD_V4
+            } else {
+                trickles::ip::UDP_TUNNEL_OVERHEAD_V6
+            };
+            (
+                Addr::from(address.unwrap_or(local.ip())),
+                mtu.saturating_sub(overhead),
+            )
+        }
+        LinkSpec::Tun { addresses, .. } => {
+            if let Some(a) = address {
+                return Err(format!(
+                    "--address {a} is for udp: links (a TUN device serves the addresses \
+                     of tun:NAME,CIDR)"
+                ));
+            }
+            let addr = addresses
+                .first()
+                .map_or(Addr::V4([0; 4]), |(a, _)| Addr::from(*a));
+            (addr, mtu)
+        }
+    };
+    if mtu < 68 {
+        return Err(format!("MTU {mtu} not in 68..=65535"));
+    }
+    match trickles::ip::mss_for_mtu(inner_mtu, &server_addr) {
+        0 => Err(format!("MTU {mtu} leaves no room for data")),
+        mss => Ok((server_addr, mss)),
+    }
+}
+
 /// Everything the server is started with.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -203,32 +248,7 @@ impl Web {
         let keys = Keys::load_or_create(&opts.keys, opts.rotate)?;
         let clock = Clock::wall();
         let rotation = keys.rotation(clock.now());
-        serves_many(&opts.listen).map_err(|m| anyhow::anyhow!("--listen {m}"))?;
-        let (server_addr, mtu) = match &opts.listen {
-            LinkSpec::Udp { local, .. } => {
-                let overhead = if local.is_ipv4() {
-                    trickles::ip::UDP_TUNNEL_OVERHEAD_V4
-                } else {
-                    trickles::ip::UDP_TUNNEL_OVERHEAD_V6
-                };
-                (
-                    Addr::from(opts.address.unwrap_or(local.ip())),
-                    opts.mtu.saturating_sub(overhead),
-                )
-            }
-            LinkSpec::Tun { addresses, .. } => {
-                if let Some(a) = opts.address {
-                    anyhow::bail!(
-                        "--address {a} is for udp: links (a TUN device serves the addresses \
-                         of tun:NAME,CIDR)"
-                    );
-                }
-                let addr = addresses
-                    .first()
-                    .map_or(Addr::V4([0; 4]), |(a, _)| Addr::from(*a));
-                (addr, opts.mtu)
-            }
-        };
+        let (_, mss) = path(&opts.listen, opts.address, opts.mtu).map_err(anyhow::Error::msg)?;
         let tun = matches!(opts.listen, LinkSpec::Tun { .. });
         let mut links = Links::new();
         let options = LinkOptions {
@@ -241,13 +261,10 @@ impl Web {
             .map_err(|e| anyhow::anyhow!("--listen {}: {e}", opts.listen))?;
         let udp = links.get(IFACE).and_then(netio::link::Link::local_addr);
         let mut cfg = ServerConfig::new(rotation.key_config());
-        cfg.mss = trickles::ip::mss_for_mtu(mtu, &server_addr);
+        cfg.mss = mss;
         // Delayed acknowledgments are granted to every client that asks (the core's
         // default; ours ask): half the requests, MAC checks and replay-filter probes.
         cfg.replay.num_bits = REPLAY_BITS;
-        if cfg.mss == 0 {
-            anyhow::bail!("MTU {} leaves no room for data", opts.mtu);
-        }
         let app = HttpApp::new(&keys.ucont_key(), store);
         let mut service = Service::new(Server::new(cfg), app, opts.queue);
         service.serve_only(opts.address.map(Addr::from));

@@ -334,14 +334,20 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
     let mut node = Config::router(first, file.link.len());
     node.addrs = addrs;
     node.icmp = file.node.icmp;
-    for (i, l) in file.link.iter().enumerate() {
+    // Every check netio makes before it opens the links: the start makes them again with
+    // the same code, so a file that passes here fails there only for the kernel's reasons.
+    let specs = netio::link::check(&file.link, source)?;
+    for (i, (l, (_, spec, _))) in file.link.iter().zip(&specs).enumerate() {
         // A router's UDP link is point to point: one peer, the other end of the link.
-        if let netio::link::LinkSpec::Udp { peer: None, .. } = l.spec(source)? {
+        if let netio::link::LinkSpec::Udp { peer: None, .. } = spec {
             let at = l.on.as_ref().or(l.local.as_ref()).unwrap_or(&l.name);
             return Err(source.error_for(
                 at,
                 "a router's udp link needs its peer (`peer`, or `on = \"udp:LOCAL=PEER\"`)",
             ));
+        }
+        if let Some(c) = l.cost.as_ref().filter(|c| *c.get_ref() == 0) {
+            return Err(source.error_for(c, "a routing cost is at least 1"));
         }
         let mtu = l.mtu.as_ref().map_or(1500, |m| *m.get_ref());
         let mut f = IfaceConfig::new(mtu);
@@ -451,13 +457,20 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
         groups.push((addr, links));
     }
     (node.routes, node.groups, node.originate) = (routes, groups, originate);
-    node.validate()
-        .map_err(|e| source.error_at(None, e.to_string()))?;
+    // The node the start builds, built once here (it is a value: no I/O), so whatever it
+    // refuses (a zero cost, a route it cannot install) is refused by `--check` too.
+    waist_node::Node::new(node.clone(), waist_node::Instant::ZERO)
+        .map_err(|e| node_error(source, &e))?;
     Ok(Plan {
         name: file.node.name.clone(),
         node,
         links: file.link.clone(),
     })
+}
+
+/// What the node refuses, as the file's error (the router's start reports it the same way).
+pub fn node_error(source: &Source, e: &waist_node::ConfigError) -> ConfigError {
+    source.error_at(None, e.to_string())
 }
 
 /// A seed from the operating system's randomness (std's per-process hash keys).

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::Router;
-use crate::config::{RouterFile, plan};
+use netio::config::Source;
+
+use crate::config::{Plan, RouterFile, plan};
 
 /// The waist router node: ESP, SNAP, source hashing and threaded labels over TUN devices
 /// and IP-in-UDP links. Stops cleanly on SIGINT or SIGTERM (captures flushed, final
@@ -40,6 +42,25 @@ pub struct Args {
     pub log: netio::trace::LogArgs,
 }
 
+/// Everything the start checks before it binds or opens anything, `--check` and the start
+/// alike: the config read (returned, as the file and as its plan) and planned ([`plan`]: the node built, every link checked as
+/// netio opens it) and `--pcap` a directory if it exists.
+///
+/// # Errors
+///
+/// The first problem, located by file, line and key when it is in the config.
+pub fn check(args: &Args) -> anyhow::Result<(Source, RouterFile, Plan)> {
+    let (source, file) = netio::config::load::<RouterFile>(&args.config)?;
+    let plan = plan(&source, &file)?;
+    if let Some(dir) = &args.pcap
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        anyhow::bail!("--pcap {}: not a directory", dir.display());
+    }
+    Ok((source, file, plan))
+}
+
 /// Runs the daemon as `args` say, writing what scripts read (the `--check` verdict, the
 /// metrics address) to `out`; returns when shutdown completes.
 ///
@@ -48,8 +69,7 @@ pub struct Args {
 /// A config error located by file, line and key; a link, capture directory or metrics
 /// address that cannot be opened.
 pub async fn run(args: &Args, out: &mut dyn Write) -> anyhow::Result<()> {
-    let (source, file) = netio::config::load::<RouterFile>(&args.config)?;
-    let plan = plan(&source, &file)?;
+    let (source, file, plan) = check(args)?;
     if args.check {
         writeln!(
             out,
@@ -122,6 +142,12 @@ mod tests {
             text.ends_with(": ok (1 links, 1 routes, 0 groups)\n"),
             "{text}"
         );
+
+        // A capture directory that is a file: refused before anything opens.
+        args.pcap = Some(good.clone());
+        let err = run(&args, &mut Vec::new()).await.unwrap_err().to_string();
+        assert!(err.ends_with(": not a directory"), "{err}");
+        args.pcap = None;
 
         let bad = dir.join("bad.toml");
         std::fs::write(&bad, "[node]\nname = \"r1\"\nadress = [\"10.0.0.1\"]\n").unwrap();

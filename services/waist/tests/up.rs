@@ -113,7 +113,7 @@ fn a_router_section_the_router_refuses_is_refused_before_start() {
         "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\nesp = { rte = 5 }\n",
     );
     assert!(
-        said.contains("t.toml:2:") && said.contains("router `r1`") && said.contains("rte"),
+        said.contains("t.toml:4:15: key `rte`") && said.contains("router `r1`"),
         "{said}"
     );
 }

@@ -82,6 +82,95 @@ use one::Io;
 /// label, 5 bytes) in front of an MTU-sized packet. Longer frames are dropped as `oversize`.
 pub const SHIM_ROOM: usize = 64;
 
+/// Checks every link of `configs` as [`Links::open`] would before it binds anything (it
+/// calls this): names and local addresses used once, a TUN device named 1 to 15
+/// characters and once, the MTU, the hold-down, the notation, the emulation's parameters.
+/// Returns each link's name, where it goes and its options, in order. A daemon's
+/// `--check` calls it too, so it finds every error a start would (short of the kernel's:
+/// an address in use, no permission for TUN).
+///
+/// # Errors
+///
+/// A [`ConfigError`](crate::config::ConfigError) located at the offending value.
+pub fn check(
+    configs: &[LinkConfig],
+    source: &Source,
+) -> Result<Vec<(String, LinkSpec, LinkOptions)>, crate::config::ConfigError> {
+    let mut out: Vec<(String, LinkSpec, LinkOptions)> = Vec::with_capacity(configs.len());
+    for c in configs {
+        let name = c.name.get_ref().clone();
+        if out.iter().any(|(n, _, _)| *n == name) {
+            return Err(source.error_for(&c.name, format!("a second link named `{name}`")));
+        }
+        let (spec, options) = Links::options_of(c, source)?;
+        // Where the notation's value was written, for errors about the whole of it.
+        let at = c.on.as_ref().or(c.local.as_ref()).or(c.device.as_ref());
+        let at = at.unwrap_or(&c.name);
+        let clash = out.iter().find(|(_, s, _)| match (s, &spec) {
+            (LinkSpec::Udp { local: a, .. }, LinkSpec::Udp { local: b, .. }) => {
+                a == b && a.port() != 0
+            }
+            (LinkSpec::Tun { device: a, .. }, LinkSpec::Tun { device: b, .. }) => a == b,
+            _ => false,
+        });
+        if let Some((other, _, _)) = clash {
+            return Err(source.error_for(at, format!("link `{other}` is there already")));
+        }
+        out.push((name, spec, options));
+    }
+    Ok(out)
+}
+
+impl Links {
+    /// Checks link section `c` (read from `source`) alone, without opening anything: where
+    /// it goes and how, as [`Links::open`] would open it ([`check`] adds the checks across
+    /// links).
+    ///
+    /// # Errors
+    ///
+    /// A located [`ConfigError`](crate::config::ConfigError): a bad spec, an MTU out of
+    /// 68..=65535, a hold-down on a TUN link, a TUN device name not 1 to 15 characters, a
+    /// bad emulation parameter.
+    pub fn options_of(
+        c: &LinkConfig,
+        source: &Source,
+    ) -> Result<(LinkSpec, LinkOptions), crate::config::ConfigError> {
+        let mtu = c.mtu.as_ref().map_or(1500, |m| *m.get_ref());
+        if let Some(m) = &c.mtu
+            && !(68..=65_535).contains(&mtu)
+        {
+            return Err(source.error_for(m, "MTU must be 68..=65535"));
+        }
+        let holddown = match &c.holddown_ms {
+            Some(h) if c.is_tun() => {
+                return Err(source.error_for(h, "a tun link is always up: no hold-down"));
+            }
+            Some(h) => std::time::Duration::from_millis(*h.get_ref()),
+            None => liveness::DEFAULT_HOLDDOWN,
+        };
+        let spec = c.spec(source)?;
+        if let LinkSpec::Tun { device, .. } = &spec
+            && (device.is_empty() || device.len() > 15)
+        {
+            let at = c.on.as_ref().or(c.device.as_ref()).unwrap_or(&c.name);
+            return Err(source.error_for(at, "a TUN device name has 1 to 15 characters"));
+        }
+        let emulation = match &c.emulation {
+            Some(e) => Some((source.emulation(e, mtu)?, e.get_ref().seed.unwrap_or(1))),
+            None => None,
+        };
+        let options = LinkOptions {
+            mtu,
+            cost: c.cost.as_ref().map(|c| *c.get_ref()),
+            holddown,
+            offload: c.offload.as_ref().is_none_or(|o| *o.get_ref()),
+            buffer: SOCKET_BUFFER,
+            emulation,
+        };
+        Ok((spec, options))
+    }
+}
+
 /// The links of a daemon. See the [module docs](self).
 #[derive(Debug, Default)]
 pub struct Links {
@@ -107,14 +196,7 @@ impl Links {
         origin: Instant,
     ) -> anyhow::Result<Links> {
         let mut links = Vec::with_capacity(configs.len());
-        for (i, c) in configs.iter().enumerate() {
-            let name = c.name.get_ref().clone();
-            if configs.iter().take(i).any(|o| o.name.get_ref() == &name) {
-                return Err(source
-                    .error_for(&c.name, "a second link with this name")
-                    .into());
-            }
-            let (spec, options) = Links::options_of(c, source)?;
+        for (name, spec, options) in check(configs, source)? {
             links.push(Link::open(name, &spec, &options, origin).await?);
         }
         Ok(Links {

@@ -14,57 +14,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::liveness;
-use super::{Link, LinkOptions, LinkSpec, Links, SOCKET_BUFFER};
-use crate::config::{ConfigError, LinkConfig, Source};
+use super::{Link, Links};
+use crate::config::{LinkConfig, Source};
 use crate::emulate::Emulator;
 
 impl Links {
-    /// Checks link section `c` (read from `source`) without opening anything: where it
-    /// goes and how, as [`Links::open`] would open it.
-    ///
-    /// # Errors
-    ///
-    /// A located [`ConfigError`]: a bad spec, an MTU out of 68..=65535, a hold-down on a
-    /// TUN link, a bad emulation.
-    pub fn options_of(
-        c: &LinkConfig,
-        source: &Source,
-    ) -> Result<(LinkSpec, LinkOptions), ConfigError> {
-        let mtu = c.mtu.as_ref().map_or(1500, |m| *m.get_ref());
-        if !(68..=65_535).contains(&mtu) {
-            return Err(match &c.mtu {
-                Some(m) => source.error_for(m, "MTU must be 68..=65535"),
-                None => source.error_for(&c.name, "bad MTU"),
-            });
-        }
-        let holddown = match &c.holddown_ms {
-            Some(h) if c.is_tun() => {
-                return Err(source.error_for(h, "a tun link is always up: no hold-down"));
-            }
-            Some(h) => Duration::from_millis(*h.get_ref()),
-            None => liveness::DEFAULT_HOLDDOWN,
-        };
-        let spec = c.spec(source)?;
-        let emulation = match &c.emulation {
-            Some(e) => Some(
-                e.model(mtu)
-                    .map(|m| (m, e.seed.unwrap_or(1)))
-                    .map_err(|m| source.error_for(&c.name, format!("emulation: {m}")))?,
-            ),
-            None => None,
-        };
-        let options = LinkOptions {
-            mtu,
-            cost: c.cost.as_ref().map(|c| *c.get_ref()),
-            holddown,
-            offload: c.offload.as_ref().is_none_or(|o| *o.get_ref()),
-            buffer: SOCKET_BUFFER,
-            emulation,
-        };
-        Ok((spec, options))
-    }
-
     /// Opens the link of section `c` (read from `source`), as [`Links::open`] opens each;
     /// emulated time counts from `origin`. Not yet one of the links: hand it to
     /// [`Links::set_all`].

@@ -48,6 +48,11 @@
 //! router = "r1"
 //! ```
 //!
+//! What a `[[link]]` passes on to its routers (`mtu`, `cost`, `emulation`) is checked here
+//! with netio's own validators, and a router's inline sections by waist-router's parser,
+//! with errors located at what the author wrote in this file (``t.toml:11:29: key `loss`:
+//! …``), not in the router configs generated from it.
+//!
 //! Ports are assigned in a fixed order (links, then hosts, then servers, each machine
 //! counting from its own `first_port`), so every machine's `waist up --only` computes the
 //! same addresses for both ends of a link that crosses machines.
@@ -102,8 +107,7 @@ pub struct Defaults {
     /// The default first port (default 27000, below Linux's ephemeral range).
     pub first_port: Option<Spanned<u16>>,
     /// waist-router sections every router starts from.
-    #[serde(default)]
-    pub router: toml::Table,
+    pub router: Option<Spanned<toml::Table>>,
 }
 
 /// `[[machine]]`.
@@ -153,11 +157,11 @@ pub struct LinkSection {
     /// The two routers it joins.
     pub between: Spanned<Vec<String>>,
     /// Distance-vector cost (default 1).
-    pub cost: Option<u16>,
+    pub cost: Option<Spanned<u16>>,
     /// Largest packet (default 1500).
-    pub mtu: Option<usize>,
+    pub mtu: Option<Spanned<usize>>,
     /// Emulation of both directions.
-    pub emulation: Option<EmulationConfig>,
+    pub emulation: Option<Spanned<EmulationConfig>>,
 }
 
 /// `[[server]]`.

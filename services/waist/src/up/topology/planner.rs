@@ -237,6 +237,26 @@ impl<'a> Planner<'a> {
             self.routers[ia].links.push((end(b, sa, sb), Some(li)));
             self.routers[ib].links.push((end(a, sb, sa), Some(li)));
             linked.push((ia, ib));
+            self.link_settings(l)?;
+        }
+        Ok(())
+    }
+
+    /// A `[[link]]`'s MTU, cost and emulation, checked here as each router's start checks
+    /// them (netio's and waist-router's own checks) so that errors name the topology's
+    /// lines, not the generated configs'.
+    fn link_settings(&self, l: &super::LinkSection) -> Result<(), ConfigError> {
+        let mtu = l.mtu.as_ref().map_or(1500, |m| *m.get_ref());
+        if let Some(m) = &l.mtu
+            && !(68..=65_535).contains(&mtu)
+        {
+            return Err(self.err(m, "MTU must be 68..=65535".into()));
+        }
+        if let Some(c) = l.cost.as_ref().filter(|c| *c.get_ref() == 0) {
+            return Err(self.err(c, "a routing cost is at least 1".into()));
+        }
+        if let Some(e) = &l.emulation {
+            self.source.emulation(e, mtu)?;
         }
         Ok(())
     }
@@ -334,7 +354,9 @@ impl<'a> Planner<'a> {
         let mut graph = Graph::new(self.routers.len());
         for (i, r) in self.routers.iter().enumerate() {
             for (iface, (end, li)) in r.links.iter().enumerate() {
-                let cost = li.and_then(|li| self.file.link.get(li)).map(|l| l.cost);
+                let cost = li
+                    .and_then(|li| self.file.link.get(li))
+                    .map(|l| l.cost.as_ref().map(|c| *c.get_ref()));
                 let peer = self.routers.iter().position(|o| o.name == end.name);
                 if let (Some(cost), Some(j)) = (cost, peer) {
                     graph.add_arc(i, iface, j, u64::from(cost.unwrap_or(1)));
@@ -378,7 +400,7 @@ impl<'a> Planner<'a> {
         generated
             .parse::<RouterFile>()
             .and_then(|f| waist_router::config::plan(&generated, &f).map(|_| ()))
-            .map_err(|e| refused(self.source, section, e))?;
+            .map_err(|e| refused(self.source, self.file, section, e))?;
         Ok((config, text))
     }
 

@@ -38,13 +38,40 @@ fn at<T>(value: T) -> Spanned<T> {
     Spanned::new(0..0, value)
 }
 
-/// An error about router `section`'s config, located at its name in the topology.
-pub(super) fn refused(source: &Source, section: &RouterSection, e: ConfigError) -> ConfigError {
+/// An error about router `section`'s config: where the author wrote the key it names, in
+/// one of the router's inline sections (`esp = { … }`) or in `[defaults.router]`; else at
+/// the router's name in the topology, quoting the generated file's error.
+pub(super) fn refused(
+    source: &Source,
+    file: &TopologyFile,
+    section: &RouterSection,
+    e: ConfigError,
+) -> ConfigError {
     let name = section.name.get_ref();
-    source.error_for(
-        &section.name,
-        format!("router `{name}`: its waist-router config is refused: {e}"),
-    )
+    let inline = [
+        &section.esp,
+        &section.snap,
+        &section.dv,
+        &section.route_cache,
+    ];
+    let written = e.key.as_deref().and_then(|key| {
+        let given = inline.into_iter().flatten().map(Spanned::span);
+        let defaults = file.defaults.router.iter().map(Spanned::span);
+        given
+            .chain(defaults)
+            .find_map(|span| source.value_span(span, key))
+    });
+    match written {
+        Some(at) => {
+            let mut located = source.error_at(Some(at), format!("router `{name}`: {}", e.message));
+            located.key = e.key;
+            located
+        }
+        None => source.error_for(
+            &section.name,
+            format!("router `{name}`: its waist-router config is refused: {e}"),
+        ),
+    }
 }
 
 /// A router's waist-router config: what the author gave (its `config` file, then
@@ -82,7 +109,9 @@ pub(super) fn router_file(
         )
     })?;
     let given = Source::new(format!("{}.toml (generated)", router.name), text);
-    let mut f: RouterFile = given.parse().map_err(|e| refused(source, section, e))?;
+    let mut f: RouterFile = given
+        .parse()
+        .map_err(|e| refused(source, file, section, e))?;
 
     let dv_on = f.dv.is_some();
     if let Some(dv) = &mut f.dv {
@@ -92,9 +121,9 @@ pub(super) fn router_file(
     for (end, settings) in &router.links {
         let mut l = LinkConfig::udp(&end.name, end.local, end.peer);
         if let Some(s) = settings.and_then(|i| file.link.get(i)) {
-            l.cost = dv_on.then(|| at(s.cost.unwrap_or(1)));
-            l.mtu = s.mtu.map(at);
-            l.emulation = s.emulation;
+            l.cost = dv_on.then(|| at(s.cost.as_ref().map_or(1, |c| *c.get_ref())));
+            l.mtu = s.mtu.as_ref().map(|m| at(*m.get_ref()));
+            l.emulation = s.emulation.as_ref().map(|e| at(*e.get_ref()));
         }
         f.link.push(l);
     }
@@ -140,7 +169,7 @@ fn given_sections(
         }
         None => Table::new(),
     };
-    for (k, v) in &file.defaults.router {
+    for (k, v) in file.defaults.router.iter().flat_map(|t| t.get_ref()) {
         t.insert(k.clone(), v.clone());
     }
     let inline = [

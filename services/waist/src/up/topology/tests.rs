@@ -224,11 +224,105 @@ fn a_written_router_config_parses_back_into_the_same_plan() {
     let link = &back.link[0];
     assert_eq!(link.cost.as_ref().map(|c| *c.get_ref()), Some(3));
     assert_eq!(link.mtu.as_ref().map(|m| *m.get_ref()), Some(1400));
-    let emulation = link.emulation.unwrap();
+    let emulation = *link.emulation.as_ref().unwrap().get_ref();
     assert_eq!(
         (emulation.delay_ms, emulation.loss, emulation.seed),
         (2.0, 0.01, Some(11))
     );
     let r2: RouterFile = toml::from_str(config_of(&p, "r2")).unwrap();
     assert_eq!(r2.dv.unwrap().update_ms, Some(700));
+}
+
+/// Two routers and a link between them, with `link` appended to the `[[link]]` and `r1`
+/// to the first router.
+fn pair(r1: &str, link: &str) -> String {
+    format!(
+        "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n{r1}\
+         [[router]]\nname = \"r2\"\naddress = \"10.0.0.2\"\n\
+         [[link]]\nbetween = [\"r1\", \"r2\"]\n{link}"
+    )
+}
+
+#[test]
+fn link_settings_are_checked_in_the_topology() {
+    let line_of = |text: &str, at: &str| text[..text.find(at).unwrap()].matches('\n').count() + 1;
+    for (r1, link, key, at, message) in [
+        (
+            "",
+            "emulation = { delay_ms = 5, loss = 2.0 }\n",
+            "loss",
+            "emulation",
+            "emulation: must be a probability between 0 and 1",
+        ),
+        (
+            "",
+            "[link.emulation]\njitter_ms = 1\ndelay_ms = -3\n",
+            "delay_ms",
+            "delay_ms = -3",
+            "emulation: must be a finite number of milliseconds ≥ 0",
+        ),
+        (
+            "",
+            "mtu = 40\n",
+            "mtu",
+            "mtu = 40",
+            "MTU must be 68..=65535",
+        ),
+        (
+            "",
+            "cost = 0\n",
+            "cost",
+            "cost = 0",
+            "a routing cost is at least 1",
+        ),
+        (
+            "",
+            "emulation = { los = 0.1 }\n",
+            "los",
+            "emulation",
+            "did you mean `loss`?",
+        ),
+        (
+            "",
+            "betwen = 1\n",
+            "betwen",
+            "betwen",
+            "did you mean `between`?",
+        ),
+        // A router's inline waist-router section: located where it is written.
+        (
+            "esp = { rat = 1000 }\n",
+            "",
+            "rat",
+            "esp = ",
+            "router `r1`: unknown field `rat`",
+        ),
+        (
+            "esp = { rate = \"lots\" }\n",
+            "",
+            "rate",
+            "esp = ",
+            "router `r1`: invalid type",
+        ),
+    ] {
+        let text = pair(r1, link);
+        let e = planned(&text).unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (line_of(&text, at), Some(key)),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("t.toml:"), "{e}");
+        assert!(e.message.contains(message), "{e}");
+    }
+    let e = planned(&pair("esp = { rat = 1000 }\n", "")).unwrap_err();
+    assert!(e.message.ends_with("did you mean `rate`?"), "{e}");
+    // In `[defaults.router]`: located there.
+    let text = format!(
+        "[defaults.router]\ndv = {{ update_mss = 5 }}\n{}",
+        pair("", "")
+    );
+    let e = planned(&text).unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (2, Some("update_mss")), "{e}");
+    assert!(e.message.ends_with("did you mean `update_ms`?"), "{e}");
 }
