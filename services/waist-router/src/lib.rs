@@ -25,6 +25,7 @@ pub mod config;
 pub mod daemon;
 pub mod embed;
 mod metrics;
+pub mod status;
 
 use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
@@ -281,7 +282,7 @@ impl Router {
                         Some(s) => s.next().await,
                         None => std::future::pending().await,
                     }
-                } => r.respond(metrics::snapshot(&self)),
+                } => metrics::answer(r, &self),
                 _ = flush.tick() => self.links.flush_captures(),
                 iface = self.links.recv(&mut batch) => {
                     self.batch(iface, &mut batch, &mut out);
