@@ -232,3 +232,32 @@ fn a_written_router_config_parses_back_into_the_same_plan() {
     let r2: RouterFile = toml::from_str(config_of(&p, "r2")).unwrap();
     assert_eq!(r2.dv.unwrap().update_ms, Some(700));
 }
+
+#[test]
+fn metrics_ports_follow_the_plan_order() {
+    let addrs = |p: &Plan| -> Vec<String> {
+        (0..p.processes.len())
+            .map(|i| p.metrics_addr(i).to_string())
+            .collect()
+    };
+    // Default: first_port + 1000, one port per process in plan order.
+    let p = planned(&format!("[defaults]\nfirst_port = 30000\n{LINE}")).unwrap();
+    assert_eq!(
+        addrs(&p),
+        ["127.0.0.1:31000", "127.0.0.1:31001", "127.0.0.1:31002"]
+    );
+    let p = planned(&format!("[defaults]\nmetrics_base = 9100\n{LINE}")).unwrap();
+    assert_eq!(p.metrics_addr(0).to_string(), "127.0.0.1:9100");
+    assert_eq!(p.metrics_addr(2).to_string(), "127.0.0.1:9102");
+    // 0: the kernel picks, as before.
+    let p = planned(&format!("[defaults]\nmetrics_base = 0\n{LINE}")).unwrap();
+    assert_eq!(p.metrics_addr(1).to_string(), "127.0.0.1:0");
+    // Past 65535: refused at the key.
+    let e = planned(&format!("[defaults]\nmetrics_base = 65534\n{LINE}"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("t.toml:2:") && e.contains("metrics_base") && e.contains("65536"),
+        "{e}"
+    );
+}
