@@ -245,6 +245,21 @@ impl Drop for Down {
     }
 }
 
+/// SIGINT to a foreground `waist up` if the test fails while it runs (it then stops its
+/// daemons).
+struct Interrupt(u32);
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0 as i32),
+                nix::sys::signal::Signal::SIGINT,
+            );
+        }
+    }
+}
+
 #[test]
 fn ctrl_c_stops_every_process_of_a_foreground_run() {
     use std::io::{BufRead, BufReader};
@@ -266,6 +281,7 @@ fn ctrl_c_stops_every_process_of_a_foreground_run() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let _stop = Interrupt(child.id());
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut pids = Vec::new();
     let mut urls = Vec::new();

@@ -114,6 +114,15 @@ pub fn resolve(dir: &Path, target: &str) -> anyhow::Result<SocketAddr> {
     Ok(p.metrics)
 }
 
+/// A counter as JSON: an integer when it is one (they all are), else a float.
+fn number(v: f64) -> serde_json::Value {
+    if v.fract() == 0.0 && (0.0..9.0e15).contains(&v) {
+        serde_json::Value::from(v as u64)
+    } else {
+        serde_json::Value::from(v)
+    }
+}
+
 /// `waist status`: each process of the run (or the one named) and its live counters;
 /// returns 1 if one does not answer.
 ///
@@ -139,7 +148,7 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
                     .as_ref()
                     .map(|c| {
                         c.iter()
-                            .map(|(k, v)| ((*k).to_string(), (*v).into()))
+                            .map(|(k, v)| ((*k).to_string(), number(*v)))
                             .collect()
                     })
                     .unwrap_or_default();
@@ -184,4 +193,30 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         }
     }
     Ok(if down == 0 { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_integers_in_json_when_they_are() {
+        assert_eq!(number(94.0).to_string(), "94");
+        assert_eq!(number(2.5).to_string(), "2.5");
+        assert_eq!(number(-1.0).to_string(), "-1.0");
+    }
+
+    #[test]
+    fn an_address_needs_no_run_and_a_name_does() {
+        let nowhere = Path::new("/nonexistent-waist-run");
+        assert_eq!(
+            resolve(nowhere, "127.0.0.1:28000").unwrap(),
+            "127.0.0.1:28000".parse::<SocketAddr>().unwrap()
+        );
+        let e = resolve(nowhere, "r1").unwrap_err().to_string();
+        assert!(
+            e.contains("no `waist up` run in /nonexistent-waist-run"),
+            "{e}"
+        );
+    }
 }
