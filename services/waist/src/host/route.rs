@@ -83,8 +83,7 @@ pub fn table(status: &Status, out: &mut dyn Write) -> anyhow::Result<()> {
         "prefix", "link", "next hop", "source", "cost"
     )?;
     for r in sorted(status.routes.clone()) {
-        writeln!(
-            out,
+        let line = format!(
             "{:<20} {:<10} {:<22} {:<7} {:<5} {}",
             r.prefix,
             r.link,
@@ -92,7 +91,8 @@ pub fn table(status: &Status, out: &mut dyn Write) -> anyhow::Result<()> {
             r.source,
             r.cost,
             r.state.as_deref().unwrap_or("")
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }
@@ -167,7 +167,7 @@ mod tests {
             lines[1].starts_with("10.1.0.0/16") && lines[1].ends_with("static  0     active"),
             "{text}"
         );
-        assert!(lines[2].contains("127.0.0.1:27001") && lines[2].contains("dv"));
+        assert!(lines[2].contains("127.0.0.1:27001") && lines[2].ends_with("dv      1"));
     }
 
     #[test]
