@@ -130,6 +130,27 @@ fn metrics_pcap_and_a_graceful_stop() {
         ),
         "{body}"
     );
+    // Names as Prometheus asks: the daemon's prefix, snake_case, counters typed by their
+    // `_total` name.
+    let page = body.split_once("\r\n\r\n").unwrap().1;
+    for line in page.lines() {
+        let name = match line.strip_prefix("# TYPE ") {
+            Some(t) => {
+                let (name, kind) = t.split_once(' ').unwrap();
+                assert!(kind != "counter" || name.ends_with("_total"), "{line}");
+                name
+            }
+            None if line.starts_with('#') => continue,
+            None => line.split(['{', ' ']).next().unwrap(),
+        };
+        assert!(
+            name.starts_with("waist_")
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+            "{line}"
+        );
+    }
     // The JSON view: the same route, the link and the counters.
     let mut s = TcpStream::connect(&addr).unwrap();
     s.write_all(b"GET /api/status HTTP/1.1\r\n\r\n").unwrap();
