@@ -12,7 +12,8 @@
 //! * [`pcap`]: capture per link, LINKTYPE_RAW, for tshark and Wireshark.
 //! * [`raw`]: raw IPv4 sockets, whole packets to and from the kernel's own stack (host
 //!   tools behind a TUN device; root).
-//! * [`metrics`]: a Prometheus text endpoint (127.0.0.1 by default) that asks the core's
+//! * [`metrics`]: a Prometheus endpoint (classic text or OpenMetrics, as the scraper asks;
+//!   a JSON view at `/api/status` for tools; 127.0.0.1 by default) that asks the core's
 //!   task for a fresh snapshot at each scrape — no shared state, no locks.
 //! * [`trace`]: tracing to stderr, filtered by `RUST_LOG`.
 //! * [`shutdown`]: graceful shutdown on SIGINT/SIGTERM, awaited by every task.

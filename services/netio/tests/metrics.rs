@@ -108,16 +108,16 @@ async fn scrapes_render_fresh_values_and_other_requests_are_refused() {
             .unwrap(),
         body(&first).len()
     );
-    assert!(body(&first).contains("# TYPE scrapes counter\n"), "{first}");
+    // The classic format: the counter typed by the name its samples carry, no `# EOF`.
     assert!(
-        body(&first).contains("scrapes_total{core=\"fake\"} 1.0\n"),
+        body(&first).contains("# TYPE scrapes_total counter\nscrapes_total{core=\"fake\"} 1\n"),
         "{first}"
     );
     assert!(
-        body(&first).contains("# TYPE queue_depth gauge\nqueue_depth 3.0\n"),
+        body(&first).contains("# TYPE queue_depth gauge\nqueue_depth 3\n"),
         "{first}"
     );
-    assert!(body(&first).ends_with("# EOF\n"));
+    assert!(!body(&first).contains("# EOF"), "{first}");
 
     // Garbage of all kinds: answered with an error and closed, and the server lives on.
     let garbage = exchange(server.addr, &[0xff, 0x00, 0xfe, b'\r', b'\n', b'\r', b'\n']).await;
@@ -154,6 +154,19 @@ async fn scrapes_render_fresh_values_and_other_requests_are_refused() {
         header(&openmetrics, "content-type"),
         Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
     );
+    assert!(
+        body(&openmetrics).contains("# TYPE scrapes counter\nscrapes_total{core=\"fake\"} 2.0\n"),
+        "{openmetrics}"
+    );
+    assert!(body(&openmetrics).ends_with("# EOF\n"), "{openmetrics}");
+    // The JSON view of a core without a status of its own: its samples.
+    let status = exchange(server.addr, b"GET /api/status HTTP/1.1\r\n\r\n").await;
+    assert_eq!(header(&status, "content-type"), Some("application/json"));
+    let json: serde_json::Value = serde_json::from_str(body(&status)).unwrap();
+    assert_eq!(json["samples"][0]["name"], "scrapes_total", "{status}");
+    assert_eq!(json["samples"][0]["type"], "counter");
+    assert_eq!(json["samples"][0]["labels"]["core"], "fake");
+    assert_eq!(json["samples"][0]["value"], 3.0);
     // HEAD: the headers only.
     let head = exchange(server.addr, b"HEAD /metrics HTTP/1.0\n\n").await;
     assert!(
@@ -166,8 +179,8 @@ async fn scrapes_render_fresh_values_and_other_requests_are_refused() {
     assert_eq!(scrapes_value(&first), 1.0);
     assert_eq!(
         scrapes_value(&second),
-        4.0,
-        "rendered at scrape time: 4th answer"
+        5.0,
+        "rendered at scrape time: 5th answer"
     );
 
     // Shutdown stops the server, which drops its handle, which ends the core's stream.
@@ -181,7 +194,7 @@ async fn scrapes_render_fresh_values_and_other_requests_are_refused() {
         TcpStream::connect(server.addr).await.is_err(),
         "still accepting after shutdown"
     );
-    assert_eq!(timeout(WITHIN, core.unwrap()).await.unwrap().unwrap(), 4);
+    assert_eq!(timeout(WITHIN, core.unwrap()).await.unwrap().unwrap(), 5);
 }
 
 #[tokio::test]

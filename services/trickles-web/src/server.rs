@@ -471,59 +471,59 @@ impl Web {
                 self.service.queued() as f64,
             ),
             Sample::counter(
-                "http_opens",
+                "trickles_http_opens",
                 "Requests (SYNs) answered over Trickles",
                 h.opens as f64,
             ),
             Sample::counter(
-                "http_resumptions",
+                "trickles_http_resumptions",
                 "Requests resumed from a user continuation",
                 h.requests as f64,
             ),
             Sample::counter(
-                "http_bad_ucont",
+                "trickles_http_bad_ucont",
                 "Requests whose user continuation did not verify",
                 h.bad_ucont as f64,
             ),
             Sample::counter(
-                "http_stale",
+                "trickles_http_stale",
                 "Connections refused: the object changed",
                 h.stale as f64,
             ),
             Sample::counter(
-                "http_body_bytes",
+                "trickles_http_body_bytes",
                 "Body bytes sent over Trickles",
                 h.bytes_body as f64,
             ),
             Sample::counter(
-                "http_responses",
+                "trickles_http_responses",
                 "Answers by status class",
                 h.status_2xx as f64,
             )
             .with_label("class", "2xx"),
             Sample::counter(
-                "http_responses",
+                "trickles_http_responses",
                 "Answers by status class",
                 h.status_4xx as f64,
             )
             .with_label("class", "4xx"),
             Sample::counter(
-                "tcp_connections",
+                "trickles_tcp_connections",
                 "Connections accepted by the TCP fallback",
                 self.tcp.connections.load(Ordering::Relaxed) as f64,
             ),
             Sample::gauge(
-                "tcp_open_connections",
+                "trickles_tcp_open_connections",
                 "TCP fallback connections open now",
                 self.tcp.open.load(Ordering::Relaxed) as f64,
             ),
             Sample::counter(
-                "tcp_requests",
+                "trickles_tcp_requests",
                 "Requests answered by the TCP fallback",
                 self.tcp.requests.load(Ordering::Relaxed) as f64,
             ),
             Sample::counter(
-                "tcp_body_bytes",
+                "trickles_tcp_body_bytes",
                 "Body bytes sent by the TCP fallback",
                 self.tcp.body_bytes.load(Ordering::Relaxed) as f64,
             ),

@@ -149,8 +149,8 @@ fn a_server_killed_and_restarted_mid_transfer_finishes_it() {
     eprintln!("restart: {summary}");
     same("f", &std::fs::read(&file).unwrap(), &bytes);
     // The restarted server carried on connections it never opened.
-    assert!(again.metric("http_resumptions_total") > 100.0);
-    assert_eq!(again.metric("http_opens_total"), 0.0);
+    assert!(again.metric("trickles_http_resumptions_total") > 100.0);
+    assert_eq!(again.metric("trickles_http_opens_total"), 0.0);
 }
 
 #[test]
@@ -181,8 +181,8 @@ fn two_sprayed_replicas_both_serve() {
     // Round-robin: each gets about half.
     assert!(pa > 500.0 && pb > 500.0, "A {pa}, B {pb}");
     assert!((pa - pb).abs() < (pa + pb) / 4.0, "A {pa}, B {pb}");
-    assert!(a.metric("http_body_bytes_total") > 1e6);
-    assert!(b.metric("http_body_bytes_total") > 1e6);
+    assert!(a.metric("trickles_http_body_bytes_total") > 1e6);
+    assert!(b.metric("trickles_http_body_bytes_total") > 1e6);
 }
 
 #[test]
@@ -205,6 +205,6 @@ fn failover_to_the_second_replica_when_the_first_dies() {
     eprintln!("failover: {summary}");
     assert!(summary.contains("1 failover(s)"), "{summary}");
     same("f", &std::fs::read(&file).unwrap(), &bytes);
-    assert!(b.metric("http_resumptions_total") > 100.0);
-    assert_eq!(b.metric("http_opens_total"), 0.0);
+    assert!(b.metric("trickles_http_resumptions_total") > 100.0);
+    assert_eq!(b.metric("trickles_http_opens_total"), 0.0);
 }

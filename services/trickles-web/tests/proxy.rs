@@ -90,7 +90,7 @@ fn curl_through_the_proxy_is_byte_exact() {
     want.extend_from_slice(b"404 Not Found\n");
     want.extend_from_slice(&files[3].1);
     same("keep-alive", &out.stdout, &want);
-    assert!(web.metric("http_opens_total") >= 10.0);
+    assert!(web.metric("trickles_http_opens_total") >= 10.0);
     assert!(proxy.stop(), "graceful exit");
 }
 
@@ -123,6 +123,6 @@ fn pipelined_requests_and_a_malformed_one() {
     s.read_to_string(&mut got).unwrap();
     assert!(got.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{got}");
     assert!(got.ends_with("400 Bad Request\n"), "{got}");
-    assert_eq!(web.metric("http_opens_total"), 2.0);
+    assert_eq!(web.metric("trickles_http_opens_total"), 2.0);
     assert!(proxy.stop(), "graceful exit");
 }

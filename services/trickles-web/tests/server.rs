@@ -62,8 +62,8 @@ fn trickles_over_udp_is_byte_exact() {
     assert_eq!(split(&out).1.len(), 1 << 20);
     let missing = g.get("/nope", Duration::from_secs(10));
     assert!(split(&missing).0.starts_with("HTTP/1.1 404"));
-    assert!(web.metric("http_opens_total") >= 8.0);
-    assert!(web.metric("http_body_bytes_total") >= (2 << 20) as f64);
+    assert!(web.metric("trickles_http_opens_total") >= 8.0);
+    assert!(web.metric("trickles_http_body_bytes_total") >= (2 << 20) as f64);
     assert!(web.stop(), "graceful exit");
 }
 
@@ -113,7 +113,7 @@ fn tcp_fallback_serves_curl() {
         .output()
         .unwrap();
     assert_eq!(o.stdout, files[5].1[10..20]);
-    assert_eq!(web.metric("tcp_requests_total"), 10.0);
+    assert_eq!(web.metric("trickles_tcp_requests_total"), 10.0);
 }
 
 /// Random datagrams and replays of the client's own packets hit the server all through an
@@ -253,9 +253,9 @@ fn replicas_sharing_a_key_file_are_interchangeable() {
         assert!(std::time::Instant::now() < deadline);
     }
     assert!(split(&out).1 == &bytes[..]);
-    assert_eq!(a.metric("http_opens_total"), 1.0);
-    assert!(b.metric("http_resumptions_total") > 10.0);
-    assert_eq!(b.metric("http_opens_total"), 0.0);
+    assert_eq!(a.metric("trickles_http_opens_total"), 1.0);
+    assert!(b.metric("trickles_http_resumptions_total") > 10.0);
+    assert_eq!(b.metric("trickles_http_opens_total"), 0.0);
 }
 
 #[test]

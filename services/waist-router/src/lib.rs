@@ -28,6 +28,7 @@ pub mod embed;
 pub mod events;
 mod metrics;
 pub mod reload;
+pub mod status;
 
 use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
@@ -287,7 +288,7 @@ impl Router {
                         Some(s) => s.next().await,
                         None => std::future::pending().await,
                     }
-                } => r.respond(metrics::snapshot(&self)),
+                } => metrics::answer(r, &self),
                 () = reload::requested(&mut self.reload) => self.reload(&mut out).await,
                 _ = flush.tick() => self.links.flush_captures(),
                 iface = self.links.recv(&mut batch) => {

@@ -1,17 +1,41 @@
-//! What the router's metrics endpoint shows, rendered at each scrape from the node's and
-//! the links' counters: frames by fate (drops by reason), the stages' work, each link's
-//! traffic, liveness (`waist_link_up`, `waist_link_refused`) and emulation, and the routing
-//! table as `waist_route` samples (one per route, labelled by prefix, link and source; the
-//! value is the cost), which `waist route show` reads. A static prefix has one sample per
+//! What the router's metrics endpoint shows, read at each request from the node's and the
+//! links' counters.
+//!
+//! The metrics page (`GET /metrics`): frames by fate (drops by reason), the stages' work,
+//! each link's traffic, liveness (`waist_link_up`, `waist_link_refused_total`) and
+//! emulation, and the routing table as `waist_route` samples (one per route, labelled by
+//! prefix, link and source; the value is the cost). A static prefix has one sample per
 //! link it lists, with `rank` (0 = first choice) and `state` (`active`: carrying it,
 //! `backup`: up but not first, `down`).
+//!
+//! The JSON view (`GET /api/status`): the same routes, links and counters as a
+//! [`Status`], which `waist route show` and `waist status` read.
 
-use netio::metrics::{Sample, Snapshot};
+use std::collections::BTreeMap;
+
+use netio::metrics::{Responder, Sample, Snapshot};
 
 use crate::Router;
+use crate::status::{LinkStatus, RouteStatus, Status};
 
 fn counter(name: &str, help: &str, v: u64) -> Sample {
     Sample::counter(name, help, v as f64)
+}
+
+/// Answers one request of the endpoint: the status for the JSON view, the samples for a
+/// scrape.
+pub(crate) fn answer(responder: Responder, r: &Router) {
+    if responder.wants_status() {
+        match serde_json::to_value(status(r)) {
+            Ok(v) => responder.respond_status(v),
+            Err(e) => {
+                tracing::warn!(error = %e, "status: cannot encode");
+                responder.respond(snapshot(r));
+            }
+        }
+    } else {
+        responder.respond(snapshot(r));
+    }
 }
 
 /// The samples of `r` now.
@@ -38,34 +62,90 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
     for l in r.links().iter() {
         out.extend(l.samples("waist"));
     }
-    let link_name = |i: usize| {
-        r.links()
-            .get(i)
-            .map_or_else(|| i.to_string(), |l| l.name().to_string())
-    };
-    let routes = r.node().routes();
-    for (p, links) in routes.statics() {
-        let chosen = routes.static_choice(p);
+    for route in routes(r) {
+        let mut sample = Sample::gauge(
+            "waist_route",
+            "a route: value = cost (0 for static routes)",
+            f64::from(route.cost),
+        )
+        .with_label("prefix", route.prefix)
+        .with_label("link", route.link)
+        .with_label("source", route.source);
+        if let (Some(rank), Some(state)) = (route.rank, route.state) {
+            sample = sample
+                .with_label("rank", rank.to_string())
+                .with_label("state", state);
+        }
+        out.push(sample);
+    }
+    out
+}
+
+/// The status of `r` now.
+pub(crate) fn status(r: &Router) -> Status {
+    let s = r.node().stats();
+    let mut counters: BTreeMap<String, u64> = s
+        .named()
+        .into_iter()
+        .map(|(name, _, v)| (name.to_string(), v))
+        .collect();
+    counters.insert("unclaimed".into(), r.unclaimed());
+    Status {
+        router: r.name().to_string(),
+        routes: routes(r),
+        links: r
+            .links()
+            .iter()
+            .map(|l| LinkStatus {
+                name: l.name().to_string(),
+                kind: match l.kind() {
+                    netio::config::LinkKind::Udp => "udp",
+                    netio::config::LinkKind::Tun => "tun",
+                }
+                .to_string(),
+                local: l.local_addr().map(|a| a.to_string()),
+                peer: l.peer().map(|a| a.to_string()),
+                up: l.is_up(),
+                counters: l.counters().into(),
+            })
+            .collect(),
+        counters,
+        dropped: s
+            .dropped
+            .by_reason()
+            .into_iter()
+            .map(|(reason, v)| (reason.to_string(), v))
+            .collect(),
+    }
+}
+
+/// Every route of `r`: the static ones (one per link they list, in rank order), then the
+/// reachable ones distance vector learned.
+fn routes(r: &Router) -> Vec<RouteStatus> {
+    let link = |i: u16| r.links().get(usize::from(i));
+    let link_name = |i: u16| link(i).map_or_else(|| i.to_string(), |l| l.name().to_string());
+    let next_hop = |i: u16| link(i).and_then(|l| l.peer()).map(|a| a.to_string());
+    let mut out = Vec::new();
+    let table = r.node().routes();
+    for (p, links) in table.statics() {
+        let chosen = table.static_choice(p);
         for (rank, &i) in links.iter().enumerate() {
             let state = if chosen == Some(i) {
                 "active"
-            } else if routes.link_up(i) {
+            } else if table.link_up(i) {
                 "backup"
             } else {
                 "down"
             };
-            out.push(
-                Sample::gauge(
-                    "waist_route",
-                    "a route: value = cost (0 for static routes)",
-                    0.0,
-                )
-                .with_label("prefix", p.to_string())
-                .with_label("link", link_name(usize::from(i)))
-                .with_label("source", "static")
-                .with_label("rank", rank.to_string())
-                .with_label("state", state),
-            );
+            out.push(RouteStatus {
+                prefix: p.to_string(),
+                link: link_name(i),
+                next_hop: next_hop(i),
+                cost: 0,
+                source: "static".into(),
+                rank: Some(rank),
+                state: Some(state.into()),
+            });
         }
     }
     if let Some(dv) = r.node().dv() {
@@ -76,21 +156,20 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
             else {
                 continue;
             };
-            let dest = match route.dest {
+            let prefix = match route.dest {
                 fastpath::dv::Dest::Router(id) => format!("{}/32", std::net::Ipv4Addr::from(id)),
                 fastpath::dv::Dest::V4(p) => p.to_string(),
                 fastpath::dv::Dest::V6(p) => p.to_string(),
             };
-            out.push(
-                Sample::gauge(
-                    "waist_route",
-                    "a route: value = cost (0 for static routes)",
-                    f64::from(route.cost),
-                )
-                .with_label("prefix", dest)
-                .with_label("link", link_name(usize::from(i)))
-                .with_label("source", "dv"),
-            );
+            out.push(RouteStatus {
+                prefix,
+                link: link_name(i),
+                next_hop: next_hop(i),
+                cost: u32::from(route.cost),
+                source: "dv".into(),
+                rank: None,
+                state: None,
+            });
         }
     }
     out

@@ -130,6 +130,55 @@ fn metrics_pcap_and_a_graceful_stop() {
         ),
         "{body}"
     );
+    // Names as Prometheus asks: the daemon's prefix, snake_case, counters typed by their
+    // `_total` name.
+    let page = body.split_once("\r\n\r\n").unwrap().1;
+    for line in page.lines() {
+        let name = match line.strip_prefix("# TYPE ") {
+            Some(t) => {
+                let (name, kind) = t.split_once(' ').unwrap();
+                assert!(kind != "counter" || name.ends_with("_total"), "{line}");
+                name
+            }
+            None if line.starts_with('#') => continue,
+            None => line.split(['{', ' ']).next().unwrap(),
+        };
+        assert!(
+            name.starts_with("waist_")
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+            "{line}"
+        );
+    }
+    // The JSON view: the same route, the link and the counters.
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /api/status HTTP/1.1\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let (head, json) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.contains("Content-Type: application/json"), "{head}");
+    let status: waist_router::status::Status = serde_json::from_str(json).unwrap();
+    assert_eq!(status.router, "r1");
+    let route = &status.routes[0];
+    assert_eq!(
+        (
+            route.prefix.as_str(),
+            route.link.as_str(),
+            route.source.as_str()
+        ),
+        ("10.1.0.0/16", "host", "static")
+    );
+    assert_eq!(route.state.as_deref(), Some("active"));
+    assert_eq!(route.next_hop, Some(peer.to_string()));
+    let link = &status.links[0];
+    assert_eq!(
+        (link.name.as_str(), link.kind.as_str(), link.up),
+        ("host", "udp", true)
+    );
+    assert_eq!(link.local, Some(local.to_string()));
+    assert_eq!((link.counters.rx_frames, link.counters.tx_frames), (1, 1));
+    assert_eq!(status.counters["frames_delivered"], 1);
     // Stop with SIGTERM: a clean exit, the capture flushed with both packets.
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

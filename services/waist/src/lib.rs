@@ -7,8 +7,8 @@
 //!                                  or the cores on a virtual clock (sim)
 //!  waist up|down|status up/        a topology file (topology) as processes (fleet)
 //!  waist esp send       host/      an end host on a link to a router: esp, snap ping,
-//!  waist snap ping                 route show; the link (link), metrics pages (scrape),
-//!  waist route show
+//!  waist snap ping                 route show (a router by name or metrics address); the
+//!  waist route show                link (link), metrics pages and the JSON view (scrape)
 //!  waist snap asm|…     snap.rs    SNAP programs: assemble, disassemble, verify, run
 //!  waist plan compile   plan.rs    PLAN compiled to SNAP
 //!  waist repro NAME     reproduce/ the papers' tables and figures (the waist-repro crate),
@@ -19,7 +19,11 @@
 //!   exercises it step by step ([`demo::net`], [`demo::steps`], [`demo::tun`] for `--tun`);
 //!   `--sim` is the tour of the cores on a virtual clock ([`demo::sim`]).
 //! * [`up`]: `waist up`, `down` and `status`: a network of our daemons from a topology
-//!   file ([`up::topology`]), each daemon its own process ([`up::fleet`]).
+//!   file ([`up::topology`]), each daemon its own process ([`up::fleet`]), found again by
+//!   name through the run's state file ([`mod@up::status`]).
+//!
+//! `--json` on `waist status`, `waist route show`, `waist snap ping` and `waist esp send`
+//! prints one JSON document instead of text (its fields are documented with each command).
 //! * [`host`]: the host tools (`esp send`, `snap ping`, `route show`) over a real link, and
 //!   the client side of the daemons' metrics ([`host::scrape`]) that `up` uses too.
 //! * [`snap`] and [`plan`]: the SNAP and PLAN tools, which run no network.
@@ -104,10 +108,10 @@ pub enum Command {
     /// Bring a network of routers and Trickles servers up from a topology file, each
     /// daemon its own process, until Ctrl-C (or --detach).
     Up(up::UpArgs),
-    /// Stop a detached `waist up`.
+    /// Stop a `waist up` run (detached, or running in the foreground of another terminal).
     Down(up::RunDirArgs),
-    /// Each process of a detached `waist up` and its live counters.
-    Status(up::RunDirArgs),
+    /// Each process of a running `waist up` (or the one named) and its live counters.
+    Status(up::status::StatusArgs),
 }
 
 /// Runs one command, writing its report to `out`; returns the process exit code (0 but

@@ -13,6 +13,8 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use clap::Parser;
+
 use esp_proto::instr::{CombineOp, Instruction};
 use esp_proto::wire::{ErrCode, Loc};
 use ess::{Tag, Value};
@@ -336,6 +338,22 @@ async fn the_waist_binary_pings_and_queries() {
     assert!(text.contains("1 sent, 1 received, 0% loss"), "{text}");
     assert!(text.contains("rtt min/avg/max = "), "{text}");
 
+    // --json: one JSON document, nothing else.
+    let out = std::process::Command::new(bin)
+        .args([
+            "snap", "ping", "10.0.0.2", "--via", &via, "-c", "2", "-i", "50", "--json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["target"], "10.0.0.2");
+    assert_eq!((&json["sent"], &json["received"]), (&2.into(), &2.into()));
+    assert_eq!(json["replies"][0]["from"], "10.0.0.2");
+    assert_eq!(json["replies"][0]["rb"], 28);
+    assert!(json["rtt_us"]["min"].as_u64().unwrap() > 0, "{json}");
+
     // An abort is exit code 1, with one JSON object.
     let out = std::process::Command::new(bin)
         .args([
@@ -440,16 +458,56 @@ fn route_show_reads_a_routers_table_from_its_metrics() {
         link("host", local, peer, false)
     );
     let router = Embedded::start("rt.toml", text, true).unwrap();
-    let metrics = router.metrics().unwrap();
-    let mut out = Vec::new();
-    let code =
-        waist::host::route::run(waist::host::route::RouteCommand::Show { metrics }, &mut out)
+    let metrics = router.metrics().unwrap().to_string();
+    let show = |args: &[&str]| {
+        let cli =
+            waist::Cli::try_parse_from(["waist", "route", "show"].iter().chain(args)).unwrap();
+        let mut out = Vec::new();
+        let code = waist::run(cli, &mut out).unwrap();
+        assert_eq!(code, 0);
+        String::from_utf8(out).unwrap()
+    };
+    // By address, as ROUTER or as --metrics: a table.
+    for args in [[metrics.as_str(), ""], ["--metrics", metrics.as_str()]] {
+        let out = show(&args[..if args[1].is_empty() { 1 } else { 2 }]);
+        assert!(
+            out.contains("10.5.0.0/16") && out.contains("host") && out.contains("static"),
+            "{out}"
+        );
+        assert!(out.contains(&peer.to_string()), "the next hop: {out}");
+    }
+    // --json: one document with the route's fields.
+    let json: serde_json::Value = serde_json::from_str(&show(&[&metrics, "--json"])).unwrap();
+    assert_eq!(json["router"], "rt");
+    assert_eq!(json["metrics"], metrics.as_str());
+    let r = &json["routes"][0];
+    assert_eq!(
+        (
+            &r["prefix"],
+            &r["link"],
+            &r["source"],
+            &r["state"],
+            &r["rank"],
+            &r["cost"]
+        ),
+        (
+            &"10.5.0.0/16".into(),
+            &"host".into(),
+            &"static".into(),
+            &"active".into(),
+            &0.into(),
+            &0.into()
+        )
+    );
+    assert_eq!(r["next_hop"], peer.to_string());
+    // A name needs a run to look it up in.
+    let cli =
+        waist::Cli::try_parse_from(["waist", "route", "show", "rt", "--dir", "/nonexistent-run"])
             .unwrap();
-    let out = String::from_utf8(out).unwrap();
-    assert_eq!(code, 0);
+    let err = waist::run(cli, &mut Vec::new()).unwrap_err().to_string();
     assert!(
-        out.contains("10.5.0.0/16") && out.contains("host") && out.contains("static"),
-        "{out}"
+        err.contains("no `waist up` run in /nonexistent-run"),
+        "{err}"
     );
     router.stop().unwrap();
 }

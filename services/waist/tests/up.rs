@@ -144,6 +144,7 @@ fn two_machines_form_one_routed_network() {
     let first = base(1);
     let topology = format!(
         "name = \"pair\"\n\
+         [defaults]\nmetrics_base = {}\n\
          [defaults.router]\n\
          dv = {{ update_ms = 300, timeout_ms = 2000, gc_ms = 1000, triggered_ms = 20 }}\n\
          snap = {{}}\n\
@@ -153,7 +154,8 @@ fn two_machines_form_one_routed_network() {
          [[router]]\nname = \"r2\"\naddress = \"10.0.0.2\"\nhost = \"beta\"\n\
          [[link]]\nbetween = [\"r1\", \"r2\"]\n\
          [[host]]\nname = \"h1\"\naddress = \"10.1.0.10\"\nrouter = \"r1\"\nhost = \"alpha\"\n\
-         [[host]]\nname = \"h2\"\naddress = \"10.2.0.10\"\nrouter = \"r2\"\nhost = \"beta\"\n"
+         [[host]]\nname = \"h2\"\naddress = \"10.2.0.10\"\nrouter = \"r2\"\nhost = \"beta\"\n",
+        first + 1000
     );
     let file = d.join("pair.toml");
     std::fs::write(&file, topology).unwrap();
@@ -243,6 +245,21 @@ impl Drop for Down {
     }
 }
 
+/// SIGINT to a foreground `waist up` if the test fails while it runs (it then stops its
+/// daemons).
+struct Interrupt(u32);
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0 as i32),
+                nix::sys::signal::Signal::SIGINT,
+            );
+        }
+    }
+}
+
 #[test]
 fn ctrl_c_stops_every_process_of_a_foreground_run() {
     use std::io::{BufRead, BufReader};
@@ -264,13 +281,16 @@ fn ctrl_c_stops_every_process_of_a_foreground_run() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let _stop = Interrupt(child.id());
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut pids = Vec::new();
+    let mut urls = Vec::new();
     for line in lines.by_ref() {
         let line = line.unwrap();
         let words: Vec<&str> = line.split_whitespace().collect();
         if words.get(1) == Some(&"waist-router") {
             pids.push(words[2].parse::<u32>().unwrap());
+            urls.push(words[4].to_string());
         }
         if line.starts_with("running;") {
             break;
@@ -278,6 +298,59 @@ fn ctrl_c_stops_every_process_of_a_foreground_run() {
     }
     assert_eq!(pids.len(), 2, "the table named {pids:?}");
     assert!(pids.iter().all(|p| waist::up::is_ours(*p, "waist-router")));
+    // Metrics ports from the topology: first_port + 1000, one per process in file order.
+    let metrics = |i: u16| format!("127.0.0.1:{}", base(2) + 1000 + i);
+    assert_eq!(
+        urls,
+        [
+            format!("http://{}/metrics", metrics(0)),
+            format!("http://{}/metrics", metrics(1))
+        ]
+    );
+
+    // The run is found by name while it runs in the foreground.
+    let run = d.join("run");
+    let run = run.to_str().unwrap();
+    let o = waist(&["route", "show", "r1", "--json", "--dir", run]);
+    assert!(o.status.success(), "{}", text(&o));
+    let routes: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(routes["router"], "r1");
+    assert_eq!(routes["metrics"], metrics(0));
+    let to_r2 = routes["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["prefix"] == "10.0.0.2/32")
+        .unwrap_or_else(|| panic!("no route to r2: {routes}"));
+    assert_eq!(
+        (&to_r2["link"], &to_r2["source"]),
+        (&"r2".into(), &"static".into())
+    );
+    let o = waist(&["status", "r2", "--json", "--dir", run]);
+    assert!(o.status.success(), "{}", text(&o));
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let procs = status["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 1, "{status}");
+    assert_eq!(
+        (&procs[0]["name"], &procs[0]["answering"]),
+        (&"r2".into(), &true.into())
+    );
+    assert_eq!(procs[0]["metrics"], metrics(1));
+    assert!(procs[0]["counters"]["received"].is_number(), "{status}");
+    let o = waist(&["status", "r9", "--dir", run]);
+    assert!(
+        !o.status.success() && text(&o).contains("no process `r9` (it has: r1, r2)"),
+        "{}",
+        text(&o)
+    );
+    // A second run on the same ports is refused, naming the metrics port and the router.
+    let o = waist(&[
+        "up",
+        file.to_str().unwrap(),
+        "--dir",
+        d.join("run2").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success(), "{}", text(&o));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -293,7 +366,30 @@ fn ctrl_c_stops_every_process_of_a_foreground_run() {
     for pid in pids {
         assert!(!waist::up::is_ours(pid, "waist-router"), "{pid} still runs");
     }
+    assert!(
+        !d.join("run/state.json").exists(),
+        "the state file outlived the run"
+    );
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_metrics_port_in_use_is_refused_naming_the_port_and_the_daemon() {
+    let first = base(4);
+    let taken = std::net::TcpListener::bind(("127.0.0.1", first + 1001)).unwrap();
+    let said = refused(
+        "metrics",
+        &format!(
+            "[defaults]\nfirst_port = {first}\n{TWO_ROUTERS}\n[[link]]\nbetween = [\"r1\", \"r2\"]\n"
+        ),
+    );
+    assert!(
+        said.contains(&format!("127.0.0.1:{}", first + 1001))
+            && said.contains("waist-router `r2`")
+            && said.contains("metrics_base"),
+        "{said}"
+    );
+    drop(taken);
 }
 
 /// The pids of processes whose command line mentions `needle`.

@@ -42,18 +42,30 @@ impl Scraped {
     }
 }
 
-/// Fetches `GET /metrics` from `addr` and returns the body, each step bounded by
-/// `timeout`.
+/// Fetches `GET /metrics` from `addr` and returns the body (the classic text format),
+/// each step bounded by `timeout`.
 ///
 /// # Errors
 ///
 /// The connection fails or times out, or the answer is not `200`.
 pub fn fetch(addr: SocketAddr, timeout: Duration) -> anyhow::Result<String> {
+    fetch_path(addr, netio::metrics::METRICS_PATH, timeout)
+}
+
+/// Fetches `GET PATH` from the endpoint at `addr` (`/metrics`, or `/api/status` for the
+/// JSON view) and returns the body, each step bounded by `timeout`.
+///
+/// # Errors
+///
+/// The connection fails or times out, or the answer is not `200`.
+pub fn fetch_path(addr: SocketAddr, path: &str, timeout: Duration) -> anyhow::Result<String> {
     let mut s = TcpStream::connect_timeout(&addr, timeout)
         .with_context(|| format!("cannot reach the metrics endpoint at {addr}"))?;
     s.set_read_timeout(Some(timeout))?;
     s.set_write_timeout(Some(timeout))?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: waist\r\nConnection: close\r\n\r\n")?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: waist\r\nConnection: close\r\n\r\n").as_bytes(),
+    )?;
     let mut answer = String::new();
     s.read_to_string(&mut answer)
         .with_context(|| format!("reading the metrics from {addr}"))?;
@@ -175,13 +187,17 @@ mod tests {
 
     #[test]
     fn what_the_endpoint_renders_parses_back() {
-        let text = netio::metrics::render(vec![
+        let snapshot = vec![
             netio::metrics::Sample::counter("pkts", "p", 7.0).with_label("link", "l\"1"),
             netio::metrics::Sample::gauge("up", "u", 1.0),
-        ])
-        .unwrap();
-        let s = parse(&text);
-        assert_eq!(sum(&s, "pkts_total", &[("link", "l\"1")]), Some(7.0));
-        assert_eq!(sum(&s, "up", &[]), Some(1.0));
+        ];
+        for format in [
+            netio::metrics::Format::Prometheus,
+            netio::metrics::Format::OpenMetrics,
+        ] {
+            let s = parse(&netio::metrics::render(&snapshot, format).unwrap());
+            assert_eq!(sum(&s, "pkts_total", &[("link", "l\"1")]), Some(7.0));
+            assert_eq!(sum(&s, "up", &[]), Some(1.0));
+        }
     }
 }

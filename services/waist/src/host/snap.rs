@@ -61,6 +61,10 @@ pub struct PingArgs {
     /// folds over list literals).
     #[arg(long, default_value_t = 4, requires = "plan")]
     pub fold_bound: u32,
+    /// Print one JSON document at the end (see [`summary_json`]) instead of ping(8)'s
+    /// lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A ping run's settings.
@@ -209,6 +213,36 @@ pub fn reply_line(r: &PingReply) -> String {
     )
 }
 
+/// The one JSON document of `waist snap ping --json`:
+/// `{"target", "src", "rb", "port", "program", "sent", "received", "loss_percent",
+/// "rtt_us": {"min", "avg", "max"} or null, "replies": [{"seq", "from", "rtt_us", "rb"}]}`.
+pub fn summary_json(p: &Ping, program: &str, s: &Summary) -> serde_json::Value {
+    let replies: Vec<serde_json::Value> = s
+        .replies
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "seq": r.seq,
+                "from": Ipv4Addr::from(r.target).to_string(),
+                "rtt_us": r.rtt_us,
+                "rb": r.rb,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "target": p.host.to_string(),
+        "src": p.src.to_string(),
+        "rb": p.rb,
+        "port": p.port,
+        "program": program,
+        "sent": s.sent,
+        "received": s.received(),
+        "loss_percent": s.loss_percent(),
+        "rtt_us": s.rtt_us().map(|(min, avg, max)| serde_json::json!({"min": min, "avg": avg, "max": max})),
+        "replies": replies,
+    })
+}
+
 /// `waist snap ping`: pings, printing each reply and then the summary; returns the exit
 /// code (0 if any reply came, 2 if none).
 ///
@@ -237,19 +271,28 @@ pub fn run(args: &PingArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
             (pinger, program)
         }
     };
-    writeln!(
-        out,
-        "SNAP PING {} from {} (rb {}, port {}): {program}",
-        p.host, p.src, p.rb, p.port
-    )?;
+    if !args.json {
+        writeln!(
+            out,
+            "SNAP PING {} from {} (rb {}, port {}): {program}",
+            p.host, p.src, p.rb, p.port
+        )?;
+    }
     let summary = super::block_on(async {
         let mut link = HostLink::open(args.via, snap_vm::wire::IP_PROTOCOL).await?;
         ping_with(&mut link, &p, pinger, |r| {
+            if args.json {
+                return Ok(());
+            }
             writeln!(out, "{}", reply_line(r)).context("writing a reply")?;
             out.flush().context("writing a reply")
         })
         .await
     })?;
+    if args.json {
+        writeln!(out, "{:#}", summary_json(&p, &program, &summary))?;
+        return Ok(summary.exit_code());
+    }
     writeln!(out, "--- {} SNAP ping statistics ---", p.host)?;
     writeln!(
         out,
@@ -289,5 +332,27 @@ mod tests {
             reply_line(&r(1, 100)),
             "seq=1 from=10.0.0.2 rtt=100 µs rb=28"
         );
+        let p = Ping {
+            src: Ipv4Addr::new(10, 1, 0, 1),
+            host: Ipv4Addr::new(10, 0, 0, 2),
+            count: 4,
+            interval: Duration::from_millis(10),
+            rb: 32,
+            port: 7,
+            timeout: Duration::from_millis(10),
+        };
+        let v = summary_json(&p, "Fig. 1", &s);
+        assert_eq!(
+            (&v["target"], &v["src"]),
+            (&"10.0.0.2".into(), &"10.1.0.1".into())
+        );
+        assert_eq!(
+            (&v["sent"], &v["received"], &v["loss_percent"]),
+            (&4.into(), &2.into(), &50.0.into())
+        );
+        assert_eq!(v["rtt_us"]["avg"], 200.0);
+        assert_eq!(v["replies"][1]["from"], "10.0.0.2");
+        assert_eq!(v["replies"][1]["rtt_us"], 300);
+        assert!(summary_json(&p, "Fig. 1", &Summary::default())["rtt_us"].is_null());
     }
 }

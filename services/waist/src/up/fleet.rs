@@ -6,10 +6,15 @@
 //! generated config), `keys/SERVER.key` (the key file a server's replicas share),
 //! `logs/NAME.log` (stderr: the daemon's tracing) and `logs/NAME.out` (stdout: the line
 //! that says where its metrics are), and `pcap/` (every link's capture).
+//!
+//! Each process serves its metrics on the port the plan gives it
+//! ([`Plan::metrics_addr`]: `metrics_base` + its index in the plan), so a router's page is
+//! at the same address run after run; [`check_ports`] refuses a run whose metrics port is
+//! taken, naming the port and the process.
 
 use std::fs::File;
 use std::io::Write;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -166,12 +171,26 @@ pub fn preflight(plan: &Plan, machine: Option<&str>, bins: &Path) -> anyhow::Res
 }
 
 /// Checks that every UDP port the processes of `machine` (all for `None`) and its hosts'
-/// tools bind is free.
+/// tools bind is free, and every metrics port (TCP, on 127.0.0.1) its processes serve on.
 ///
 /// # Errors
 ///
 /// The first port in use, with the process and link (or host) that needs it.
 pub fn check_ports(plan: &Plan, machine: Option<&str>) -> anyhow::Result<()> {
+    for (i, p) in plan.processes.iter().enumerate() {
+        let metrics = plan.metrics_addr(i);
+        if machine.is_none_or(|m| p.machine == m) && metrics.port() != 0 {
+            TcpListener::bind(metrics).map_err(|e| {
+                anyhow!(
+                    "{} `{}`: cannot serve its metrics on {metrics} (metrics_base {} + {i}): {e}; \
+                     set another `metrics_base` in the topology's [defaults]",
+                    p.role.program(),
+                    p.name,
+                    plan.metrics_base,
+                )
+            })?;
+        }
+    }
     for p in plan.on(machine) {
         for l in &p.links {
             UdpSocket::bind(l.local).map_err(|e| {
@@ -215,9 +234,14 @@ impl Fleet {
                 .with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
         }
         let mut fleet = Fleet::default();
-        for p in plan.on(machine) {
+        let ours = plan
+            .processes
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| machine.is_none_or(|m| p.machine == m));
+        for (i, p) in ours {
             // On error `fleet` is dropped here, which stops what runs.
-            let (child, started) = spawn(p, dir, bins)?;
+            let (child, started) = spawn(p, dir, bins, plan.metrics_addr(i))?;
             fleet.children.push(child);
             let metrics = wait_ready(fleet.children.last_mut(), &started)?;
             fleet.started.push(Started { metrics, ..started });
@@ -310,8 +334,14 @@ fn pid(id: u32) -> Pid {
     Pid::from_raw(i32::try_from(id).unwrap_or(i32::MAX))
 }
 
-/// Starts `p`; returns the child and its record (metrics address not known yet).
-fn spawn(p: &Process, dir: &Path, bins: &Path) -> anyhow::Result<(Child, Started)> {
+/// Starts `p` with its metrics endpoint on `metrics` (port 0: any); returns the child and
+/// its record (metrics address not known yet).
+fn spawn(
+    p: &Process,
+    dir: &Path,
+    bins: &Path,
+    metrics: SocketAddr,
+) -> anyhow::Result<(Child, Started)> {
     let program = find_binary(bins, p.role.program())?;
     let log = dir.join("logs").join(format!("{}.log", p.name));
     let out = dir.join("logs").join(format!("{}.out", p.name));
@@ -326,7 +356,8 @@ fn spawn(p: &Process, dir: &Path, bins: &Path) -> anyhow::Result<(Child, Started
                 .arg(&config)
                 .arg("--pcap")
                 .arg(&pcap)
-                .args(["--metrics", "127.0.0.1:0"]);
+                .arg("--metrics")
+                .arg(metrics.to_string());
             pcap
         }
         Role::Server => {
@@ -353,7 +384,8 @@ fn spawn(p: &Process, dir: &Path, bins: &Path) -> anyhow::Result<(Child, Started
                 .arg(address.to_string())
                 .arg("--pcap")
                 .arg(&pcap)
-                .args(["--metrics", "127.0.0.1:0"]);
+                .arg("--metrics")
+                .arg(metrics.to_string());
             pcap
         }
     };
@@ -467,7 +499,7 @@ pub fn print_table(
 ) -> anyhow::Result<()> {
     writeln!(
         out,
-        "{:<10} {:<13} {:>7}  {:<8} {:<22} pcap",
+        "{:<10} {:<13} {:>7}  {:<8} {:<38} pcap",
         "process", "program", "pid", "machine", "metrics"
     )?;
     for s in started {
@@ -477,12 +509,12 @@ pub fn print_table(
         };
         writeln!(
             out,
-            "{:<10} {:<13} {:>7}  {:<8} {:<22} {}",
+            "{:<10} {:<13} {:>7}  {:<8} {:<38} {}",
             s.name,
             s.role.program(),
             s.pid,
             s.machine,
-            s.metrics,
+            format!("http://{}/metrics", s.metrics),
             pcap.display()
         )?;
         for (name, local, peer) in &s.links {

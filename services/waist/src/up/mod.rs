@@ -1,16 +1,20 @@
 //! `waist up`, `waist down`, `waist status`: a whole network of our daemons from one
 //! topology file ([`topology`]), each daemon its own process ([`fleet`]).
 //!
-//! `waist up FILE` checks the file, checks that every binary is there and every port free,
-//! starts the routers and then the servers, each ready (its metrics endpoint answers)
-//! before the next, prints what runs where, and stays in the foreground until Ctrl-C or
-//! SIGTERM, when it stops everything it started (SIGTERM, SIGKILL after a bound) — also
-//! when it fails half-way. `--only MACHINE` starts one machine's part of a network that
-//! spans machines. `--detach` leaves the processes running and writes `DIR/state.json`,
-//! which `waist down` and `waist status` read.
+//! `waist up FILE` checks the file, checks that every binary is there and every port free
+//! (the links' UDP ports and the metrics endpoints' TCP ports, both derived from the
+//! topology), starts the routers and then the servers, each ready (its metrics endpoint
+//! answers) before the next, prints what runs where (each process's metrics URL
+//! included), and stays in the foreground until Ctrl-C or SIGTERM, when it stops
+//! everything it started (SIGTERM, SIGKILL after a bound) — also when it fails half-way.
+//! `--only MACHINE` starts one machine's part of a network that spans machines.
+//!
+//! Every run writes `DIR/state.json` once its processes are up: a foreground run removes
+//! it when it stops, `--detach` leaves the processes running and the file behind. `waist
+//! status` ([`mod@status`]), `waist route show NAME` and `waist down` read it, so they find a
+//! process by its name under either.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -19,10 +23,13 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 pub mod fleet;
+pub mod status;
 pub mod topology;
 
 use fleet::{Fleet, STOP_GRACE, Started};
-use topology::{Plan, Role};
+use topology::Plan;
+
+pub use status::{counters, status};
 
 /// The state file of a detached run, in its directory.
 pub const STATE_FILE: &str = "state.json";
@@ -49,7 +56,7 @@ pub struct UpArgs {
     pub check: bool,
 }
 
-/// `waist down` and `waist status` options.
+/// `waist down` options.
 #[derive(Debug, Args)]
 pub struct RunDirArgs {
     /// The run's directory (`waist up --dir`).
@@ -57,7 +64,7 @@ pub struct RunDirArgs {
     pub dir: PathBuf,
 }
 
-/// What a detached run leaves for `waist down` and `waist status`.
+/// What a run leaves for `waist down`, `waist status` and `waist route show`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct State {
     /// The run's name.
@@ -66,19 +73,33 @@ pub struct State {
     pub topology: PathBuf,
     /// What runs.
     pub processes: Vec<Started>,
+    /// The pid of the `waist up` that runs in the foreground and stops them; `None` for a
+    /// detached run.
+    #[serde(default)]
+    pub supervisor: Option<u32>,
 }
 
 impl State {
+    /// Whether this is a foreground run whose `waist up` and processes are all gone (it
+    /// was killed before it could remove its state file).
+    fn stale(&self) -> bool {
+        self.supervisor.is_some_and(|pid| !alive(pid))
+            && !self
+                .processes
+                .iter()
+                .any(|s| is_ours(s.pid, s.role.program()))
+    }
+
     /// Reads `dir`'s state file.
     ///
     /// # Errors
     ///
-    /// No detached run there.
+    /// No run there.
     pub fn load(dir: &Path) -> anyhow::Result<State> {
         let path = dir.join(STATE_FILE);
         let text = std::fs::read_to_string(&path).with_context(|| {
             format!(
-                "no detached run in {} (no {}): start one with `waist up FILE --detach --dir {}`",
+                "no `waist up` run in {} (no {}): start one with `waist up FILE --dir {}`",
                 dir.display(),
                 path.display(),
                 dir.display()
@@ -123,39 +144,49 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
             plan.on(only).count(),
             only.map_or(String::new(), |m| format!(" on {m}"))
         )?;
-        for p in plan.on(only) {
+        for (i, p) in plan.processes.iter().enumerate() {
+            if only.is_some_and(|m| p.machine != m) {
+                continue;
+            }
             let links: Vec<_> = p.links.iter().map(|l| l.name.as_str()).collect();
             writeln!(
                 out,
-                "  {:<10} {:<13} links {}",
+                "  {:<10} {:<13} metrics {:<16} links {}",
                 p.name,
                 p.role.program(),
+                plan.metrics_addr(i),
                 links.join(", ")
             )?;
         }
         return Ok(0);
     }
-    if args.dir.join(STATE_FILE).exists() {
-        bail!(
-            "{} holds a detached run: stop it with `waist down --dir {}` first",
-            args.dir.display(),
-            args.dir.display()
-        );
+    let state_file = args.dir.join(STATE_FILE);
+    if state_file.exists() {
+        match State::load(&args.dir) {
+            Ok(old) if old.stale() => std::fs::remove_file(&state_file)
+                .with_context(|| format!("cannot remove {}", state_file.display()))?,
+            _ => bail!(
+                "{} holds a run that is still up: stop it with `waist down --dir {}` first",
+                args.dir.display(),
+                args.dir.display()
+            ),
+        }
     }
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}", args.dir.display()))?;
     writeln!(out, "starting {} from {}", plan.name, args.file.display())?;
     let mut fleet = Fleet::start(&plan, only, &args.dir, &bins)?;
     fleet::print_table(&plan, &fleet.started, only, out)?;
+    let state = State {
+        name: plan.name.clone(),
+        topology: args.file.clone(),
+        processes: fleet.started.clone(),
+        supervisor: (!args.detach).then(std::process::id),
+    };
+    std::fs::write(&state_file, serde_json::to_string_pretty(&state)?)
+        .with_context(|| format!("cannot write {}", state_file.display()))?;
     if args.detach {
-        let state = State {
-            name: plan.name.clone(),
-            topology: args.file.clone(),
-            processes: fleet.detach(),
-        };
-        let path = args.dir.join(STATE_FILE);
-        std::fs::write(&path, serde_json::to_string_pretty(&state)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        fleet.detach();
         writeln!(
             out,
             "\ndetached; `waist status --dir {0}` shows counters, `waist down --dir {0}` stops it",
@@ -163,22 +194,31 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         )?;
         return Ok(0);
     }
-    let signal = wait_for_signal(&mut fleet, out)?;
+    let signal = wait_for_signal(&mut fleet, &args.dir, out);
     let stopped = fleet.stop(STOP_GRACE);
-    writeln!(out, "{signal}: stopped {} processes", stopped.len())?;
+    let _ = std::fs::remove_file(&state_file);
+    writeln!(out, "{}: stopped {} processes", signal?, stopped.len())?;
     Ok(0)
 }
 
 /// Says it runs once SIGINT and SIGTERM are handled, then waits for one, reporting
 /// processes that exit meanwhile; returns the signal's name.
-fn wait_for_signal(fleet: &mut Fleet, out: &mut dyn Write) -> anyhow::Result<&'static str> {
+fn wait_for_signal(
+    fleet: &mut Fleet,
+    dir: &Path,
+    out: &mut dyn Write,
+) -> anyhow::Result<&'static str> {
     crate::host::block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
         // Only now that Ctrl-C is ours (before, it would kill this process and orphan the
         // daemons).
-        writeln!(out, "\nrunning; Ctrl-C stops everything")?;
+        writeln!(
+            out,
+            "\nrunning; `waist status --dir {0}` and `waist route show NAME --dir {0}` read it; Ctrl-C stops everything",
+            dir.display()
+        )?;
         out.flush()?;
         let mut tick = tokio::time::interval(Duration::from_millis(200));
         loop {
@@ -196,13 +236,17 @@ fn wait_for_signal(fleet: &mut Fleet, out: &mut dyn Write) -> anyhow::Result<&'s
     })
 }
 
-/// `waist down`: stops a detached run; returns the exit code.
+/// `waist down`: stops a run (a detached one, or one whose `waist up` runs in the
+/// foreground: that `waist up` is sent SIGTERM too); returns the exit code.
 ///
 /// # Errors
 ///
-/// No detached run in the directory.
+/// No run in the directory.
 pub fn down(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     let state = State::load(&args.dir)?;
+    if let Some(sup) = state.supervisor.filter(|p| alive(*p)) {
+        let _ = nix::sys::signal::kill(pid(sup), nix::sys::signal::Signal::SIGTERM);
+    }
     let mut alive: Vec<&Started> = state
         .processes
         .iter()
@@ -221,7 +265,11 @@ pub fn down(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     for s in &alive {
         let _ = nix::sys::signal::kill(pid(s.pid), nix::sys::signal::Signal::SIGKILL);
     }
-    std::fs::remove_file(args.dir.join(STATE_FILE))?;
+    // A foreground `waist up` may have removed it already.
+    match std::fs::remove_file(args.dir.join(STATE_FILE)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => {}
+    }
     writeln!(
         out,
         "{}: stopped {} processes{}",
@@ -248,69 +296,15 @@ pub fn is_ours(pid: u32, program: &str) -> bool {
     }) && !is_zombie(pid)
 }
 
+/// Whether `pid` runs (and is not a zombie).
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
+}
+
 /// Whether `pid` has exited and awaits its parent.
 fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
     })
-}
-
-/// One process's headline counters, from its metrics page.
-pub fn counters(role: Role, metrics: SocketAddr) -> anyhow::Result<Vec<(&'static str, f64)>> {
-    let page = crate::host::scrape::fetch(metrics, Duration::from_secs(2))?;
-    let s = crate::host::scrape::parse(&page);
-    let get = |name: &str| crate::host::scrape::sum(&s, name, &[]).unwrap_or(0.0);
-    Ok(match role {
-        Role::Router => vec![
-            ("received", get("waist_frames_received_total")),
-            ("forwarded", get("waist_frames_forwarded_total")),
-            ("delivered", get("waist_frames_delivered_total")),
-            ("dropped", get("waist_frames_dropped_total")),
-            ("esp", get("waist_esp_executed_total")),
-            ("snap", get("waist_snap_executed_total")),
-            (
-                "routes",
-                s.iter().filter(|x| x.name == "waist_route").count() as f64,
-            ),
-        ],
-        Role::Server => vec![
-            ("packets", get("trickles_packets_total")),
-            ("responses", get("trickles_responses_total")),
-            ("bytes", get("trickles_response_bytes_total")),
-            ("refused", get("trickles_refused_total")),
-        ],
-    })
-}
-
-/// `waist status`: each process of a detached run and its live counters.
-///
-/// # Errors
-///
-/// No detached run in the directory.
-pub fn status(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let state = State::load(&args.dir)?;
-    writeln!(out, "{} ({})", state.name, state.topology.display())?;
-    let mut down = 0;
-    for s in &state.processes {
-        let line = match counters(s.role, s.metrics) {
-            Ok(c) => c
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join("  "),
-            Err(e) => {
-                down += 1;
-                format!("not answering: {e:#}")
-            }
-        };
-        writeln!(
-            out,
-            "{:<10} {:<13} {:>7}  {line}",
-            s.name,
-            s.role.program(),
-            s.pid
-        )?;
-    }
-    Ok(if down == 0 { 0 } else { 1 })
 }

@@ -8,6 +8,8 @@
 //! [defaults]
 //! ip = "127.0.0.1"                  # where the nodes of the default machine bind
 //! first_port = 27000                # UDP ports are handed out from here, in file order
+//! metrics_base = 28000              # process i's metrics endpoint: 127.0.0.1:(base + i)
+//!                                   #   (default first_port + 1000; 0: any free port)
 //! [defaults.router]                 # waist-router sections every router gets (a router's
 //! dv = { update_ms = 500 }          #   own section of the same name replaces the default)
 //! esp = { rate = 1000 }
@@ -56,6 +58,11 @@
 //! Ports are assigned in a fixed order (links, then hosts, then servers, each machine
 //! counting from its own `first_port`), so every machine's `waist up --only` computes the
 //! same addresses for both ends of a link that crosses machines.
+//!
+//! Metrics endpoints get fixed TCP ports too, on 127.0.0.1 of the machine a process runs
+//! on: the i-th process of the plan (routers in file order, then every server's replicas,
+//! counted across all machines) listens on `metrics_base + i`, so `r1`'s page is at the
+//! same address run after run ([`Plan::metrics_addr`]).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -106,6 +113,10 @@ pub struct Defaults {
     pub ip: Option<Spanned<String>>,
     /// The default first port (default 27000, below Linux's ephemeral range).
     pub first_port: Option<Spanned<u16>>,
+    /// The TCP port of the first process's metrics endpoint; process i gets
+    /// `metrics_base + i` (default `first_port + 1000`; 0: any free port, as the kernel
+    /// picks).
+    pub metrics_base: Option<Spanned<u16>>,
     /// waist-router sections every router starts from.
     pub router: Option<Spanned<toml::Table>>,
 }
@@ -288,14 +299,68 @@ pub struct Plan {
     pub hosts: Vec<HostPlan>,
     /// Every server: name, address and its replicas' names.
     pub servers: Vec<(String, IpAddr, Vec<String>)>,
+    /// The metrics port of the first process (0: any free port); see [`Plan::metrics_addr`].
+    pub metrics_base: u16,
 }
 
 impl Plan {
+    /// Where the process at `index` in [`Plan::processes`] serves its metrics:
+    /// `127.0.0.1:(metrics_base + index)`, or `127.0.0.1:0` (any free port) if
+    /// `metrics_base` is 0.
+    pub fn metrics_addr(&self, index: usize) -> SocketAddr {
+        let port = match self.metrics_base {
+            0 => 0,
+            base => u16::try_from(index)
+                .ok()
+                .and_then(|i| base.checked_add(i))
+                .unwrap_or(0),
+        };
+        SocketAddr::from((DEFAULT_IP, port))
+    }
+
     /// The processes that run on `machine` (all of them for `None`).
     pub fn on<'a>(&'a self, machine: Option<&'a str>) -> impl Iterator<Item = &'a Process> {
         self.processes
             .iter()
             .filter(move |p| machine.is_none_or(|m| p.machine == m))
+    }
+}
+
+/// The metrics port of the first process of `file`'s `processes`: `[defaults]
+/// metrics_base`, or `first_port + 1000`.
+///
+/// # Errors
+///
+/// If the last process's port would pass 65535 (located at the key that set the base).
+pub(crate) fn metrics_base(
+    source: &Source,
+    file: &TopologyFile,
+    processes: usize,
+) -> Result<u16, ConfigError> {
+    let d = &file.defaults;
+    let (base, key): (u32, Option<&Spanned<u16>>) = match (&d.metrics_base, &d.first_port) {
+        (Some(b), _) => (u32::from(*b.get_ref()), Some(b)),
+        (None, first) => (
+            u32::from(first.as_ref().map_or(DEFAULT_FIRST_PORT, |f| *f.get_ref())) + 1000,
+            first.as_ref(),
+        ),
+    };
+    if base == 0 {
+        return Ok(0);
+    }
+    let last = base.saturating_add(u32::try_from(processes.saturating_sub(1)).unwrap_or(u32::MAX));
+    match (u16::try_from(base), u16::try_from(last)) {
+        (Ok(b), Ok(_)) => Ok(b),
+        _ => {
+            let message = format!(
+                "metrics ports {base}..={last} (one per process) pass 65535: set a lower \
+                 `metrics_base` in [defaults]"
+            );
+            Err(match key {
+                Some(k) => source.error_for(k, message),
+                None => source.error_at(None, message),
+            })
+        }
     }
 }
 

@@ -57,12 +57,14 @@ impl<'a> Planner<'a> {
                 .file_stem()
                 .map_or("waist".into(), |s| s.to_string_lossy().into_owned())
         });
+        let metrics_base = super::metrics_base(source, file, processes.len())?;
         Ok(Plan {
             name,
             machines: p.machines.into_iter().map(|(m, (ip, _))| (m, ip)).collect(),
             processes,
             hosts: p.hosts,
             servers: p.servers,
+            metrics_base,
         })
     }
 

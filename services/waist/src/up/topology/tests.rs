@@ -326,3 +326,32 @@ fn link_settings_are_checked_in_the_topology() {
     assert_eq!((e.line, e.key.as_deref()), (2, Some("update_mss")), "{e}");
     assert!(e.message.ends_with("did you mean `update_ms`?"), "{e}");
 }
+
+#[test]
+fn metrics_ports_follow_the_plan_order() {
+    let addrs = |p: &Plan| -> Vec<String> {
+        (0..p.processes.len())
+            .map(|i| p.metrics_addr(i).to_string())
+            .collect()
+    };
+    // Default: first_port + 1000, one port per process in plan order.
+    let p = planned(&format!("[defaults]\nfirst_port = 30000\n{LINE}")).unwrap();
+    assert_eq!(
+        addrs(&p),
+        ["127.0.0.1:31000", "127.0.0.1:31001", "127.0.0.1:31002"]
+    );
+    let p = planned(&format!("[defaults]\nmetrics_base = 9100\n{LINE}")).unwrap();
+    assert_eq!(p.metrics_addr(0).to_string(), "127.0.0.1:9100");
+    assert_eq!(p.metrics_addr(2).to_string(), "127.0.0.1:9102");
+    // 0: the kernel picks, as before.
+    let p = planned(&format!("[defaults]\nmetrics_base = 0\n{LINE}")).unwrap();
+    assert_eq!(p.metrics_addr(1).to_string(), "127.0.0.1:0");
+    // Past 65535: refused at the key.
+    let e = planned(&format!("[defaults]\nmetrics_base = 65534\n{LINE}"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("t.toml:2:") && e.contains("metrics_base") && e.contains("65536"),
+        "{e}"
+    );
+}
