@@ -194,7 +194,6 @@ pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>)
     let put = |out: &mut Vec<u8>, parts: &[&[u8]]| {
         parts.iter().for_each(|p| out.extend_from_slice(p));
     };
-    let mut text = String::new();
     put(out, &[b"HTTP/1.1 "]);
     put_decimal(out, u64::from(status.code()));
     put(
@@ -206,8 +205,7 @@ pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>)
         ],
     );
     if let Some(date) = answer.date {
-        let _ = write!(text, "Date: {}\r\n", HttpDate(date));
-        put(out, &[text.as_bytes()]);
+        let _ = write!(Text(out), "Date: {}\r\n", HttpDate(date));
     }
     let info = info.filter(|_| status.describes_object());
     if status != Status::NotModified {
@@ -222,12 +220,10 @@ pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>)
         put(out, &[b"\r\n"]);
     }
     if let Some(info) = info {
-        text.clear();
         if let Some(m) = info.modified {
-            let _ = write!(text, "Last-Modified: {}\r\n", HttpDate(m));
+            let _ = write!(Text(out), "Last-Modified: {}\r\n", HttpDate(m));
         }
-        let _ = write!(text, "ETag: {}\r\n", ETag::of(info));
-        put(out, &[text.as_bytes()]);
+        let _ = write!(Text(out), "ETag: {}\r\n", ETag::of(info));
     }
     if let (Status::MovedPermanently, Some(l)) = (status, &answer.location) {
         put(out, &[b"Location: ", l.as_bytes(), b"\r\n"]);
@@ -253,6 +249,16 @@ pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>)
     }
     put(out, &[b"\r\n"]);
     out.len() - before
+}
+
+/// Formats straight into a head (no allocation per header).
+struct Text<'a>(&'a mut Vec<u8>);
+
+impl core::fmt::Write for Text<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
 }
 
 fn put_decimal(out: &mut Vec<u8>, mut n: u64) {
