@@ -79,9 +79,11 @@ impl Transport for Trickles {
     }
 }
 
-/// `GET path` with the extra header lines `extra` (each ending in CRLF).
-fn get(path: &str, extra: &str) -> String {
-    format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{extra}\r\n")
+/// `GET path` with the extra header lines `extra` (each ending in CRLF), the query
+/// naming the transport `via` (so each transport's log lines are its own).
+fn get(via: &str, path: &str, extra: &str) -> String {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("GET {path}{sep}via={via} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{extra}\r\n")
 }
 
 /// What one transport must do; returns the requests made, as (request line, status,
@@ -106,7 +108,7 @@ fn check(t: &mut dyn Transport, page: &[u8], mtime: u64) -> (Vec<(String, u16, u
     };
 
     // The validators of a 200.
-    let (head, body) = ask(t, get("/page.txt", ""));
+    let (head, body) = ask(t, get(name, "/page.txt", ""));
     assert_eq!((status(&head), &body[..]), (200, page), "{name}: {head}");
     let last_modified = header(&head, "last-modified").expect("Last-Modified");
     assert_eq!(HttpDate::parse(last_modified.as_bytes()), Some(mtime));
@@ -124,7 +126,7 @@ fn check(t: &mut dyn Transport, page: &[u8], mtime: u64) -> (Vec<(String, u16, u
         format!("If-Modified-Since: {since}\r\n"),
         format!("If-Modified-Since: {}\r\n", HttpDate(mtime + 3600)),
     ] {
-        let (head, body) = ask(t, get("/page.txt", &extra));
+        let (head, body) = ask(t, get(name, "/page.txt", &extra));
         assert_eq!(status(&head), 304, "{name} {extra}: {head}");
         assert!(body.is_empty(), "{name} {extra}: a 304 has no body");
         assert_eq!(header(&head, "etag"), Some(&*etag));
@@ -136,12 +138,12 @@ fn check(t: &mut dyn Transport, page: &[u8], mtime: u64) -> (Vec<(String, u16, u
         format!("If-None-Match: \"other\"\r\nIf-Modified-Since: {since}\r\n"),
         format!("If-Modified-Since: {}\r\n", HttpDate(mtime - 1)),
     ] {
-        let (head, body) = ask(t, get("/page.txt", &extra));
+        let (head, body) = ask(t, get(name, "/page.txt", &extra));
         assert_eq!((status(&head), &body[..]), (200, page), "{name} {extra}");
     }
 
     // Directories: /sub/ is its index.html, /sub a redirect there, no listing.
-    let (head, body) = ask(t, get("/sub/", ""));
+    let (head, body) = ask(t, get(name, "/sub/", ""));
     assert_eq!(
         (status(&head), &body[..]),
         (200, &b"<p>sub</p>\n"[..]),
@@ -151,10 +153,11 @@ fn check(t: &mut dyn Transport, page: &[u8], mtime: u64) -> (Vec<(String, u16, u
         header(&head, "content-type"),
         Some("text/html; charset=utf-8")
     );
-    let (head, _) = ask(t, get("/sub?q=1", ""));
+    let (head, _) = ask(t, get(name, "/sub?q=1", ""));
     assert_eq!(status(&head), 301, "{name}: {head}");
-    assert_eq!(header(&head, "location"), Some("/sub/?q=1"));
-    let (head, _) = ask(t, get("/empty/", ""));
+    let location = format!("/sub/?q=1&via={name}");
+    assert_eq!(header(&head, "location"), Some(&*location));
+    let (head, _) = ask(t, get(name, "/empty/", ""));
     assert_eq!(status(&head), 404, "{name}: a directory without index.html");
     (made, etag)
 }
