@@ -236,6 +236,10 @@ impl FileStore {
 
 impl Store for FileStore {
     fn lookup(&self, path: &str) -> Option<ObjectInfo> {
+        if path.ends_with('/') {
+            // A directory's name: no file (the core asks for its index.html next).
+            return None;
+        }
         if let Some((info, at)) = self.lock().recent.get(path)
             && at.elapsed() < LOOKUP_TTL
         {

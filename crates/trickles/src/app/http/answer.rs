@@ -205,7 +205,7 @@ pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>)
         ],
     );
     if let Some(date) = answer.date {
-        let _ = write!(Text(out), "Date: {}\r\n", HttpDate(date));
+        put(out, &[b"Date: ", &HttpDate(date).to_bytes(), b"\r\n"]);
     }
     let info = info.filter(|_| status.describes_object());
     if status != Status::NotModified {
@@ -221,9 +221,9 @@ pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>)
     }
     if let Some(info) = info {
         if let Some(m) = info.modified {
-            let _ = write!(Text(out), "Last-Modified: {}\r\n", HttpDate(m));
+            put(out, &[b"Last-Modified: ", &HttpDate(m).to_bytes(), b"\r\n"]);
         }
-        let _ = write!(Text(out), "ETag: {}\r\n", ETag::of(info));
+        put(out, &[b"ETag: ", &ETag::of(info).to_bytes(), b"\r\n"]);
     }
     if let (Status::MovedPermanently, Some(l)) = (status, &answer.location) {
         put(out, &[b"Location: ", l.as_bytes(), b"\r\n"]);
@@ -249,16 +249,6 @@ pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>)
     }
     put(out, &[b"\r\n"]);
     out.len() - before
-}
-
-/// Formats straight into a head (no allocation per header).
-struct Text<'a>(&'a mut Vec<u8>);
-
-impl core::fmt::Write for Text<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
 }
 
 fn put_decimal(out: &mut Vec<u8>, mut n: u64) {

@@ -50,14 +50,28 @@ impl ETag {
         hex.len() == 16
             && hex.iter().enumerate().all(|(i, &h)| {
                 let nibble = (self.0 >> (60 - 4 * i)) & 0xf;
-                h == b"0123456789abcdef"[nibble as usize]
+                HEX.get(nibble as usize) == Some(&h)
             })
     }
 }
 
+impl ETag {
+    /// The tag as written, as bytes (what [`Display`](fmt::Display) writes).
+    pub fn to_bytes(self) -> [u8; ETAG_LEN] {
+        let mut out = [b'"'; ETAG_LEN];
+        for (i, d) in out.iter_mut().skip(1).take(16).enumerate() {
+            *d = HEX[((self.0 >> (60 - 4 * i)) & 0xf) as usize];
+        }
+        out
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 impl fmt::Display for ETag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{:016x}\"", self.0)
+        // Always ASCII.
+        f.write_str(core::str::from_utf8(&self.to_bytes()).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -171,6 +185,10 @@ mod tests {
         assert_eq!(ETag::of(&INFO).to_string(), TAG);
         assert_eq!(ETag(u64::MAX).to_string().len(), ETAG_LEN);
         assert_eq!(ETag(0).to_string(), "\"0000000000000000\"");
+        assert_eq!(
+            ETag(0x0123_4567_89ab_cdef).to_string(),
+            "\"0123456789abcdef\""
+        );
         for (list, matches) in [
             (TAG.to_string(), true),
             (["W/", TAG].concat(), true),

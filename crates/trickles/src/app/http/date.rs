@@ -134,20 +134,42 @@ impl HttpDate {
     }
 }
 
+impl HttpDate {
+    /// The IMF-fixdate, as bytes: what [`Display`](fmt::Display) writes, without the
+    /// formatting machinery (a response head is written for every request a Trickles
+    /// server resumes).
+    pub fn to_bytes(self) -> [u8; HTTP_DATE_LEN] {
+        let c = civil(self.0);
+        let mut out = *b"Thu, 01 Jan 1970 00:00:00 GMT";
+        let name = |n: &&str| n.as_bytes().first_chunk::<3>().copied();
+        let put = |out: &mut [u8; HTTP_DATE_LEN], at: usize, n: u64, width: usize| {
+            let mut n = n;
+            for i in (at..at + width).rev() {
+                if let Some(d) = out.get_mut(i) {
+                    *d = b'0' + (n % 10) as u8;
+                }
+                n /= 10;
+            }
+        };
+        if let Some(day) = DAYS.get(c.weekday).and_then(name) {
+            out[..3].copy_from_slice(&day);
+        }
+        if let Some(month) = name(&month_name(c.month)) {
+            out[8..11].copy_from_slice(&month);
+        }
+        put(&mut out, 5, c.day, 2);
+        put(&mut out, 12, c.year, 4);
+        put(&mut out, 17, c.hour, 2);
+        put(&mut out, 20, c.minute, 2);
+        put(&mut out, 23, c.second, 2);
+        out
+    }
+}
+
 impl fmt::Display for HttpDate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = civil(self.0);
-        write!(
-            f,
-            "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
-            DAYS.get(c.weekday).unwrap_or(&"Thu"),
-            c.day,
-            month_name(c.month),
-            c.year,
-            c.hour,
-            c.minute,
-            c.second
-        )
+        // Always ASCII.
+        f.write_str(core::str::from_utf8(&self.to_bytes()).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -432,8 +454,13 @@ mod tests {
         fn every_date_round_trips(secs in 0..=MAX_SECS) {
             let imf = HttpDate(secs).to_string();
             prop_assert_eq!(imf.len(), HTTP_DATE_LEN);
-            prop_assert_eq!(HttpDate::parse(imf.as_bytes()), Some(secs));
             let c = civil(secs);
+            let reference = alloc::format!(
+                "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
+                DAYS[c.weekday], c.day, month_name(c.month), c.year, c.hour, c.minute, c.second
+            );
+            prop_assert_eq!(&imf, &reference);
+            prop_assert_eq!(HttpDate::parse(imf.as_bytes()), Some(secs));
             let asc = alloc::format!(
                 "{} {} {:>2} {:02}:{:02}:{:02} {}",
                 DAYS[c.weekday], month_name(c.month), c.day, c.hour, c.minute, c.second, c.year
