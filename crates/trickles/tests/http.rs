@@ -295,6 +295,105 @@ fn error_answers_arrive_whole() {
     assert_eq!(split(&out.received).0, 200);
 }
 
+/// A directory without its slash is redirected, and a conditional GET of a current copy
+/// gets 304 with the validators and no body; with and without loss.
+#[test]
+fn redirects_and_not_modified_arrive_whole() {
+    let mut store = store_with(object(5_000, 1));
+    store.set_modified(PATH, 784_111_777);
+    let info = store.lookup(PATH).unwrap();
+    let etag = format!("\"{:016x}\"", info.version);
+    let cases: [(String, u16, &[u8]); 5] = [
+        (
+            "GET /data?v=1 HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+            301,
+            b"301 Moved Permanently\n",
+        ),
+        (
+            format!("GET {PATH} HTTP/1.1\r\nHost: t\r\nIf-None-Match: {etag}\r\n\r\n"),
+            304,
+            b"",
+        ),
+        (
+            format!("HEAD {PATH} HTTP/1.1\r\nHost: t\r\nIf-None-Match: W/{etag}\r\n\r\n"),
+            304,
+            b"",
+        ),
+        (
+            format!(
+                "GET {PATH} HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n"
+            ),
+            304,
+            b"",
+        ),
+        (
+            format!(
+                "GET {PATH} HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:36 GMT\r\n\r\n"
+            ),
+            200,
+            &object(5_000, 1),
+        ),
+    ];
+    for (request, code, body) in &cases {
+        for (loss, seed) in [(0, 1), (50_000, 2)] {
+            let out = run(&store, request.as_bytes(), loss, seed);
+            assert!(out.complete, "{request} loss {loss}: {:?}", out.client);
+            let (got, headers, got_body) = split(&out.received);
+            assert_eq!((got, got_body), (*code, *body), "{request} loss {loss}");
+            match code {
+                301 => assert_eq!(header(&headers, "location"), Some("/data/?v=1")),
+                _ => {
+                    assert_eq!(header(&headers, "etag"), Some(&*etag));
+                    assert_eq!(
+                        header(&headers, "last-modified"),
+                        Some("Sun, 06 Nov 1994 08:49:37 GMT")
+                    );
+                    let length = header(&headers, "content-length");
+                    assert_eq!(length.is_none(), *code == 304, "{request}");
+                }
+            }
+        }
+    }
+}
+
+/// With a wall clock, answers are dated (the OPEN's date, sealed) and each OPEN leaves
+/// one access-log record; resumptions leave none.
+#[test]
+fn dates_and_access_records() {
+    let mut app = HttpApp::new(&KEY, store_with(object(60_000, 7)));
+    app.set_wall_clock(true);
+    app.log_access(true);
+    let mut client = Client::new(ClientConfig::default(), tuple(4001), 4001);
+    client.connect(Instant::ZERO, &get("GET", PATH, &RangeHeader::None));
+    let syn = client.poll_transmit().unwrap();
+    for s in serve(&mut app, &syn) {
+        let _ = client.handle_segment(Instant::from_micros(50_000), &s);
+    }
+    let mut got = vec![0; 100_000];
+    let n = client.read(&mut got);
+    let (code, headers, _) = split(&got[..n]);
+    assert_eq!(code, 200);
+    // `serve` handles every event at 0.1 s after the epoch.
+    assert_eq!(
+        header(&headers, "date"),
+        Some("Thu, 01 Jan 1970 00:00:00 GMT")
+    );
+    let record = app.poll_access().expect("the OPEN is recorded");
+    assert_eq!(
+        record.to_string(),
+        "10.0.0.1 - - [01/Jan/1970:00:00:00 +0000] \"GET /data/object.bin HTTP/1.1\" 200 60000"
+    );
+    assert_eq!(app.poll_access(), None);
+    for r in std::iter::from_fn(|| client.poll_transmit()).collect::<Vec<_>>() {
+        serve(&mut app, &r);
+    }
+    assert!(app.stats().requests > 0);
+    assert_eq!(app.poll_access(), None, "resumptions are not requests");
+    app.log_access(false);
+    serve(&mut app, &syn);
+    assert_eq!(app.poll_access(), None);
+}
+
 // ---------------------------------------------------------------------------------------
 // User continuations, driven through the server and queue directly.
 

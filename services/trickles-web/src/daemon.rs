@@ -21,6 +21,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::keys::Keys;
+use crate::access::AccessLog;
 use crate::server::{Bound, Options, Web, parse_listen};
 use crate::store::FileStore;
 use crate::tcp::{self, TcpStats};
@@ -48,7 +49,8 @@ pub const DEFAULT_MTU: u16 = 1500;
 #[command(name = "trickles-web", version, about)]
 pub struct Args {
     /// A TOML config with the same keys as these options (root, keys, listen, tcp,
-    /// metrics, pcap, rotate_s, queue, mtu, address); options given here override it.
+    /// metrics, pcap, rotate_s, queue, mtu, address, access_log); options given here
+    /// override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The directory to serve.
@@ -85,6 +87,10 @@ pub struct Args {
     /// MTU of the path to clients (default 1500; over UDP the tunnel's 28 bytes come off).
     #[arg(long, value_name = "BYTES")]
     pub mtu: Option<u16>,
+    /// Write an access log in the Common Log Format to FILE (appended; `-`: stderr): one
+    /// line per request, over Trickles and over TCP.
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
     /// Check the configuration and exit.
     #[arg(long)]
     pub check: bool,
@@ -107,6 +113,7 @@ struct File {
     queue: Option<Spanned<usize>>,
     mtu: Option<Spanned<u16>>,
     address: Option<Spanned<String>>,
+    access_log: Option<Spanned<PathBuf>>,
 }
 
 /// The server's options: the config file named by `--config` (if any), then the command
@@ -225,6 +232,10 @@ fn merge(args: &Args, source: Option<&Source>, file: File) -> anyhow::Result<Opt
             .unwrap_or(DEFAULT_QUEUE),
         mtu,
         address,
+        access_log: args
+            .access_log
+            .clone()
+            .or(file.access_log.map(Spanned::into_inner)),
     })
 }
 
@@ -270,7 +281,8 @@ pub async fn run(args: &Args) -> anyhow::Result<()> {
     let (reload, reloads) = netio::shutdown::Reloads::new();
     let _hangups = netio::shutdown::on_reload(reload)?;
     let tcp_stats = Arc::new(TcpStats::default());
-    let (mut web, udp) = Web::open(&opts, store.clone(), tcp_stats.clone()).await?;
+    let log = AccessLog::open_option(opts.access_log.as_ref())?;
+    let (mut web, udp) = Web::open(&opts, store.clone(), tcp_stats.clone(), log.clone()).await?;
     let again = args.clone();
     web.reload_with(reloads, move || options(&again));
     let mut bound = Bound {
@@ -283,7 +295,7 @@ pub async fn run(args: &Args) -> anyhow::Result<()> {
         let listener = tcp::bind(addr).await?;
         bound.tcp = Some(listener.local_addr()?);
         let mut sd = shutdown.clone();
-        tasks.spawn(tcp::serve(listener, store, tcp_stats, async move {
+        tasks.spawn(tcp::serve(listener, store, tcp_stats, log, async move {
             sd.wait().await
         }));
     }

@@ -5,6 +5,7 @@
 //! [`trickles::app::http::HttpApp`] over the files of a directory; the clients drive
 //! [`trickles::client::Demux`].
 //!
+//! * [`access`]: the access log (Common Log Format), written for both transports.
 //! * [`keys`]: the key file (a master secret, created 0600 when missing) and the rotation
 //!   period every process sharing it agrees on.
 //! * [`store`]: the served directory as an object store.
@@ -19,6 +20,7 @@
 //! * [`proxy`]: `trickles-proxy`, relaying TCP clients' GETs over Trickles.
 //! * [`load`]: `trickles-load`, the load generator of the benchmarks (Trickles or TCP).
 
+pub mod access;
 pub mod daemon;
 pub mod get;
 pub mod keys;

@@ -30,10 +30,14 @@
 //! machine with the same time. Keys come from [`Keys`]; the core rotates them
 //! ([`trickles::crypto::Rotation`]): [`Service::poll_timeout`] is the end of the key
 //! period, the loop sleeps until it and calls [`Service::handle_timeout`], in step with
-//! every other process sharing the key file.
+//! every other process sharing the key file. The same clock dates the answers (`Date`,
+//! sealed with each answer: [`HttpApp::set_wall_clock`]).
 //!
 //! On SIGHUP the options are read again and the root, the keys, the rotation interval
 //! and the address served are applied while it runs ([`Reload`]).
+//!
+//! With an access log ([`AccessLog`], `--access-log`), the records the core makes of each
+//! request ([`HttpApp::poll_access`]) are written after each batch is answered.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -51,6 +55,7 @@ use trickles::conn::Addr;
 use trickles::crypto::Rotation;
 use trickles::server::{Server, ServerConfig};
 
+use crate::access::AccessLog;
 use crate::keys::Keys;
 use crate::store::FileStore;
 use crate::tcp::TcpStats;
@@ -178,6 +183,9 @@ pub struct Options {
     /// destination, as before. `Some`: packets to any other destination are refused and
     /// counted (`trickles_refused_total{reason="other_address"}`).
     pub address: Option<IpAddr>,
+    /// Write an access log (Common Log Format) here, `-` for stderr: the requests of
+    /// both transports.
+    pub access_log: Option<PathBuf>,
 }
 
 /// What the server says when it has bound everything: the line `ready …` on stdout.
@@ -230,11 +238,14 @@ pub struct Web {
     keys: Keys,
     /// Where reloads come from and how the options are read again ([`Web::reload_with`]).
     reload: Option<Reload>,
+    /// Where the core's access records go, if anywhere.
+    log: Option<AccessLog>,
 }
 
 impl Web {
     /// Opens the store, the keys and the link (and its capture); `tcp` are the fallback's
-    /// counters. Returns the server and its UDP address, if it listens on UDP.
+    /// counters, `log` the access log (opened from [`Options::access_log`], shared with
+    /// the fallback). Returns the server and its UDP address, if it listens on UDP.
     ///
     /// # Errors
     ///
@@ -244,6 +255,7 @@ impl Web {
         opts: &Options,
         store: FileStore,
         tcp: Arc<TcpStats>,
+        log: Option<AccessLog>,
     ) -> anyhow::Result<(Web, Option<SocketAddr>)> {
         let keys = Keys::load_or_create(&opts.keys, opts.rotate)?;
         let clock = Clock::wall();
@@ -265,7 +277,10 @@ impl Web {
         // Delayed acknowledgments are granted to every client that asks (the core's
         // default; ours ask): half the requests, MAC checks and replay-filter probes.
         cfg.replay.num_bits = REPLAY_BITS;
-        let app = HttpApp::new(&keys.ucont_key(), store);
+        let mut app = HttpApp::new(&keys.ucont_key(), store);
+        // The core's `now` is wall-clock time (`Clock::wall`): answers are dated.
+        app.set_wall_clock(true);
+        app.log_access(log.is_some());
         let mut service = Service::new(Server::new(cfg), app, opts.queue);
         service.serve_only(opts.address.map(Addr::from));
         let period = rotation.period();
@@ -290,6 +305,7 @@ impl Web {
                 opts: opts.clone(),
                 keys,
                 reload: None,
+                log,
             },
             udp,
         ))
@@ -306,6 +322,7 @@ impl Web {
             links,
             batch,
             tun,
+            log,
             ..
         } = self;
         for (src, packet) in batch.datagrams() {
@@ -319,6 +336,11 @@ impl Web {
             links.send_parts(IFACE, peer, &[header, segment], t);
         });
         links.flush();
+        if let Some(log) = log {
+            while let Some(record) = service.app_mut().poll_access() {
+                log.write(&record);
+            }
+        }
     }
 
     /// One turn after [`Links::recv`] filled the batch: answers it, then up to [`TURN`]
@@ -504,6 +526,12 @@ impl Web {
             Sample::counter(
                 "trickles_http_responses",
                 "Answers by status class",
+                h.status_3xx as f64,
+            )
+            .with_label("class", "3xx"),
+            Sample::counter(
+                "trickles_http_responses",
+                "Answers by status class",
                 h.status_4xx as f64,
             )
             .with_label("class", "4xx"),
@@ -521,6 +549,11 @@ impl Web {
                 "trickles_tcp_requests",
                 "Requests answered by the TCP fallback",
                 self.tcp.requests.load(Ordering::Relaxed) as f64,
+            ),
+            Sample::counter(
+                "trickles_tcp_not_modified",
+                "Requests the TCP fallback answered 304 (the client's copy is current)",
+                self.tcp.not_modified.load(Ordering::Relaxed) as f64,
             ),
             Sample::counter(
                 "trickles_tcp_body_bytes",

@@ -5,11 +5,14 @@
 //! names a file by the same id, and a user continuation sealed by one resolves on all.
 //! Resolving an id needs the reverse map, built by walking the directory at start and
 //! again (at most once a second) when an unknown id or path shows up. An object's version
-//! is its length and modification time: a file changed mid-transfer is detected, not
-//! spliced.
+//! is its length and modification time (in nanoseconds): a file changed mid-transfer is
+//! detected, not spliced. The version is also the file's strong `ETag` (as nginx's is
+//! made of the same two), and the modification time in seconds its `Last-Modified`.
 //!
 //! Only regular files under the root are served: paths are resolved and must stay inside
-//! the root (no `..`, no symlink leading out); a directory serves its `index.html`.
+//! the root (no `..`, no symlink leading out). A directory is no object
+//! ([`Store::is_directory`] says it is one): the core serves its `index.html` for
+//! `/dir/` and redirects `/dir` there.
 //!
 //! Reads go through a small read cache ([`CACHE_BLOCK`] × [`CACHE_BLOCKS`], fixed): a
 //! bulk transfer asks for a few kilobytes per request, and serving those out of a block
@@ -198,30 +201,33 @@ impl FileStore {
         inner.paths = paths;
     }
 
+    /// `rel` (relative, leading `/`) resolved under `root`, if it exists inside it.
+    fn resolve(root: &Path, rel: &str) -> Option<PathBuf> {
+        let real = root.join(rel.trim_start_matches('/')).canonicalize().ok()?;
+        real.starts_with(root).then_some(real)
+    }
+
     /// Opens `rel` (relative, leading `/`) if it is a regular file inside the root: the
     /// file, its path relative to the root and the root it was found under.
     fn open_rel(&self, rel: &str) -> Option<(OpenFile, String, PathBuf)> {
         let root = self.root();
-        let mut candidate = root.join(rel.trim_start_matches('/'));
-        if candidate.is_dir() {
-            candidate = candidate.join("index.html");
-        }
-        let real = candidate.canonicalize().ok()?;
+        let real = Self::resolve(&root, rel)?;
         let rel = format!("/{}", real.strip_prefix(&root).ok()?.to_str()?);
         let file = File::open(&real).ok()?;
         let meta = file.metadata().ok()?;
         if !meta.is_file() {
             return None;
         }
-        let mtime = meta
+        let since_epoch = meta
             .modified()
             .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as u64);
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok());
+        let mtime = since_epoch.map_or(0, |d| d.as_nanos() as u64);
         let info = ObjectInfo {
             id: id_of(&rel),
             len: meta.len(),
             version: mtime ^ meta.len().rotate_left(32),
+            modified: since_epoch.map(|d| d.as_secs()),
             content_type: content_type_for(&rel),
         };
         let ident = Ident {
@@ -268,6 +274,10 @@ fn checked_root(root: &Path) -> anyhow::Result<PathBuf> {
 
 impl Store for FileStore {
     fn lookup(&self, path: &str) -> Option<ObjectInfo> {
+        if path.ends_with('/') {
+            // A directory's name: no file (the core asks for its index.html next).
+            return None;
+        }
         if let Some((info, at)) = self.lock().recent.get(path)
             && at.elapsed() < LOOKUP_TTL
         {
@@ -283,6 +293,10 @@ impl Store for FileStore {
                 .insert(path.to_string(), (info, Instant::now()));
         }
         Some(info)
+    }
+
+    fn is_directory(&self, path: &str) -> bool {
+        Self::resolve(&self.root(), path).is_some_and(|p| p.is_dir())
     }
 
     fn info(&self, id: u64) -> Option<ObjectInfo> {
@@ -354,7 +368,22 @@ mod tests {
         out.clear();
         assert!(other.read(a.id, 3, 100, &mut out));
         assert_eq!(out, b"lo");
-        assert_eq!(store.lookup("/sub").map(|i| i.len), Some(3));
+        // A directory is no object, but says it is a directory; its index is a file.
+        assert!(store.lookup("/sub").is_none() && store.lookup("/sub/").is_none());
+        assert!(store.is_directory("/sub") && store.is_directory("/"));
+        assert!(!store.is_directory("/a.txt") && !store.is_directory("/missing"));
+        assert!(!store.is_directory("/.."), "outside the root");
+        let index = store.lookup("/sub/index.html").unwrap();
+        assert_eq!(index.len, 3);
+        // Its modification time, in seconds, as the file system says.
+        let mtime = std::fs::metadata(dir.join("sub/index.html"))
+            .unwrap()
+            .modified()
+            .unwrap()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert_eq!(index.modified, Some(mtime));
         assert!(store.lookup("/missing").is_none());
         assert!(store.lookup("/../etc/passwd").is_none());
         assert!(store.info(12345).is_none());

@@ -224,14 +224,17 @@ impl Getter {
     /// `limit`.
     pub fn get(&mut self, path: &str, limit: Duration) -> Vec<u8> {
         let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n");
+        self.exchange(request.as_bytes(), limit)
+    }
+
+    /// Sends the request head `request` (in the SYN) and returns the whole output stream
+    /// (head and body), or panics after `limit`.
+    pub fn exchange(&mut self, request: &[u8], limit: Duration) -> Vec<u8> {
+        let path = String::from_utf8_lossy(request.split(|&b| b == b'\r').next().unwrap_or(b""))
+            .into_owned();
         let id = self
             .demux
-            .open(
-                self.now(),
-                Addr::from(self.server.ip()),
-                80,
-                request.as_bytes(),
-            )
+            .open(self.now(), Addr::from(self.server.ip()), 80, request)
             .unwrap();
         let mut out = Vec::new();
         let mut buf = vec![0u8; 65_536];

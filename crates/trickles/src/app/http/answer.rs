@@ -1,11 +1,19 @@
 //! Answers: what to serve for a request ([`answer`](answer())) and its response head
 //! ([`write_head`]).
 
+use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write as _;
 
+use super::conditional::{ETag, if_range_holds, not_modified};
+use super::date::HttpDate;
 use super::request::{Method, Request};
 use super::status::Status;
 use super::{ObjectInfo, Store};
+
+/// Longest `Location` a redirect carries (it rides in the sealed answer of a Trickles
+/// connection); a directory whose redirect would be longer is answered 404.
+pub const MAX_LOCATION: usize = 512;
 
 /// A response's body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,19 +25,19 @@ pub enum Body {
         /// One past the last.
         end: u64,
     },
-    /// A fixed text (errors).
+    /// A fixed text (errors, redirects; empty for 304).
     Fixed(&'static [u8]),
 }
 
 /// What to answer a request with: everything the response depends on, small enough to
 /// seal into a user continuation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     /// The status.
     pub status: Status,
     /// HEAD: the head only (its `Content-Length` is still the body's).
     pub head_only: bool,
-    /// The object's id (0 when there is none: 400, 404, 405).
+    /// The object's id (0 when there is none: 301, 400, 404, 405).
     pub id: u64,
     /// The object's version (0 when there is none).
     pub version: u64,
@@ -37,6 +45,12 @@ pub struct Answer {
     pub object_len: u64,
     /// The body.
     pub body: Body,
+    /// The `Date` (seconds since the Unix epoch), when the server has a clock
+    /// ([`Answer::at`]); without one there is no `Date` (RFC 9110 §6.6.1).
+    pub date: Option<u64>,
+    /// A 301's `Location`: the directory's path with its `/` (percent-encoded) and the
+    /// query, if any.
+    pub location: Option<String>,
 }
 
 impl Answer {
@@ -49,7 +63,15 @@ impl Answer {
             version: 0,
             object_len: 0,
             body: Body::Fixed(status.error_body()),
+            date: None,
+            location: None,
         }
+    }
+
+    /// The same answer, dated `date` (seconds since the Unix epoch: the time it is
+    /// answered; `None`: no clock, no `Date`).
+    pub fn at(self, date: Option<u64>) -> Answer {
+        Answer { date, ..self }
     }
 
     /// The body's length: the `Content-Length`.
@@ -68,20 +90,63 @@ impl Answer {
             head_len.saturating_add(self.body_len())
         }
     }
+
+    /// Body bytes sent (what an access log records): none for HEAD.
+    pub fn sent_body_len(&self) -> u64 {
+        if self.head_only { 0 } else { self.body_len() }
+    }
 }
 
-/// What to serve for `req` out of `store`: 404 for an unknown path; 200 with the whole
-/// object without a usable range; 206 with the span a range selects; 416 when it selects
-/// nothing. HEAD gets the same answer, head only.
+/// What to serve for `req` out of `store` (undated: see [`Answer::at`]):
+///
+/// * the object at the path; for a path ending in `/`, its `index.html`; a directory
+///   named without its `/` is redirected there (301, `Location` relative, the query
+///   kept); anything else is 404 (there are no directory listings);
+/// * 304 when the preconditions say the client's copy is current
+///   ([`not_modified`]: `If-None-Match`, else `If-Modified-Since`);
+/// * else 200 with the whole object when there is no range (or `If-Range` does not
+///   hold); 206 with the span a range selects; 416 when it selects nothing.
+///
+/// HEAD gets the same answer, head only.
 pub fn answer<S: Store + ?Sized>(store: &S, req: &Request<'_>) -> Answer {
     let head_only = req.method == Method::Head;
-    let Some(info) = store.lookup(&req.path) else {
+    let path: &str = &req.path;
+    let found = store.lookup(path).or_else(|| {
+        path.ends_with('/')
+            .then(|| store.lookup(&[path, "index.html"].concat()))
+            .flatten()
+    });
+    let Some(info) = found else {
+        let location = (!path.ends_with('/') && store.is_directory(path))
+            .then(|| location(path, req.query))
+            .filter(|l| l.len() <= MAX_LOCATION);
+        let status = match location {
+            Some(_) => Status::MovedPermanently,
+            None => Status::NotFound,
+        };
         return Answer {
             head_only,
-            ..Answer::error(Status::NotFound)
+            location,
+            ..Answer::error(status)
         };
     };
-    let (status, body) = match req.range.map(|r| r.resolve(info.len)) {
+    let object = |status, body| Answer {
+        status,
+        head_only,
+        id: info.id,
+        version: info.version,
+        object_len: info.len,
+        body,
+        date: None,
+        location: None,
+    };
+    if not_modified(req, &info) {
+        return object(Status::NotModified, Body::Fixed(b""));
+    }
+    let range = req
+        .range
+        .filter(|_| req.if_range.is_none_or(|v| if_range_holds(v, &info)));
+    let (status, body) = match range.map(|r| r.resolve(info.len)) {
         None => (Status::Ok, 0..info.len),
         Some(None) => (Status::RangeNotSatisfiable, 0..0),
         Some(Some(span)) if span.is_empty() => (Status::Ok, 0..info.len),
@@ -94,19 +159,34 @@ pub fn answer<S: Store + ?Sized>(store: &S, req: &Request<'_>) -> Answer {
             end: body.end,
         },
     };
-    Answer {
-        status,
-        head_only,
-        id: info.id,
-        version: info.version,
-        object_len: info.len,
-        body,
-    }
+    object(status, body)
 }
 
-/// Appends the response head for `answer` to `out` and returns its length. `info` gives
-/// the object's `Content-Type` (200, 206; without it `application/octet-stream`); error
-/// bodies are `text/plain`. The head is a function of its arguments alone (no `Date`, no
+/// `path` + `/`, percent-encoded where a path segment may not hold the byte as it is,
+/// then `?query`.
+fn location(path: &str, query: Option<&str>) -> String {
+    let mut out = String::with_capacity(path.len() + 1);
+    for b in path.bytes() {
+        let plain = b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b);
+        if plain {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out.push('/');
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+/// Appends the response head for `answer` to `out` and returns its length. `info` is the
+/// object it describes (200, 206, 304): its `Content-Type` (without it
+/// `application/octet-stream`), `Last-Modified` and `ETag`. Bodies of other statuses are
+/// `text/plain`; 304 has neither `Content-Type` nor `Content-Length`. The head is a
+/// function of its arguments alone (the `Date` is the answer's, there is no
 /// `Connection`): every replica writes the same bytes.
 pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>) -> usize {
     let before = out.len();
@@ -124,15 +204,30 @@ pub fn write_head(answer: &Answer, info: Option<&ObjectInfo>, out: &mut Vec<u8>)
             b"\r\nServer: trickles-web\r\n",
         ],
     );
-    let content_type = match (status.serves_object(), info) {
-        (true, Some(info)) => info.content_type,
-        (true, None) => "application/octet-stream",
-        (false, _) => "text/plain; charset=utf-8",
-    };
-    put(out, &[b"Content-Type: ", content_type.as_bytes(), b"\r\n"]);
-    put(out, &[b"Content-Length: "]);
-    put_decimal(out, answer.body_len());
-    put(out, &[b"\r\n"]);
+    if let Some(date) = answer.date {
+        put(out, &[b"Date: ", &HttpDate(date).to_bytes(), b"\r\n"]);
+    }
+    let info = info.filter(|_| status.describes_object());
+    if status != Status::NotModified {
+        let content_type = match (status.serves_object(), info) {
+            (true, Some(info)) => info.content_type,
+            (true, None) => "application/octet-stream",
+            (false, _) => "text/plain; charset=utf-8",
+        };
+        put(out, &[b"Content-Type: ", content_type.as_bytes(), b"\r\n"]);
+        put(out, &[b"Content-Length: "]);
+        put_decimal(out, answer.body_len());
+        put(out, &[b"\r\n"]);
+    }
+    if let Some(info) = info {
+        if let Some(m) = info.modified {
+            put(out, &[b"Last-Modified: ", &HttpDate(m).to_bytes(), b"\r\n"]);
+        }
+        put(out, &[b"ETag: ", &ETag::of(info).to_bytes(), b"\r\n"]);
+    }
+    if let (Status::MovedPermanently, Some(l)) = (status, &answer.location) {
+        put(out, &[b"Location: ", l.as_bytes(), b"\r\n"]);
+    }
     match (status, answer.body) {
         (Status::Ok, _) => put(out, &[b"Accept-Ranges: bytes\r\n"]),
         (Status::PartialContent, Body::Object { start, end }) => {
@@ -200,7 +295,7 @@ mod tests {
             head,
             "HTTP/1.1 200 OK\r\nServer: trickles-web\r\n\
              Content-Type: text/html; charset=utf-8\r\nContent-Length: 12\r\n\
-             Accept-Ranges: bytes\r\n\r\n"
+             ETag: \"0000000000000001\"\r\nAccept-Ranges: bytes\r\n\r\n"
         );
         let (a, head) = head_for(
             &s,
@@ -211,7 +306,8 @@ mod tests {
             head,
             "HTTP/1.1 206 Partial Content\r\nServer: trickles-web\r\n\
              Content-Type: text/plain; charset=utf-8\r\nContent-Length: 4\r\n\
-             Accept-Ranges: bytes\r\nContent-Range: bytes 6-9/10\r\n\r\n"
+             ETag: \"0000000000000001\"\r\nAccept-Ranges: bytes\r\n\
+             Content-Range: bytes 6-9/10\r\n\r\n"
         );
         let (a, head) = head_for(&s, b"GET /nope HTTP/1.1\r\nHost: h\r\n\r\n");
         assert_eq!(
@@ -243,6 +339,141 @@ mod tests {
         );
         let (_, head) = head_for(&s, b"GET / HTTP/1.1\r\n\r\n");
         assert!(head.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{head}");
+    }
+
+    /// A dated store and answers: `Date`, `Last-Modified`, `ETag`, 304 and 301 heads.
+    #[test]
+    fn dated_conditional_and_redirect_heads() {
+        let mut s = store();
+        s.insert("/sub/index.html", b"<p>sub</p>".to_vec());
+        s.insert("/sub/deeper/x", b"x".to_vec());
+        assert!(s.set_modified("/sub/index.html", 784_111_777));
+        let head = |request: &[u8]| {
+            let (req, _) = parse_request(request).unwrap();
+            let a = answer(&s, &req).at(Some(971_186_136));
+            let mut out = Vec::new();
+            write_head(&a, s.info(a.id).as_ref(), &mut out);
+            (a, String::from_utf8(out).unwrap())
+        };
+        let (a, h) = head(b"GET /sub/ HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!((a.status, a.body_len()), (Status::Ok, 10));
+        let etag = "\"0000000000000002\"";
+        assert_eq!(
+            h,
+            [
+                "HTTP/1.1 200 OK\r\nServer: trickles-web\r\n\
+                 Date: Tue, 10 Oct 2000 13:55:36 GMT\r\n\
+                 Content-Type: text/html; charset=utf-8\r\nContent-Length: 10\r\n\
+                 Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\nETag: ",
+                etag,
+                "\r\nAccept-Ranges: bytes\r\n\r\n"
+            ]
+            .concat()
+        );
+        let not_modified = [
+            "HTTP/1.1 304 Not Modified\r\nServer: trickles-web\r\n\
+             Date: Tue, 10 Oct 2000 13:55:36 GMT\r\n\
+             Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\nETag: ",
+            etag,
+            "\r\n\r\n",
+        ]
+        .concat();
+        for conditional in [
+            ["If-None-Match: ", etag].concat(),
+            "If-None-Match: \"x\", W/\"0000000000000002\"".into(),
+            "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT".into(),
+            "If-Modified-Since: Sunday, 06-Nov-94 08:49:38 GMT".into(),
+        ] {
+            for method in ["GET", "HEAD"] {
+                let request = [
+                    method,
+                    " /sub/index.html HTTP/1.1\r\nHost: h\r\n",
+                    &conditional,
+                    "\r\n\r\n",
+                ]
+                .concat();
+                let (a, h) = head(request.as_bytes());
+                assert_eq!(h, not_modified, "{request}");
+                assert_eq!((a.body_len(), a.sent_body_len()), (0, 0));
+            }
+        }
+        // Not current: the whole answer, with a range if If-Range holds.
+        for (conditional, status) in [
+            ("If-None-Match: \"0000000000000001\"", Status::Ok),
+            (
+                "If-Modified-Since: Sun, 06 Nov 1994 08:49:36 GMT",
+                Status::Ok,
+            ),
+            (
+                "Range: bytes=0-0\r\nIf-Range: \"0000000000000002\"",
+                Status::PartialContent,
+            ),
+            (
+                "Range: bytes=0-0\r\nIf-Range: W/\"0000000000000002\"",
+                Status::Ok,
+            ),
+            (
+                "Range: bytes=0-0\r\nIf-Range: \"0000000000000001\"",
+                Status::Ok,
+            ),
+            (
+                "Range: bytes=0-0\r\nIf-Range: Sun, 06 Nov 1994 08:49:37 GMT",
+                Status::PartialContent,
+            ),
+            (
+                "Range: bytes=0-0\r\nIf-Range: Sun, 06 Nov 1994 08:49:36 GMT",
+                Status::Ok,
+            ),
+            // Unchanged and a range: 304 first.
+            ("Range: bytes=0-0\r\nIf-None-Match: *", Status::NotModified),
+        ] {
+            let request = [
+                "GET /sub/index.html HTTP/1.1\r\nHost: h\r\n",
+                conditional,
+                "\r\n\r\n",
+            ]
+            .concat();
+            assert_eq!(head(request.as_bytes()).0.status, status, "{conditional}");
+        }
+        // A directory without its slash: 301 there, query kept; no listing anywhere.
+        let (a, h) = head(b"GET /sub?x=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(a.location.as_deref(), Some("/sub/?x=1"));
+        assert_eq!(
+            h,
+            "HTTP/1.1 301 Moved Permanently\r\nServer: trickles-web\r\n\
+             Date: Tue, 10 Oct 2000 13:55:36 GMT\r\n\
+             Content-Type: text/plain; charset=utf-8\r\nContent-Length: 22\r\n\
+             Location: /sub/?x=1\r\n\r\n"
+        );
+        assert_eq!(
+            head(b"GET /sub/deeper/ HTTP/1.1\r\nHost: h\r\n\r\n")
+                .0
+                .status,
+            Status::NotFound
+        );
+        assert_eq!(
+            head(b"GET /sub/deeper HTTP/1.1\r\nHost: h\r\n\r\n")
+                .0
+                .location
+                .as_deref(),
+            Some("/sub/deeper/")
+        );
+        assert_eq!(
+            head(b"GET /nope/ HTTP/1.1\r\nHost: h\r\n\r\n").0.status,
+            Status::NotFound
+        );
+        // Bytes a path may not carry plainly are escaped in the Location.
+        s.insert("/a b%/\u{e9}", Vec::new());
+        let (req, _) = parse_request(b"HEAD /a%20b%25 HTTP/1.0\r\n\r\n").unwrap();
+        let a = answer(&s, &req);
+        assert_eq!((a.status, a.head_only), (Status::MovedPermanently, true));
+        assert_eq!(a.location.as_deref(), Some("/a%20b%25/"));
+        // Too long a Location: 404.
+        let long = ["/", &"d".repeat(MAX_LOCATION), "/f"].concat();
+        s.insert(&long, Vec::new());
+        let request = ["GET ", &long[..long.len() - 2], " HTTP/1.0\r\n\r\n"].concat();
+        let (req, _) = parse_request(request.as_bytes()).unwrap();
+        assert_eq!(answer(&s, &req).status, Status::NotFound);
     }
 
     #[test]

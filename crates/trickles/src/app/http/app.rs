@@ -1,10 +1,13 @@
 //! [`HttpApp`]: HTTP on a stateless Trickles server, and the sealed-answer encoding its
 //! user continuations carry.
 
+use alloc::collections::VecDeque;
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use super::answer::{Answer, Body, answer, write_head};
+use super::access::AccessRecord;
+use super::answer::{Answer, Body, MAX_LOCATION, answer, write_head};
 use super::request::parse_request;
 use super::status::Status;
 use super::{ObjectInfo, Store};
@@ -21,8 +24,12 @@ pub struct HttpStats {
     pub requests: u64,
     /// OPENs answered 200 or 206.
     pub status_2xx: u64,
+    /// OPENs answered 301 or 304.
+    pub status_3xx: u64,
     /// OPENs answered 400, 404, 405 or 416.
     pub status_4xx: u64,
+    /// Access-log records dropped because [`ACCESS_LOG_CAPACITY`] were waiting.
+    pub access_dropped: u64,
     /// REQUESTs dropped because their user continuation did not open (forged, altered,
     /// another connection's, or none).
     pub bad_ucont: u64,
@@ -35,9 +42,15 @@ pub struct HttpStats {
 }
 
 /// Sealed-answer format: the first byte of the user continuation's application data.
-const SEAL_FORMAT: u8 = 1;
+const SEAL_FORMAT: u8 = 2;
 /// Flag bit: HEAD.
 const FLAG_HEAD_ONLY: u8 = 1;
+/// Flag bit: the answer is dated (a `Date` varint follows the head's length).
+const FLAG_DATED: u8 = 2;
+
+/// Access-log records held for [`HttpApp::poll_access`] at most (more are dropped and
+/// counted in [`HttpStats::access_dropped`]).
+pub const ACCESS_LOG_CAPACITY: usize = 4096;
 
 /// HTTP/1.1 GET and HEAD on a stateless Trickles server, one request per connection.
 ///
@@ -49,9 +62,20 @@ const FLAG_HEAD_ONLY: u8 = 1;
 /// connection, whose application data is the sealed [`Answer`]:
 ///
 /// ```text
-///  format (1) = 1 │ status code (2) │ flags (1): bit 0 HEAD │ id │ version │ object_len
-///    │ body start │ body end │ head_len        (the last six LEB128, at most 10 bytes each)
+///  format (1) = 2 │ status code (2) │ flags (1): bit 0 HEAD, bit 1 dated │ id │ version
+///    │ object_len │ body start │ body end │ head_len │ [date]   (LEB128, ≤ 10 bytes each)
+///    │ a 301's Location (the rest, at most MAX_LOCATION bytes)
 /// ```
+///
+/// **Dates.** With [`HttpApp::set_wall_clock`] the `now` its events are handled at is
+/// taken as wall-clock time since the Unix epoch (the daemons' clock is), and each answer
+/// carries the `Date` of its OPEN, sealed with it: every later response regenerates the
+/// same head. Without it (simulations, whose clocks start at zero) there is no `Date`.
+///
+/// **Access log.** With [`HttpApp::log_access`] each OPEN answered leaves an
+/// [`AccessRecord`] (the client's address, the request line, the status, the body's
+/// length, the time) for [`HttpApp::poll_access`]. Nothing tells a retransmitted SYN
+/// from the first without state, so one answered twice is recorded twice.
 ///
 /// A REQUEST opens it (a bad one is dropped and counted), checks that the object still
 /// has that version and length (else the connection is refused: a client must never get
@@ -89,7 +113,9 @@ const FLAG_HEAD_ONLY: u8 = 1;
 /// let mut got = [0u8; 512];
 /// let n = client.read(&mut got);
 /// assert!(got[..n].starts_with(b"HTTP/1.1 200 OK\r\n"));
-/// assert!(got[..n].ends_with(b"Content-Length: 4\r\nAccept-Ranges: bytes\r\n\r\nhi!\n"));
+/// assert!(got[..n].ends_with(
+///     b"Content-Length: 4\r\nETag: \"0000000000000001\"\r\nAccept-Ranges: bytes\r\n\r\nhi!\n"
+/// ));
 /// assert_eq!(app.stats().status_2xx, 1);
 /// ```
 pub struct HttpApp<S: Store> {
@@ -100,6 +126,10 @@ pub struct HttpApp<S: Store> {
     /// head, the output bytes one event sends, the segment being written. Each holds at
     /// most what one event needs.
     scratch: Scratch,
+    /// Events' `now` is wall-clock time: answers are dated.
+    wall_clock: bool,
+    /// Records waiting for [`HttpApp::poll_access`], when logging.
+    access: Option<VecDeque<AccessRecord>>,
 }
 
 /// [`HttpApp`]'s reused buffers.
@@ -118,6 +148,8 @@ impl<S: Store> HttpApp<S> {
             store,
             stats: HttpStats::default(),
             scratch: Scratch::default(),
+            wall_clock: false,
+            access: None,
         }
     }
 
@@ -125,6 +157,25 @@ impl<S: Store> HttpApp<S> {
     /// under the old key no longer open.
     pub fn set_key(&mut self, key: &[u8; 16]) {
         self.key = UcontKey::new(key);
+    }
+
+    /// Takes the `now` of each event ([`Minisocket::received`]) as wall-clock time since
+    /// the Unix epoch (`true`), so answers carry a `Date`; or not (`false`, the default:
+    /// no `Date`).
+    pub fn set_wall_clock(&mut self, on: bool) {
+        self.wall_clock = on;
+    }
+
+    /// Records every OPEN answered for [`HttpApp::poll_access`] (`true`), or not
+    /// (`false`, the default; waiting records are dropped).
+    pub fn log_access(&mut self, on: bool) {
+        self.access = on.then(VecDeque::new);
+    }
+
+    /// The oldest access-log record not yet taken, if logging ([`HttpApp::log_access`]).
+    /// Call after each [`Service::serve`](crate::app::Service::serve).
+    pub fn poll_access(&mut self) -> Option<AccessRecord> {
+        self.access.as_mut()?.pop_front()
     }
 
     /// The store.
@@ -144,14 +195,29 @@ impl<S: Store> HttpApp<S> {
 
     fn open(&mut self, mut msk: Minisocket, server: &Server, sink: &mut dyn FnMut(&[u8])) {
         self.stats.opens += 1;
+        let secs = msk.received().micros() / 1_000_000;
         let answer = match parse_request(msk.data()) {
             Ok((req, _)) => answer(&self.store, &req),
             Err(e) => Answer::error(e.status()),
-        };
-        if answer.status.serves_object() {
-            self.stats.status_2xx += 1;
-        } else {
-            self.stats.status_4xx += 1;
+        }
+        .at(self.wall_clock.then_some(secs));
+        match answer.status.code() {
+            200..=299 => self.stats.status_2xx += 1,
+            300..=399 => self.stats.status_3xx += 1,
+            _ => self.stats.status_4xx += 1,
+        }
+        if let Some(log) = &mut self.access {
+            if log.len() < ACCESS_LOG_CAPACITY {
+                log.push_back(AccessRecord::new(
+                    msk.tuple().client_addr.into(),
+                    secs,
+                    msk.data(),
+                    answer.status,
+                    answer.sent_body_len(),
+                ));
+            } else {
+                self.stats.access_dropped += 1;
+            }
         }
         let Some(info) = self.current(&answer) else {
             return self.refuse(msk, server, sink);
@@ -198,10 +264,10 @@ impl<S: Store> HttpApp<S> {
         self.send(msk, server, sink, &answer);
     }
 
-    /// The object `answer` serves, if it still has the answer's version and length:
-    /// `Some(None)` for answers that read no object, `None` when it changed.
+    /// The object `answer` describes, if it still has the answer's version and length:
+    /// `Some(None)` for answers about no object, `None` when it changed.
     fn current(&self, answer: &Answer) -> Option<Option<ObjectInfo>> {
-        if !answer.status.serves_object() {
+        if !answer.status.describes_object() {
             return Some(None);
         }
         let info = self.store.info(answer.id)?;
@@ -333,7 +399,9 @@ fn encode_answer(answer: &Answer, head_len: u64, out: &mut Vec<u8>) {
     };
     out.push(SEAL_FORMAT);
     out.extend_from_slice(&answer.status.code().to_be_bytes());
-    out.push(if answer.head_only { FLAG_HEAD_ONLY } else { 0 });
+    let head_only = if answer.head_only { FLAG_HEAD_ONLY } else { 0 };
+    let dated = if answer.date.is_some() { FLAG_DATED } else { 0 };
+    out.push(head_only | dated);
     for n in [
         answer.id,
         answer.version,
@@ -343,6 +411,12 @@ fn encode_answer(answer: &Answer, head_len: u64, out: &mut Vec<u8>) {
         head_len,
     ] {
         put_varint(out, n);
+    }
+    if let Some(date) = answer.date {
+        put_varint(out, date);
+    }
+    if let Some(l) = &answer.location {
+        out.extend_from_slice(l.as_bytes());
     }
 }
 
@@ -364,17 +438,28 @@ fn unseal(key: &UcontKey, conn: &Binding, ucont: &[u8]) -> Option<(Answer, u64)>
         return None;
     }
     let status = Status::from_code(r.u16().ok()?)?;
-    let head_only = match r.u8().ok()? {
-        0 => false,
-        FLAG_HEAD_ONLY => true,
-        _ => return None,
-    };
+    let flags = r.u8().ok()?;
+    if flags & !(FLAG_HEAD_ONLY | FLAG_DATED) != 0 {
+        return None;
+    }
+    let head_only = flags & FLAG_HEAD_ONLY != 0;
     let mut next = || get_varint(&mut r);
     let (id, version, object_len) = (next()?, next()?, next()?);
     let (start, end, head_len) = (next()?, next()?, next()?);
-    if r.remaining() != 0 {
-        return None;
-    }
+    let date = if flags & FLAG_DATED != 0 {
+        Some(next()?)
+    } else {
+        None
+    };
+    let rest = r.rest();
+    let location = match (status, rest) {
+        (Status::MovedPermanently, l) if !l.is_empty() && l.len() <= MAX_LOCATION => {
+            Some(String::from(core::str::from_utf8(l).ok()?))
+        }
+        (Status::MovedPermanently, _) => return None,
+        (_, []) => None,
+        _ => return None,
+    };
     let body = if status.serves_object() {
         (start <= end && end <= object_len).then_some(Body::Object { start, end })?
     } else {
@@ -388,6 +473,8 @@ fn unseal(key: &UcontKey, conn: &Binding, ucont: &[u8]) -> Option<(Answer, u64)>
         version,
         object_len,
         body,
+        date,
+        location,
     };
     (valid_end == skip_to && valid_end == answer.output_len(head_len)).then_some((answer, head_len))
 }
@@ -440,11 +527,43 @@ mod tests {
                 version: 1 << 63,
                 object_len: 1000,
                 body: Body::Object { start: 5, end: 999 },
+                date: Some(784_111_777),
+                location: None,
             },
             Answer::error(Status::NotFound),
+            Answer {
+                location: Some("/sub%20dir/?q".into()),
+                ..Answer::error(Status::MovedPermanently).at(Some(u64::MAX))
+            },
+            Answer {
+                status: Status::NotModified,
+                id: 3,
+                version: 4,
+                object_len: 5,
+                ..Answer::error(Status::NotModified).at(Some(0))
+            },
         ];
         for a in answers {
             let mut app = Vec::new();
+            encode_answer(&a, 150, &mut app);
+            // A location where none belongs, or none where one does, is refused.
+            let mut other = a.clone();
+            other.location = match a.location {
+                Some(_) => None,
+                None => Some("/x/".into()),
+            };
+            let total = a.output_len(150);
+            let mut bad = Vec::new();
+            encode_answer(&other, 150, &mut bad);
+            let uc = UserContinuation::Output {
+                valid_start: 0,
+                valid_end: total,
+                skip_to: total,
+                follows: None,
+                app: &bad,
+            };
+            assert_eq!(unseal(&key, &conn, &key.seal(&conn, &uc).unwrap()), None);
+            app.clear();
             encode_answer(&a, 150, &mut app);
             let total = a.output_len(150);
             let uc = UserContinuation::Output {
@@ -455,7 +574,7 @@ mod tests {
                 app: &app,
             };
             let sealed = key.seal(&conn, &uc).unwrap();
-            assert_eq!(unseal(&key, &conn, &sealed), Some((a, 150)));
+            assert_eq!(unseal(&key, &conn, &sealed), Some((a.clone(), 150)));
             // A total that does not match the answer is refused even under a good MAC.
             let off = UserContinuation::Output {
                 valid_start: 0,

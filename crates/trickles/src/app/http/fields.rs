@@ -2,6 +2,7 @@
 //! request's header lines say ([`Fields`]), and the token grammar requests and responses
 //! share.
 
+use alloc::vec::Vec;
 use core::ops::Range;
 
 use super::MAX_HEAD;
@@ -68,7 +69,12 @@ pub(super) struct Fields<'a> {
     pub(super) hosts: usize,
     pub(super) range: Option<&'a [u8]>,
     pub(super) ranges: usize,
-    pub(super) if_range: bool,
+    /// `If-Range` (`Some(b"")` when repeated: it then never holds).
+    pub(super) if_range: Option<&'a [u8]>,
+    /// Each `If-None-Match` line's value (a list each; together one list).
+    pub(super) if_none_match: Vec<&'a [u8]>,
+    pub(super) if_modified_since: Option<&'a [u8]>,
+    pub(super) if_modified_sinces: usize,
     pub(super) close: bool,
     pub(super) keep_alive: bool,
 }
@@ -88,7 +94,12 @@ impl<'a> Fields<'a> {
             self.ranges += 1;
             self.range = Some(value);
         } else if is("if-range") {
-            self.if_range = true;
+            self.if_range = Some(if self.if_range.is_some() { b"" } else { value });
+        } else if is("if-none-match") {
+            self.if_none_match.push(value);
+        } else if is("if-modified-since") {
+            self.if_modified_sinces += 1;
+            self.if_modified_since = Some(value);
         } else if is("connection") {
             let (close, keep_alive) = connection(value);
             self.close |= close;
@@ -236,6 +247,10 @@ mod tests {
         assert_eq!(with("Range: bytes=1-2,5-6\r\n"), None);
         assert_eq!(with("Range: bytes=x\r\n"), None);
         assert_eq!(with("Range: bytes=1-2\r\nRange: bytes=1-2\r\n"), None);
-        assert_eq!(with("Range: bytes=1-2\r\nIf-Range: \"e\"\r\n"), None);
+        // With If-Range the range is kept: the answer decides whether it applies.
+        assert_eq!(
+            with("Range: bytes=1-2\r\nIf-Range: \"e\"\r\n"),
+            Some(RangeSpec::FromTo { first: 1, last: 2 })
+        );
     }
 }

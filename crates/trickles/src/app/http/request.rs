@@ -4,6 +4,7 @@ use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::date::HttpDate;
 use super::fields::{Fields, RangeSpec, head, is_tchar};
 use super::status::HttpError;
 
@@ -29,9 +30,19 @@ pub struct Request<'a> {
     /// The authority of an absolute-form target, else the `Host` header.
     pub host: Option<&'a str>,
     /// One satisfiable-or-not byte range; `None` when there was no `Range` header, or it
-    /// was unparsable, a list, repeated, or came with `If-Range` (the whole object is
-    /// served, as RFC 9110 §14.2 allows).
+    /// was unparsable, a list, or repeated (the whole object is served, as RFC 9110
+    /// §14.2 allows).
     pub range: Option<RangeSpec>,
+    /// The `If-Range` value: the range applies only if it names the object's current
+    /// `ETag` or its exact `Last-Modified` ([`answer`](super::answer()) decides).
+    /// Repeated: `Some("")`, which never holds.
+    pub if_range: Option<&'a [u8]>,
+    /// The `If-None-Match` values, one per header line (each a list of entity tags, or
+    /// `*`); empty when there was none.
+    pub if_none_match: Vec<&'a [u8]>,
+    /// The `If-Modified-Since` date (seconds since the Unix epoch); `None` when absent,
+    /// not a valid HTTP-date, or repeated (RFC 9110 §13.1.3: then it is ignored).
+    pub if_modified_since: Option<u64>,
     /// The client asked to close after this response (`Connection: close`, or HTTP/1.0
     /// without `Connection: keep-alive`).
     pub close: bool,
@@ -65,7 +76,11 @@ pub fn parse_request(bytes: &[u8]) -> Result<(Request<'_>, usize), HttpError> {
         return Err(HttpError::BadHost);
     }
     let range = match fields.range {
-        Some(value) if fields.ranges == 1 && !fields.if_range => RangeSpec::parse(value).ok(),
+        Some(value) if fields.ranges == 1 => RangeSpec::parse(value).ok(),
+        _ => None,
+    };
+    let if_modified_since = match fields.if_modified_since {
+        Some(value) if fields.if_modified_sinces == 1 => HttpDate::parse(value),
         _ => None,
     };
     let request = Request {
@@ -74,6 +89,9 @@ pub fn parse_request(bytes: &[u8]) -> Result<(Request<'_>, usize), HttpError> {
         query,
         host: authority.or(fields.host),
         range,
+        if_range: fields.if_range,
+        if_none_match: fields.if_none_match,
+        if_modified_since,
         close: fields.close || (minor == 0 && !fields.keep_alive),
         minor,
     };
@@ -229,6 +247,9 @@ mod tests {
                 query: Some("x=1&y"),
                 host: Some("example.org"),
                 range: None,
+                if_range: None,
+                if_none_match: Vec::new(),
+                if_modified_since: None,
                 close: false,
                 minor: 1,
             }

@@ -77,6 +77,10 @@ pub enum Status {
     Ok,
     /// 206: one range of it.
     PartialContent,
+    /// 301: a directory named without its final `/` (the `Location` adds it).
+    MovedPermanently,
+    /// 304: the client's copy is current (a conditional GET); no body.
+    NotModified,
     /// 400: the request did not parse.
     BadRequest,
     /// 404: no such object.
@@ -88,9 +92,11 @@ pub enum Status {
 }
 
 impl Status {
-    const ALL: [Status; 6] = [
+    const ALL: [Status; 8] = [
         Status::Ok,
         Status::PartialContent,
+        Status::MovedPermanently,
+        Status::NotModified,
         Status::BadRequest,
         Status::NotFound,
         Status::MethodNotAllowed,
@@ -102,6 +108,8 @@ impl Status {
         match self {
             Status::Ok => 200,
             Status::PartialContent => 206,
+            Status::MovedPermanently => 301,
+            Status::NotModified => 304,
             Status::BadRequest => 400,
             Status::NotFound => 404,
             Status::MethodNotAllowed => 405,
@@ -119,6 +127,8 @@ impl Status {
         match self {
             Status::Ok => "OK",
             Status::PartialContent => "Partial Content",
+            Status::MovedPermanently => "Moved Permanently",
+            Status::NotModified => "Not Modified",
             Status::BadRequest => "Bad Request",
             Status::NotFound => "Not Found",
             Status::MethodNotAllowed => "Method Not Allowed",
@@ -131,10 +141,21 @@ impl Status {
         matches!(self, Status::Ok | Status::PartialContent)
     }
 
-    /// The fixed text body of an error status (`"404 Not Found\n"`); empty for 200, 206.
+    /// Whether the head describes the object (its `ETag` and `Last-Modified`): 200, 206
+    /// and 304.
+    pub fn describes_object(self) -> bool {
+        matches!(
+            self,
+            Status::Ok | Status::PartialContent | Status::NotModified
+        )
+    }
+
+    /// The fixed text body of a status that does not serve the object
+    /// (`"404 Not Found\n"`); empty for 200, 206 and 304 (which has no body).
     pub fn error_body(self) -> &'static [u8] {
         match self {
-            Status::Ok | Status::PartialContent => b"",
+            Status::Ok | Status::PartialContent | Status::NotModified => b"",
+            Status::MovedPermanently => b"301 Moved Permanently\n",
             Status::BadRequest => b"400 Bad Request\n",
             Status::NotFound => b"404 Not Found\n",
             Status::MethodNotAllowed => b"405 Method Not Allowed\n",
