@@ -57,7 +57,14 @@ pub const FIRST_PART: u64 = 1 << 20;
 
 /// Downloads a file from a Trickles web server (trickles-web) over IP-in-UDP.
 #[derive(clap::Parser, Debug, Clone)]
-#[command(version)]
+#[command(
+    name = "trickles-get",
+    version,
+    after_help = "Exit status: 0 downloaded; 1 failed (the server's error status, a broken \
+                  response, sockets); 2 bad arguments; 28 timed out (--connect-timeout, \
+                  --idle-timeout, --timeout-s). A failed download to FILE leaves FILE.partial \
+                  (the bytes received) or nothing."
+)]
 pub struct Args {
     /// `trickles://HOST:PORT/path`: HOST:PORT is the server's UDP address (with --via:
     /// `trickles://IP[:PORT]/path`, IP the server's inner address, any port ignored).

@@ -55,7 +55,14 @@ use crate::udp::{DEFAULT_FAILOVER, Hop, Link, LinkConfig, Mode, ServerAddr, pars
 
 /// A local HTTP proxy relaying GETs to a Trickles web server (trickles-web).
 #[derive(clap::Parser, Debug, Clone)]
-#[command(version)]
+#[command(
+    name = "trickles-proxy",
+    version,
+    after_help = "A server that sends nothing within --connect-timeout: 504 Gateway Timeout; \
+                  a connection reset before the response: 502 Bad Gateway; none can be \
+                  opened: 503. A response idle for --idle-timeout once under way: the TCP \
+                  connection is closed."
+)]
 pub struct Args {
     /// Where TCP clients connect (port 0: any; the `ready` line on stdout says which).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
