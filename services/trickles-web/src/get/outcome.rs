@@ -125,12 +125,7 @@ impl std::fmt::Display for Failed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:#}", self.error)?;
         if let Some(p) = &self.partial {
-            write!(
-                f,
-                "; the {} bytes received are in {}",
-                self.bytes,
-                p.display()
-            )?;
+            write!(f, "; kept in {}", p.display())?;
         }
         Ok(())
     }
@@ -255,7 +250,7 @@ mod tests {
         assert_eq!(ErrorKind::of(&failed).name(), "idle_timeout");
         assert_eq!(
             format!("{failed:#}"),
-            "no data; the 5 bytes received are in f.partial"
+            "no data; kept in f.partial"
         );
     }
 }
