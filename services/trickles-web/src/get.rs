@@ -687,6 +687,7 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
             elapsed,
             partial: dl.output.abandon(bytes),
             replicas,
+            connections: dl.parts.len(),
             failovers: stats.failovers,
         }
         .into());

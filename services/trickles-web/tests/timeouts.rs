@@ -68,6 +68,7 @@ fn nothing_listening_is_one_line_and_exit_28() {
     assert_eq!(j["error"]["kind"], "connect_timeout");
     assert_eq!(j["servers"][0], dead.to_string());
     assert_eq!(j["bytes"], 0);
+    assert_eq!(j["connections"], 1);
     assert!(j["partial_file"].is_null());
 }
 
@@ -195,5 +196,49 @@ fn the_proxy_answers_504_when_its_server_does_not() {
         took >= Duration::from_secs(1) && took < Duration::from_secs(30),
         "{took:?}"
     );
+    assert!(proxy.stop(), "graceful exit");
+}
+
+#[test]
+fn the_proxy_closes_a_response_whose_server_dies() {
+    let dir = TempDir::new("proxy-killed");
+    let bytes = dir.file("f", 20_000_000);
+    let web = server(&dir, "127.0.0.1:0");
+    let proxy = Proxy::start(&[
+        "--server",
+        &web.udp.unwrap().to_string(),
+        "--idle-timeout",
+        "2",
+        // Slow enough that the kill comes mid-transfer even on a fast machine.
+        "--emulate",
+        "rate_mbps=40",
+    ]);
+    let mut s = TcpStream::connect(proxy.tcp).unwrap();
+    s.set_read_timeout(Some(LIMIT)).unwrap();
+    s.write_all(b"GET http://t/f HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    while got.len() < 1_000_000 {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {} bytes", got.len());
+        got.extend_from_slice(&buf[..n]);
+    }
+    kill(web);
+    let t = Instant::now();
+    // The head has gone: no status can follow, the proxy closes the connection.
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(30), "closed after {took:?}");
+    let text = String::from_utf8_lossy(&got[..64]);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    let body = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert!(got.len() - body < bytes.len(), "the whole body came");
+    same("prefix", &got[body..], &bytes[..got.len() - body]);
     assert!(proxy.stop(), "graceful exit");
 }

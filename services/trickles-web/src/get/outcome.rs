@@ -117,6 +117,8 @@ pub struct Failed {
     pub partial: Option<PathBuf>,
     /// The servers' UDP addresses (with `--via`: the first hop).
     pub replicas: Vec<std::net::SocketAddr>,
+    /// Connections opened.
+    pub connections: usize,
     /// Times the link failed over.
     pub failovers: u64,
 }
@@ -210,7 +212,7 @@ pub fn json(args: &Args, result: &anyhow::Result<Summary>) -> serde_json::Value 
                 "total_bytes": failed.and_then(|f| f.total),
                 "seconds": failed.map_or(0.0, |f| f.elapsed.as_secs_f64()),
                 "bytes_per_second": failed.map_or(0.0, |f| rate(f.bytes, f.elapsed)),
-                "connections": null,
+                "connections": failed.map_or(0, |f| f.connections),
                 "failovers": failed.map_or(0, |f| f.failovers),
                 "exit_code": kind.exit_code(),
                 "error": error,
@@ -245,12 +247,10 @@ mod tests {
             elapsed: Duration::from_secs(1),
             partial: Some("f.partial".into()),
             replicas: Vec::new(),
+            connections: 1,
             failovers: 2,
         });
         assert_eq!(ErrorKind::of(&failed).name(), "idle_timeout");
-        assert_eq!(
-            format!("{failed:#}"),
-            "no data; kept in f.partial"
-        );
+        assert_eq!(format!("{failed:#}"), "no data; kept in f.partial");
     }
 }
