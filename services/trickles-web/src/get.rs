@@ -32,11 +32,8 @@
 //! are kept as `FILE.partial` (named in the error), or the file is removed if none came.
 //! `--json` prints one object on stdout at the end ([`outcome`]).
 
-use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
 
@@ -49,6 +46,11 @@ use crate::options::{parse_secs, secs_text};
 use crate::udp::{DEFAULT_FAILOVER, Hop, Link, LinkStats, Mode, parse_emulation};
 
 pub mod outcome;
+mod output;
+mod url;
+
+use output::Output;
+pub use url::{Url, request_head};
 
 pub use outcome::{EXIT_FAILURE, EXIT_TIMEOUT, ErrorKind, Failed, GetError, main};
 
@@ -168,172 +170,12 @@ impl std::fmt::Display for StatusError {
 
 impl std::error::Error for StatusError {}
 
-/// A parsed `trickles://HOST:PORT/path`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Url {
-    /// `HOST:PORT` as written (also the `Host` header).
-    pub authority: String,
-    /// The path (and query), starting with `/`.
-    pub path: String,
-}
-
-impl Url {
-    /// Parses `trickles://HOST[:PORT]/path`; the port may be left out when `port_needed`
-    /// is false (the host is then an inner address behind a router).
-    ///
-    /// # Errors
-    ///
-    /// Another scheme, no host, a missing port when needed, unencoded spaces or controls.
-    pub fn parse(s: &str, port_needed: bool) -> anyhow::Result<Url> {
-        let rest = s
-            .strip_prefix("trickles://")
-            .with_context(|| format!("{s:?}: the URL must start with trickles://"))?;
-        let (authority, path) = match rest.find('/') {
-            Some(at) => rest.split_at(at),
-            None => (rest, "/"),
-        };
-        if authority.is_empty() || (port_needed && !authority.contains(':')) {
-            bail!("{s:?}: the URL needs HOST:PORT (the server's UDP address)");
-        }
-        if !path.bytes().all(|b| b.is_ascii_graphic()) || authority.contains('@') {
-            bail!("{s:?}: spaces and control characters must be percent-encoded");
-        }
-        Ok(Url {
-            authority: authority.to_string(),
-            path: path.to_string(),
-        })
-    }
-
-    /// The host part of the authority (brackets of an IPv6 literal removed), without
-    /// the port.
-    pub fn host(&self) -> &str {
-        let a = self.authority.as_str();
-        if let Some(rest) = a.strip_prefix('[') {
-            return rest.split(']').next().unwrap_or_default();
-        }
-        match a.rsplit_once(':') {
-            Some((host, _)) => host,
-            None => a,
-        }
-    }
-}
-
-impl std::str::FromStr for Url {
-    type Err = anyhow::Error;
-
-    /// [`Url::parse`] with the port needed.
-    fn from_str(s: &str) -> anyhow::Result<Url> {
-        Url::parse(s, true)
-    }
-}
-
-/// The GET request head for `url`, optionally for bytes `first..=last`.
-pub fn request_head(url: &Url, range: Option<(u64, u64)>) -> Vec<u8> {
-    trickles::app::http::get_request(&url.authority, &url.path, range, false)
-}
-
 async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
     tokio::net::lookup_host(addr)
         .await
         .with_context(|| format!("cannot resolve {addr}"))?
         .next()
         .with_context(|| format!("{addr} has no address"))
-}
-
-/// Where the body goes.
-enum Output {
-    /// A file, with its path when it is a regular file this client made (renamed to
-    /// `.partial` or removed if the download fails).
-    File(File, Option<PathBuf>),
-    /// Stdout in order: bytes ahead of `next` wait in `early`.
-    Stdout {
-        next: u64,
-        early: BTreeMap<u64, Vec<u8>>,
-    },
-}
-
-impl Output {
-    fn open(path: Option<&PathBuf>) -> anyhow::Result<Output> {
-        match path {
-            Some(p) if p.as_os_str() != "-" => {
-                let f =
-                    File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
-                let regular = f.metadata().is_ok_and(|m| m.is_file());
-                Ok(Output::File(f, regular.then(|| p.clone())))
-            }
-            _ => Ok(Output::Stdout {
-                next: 0,
-                early: BTreeMap::new(),
-            }),
-        }
-    }
-
-    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> anyhow::Result<()> {
-        match self {
-            Output::File(f, _) => f
-                .write_all_at(bytes, offset)
-                .context("writing the output")?,
-            Output::Stdout { next, early } => {
-                if offset != *next {
-                    early.insert(offset, bytes.to_vec());
-                    return Ok(());
-                }
-                let mut out = std::io::stdout().lock();
-                out.write_all(bytes).context("writing to stdout")?;
-                *next += bytes.len() as u64;
-                while let Some(chunk) = early.remove(next) {
-                    out.write_all(&chunk).context("writing to stdout")?;
-                    *next += chunk.len() as u64;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self, len: u64) -> anyhow::Result<()> {
-        match self {
-            Output::File(f, _) => {
-                // Only a regular file has a length to set (not /dev/null, a pipe, a tty).
-                if f.metadata().is_ok_and(|m| m.is_file()) {
-                    f.set_len(len).context("sizing the output")?;
-                }
-                f.sync_all().ok();
-            }
-            Output::Stdout { early, .. } => {
-                if !early.is_empty() {
-                    bail!("parts of the body never joined up");
-                }
-                std::io::stdout().flush().context("writing to stdout")?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The download failed after `bytes` body bytes: a file of ours is renamed
-    /// `FILE.partial` (returned) if it holds any, removed if not; stdout is flushed.
-    fn abandon(self, bytes: u64) -> Option<PathBuf> {
-        match self {
-            Output::File(f, Some(path)) => {
-                drop(f);
-                if bytes == 0 {
-                    let _ = std::fs::remove_file(&path);
-                    return None;
-                }
-                let mut partial = path.clone().into_os_string();
-                partial.push(".partial");
-                let partial = PathBuf::from(partial);
-                match std::fs::rename(&path, &partial) {
-                    Ok(()) => Some(partial),
-                    Err(_) => Some(path),
-                }
-            }
-            Output::File(..) => None,
-            Output::Stdout { .. } => {
-                let _ = std::io::stdout().flush();
-                None
-            }
-        }
-    }
 }
 
 /// What a connection's answer must look like.
@@ -723,6 +565,11 @@ async fn transfer(
     let mut taken = dl.taken;
     let mut progress_at = started;
     let max_due = limits.max.map(|m| started + m);
+    // One timer, re-armed only when it has fired or must fire sooner: progress moves the
+    // idle deadline later at every step, and a late wake-up just re-checks it.
+    let mut armed = started + limits.connect;
+    let sleep = tokio::time::sleep_until(armed.into());
+    tokio::pin!(sleep);
     loop {
         if dl.read(link)? {
             return Ok(());
@@ -769,8 +616,15 @@ async fn transfer(
             return Err(GetError::new(kind, message).into());
         }
         let wake = max_due.map_or(due, |m| m.min(due));
-        // Cancel-safe: a step cut short by the deadline loses nothing.
-        let _ = tokio::time::timeout_at(wake.into(), link.drive()).await;
+        if sleep.is_elapsed() || wake < armed {
+            armed = wake;
+            sleep.as_mut().reset(armed.into());
+        }
+        // Cancel-safe: a step cut short by the timer loses nothing.
+        tokio::select! {
+            () = link.drive() => {}
+            () = &mut sleep => {}
+        }
     }
 }
 
