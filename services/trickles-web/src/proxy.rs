@@ -246,6 +246,8 @@ pub async fn main(args: &Args) -> anyhow::Result<()> {
         connections = stats.tcp_connections.load(Ordering::Relaxed),
         requests = stats.requests.load(Ordering::Relaxed),
         bytes = stats.bytes.load(Ordering::Relaxed),
+        failed = stats.failed.load(Ordering::Relaxed),
+        timed_out = stats.timed_out.load(Ordering::Relaxed),
         "bye"
     );
     Ok(())
