@@ -158,6 +158,31 @@ mod tests {
     }
 
     #[test]
+    fn the_commands_print_them() {
+        use clap::Parser as _;
+        let run = |args: &[&str]| {
+            let cli = crate::Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{e}"));
+            let mut out = Vec::new();
+            let code = crate::run(cli, &mut out).unwrap_or_else(|e| panic!("{e}"));
+            (code, String::from_utf8(out).unwrap_or_default())
+        };
+        let (code, fish) = run(&["waist", "completions", "fish", "trickles-proxy"]);
+        assert_eq!(code, 0);
+        assert!(fish.contains("complete -c trickles-proxy"), "{fish}");
+        assert!(fish.contains("connect-timeout"), "{fish}");
+        let dir = std::env::temp_dir().join(format!("waist-man-cmd-{}", std::process::id()));
+        let dir_text = dir.display().to_string();
+        let (code, listed) = run(&["waist", "man", &dir_text]);
+        assert_eq!(code, 0);
+        assert!(
+            listed.lines().any(|l| l.ends_with("/waist-router.1")),
+            "{listed}"
+        );
+        assert!(dir.join("trickles-load.1").is_file());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_man_page_per_binary_and_subcommand() {
         let dir = std::env::temp_dir().join(format!("waist-man-{}", std::process::id()));
         let written = man_pages(&dir).unwrap_or_else(|e| panic!("{e}"));
