@@ -114,6 +114,9 @@ local f = {
     data_offset = F.uint64("trickles.data_offset", "Data offset", base.DEC),
     data_len = F.uint32("trickles.data.len", "Data length", base.DEC),
     data = F.bytes("trickles.data", "Data"),
+    -- The HTTP request a SYN carries, as text (the request line, then each header line).
+    http_request = F.string("trickles.http.request", "HTTP request"),
+    http_header = F.string("trickles.http.header", "Header"),
 }
 local fl = {}
 for _, v in pairs(f) do fl[#fl + 1] = v end
@@ -399,6 +402,26 @@ local function flags_byte(c, tree, bits, bad, what)
     return flr, flags
 end
 
+-- The HTTP request a SYN's data carries, shown as text under an "HTTP request: <request
+-- line>" item, one item per header line. Returns the request line, or nil when the data
+-- is not text (then it stays bytes only).
+local function dissect_http_request(d, tree)
+    local s = d:raw()
+    if s:find("[^\32-\126\r\n\t]") then return nil end
+    local line = s:match("^[^\r\n]*")
+    if line == "" then return nil end
+    local ht = tree:add(f.http_request, d, line)
+    local pos = #line
+    while pos < #s do
+        local stop = s:find("\n", pos + 1, true)
+        local len = stop and (stop - pos) or (#s - pos)
+        local text = (s:sub(pos + 1, pos + len):gsub("\r?\n$", ""))
+        if text ~= "" then ht:add(f.http_header, d(pos, len), text) end
+        pos = pos + len
+    end
+    return line
+end
+
 local function dissect_request(buf, pinfo, tree)
     local c, info, kind = message_head(buf, tree, "request", request_kinds)
     if not kind then return table.concat(info, " ") end
@@ -476,6 +499,8 @@ local function dissect_request(buf, pinfo, tree)
             tree:add(f.data_len, d, d:len())
             tree:add(f.data, d)
             info[#info + 1] = "len=" .. d:len()
+            local line = kind == 1 and dissect_http_request(d, tree)
+            if line then info[#info + 1] = line end
         end
     end
     if c.bad then info[#info + 1] = "[truncated]" end

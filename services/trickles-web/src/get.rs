@@ -15,28 +15,58 @@
 //! [`FIRST_PART`] bytes; the `Content-Range` of its answer gives the file's length, and
 //! the rest is split among N − 1 more connections, each writing at its own offset. To
 //! stdout, parts that arrive ahead of their turn wait in memory.
+//!
+//! ## Giving up
+//!
+//! Three deadlines, as curl's `--connect-timeout` and `--max-time`:
+//!
+//! * `--connect-timeout SECS` (5): no datagram from any server since the request;
+//! * `--idle-timeout SECS` (10): no byte of the response for that long once a server has
+//!   answered (meanwhile the link fails over to the next replica after every
+//!   `--failover-ms` of silence, so each replica has been asked);
+//! * `--timeout-s SECS` (alias `--max-time`, none by default): the whole transfer.
+//!
+//! Each ends the download with one line naming the server(s) and what timed out, and exit
+//! code 28 ([`EXIT_TIMEOUT`], curl's); any other failure exits 1, bad arguments 2. A
+//! failed download to a file never leaves a file that looks complete: the bytes received
+//! are kept as `FILE.partial` (named in the error), or the file is removed if none came.
+//! `--json` prints one object on stdout at the end ([`outcome`]).
 
-use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant as StdInstant};
 
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use trickles::app::http::{ContentRange, HttpError, ResponseHead};
 use trickles::client::ConnId;
 
+use crate::options::{parse_secs, secs_text};
 use crate::udp::{DEFAULT_FAILOVER, Hop, Link, LinkStats, Mode, parse_emulation};
+
+pub mod outcome;
+mod output;
+mod url;
+
+use output::Output;
+pub use url::{Url, request_head};
+
+pub use outcome::{EXIT_FAILURE, EXIT_TIMEOUT, ErrorKind, Failed, GetError, main};
 
 /// Bytes the first connection of a parallel download asks for.
 pub const FIRST_PART: u64 = 1 << 20;
 
 /// Downloads a file from a Trickles web server (trickles-web) over IP-in-UDP.
 #[derive(clap::Parser, Debug, Clone)]
-#[command(version)]
+#[command(
+    name = "trickles-get",
+    version,
+    after_help = "Exit status: 0 downloaded; 1 failed (the server's error status, a broken \
+                  response, sockets); 2 bad arguments; 28 timed out (--connect-timeout, \
+                  --idle-timeout, --timeout-s). A failed download to FILE leaves FILE.partial \
+                  (the bytes received) or nothing."
+)]
 pub struct Args {
     /// `trickles://HOST:PORT/path`: HOST:PORT is the server's UDP address (with --via:
     /// `trickles://IP[:PORT]/path`, IP the server's inner address, any port ignored).
@@ -62,9 +92,20 @@ pub struct Args {
     /// rate_mbps, queue_ms, seed).
     #[arg(long, value_name = "SPEC")]
     pub emulate: Option<String>,
-    /// Give up after this many seconds.
-    #[arg(long, value_name = "SECS")]
+    /// Give up when no server has answered this long after the request (exit code 28).
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_secs)]
+    pub connect_timeout: Duration,
+    /// Give up when no byte has arrived for this long once a server answered, failing
+    /// over to every replica meanwhile (exit code 28).
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
+    pub idle_timeout: Duration,
+    /// Give up after this many seconds in all, whatever the progress (exit code 28).
+    #[arg(long, visible_alias = "max-time", value_name = "SECS")]
     pub timeout_s: Option<u64>,
+    /// Print one JSON object on stdout when done: what was fetched, from where, how
+    /// fast, or why not (needs -o FILE: stdout is the body's otherwise).
+    #[arg(long)]
+    pub json: bool,
     /// The first hop and the inner addresses (--via, --src, --bind).
     #[command(flatten)]
     pub hop: Hop,
@@ -132,143 +173,12 @@ impl std::fmt::Display for StatusError {
 
 impl std::error::Error for StatusError {}
 
-/// A parsed `trickles://HOST:PORT/path`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Url {
-    /// `HOST:PORT` as written (also the `Host` header).
-    pub authority: String,
-    /// The path (and query), starting with `/`.
-    pub path: String,
-}
-
-impl Url {
-    /// Parses `trickles://HOST[:PORT]/path`; the port may be left out when `port_needed`
-    /// is false (the host is then an inner address behind a router).
-    ///
-    /// # Errors
-    ///
-    /// Another scheme, no host, a missing port when needed, unencoded spaces or controls.
-    pub fn parse(s: &str, port_needed: bool) -> anyhow::Result<Url> {
-        let rest = s
-            .strip_prefix("trickles://")
-            .with_context(|| format!("{s:?}: the URL must start with trickles://"))?;
-        let (authority, path) = match rest.find('/') {
-            Some(at) => rest.split_at(at),
-            None => (rest, "/"),
-        };
-        if authority.is_empty() || (port_needed && !authority.contains(':')) {
-            bail!("{s:?}: the URL needs HOST:PORT (the server's UDP address)");
-        }
-        if !path.bytes().all(|b| b.is_ascii_graphic()) || authority.contains('@') {
-            bail!("{s:?}: spaces and control characters must be percent-encoded");
-        }
-        Ok(Url {
-            authority: authority.to_string(),
-            path: path.to_string(),
-        })
-    }
-
-    /// The host part of the authority (brackets of an IPv6 literal removed), without
-    /// the port.
-    pub fn host(&self) -> &str {
-        let a = self.authority.as_str();
-        if let Some(rest) = a.strip_prefix('[') {
-            return rest.split(']').next().unwrap_or_default();
-        }
-        match a.rsplit_once(':') {
-            Some((host, _)) => host,
-            None => a,
-        }
-    }
-}
-
-impl std::str::FromStr for Url {
-    type Err = anyhow::Error;
-
-    /// [`Url::parse`] with the port needed.
-    fn from_str(s: &str) -> anyhow::Result<Url> {
-        Url::parse(s, true)
-    }
-}
-
-/// The GET request head for `url`, optionally for bytes `first..=last`.
-pub fn request_head(url: &Url, range: Option<(u64, u64)>) -> Vec<u8> {
-    trickles::app::http::get_request(&url.authority, &url.path, range, false)
-}
-
 async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
     tokio::net::lookup_host(addr)
         .await
         .with_context(|| format!("cannot resolve {addr}"))?
         .next()
         .with_context(|| format!("{addr} has no address"))
-}
-
-/// Where the body goes.
-enum Output {
-    File(File),
-    /// Stdout in order: bytes ahead of `next` wait in `early`.
-    Stdout {
-        next: u64,
-        early: BTreeMap<u64, Vec<u8>>,
-    },
-}
-
-impl Output {
-    fn open(path: Option<&PathBuf>) -> anyhow::Result<Output> {
-        match path {
-            Some(p) if p.as_os_str() != "-" => {
-                Ok(Output::File(File::create(p).with_context(|| {
-                    format!("cannot create {}", p.display())
-                })?))
-            }
-            _ => Ok(Output::Stdout {
-                next: 0,
-                early: BTreeMap::new(),
-            }),
-        }
-    }
-
-    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> anyhow::Result<()> {
-        match self {
-            Output::File(f) => f
-                .write_all_at(bytes, offset)
-                .context("writing the output")?,
-            Output::Stdout { next, early } => {
-                if offset != *next {
-                    early.insert(offset, bytes.to_vec());
-                    return Ok(());
-                }
-                let mut out = std::io::stdout().lock();
-                out.write_all(bytes).context("writing to stdout")?;
-                *next += bytes.len() as u64;
-                while let Some(chunk) = early.remove(next) {
-                    out.write_all(&chunk).context("writing to stdout")?;
-                    *next += chunk.len() as u64;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self, len: u64) -> anyhow::Result<()> {
-        match self {
-            Output::File(f) => {
-                // Only a regular file has a length to set (not /dev/null, a pipe, a tty).
-                if f.metadata().is_ok_and(|m| m.is_file()) {
-                    f.set_len(len).context("sizing the output")?;
-                }
-                f.sync_all().ok();
-            }
-            Output::Stdout { early, .. } => {
-                if !early.is_empty() {
-                    bail!("parts of the body never joined up");
-                }
-                std::io::stdout().flush().context("writing to stdout")?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// What a connection's answer must look like.
@@ -409,6 +319,9 @@ struct Download {
     progress: ProgressBar,
     /// The object's length, once known.
     total: Option<u64>,
+    /// Bytes of the output streams taken so far (heads included): the progress the idle
+    /// timeout watches.
+    taken: u64,
 }
 
 impl Download {
@@ -463,6 +376,7 @@ impl Download {
                     part.written += chunk.len() as u64;
                 }
                 link.demux_mut().consume(part.id, n);
+                self.taken += n as u64;
             }
             let Some(client) = link.demux().get(part.id) else {
                 bail!("connection {} vanished", part.id);
@@ -533,6 +447,11 @@ async fn resolve_ip(host: &str) -> anyhow::Result<IpAddr> {
 }
 
 /// Runs the download `args` describes and returns its summary (print it on stderr).
+///
+/// # Errors
+///
+/// Bad arguments, an address that cannot be bound or resolved; once the transfer has
+/// begun, a [`Failed`] (a timeout is a [`GetError`] inside it).
 pub async fn run(args: &Args) -> anyhow::Result<Summary> {
     let via = args.hop.via.is_some();
     let url = Url::parse(&args.url, !via)?;
@@ -565,14 +484,17 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
     cfg.connections = u32::from(args.parallel.max(1));
     let replicas = cfg.replicas.clone();
     let mut link = Link::bind(cfg).await?;
+    let servers = match args.hop.via {
+        Some(v) => format!("{} via {}", link.server(), v.peer),
+        None => replicas
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
     let output = Output::open(args.output.as_ref())?;
     let progress = progress_bar(std::io::stderr().is_terminal());
-    // The link's clock, the one this client reads.
-    let clock = link.clock();
-    let started = clock.now();
-    let deadline = args
-        .timeout_s
-        .map(|s| clock.deadline(started.saturating_add(s.saturating_mul(1_000_000))));
+    let started = StdInstant::now();
     let (expect, range) = if args.parallel > 1 {
         (Expect::Probe, Some((0, FIRST_PART - 1)))
     } else {
@@ -588,40 +510,125 @@ pub async fn run(args: &Args) -> anyhow::Result<Summary> {
         output,
         progress,
         total: None,
+        taken: 0,
     };
-    loop {
-        if dl.read(&mut link)? {
-            break;
-        }
-        match deadline {
-            Some(d) => {
-                if tokio::time::timeout_at(d.into(), link.drive())
-                    .await
-                    .is_err()
-                {
-                    let got: u64 = dl.parts.iter().map(|p| p.written).sum();
-                    bail!(
-                        "timed out after {} s with {got} bytes{}",
-                        args.timeout_s.unwrap_or(0),
-                        dl.total.map(|t| format!(" of {t}")).unwrap_or_default()
-                    );
-                }
-            }
-            None => link.drive().await,
-        }
-    }
-    let elapsed = Duration::from_micros(clock.now().saturating_since(started));
+    let limits = Limits {
+        connect: args.connect_timeout,
+        idle: args.idle_timeout,
+        max: args.timeout_s.map(Duration::from_secs),
+    };
+    let result = transfer(&mut dl, &mut link, &limits, &servers, started).await;
+    let elapsed = started.elapsed();
     let bytes: u64 = dl.parts.iter().filter(|p| p.keep).map(|p| p.written).sum();
     dl.progress.finish_and_clear();
+    let stats = link.stats();
+    if let Err(error) = result {
+        let kind = ErrorKind::of(&error);
+        return Err(Failed {
+            kind,
+            error,
+            bytes,
+            total: dl.total,
+            elapsed,
+            partial: dl.output.abandon(bytes),
+            replicas,
+            connections: dl.parts.len(),
+            failovers: stats.failovers,
+        }
+        .into());
+    }
     dl.output.finish(bytes)?;
     Ok(Summary {
         bytes,
         elapsed,
         connections: dl.parts.len(),
-        link: link.stats(),
+        link: stats,
         replicas,
         server: link.server(),
     })
+}
+
+/// The deadlines of a transfer (see the module docs).
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    connect: Duration,
+    idle: Duration,
+    max: Option<Duration>,
+}
+
+/// Drives `link` until every part of `dl` is done or a deadline of `limits` passes
+/// (counted from `started`; `servers` names them in the error).
+async fn transfer(
+    dl: &mut Download,
+    link: &mut Link,
+    limits: &Limits,
+    servers: &str,
+    started: StdInstant,
+) -> anyhow::Result<()> {
+    let mut taken = dl.taken;
+    let mut progress_at = started;
+    let max_due = limits.max.map(|m| started + m);
+    // One timer, re-armed only when it has fired or must fire sooner: progress moves the
+    // idle deadline later at every step, and a late wake-up just re-checks it.
+    let mut armed = started + limits.connect;
+    let sleep = tokio::time::sleep_until(armed.into());
+    tokio::pin!(sleep);
+    loop {
+        if dl.read(link)? {
+            return Ok(());
+        }
+        let now = StdInstant::now();
+        if dl.taken != taken {
+            (taken, progress_at) = (dl.taken, now);
+        }
+        let got = || {
+            let got: u64 = dl.parts.iter().map(|p| p.written).sum();
+            let of = dl.total.map(|t| format!(" of {t}")).unwrap_or_default();
+            format!("{got}{of} bytes received")
+        };
+        if let Some(due) = max_due
+            && now >= due
+        {
+            return Err(GetError::new(
+                ErrorKind::MaxTime,
+                format!(
+                    "{servers}: gave up after {} (--timeout-s), {}",
+                    secs_text(limits.max.unwrap_or_default()),
+                    got()
+                ),
+            )
+            .into());
+        }
+        let (kind, due) = match link.last_heard() {
+            None => (ErrorKind::ConnectTimeout, started + limits.connect),
+            Some(_) => (ErrorKind::IdleTimeout, progress_at + limits.idle),
+        };
+        if now >= due {
+            let message = match kind {
+                ErrorKind::ConnectTimeout => format!(
+                    "no answer from {servers} within {}",
+                    secs_text(limits.connect)
+                ),
+                _ => format!(
+                    "no data from {servers} for {} ({} failover(s)), {}",
+                    secs_text(limits.idle),
+                    link.stats().failovers,
+                    got()
+                ),
+            };
+            return Err(GetError::new(kind, message).into());
+        }
+        let wake = max_due.map_or(due, |m| m.min(due));
+        if sleep.is_elapsed() || wake < armed {
+            armed = wake;
+            sleep.as_mut().reset(armed.into());
+        }
+        // Cancel-safe: a step cut short by the timer loses nothing.
+        tokio::select! {
+            () = link.drive() => {}
+            () = &mut sleep => {}
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The command-line options trickles-get and trickles-proxy share: servers named by
 //! address ([`ServerAddr`]), the first hop through a network of waist routers ([`Hop`],
 //! [`Via`]: a link in the one notation, `udp:LOCAL=PEER`), and the user-space emulation
-//! spec ([`parse_emulation`]).
+//! spec ([`parse_emulation`]), and durations in seconds ([`parse_secs`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
@@ -202,9 +202,42 @@ pub fn parse_emulation(spec: &str) -> anyhow::Result<EmulationConfig> {
     Ok(config)
 }
 
+/// Parses a duration in seconds, fractions allowed (`5`, `0.5`), as curl's
+/// `--connect-timeout` does.
+///
+/// # Errors
+///
+/// Not a number, negative, not finite or absurdly long.
+pub fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?}: expected seconds, e.g. 5 or 0.5"))?;
+    std::time::Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("{s:?}: expected a non-negative number of seconds"))
+}
+
+/// A duration as the options write it: `5 s`, `0.5 s`.
+pub fn secs_text(d: std::time::Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_secs("5"), Ok(std::time::Duration::from_secs(5)));
+        assert_eq!(
+            parse_secs("0.25"),
+            Ok(std::time::Duration::from_millis(250))
+        );
+        assert!(parse_secs("-1").is_err());
+        assert!(parse_secs("inf").is_err());
+        assert!(parse_secs("5s").is_err());
+        assert_eq!(secs_text(std::time::Duration::from_millis(2500)), "2.5 s");
+        assert_eq!(secs_text(std::time::Duration::from_secs(5)), "5 s");
+    }
 
     #[test]
     fn emulation_specs() {

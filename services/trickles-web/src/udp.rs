@@ -191,6 +191,8 @@ pub struct Link {
     /// The first datagram sent since the last one received or the last failover: silence
     /// is measured from it.
     awaiting: Option<StdInstant>,
+    /// When the last datagram from a replica arrived (`None`: none yet).
+    heard: Option<StdInstant>,
     emu_out: Option<Emulator>,
     emu_in: Option<Emulator>,
     sleep: Pin<Box<Sleep>>,
@@ -337,6 +339,7 @@ impl Link {
             next_spray: 0,
             clock,
             awaiting: None,
+            heard: None,
             emu_out,
             emu_in,
             sleep: Box::pin(tokio::time::sleep_until(start.into())),
@@ -383,6 +386,12 @@ impl Link {
         s.emulated_lost_out = self.emu_out.as_ref().map_or(0, |e| e.stats().lost);
         s.emulated_lost_in = self.emu_in.as_ref().map_or(0, |e| e.stats().lost);
         s
+    }
+
+    /// When the last datagram from a replica arrived (`None`: nothing yet), on the
+    /// monotonic clock: what a client's connect and idle timeouts look at.
+    pub fn last_heard(&self) -> Option<StdInstant> {
+        self.heard
     }
 
     /// The replicas, in order.
@@ -506,6 +515,7 @@ impl Link {
             replicas,
             stats,
             awaiting,
+            heard,
             emu_in,
             demux,
             ..
@@ -519,6 +529,7 @@ impl Link {
                 *n += 1;
             }
             *awaiting = None;
+            *heard = Some(wall);
             match emu_in {
                 Some(e) => e.send(wall, datagram),
                 None => {

@@ -13,6 +13,8 @@
 //!  waist plan compile   plan.rs    PLAN compiled to SNAP
 //!  waist repro NAME     reproduce/ the papers' tables and figures (the waist-repro crate),
 //!                                  with a progress bar on a terminal (progress)
+//!  waist completions    completions.rs  shell completions and man pages of every binary
+//!  waist man
 //! ```
 //!
 //! * [`demo`]: `waist demo` brings `examples/topologies/demo.toml` up as real processes and
@@ -29,12 +31,15 @@
 //! * [`snap`] and [`plan`]: the SNAP and PLAN tools, which run no network.
 //! * [`reproduce`]: `waist repro`, handing the options to the `waist-repro` crate
 //!   ([`repro`]).
+//! * [`completions`]: `waist completions SHELL [BINARY]` and `waist man DIR`, from the
+//!   clap definitions of waist and of the daemons and clients.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub mod completions;
 pub mod demo;
 pub mod host;
 pub mod plan;
@@ -112,6 +117,20 @@ pub enum Command {
     Down(up::RunDirArgs),
     /// Each process of a running `waist up` (or the one named) and its live counters.
     Status(up::status::StatusArgs),
+    /// Print the shell completion script for waist or another of our binaries.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+        /// Whose script.
+        #[arg(value_enum, default_value = "waist")]
+        binary: completions::Binary,
+    },
+    /// Write a man page NAME.1 for every binary (waist-SUB.1 per waist subcommand) into DIR.
+    Man {
+        /// Where the pages go (made if missing).
+        dir: PathBuf,
+    },
 }
 
 /// Runs one command, writing its report to `out`; returns the process exit code (0 but
@@ -146,6 +165,13 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         Command::Up(args) => return up::up(&args, out),
         Command::Down(args) => return up::down(&args, out),
         Command::Status(args) => return up::status(&args, out),
+        Command::Completions { shell, binary } => completions::completions(shell, binary, out),
+        Command::Man { dir } => completions::man_pages(&dir).and_then(|pages| {
+            for p in pages {
+                writeln!(out, "{}", p.display())?;
+            }
+            Ok(())
+        }),
     };
     done.map(|()| 0)
 }

@@ -1,5 +1,6 @@
 //! `trickles-get URL [-o FILE] [--parallel N] [--server ADDR …] [--spray] [--emulate SPEC]
-//! [--timeout-s N] [--via udp:LOCAL=PEER] [--src IP] [--bind UDPADDR]`: see [`trickles_web::get`].
+//! [--connect-timeout S]
+//! [--idle-timeout S] [--timeout-s N] [--json] [--via udp:LOCAL=PEER] [--src IP] [--bind UDPADDR]`: see [`trickles_web::get`].
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -11,14 +12,5 @@ async fn main() -> ExitCode {
     if let Err(e) = args.log.init("warn") {
         eprintln!("trickles-get: {e:#}");
     }
-    match get::run(&args).await {
-        Ok(summary) => {
-            eprintln!("trickles-get: {summary}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("trickles-get: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    ExitCode::from(get::main(&args).await)
 }

@@ -14,7 +14,7 @@ use trickles::crypto::KeySchedule;
 use trickles::ip;
 use trickles::sack::SackBlock;
 use trickles::server::{Server, ServerConfig};
-use trickles::wire::{self, Request, Response};
+use trickles::wire::{self, Request, RequestKind, Response};
 
 use crate::harness;
 
@@ -157,6 +157,8 @@ fn requests_show_continuation_and_sack_proof() {
         "trickles.ucont.kind",
         "trickles.data.len",
         "_ws.col.Info",
+        "trickles.http.request",
+        "trickles.http.header",
     ];
     fields.extend(TCONT_FIELDS);
     let rows = harness::fields(&pcap, &fields);
@@ -240,7 +242,20 @@ fn requests_show_continuation_and_sack_proof() {
         if !req.data.is_empty() {
             info += &format!(" len={}", req.data.len());
         }
+        // A SYN's data is the HTTP request: its request line in the info column, and the
+        // request as text (the request line, then each header line).
+        let (request, headers) = if req.kind == RequestKind::Syn {
+            let text = std::str::from_utf8(req.data).unwrap();
+            let mut lines = text.split("\r\n").filter(|l| !l.is_empty());
+            let line = lines.next().unwrap().to_string();
+            info += &format!(" {line}");
+            (line, lines.collect::<Vec<_>>().join(","))
+        } else {
+            (String::new(), String::new())
+        };
         want.push(info);
+        want.push(request);
+        want.push(headers);
         want.extend(match &req.continuation {
             Some(c) => tcont_values(c),
             None => vec![String::new(); TCONT_FIELDS.len()],
@@ -251,6 +266,10 @@ fn requests_show_continuation_and_sack_proof() {
         }
     }
     let v = harness::verbose(&pcap);
+    let syn = frame_text(&v, 1);
+    assert!(syn.contains("HTTP request: GET /o HTTP/1.1"), "{syn}");
+    assert!(syn.contains("Header: Host: s"), "{syn}");
+    println!("--- a Trickles SYN (frame 1), tshark -V ---\n{syn}");
     let n = with_sack.expect("a request whose SACK proof has a hole");
     let text = frame_text(&v, n);
     assert!(text.contains("Transport continuation"), "{text}");
