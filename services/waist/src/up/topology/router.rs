@@ -85,7 +85,7 @@ pub(super) fn router_file(
     let mut f: RouterFile = given.parse().map_err(|e| refused(source, section, e))?;
 
     let dv_on = f.dv.is_some();
-    if let Some(dv) = &mut f.dv {
+    if let Some(dv) = f.dv.as_mut().map(Spanned::get_mut) {
         dv.originate
             .extend(router.originate.iter().cloned().map(at));
     }
