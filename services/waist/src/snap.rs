@@ -201,7 +201,7 @@ fn run_once(program: &Program, bytes: Vec<u8>, config: NodeConfig, iface: u32, n
             s,
             "transmit {}: to {}, {} bytes: {what}",
             i + 1,
-            Ipv4Addr::from(t.dst),
+            t.destination(),
             t.packet.len()
         );
     }
@@ -210,7 +210,7 @@ fn run_once(program: &Program, bytes: Vec<u8>, config: NodeConfig, iface: u32, n
             s,
             "delivery: port {} from {}: {}",
             d.port,
-            Ipv4Addr::from(d.src),
+            d.source(),
             delivered(&d.value)
         );
     }
@@ -228,6 +228,7 @@ fn delivered(v: &Delivered) -> String {
     match v {
         Delivered::Int(i) => i.to_string(),
         Delivered::Addr(a) => Ipv4Addr::from(*a).to_string(),
+        Delivered::Addr6(a) => std::net::Ipv6Addr::from(*a).to_string(),
         Delivered::Float(x) => format!("{x}"),
         Delivered::Wide(x) => format!("{x} (wide)"),
         Delivered::Bytes(b) if b.iter().all(|c| (0x20..0x7F).contains(c)) => {
