@@ -1,6 +1,6 @@
 //! IP framing of SNAP packets (one packet model for the workspace): a SNAP packet is the
 //! payload of an IPv4 packet of protocol [`IP_PROTOCOL`] (254), or of an IPv6 packet of next
-//! header 254 if its header says its addresses are IPv6 ([`FLAG_IPV6`](crate::wire::FLAG_IPV6)),
+//! header 254 if its header says its addresses are IPv6 ([`FLAG_IPV6`]),
 //! whose source and destination are the SNAP header's. A node strips the IP header
 //! ([`decapsulate`]), runs the SNAP packet and wraps each packet it sends in a fresh header
 //! of the packet's family ([`encapsulate`], TTL / hop limit [`TTL`]). The IP header itself

@@ -103,7 +103,10 @@ fn fig1_ping_turns_round_in_place_between_ipv6_nodes() {
     assert_eq!(fast.destination(), IpAddr::from(six(2)));
     assert_eq!(fast.dst, [0; 4]);
     assert_eq!(Packet::new_checked(&fast.packet[..]).unwrap().rb(), 7);
-    assert_eq!(node(3).run(0, 0, bytes).transmits, std::slice::from_ref(&fast));
+    assert_eq!(
+        node(3).run(0, 0, bytes).transmits,
+        std::slice::from_ref(&fast)
+    );
     // At B it turns round in its own buffer (getsrc allocated an address forwto popped).
     let at = fast.packet.as_ptr();
     let out = node(2).run(0, 0, fast.packet);
