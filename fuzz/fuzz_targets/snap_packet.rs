@@ -5,8 +5,9 @@
 //! heap words, sends, delivery); the transmits' resource bounds sum to less than the bound
 //! the packet arrived with (paper §IV.A.3); every transmit is a well-formed SNAP packet,
 //! addressed as it says, linear in the packet (no larger than the packet, plus a stack grown
-//! by one value per instruction, plus max(packet, 4 × MTU) bytes of allocations), and
-//! running it at the next node never panics either.
+//! by one value per instruction, plus max(packet, 4 × MTU) bytes of allocations), of the
+//! packet's address family, and running it at the next node never panics either. Nodes
+//! are dual-stack (10.0.0.n and fd00::n), so IPv6 packets run as IPv4 ones do.
 #![no_main]
 
 use ess::{EssConfig, HashKey};
@@ -17,8 +18,18 @@ use snap_vm::verify::verify;
 use snap_vm::vm::{End, NodeConfig, Vm};
 use snap_vm::wire::Packet;
 
+/// fd00::`n`.
+fn six(n: u8) -> [u8; 16] {
+    let mut a = [0; 16];
+    a[0] = 0xfd;
+    a[15] = n;
+    a
+}
+
 fn node(config: NodeConfig) -> Vm {
+    let n = config.address[3];
     let mut vm = Vm::new(config);
+    vm.set_address6(Some(six(n)));
     let store = EssConfig::new(4, 100, 1, HashKey::from_seed(1)).expect("valid config");
     for s in EssService::trio(store, HashKey::from_seed(2)) {
         vm.services.register(Box::new(s));
@@ -27,7 +38,7 @@ fn node(config: NodeConfig) -> Vm {
 }
 
 fuzz_target!(|data: &[u8]| {
-    // The first byte picks the node: its address (10.0.0.1–4), interfaces (1–4), MTU and
+    // The first byte picks the node: its address (10.0.0.1–4 and fd00::1–4), interfaces (1–4), MTU and
     // the interface the packet came in on; the rest is the packet.
     let Some((&sel, packet)) = data.split_first() else {
         return;
@@ -58,15 +69,22 @@ fuzz_target!(|data: &[u8]| {
     assert!(out.transmits.len() as u32 <= config.ifaces, "send limit");
     let code_words = Packet::new_checked(packet).map_or(0, |p| usize::from(p.code_len()));
     let limit = packet.len() + 4 * (code_words + 1) + packet.len().max(4 * config.mtu);
+    let ipv6 = Packet::new_checked(packet).map(|p| p.is_ipv6());
     let mut given = 0u32;
     for t in &out.transmits {
         let p = Packet::new_checked(&t.packet[..]).expect("a transmit is a SNAP packet");
         assert_eq!(p.dst(), t.dst);
+        assert_eq!(p.dst_addr(), t.destination());
+        assert_eq!(Ok(p.is_ipv6()), ipv6, "a packet never changes family");
         assert!(Program::from_bytes(&t.packet).is_ok());
         assert!(t.packet.len() <= limit, "{} > {limit}", t.packet.len());
         given += u32::from(p.rb());
+        let last = match t.destination() {
+            std::net::IpAddr::V4(a) => a.octets()[3],
+            std::net::IpAddr::V6(a) => a.octets()[15],
+        };
         let next = NodeConfig {
-            address: t.dst,
+            address: [10, 0, 0, last],
             ..config.clone()
         };
         let _ = node(next).run(1, 0, t.packet.clone());

@@ -190,7 +190,8 @@ impl SnapEss {
 #[derive(Clone, Debug)]
 pub struct Config {
     /// The node's own addresses (packets to them are delivered, echo requests answered).
-    /// The first IPv4 one names the node to SNAP (`here`) and, by default, to routing.
+    /// The first IPv4 one and the first IPv6 one name the node to SNAP packets of their
+    /// family (`here`); the first IPv4 one, by default, to routing.
     pub addrs: Vec<IpAddr>,
     /// Interfaces, numbered by position.
     pub ifaces: Vec<IfaceConfig>,
@@ -252,6 +253,14 @@ impl Config {
         })
     }
 
+    /// The IPv6 address that names the node to IPv6 SNAP packets.
+    pub fn ipv6(&self) -> Option<[u8; 16]> {
+        self.addrs.iter().find_map(|a| match a {
+            IpAddr::V4(_) => None,
+            IpAddr::V6(a) => Some(a.octets()),
+        })
+    }
+
     /// Checks the config.
     ///
     /// # Errors
@@ -279,8 +288,8 @@ impl Config {
                 _ => {}
             }
         }
-        if self.snap && self.ipv4().is_none() {
-            return Err(ConfigError::SnapNeedsIpv4);
+        if self.snap && self.ipv4().is_none() && self.ipv6().is_none() {
+            return Err(ConfigError::SnapNeedsAddress);
         }
         if self.snap_ess.is_some() && !self.snap {
             return Err(ConfigError::SnapServicesWithoutSnap);
@@ -334,8 +343,8 @@ pub enum ConfigError {
         /// The interface.
         iface: usize,
     },
-    /// SNAP on, but the node has no IPv4 address (SNAP's addresses are IPv4).
-    SnapNeedsIpv4,
+    /// SNAP on, but the node has no address to name it to SNAP packets (`here`).
+    SnapNeedsAddress,
     /// SNAP services declared (`snap_ess`) with SNAP off.
     SnapServicesWithoutSnap,
     /// A route cache size outside 2^1 … 2^24.
@@ -371,7 +380,7 @@ impl fmt::Display for ConfigError {
             ConfigError::NoRouting { iface } => {
                 write!(f, "interface {iface}: a routing cost but no [dv] config")
             }
-            ConfigError::SnapNeedsIpv4 => f.write_str("SNAP needs an IPv4 node address"),
+            ConfigError::SnapNeedsAddress => f.write_str("SNAP needs a node address"),
             ConfigError::SnapServicesWithoutSnap => f.write_str("SNAP services with SNAP off"),
             ConfigError::CacheSize(n) => write!(f, "route cache of 2^{n} slots (1..=24)"),
             ConfigError::EmptyRoute => f.write_str("a static route with no interface"),

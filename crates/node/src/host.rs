@@ -1,7 +1,8 @@
 //! The end-host side of the node's protocols, for tools that talk to routers over a link.
 //!
 //! * **SNAP ping** (SNAP paper, Fig. 1): [`SnapPinger`] builds the paper's ping as an IPv4
-//!   packet (protocol 254) and, when the packet comes back, runs it in its own VM — a SNAP
+//!   packet (protocol 254), or an IPv6 one (next header 254) for a pinger at an IPv6
+//!   address, and, when the packet comes back, runs it in its own VM — a SNAP
 //!   packet executes at every SNAP node it reaches, the endpoints included — to take the
 //!   delivery it makes at the source: the sequence number, the round-trip time and the
 //!   resource bound the packet still had. [`SnapPinger::with_program`] sends a compiled
@@ -26,8 +27,22 @@
 //! router.handle_packet(Instant::ZERO, 0, &mut request);
 //! let (_, reply) = router.poll_transmit_owned().expect("the ping turns round");
 //! let r = pinger.handle_reply(Instant::from_micros(250), &reply)?;
-//! assert_eq!((r.seq, r.target, r.rtt_us), (1, [10, 0, 0, 2], 250));
+//! assert_eq!((r.seq, r.target, r.rtt_us), (1, [10, 0, 0, 2].into(), 250));
 //! assert_eq!(r.rb, 14); // one unit spent at the router, one on arrival back here
+//!
+//! // The same over IPv6, to a router with an IPv6 address only.
+//! let (us, them): (std::net::IpAddr, std::net::IpAddr) = ("fd00::1".parse()?, "fd00::2".parse()?);
+//! let mut c = Config::router(them, 1);
+//! c.snap = true;
+//! let mut router = Node::new(c, Instant::ZERO)?;
+//! router.add_route(prefix(us, 128)?, 0);
+//! let mut pinger = SnapPinger::new(us, 7);
+//! let mut request = pinger.request(them, 2, Instant::ZERO, 16)?;
+//! assert_eq!(request[0] >> 4, 6);
+//! router.handle_packet(Instant::ZERO, 0, &mut request);
+//! let (_, reply) = router.poll_transmit_owned().expect("the ping turns round");
+//! let r = pinger.handle_reply(Instant::from_micros(90), &reply)?;
+//! assert_eq!((r.seq, r.target, r.rtt_us, r.rb), (2, them, 90, 14));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -54,7 +69,7 @@
 //! router.handle_packet(Instant::ZERO, 0, &mut request);
 //! let (_, reply) = router.poll_transmit_owned().expect("the ping turns round");
 //! let r = pinger.handle_reply(Instant::from_micros(250), &reply)?;
-//! assert_eq!((r.seq, r.target, r.rtt_us), (1, [10, 0, 0, 2], 250));
+//! assert_eq!((r.seq, r.target, r.rtt_us), (1, [10, 0, 0, 2].into(), 250));
 //! assert_eq!(r.rb, 14);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -62,6 +77,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
+use core::net::IpAddr;
 
 use snap_vm::ip::{FramingError, decapsulate, encapsulate};
 use snap_vm::paper::ping;
@@ -75,14 +91,16 @@ use snap_vm::wire::Packet;
 use crate::Instant;
 use crate::snap::LOCAL_IFACE;
 
-/// Bytes of the ping payload: sequence number, send time, target.
-const PAYLOAD_LEN: usize = 4 + 8 + 4;
+/// Bytes of the ping payload before the target: sequence number, send time.
+const PAYLOAD_HEAD: usize = 4 + 8;
 
 /// Why a ping could not be built or a reply read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PingError {
-    /// The packet is not an IPv4 SNAP packet (or cannot be framed as one).
+    /// The packet is not a SNAP packet in IP (or cannot be framed as one).
     Framing(FramingError),
+    /// A target of the other address family than the pinger's.
+    MixedFamilies,
     /// A SNAP packet, but not a reply to this pinger's ping (it delivered nothing to our
     /// port, or something else).
     NotAReply,
@@ -97,6 +115,9 @@ impl fmt::Display for PingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PingError::Framing(e) => write!(f, "not a SNAP packet: {e}"),
+            PingError::MixedFamilies => {
+                f.write_str("the target and our address are of different families")
+            }
             PingError::NotAReply => f.write_str("not a reply to our ping"),
             PingError::TooLarge => f.write_str("ping program too large"),
             PingError::EntryParams => f.write_str(
@@ -121,7 +142,7 @@ pub struct PingReply {
     /// The request's sequence number.
     pub seq: u32,
     /// The address that was pinged.
-    pub target: [u8; 4],
+    pub target: IpAddr,
     /// Microseconds from the request to `now` at [`SnapPinger::handle_reply`].
     pub rtt_us: u64,
     /// Resource bound left after the reply ran here (each SNAP node spends one).
@@ -132,21 +153,29 @@ pub struct PingReply {
 #[derive(Debug)]
 pub struct SnapPinger {
     vm: Vm,
-    src: [u8; 4],
+    src: IpAddr,
     port: u16,
     /// A compiled ping and its entry index, or `None` for Fig. 1.
     compiled: Option<(Program, u16)>,
 }
 
 impl SnapPinger {
-    /// A pinger at `src`, whose replies deliver to local port `port`.
-    pub fn new(src: [u8; 4], port: u16) -> SnapPinger {
+    /// A pinger at `src` (IPv4 or IPv6: its pings are of that family), whose replies
+    /// deliver to local port `port`.
+    pub fn new(src: impl Into<IpAddr>, port: u16) -> SnapPinger {
+        let src = src.into();
+        let (v4, v6) = match src {
+            IpAddr::V4(a) => (a.octets(), None),
+            IpAddr::V6(a) => ([0; 4], Some(a.octets())),
+        };
+        let mut vm = Vm::new(NodeConfig {
+            address: v4,
+            ifaces: 1,
+            mtu: 65_535,
+        });
+        vm.set_address6(v6);
         SnapPinger {
-            vm: Vm::new(NodeConfig {
-                address: src,
-                ifaces: 1,
-                mtu: 65_535,
-            }),
+            vm,
             src,
             port,
             compiled: None,
@@ -163,7 +192,7 @@ impl SnapPinger {
     ///
     /// [`PingError::EntryParams`] unless the entry function takes `(blob, int)`.
     pub fn with_program(
-        src: [u8; 4],
+        src: impl Into<IpAddr>,
         port: u16,
         compiled: &Compiled,
     ) -> Result<SnapPinger, PingError> {
@@ -181,30 +210,41 @@ impl SnapPinger {
         self.compiled.is_some()
     }
 
-    /// The IPv4 packet of ping number `seq` to `dst`, sent at `now`, with resource bound
-    /// `rb` (one unit per SNAP node on the way out and back).
+    /// The IP packet (IPv4 or IPv6, the pinger's family) of ping number `seq` to `dst`,
+    /// sent at `now`, with resource bound `rb` (one unit per SNAP node on the way out and
+    /// back).
     ///
     /// # Errors
     ///
+    /// [`PingError::MixedFamilies`] for a target of the other family;
     /// [`PingError::TooLarge`] or [`PingError::Framing`] (not expected for a ping).
     pub fn request(
         &self,
-        dst: [u8; 4],
+        dst: impl Into<IpAddr>,
         seq: u32,
         now: Instant,
         rb: u16,
     ) -> Result<Vec<u8>, PingError> {
-        let mut payload = [0u8; PAYLOAD_LEN];
-        let (s, rest) = payload.split_at_mut(4);
-        let (t, d) = rest.split_at_mut(8);
-        s.copy_from_slice(&seq.to_be_bytes());
-        t.copy_from_slice(&now.micros().to_be_bytes());
-        d.copy_from_slice(&dst);
+        let dst = dst.into();
+        let mut payload = Vec::with_capacity(PAYLOAD_HEAD + 16);
+        payload.extend_from_slice(&seq.to_be_bytes());
+        payload.extend_from_slice(&now.micros().to_be_bytes());
+        match dst {
+            IpAddr::V4(a) => payload.extend_from_slice(&a.octets()),
+            IpAddr::V6(a) => payload.extend_from_slice(&a.octets()),
+        }
         let program = match &self.compiled {
-            None => ping(self.src, dst, self.port, &payload, rb),
+            None => {
+                let mut p = ping([0; 4], [0; 4], self.port, &payload, rb);
+                p.set_addrs(self.src, dst)
+                    .map_err(|_| PingError::MixedFamilies)?;
+                p
+            }
             Some((compiled, entry_index)) => {
                 let mut p = compiled.clone();
-                (p.src, p.dst, p.port, p.rb) = (self.src, dst, self.port, rb);
+                p.set_addrs(self.src, dst)
+                    .map_err(|_| PingError::MixedFamilies)?;
+                (p.port, p.rb) = (self.port, rb);
                 let w = p.heap_bytes(&payload);
                 p.stack = vec![
                     w,
@@ -223,7 +263,7 @@ impl SnapPinger {
     ///
     /// # Errors
     ///
-    /// [`PingError`] if it is not an IPv4 SNAP packet delivering a ping payload to our port.
+    /// [`PingError`] if it is not a SNAP packet delivering a ping payload to our port.
     pub fn handle_reply(&mut self, now: Instant, packet: &[u8]) -> Result<PingReply, PingError> {
         let snap = decapsulate(packet)?;
         let rb_in = Packet::new_checked(snap)
@@ -234,11 +274,16 @@ impl SnapPinger {
         let Delivered::Bytes(b) = d.value else {
             return Err(PingError::NotAReply);
         };
+        let target = match b.get(PAYLOAD_HEAD..) {
+            Some(&[a, b, c, d]) => Some(IpAddr::from([a, b, c, d])),
+            Some(t) => <[u8; 16]>::try_from(t).ok().map(IpAddr::from),
+            None => None,
+        };
         let (Some(s), Some(t), Some(target), true) = (
             b.first_chunk::<4>(),
             b.get(4..12).and_then(|t| <[u8; 8]>::try_from(t).ok()),
-            b.get(12..16).and_then(|t| <[u8; 4]>::try_from(t).ok()),
-            d.port == i32::from(self.port) && b.len() == PAYLOAD_LEN,
+            target,
+            d.port == i32::from(self.port),
         ) else {
             return Err(PingError::NotAReply);
         };
@@ -272,6 +317,18 @@ mod tests {
             Err(PingError::NotAReply)
         );
         assert!(!req.is_empty());
+        // A target of the other family.
+        let six: IpAddr = core::net::Ipv6Addr::LOCALHOST.into();
+        assert_eq!(
+            p.request(six, 1, Instant::ZERO, 4).err(),
+            Some(PingError::MixedFamilies)
+        );
+        assert_eq!(
+            SnapPinger::new(six, 7)
+                .request([10, 0, 0, 1], 1, Instant::ZERO, 4)
+                .err(),
+            Some(PingError::MixedFamilies)
+        );
     }
 
     fn compile(source: &str) -> Compiled {

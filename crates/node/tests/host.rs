@@ -117,7 +117,7 @@ fn snap_ping_through_three_routers() {
     // R1, R2, R3 on the way out, R2, R1 back, then here: six runs, one unit each.
     assert_eq!(
         (r.seq, r.target, r.rtt_us, r.rb),
-        (9, router_addr(2), 1_500, 14)
+        (9, router_addr(2).into(), 1_500, 14)
     );
     let runs: Vec<u64> = chain
         .routers

@@ -506,11 +506,14 @@ fn config_errors_name_the_problem() {
         Node::new(c.clone(), T0).err(),
         Some(waist_node::ConfigError::NoRouting { iface: 0 })
     );
+    // An IPv6 address names a node to SNAP as well as an IPv4 one; no address does not.
     let mut v6 = Config::router([0xfd00, 0, 0, 0, 0, 0, 0, 1].into(), 1);
     v6.snap = true;
+    assert!(Node::new(v6.clone(), T0).is_ok());
+    v6.addrs.clear();
     assert_eq!(
         Node::new(v6, T0).err(),
-        Some(waist_node::ConfigError::SnapNeedsIpv4)
+        Some(waist_node::ConfigError::SnapNeedsAddress)
     );
 }
 

@@ -169,6 +169,7 @@ fn ping_returns_its_payload_exactly_once_after_one_round_trip() {
             port: PORT,
             value: Delivered::Bytes(b"hello".to_vec()),
             src,
+            src6: None,
         };
         assert_eq!(got.len(), 1, "{hops} hops: {got:?}");
         assert_eq!(got[0].1, want, "{hops} hops");

@@ -11,7 +11,8 @@
 //!
 //! * [`value`]: the 32-bit words (7-bit tag or opcode, 25-bit data or immediate);
 //! * [`op`]: the 97 instructions, one table for all;
-//! * [`wire`]: the packet (header, then code | heap | stack, executed in place);
+//! * [`wire`]: the packet (header, then code | heap | stack, executed in place; IPv6
+//!   addresses behind a header flag, [`wire#ipv6`]);
 //! * [`program`]: programs as values, to build packets from;
 //! * [`verify`]: the one-pass linear-resource verifier and its [`Bounds`](verify::Bounds);
 //! * [`vm`]: the interpreter — in place, checks interleaved, output returned not performed;
@@ -19,7 +20,7 @@
 //! * [`paper`]: the paper's programs, ready-made — Figs. 1 and 2's pings — and a
 //!   traceroute and a multicast in their style (formerly `fixtures`);
 //! * [`service`]: node-resident services, including the ESS (SNAP as ESP microcode);
-//! * [`ip`]: SNAP in IPv4 protocol 254;
+//! * [`ip`]: SNAP in IPv4 protocol 254 or IPv6 next header 254;
 //! * [`plan`]: a compiler from a PLAN subset to SNAP (§V: inlining, unrolled folds).
 //!
 //! Running SNAP at a router, and on simulated networks, is the router node's business

@@ -255,12 +255,24 @@ impl Op {
         matches!(self, Op::Forw | Op::Forwto | Op::Send | Op::Demux)
     }
 
-    /// Most heap words it can allocate with immediate `imm`.
+    /// Most heap words it can allocate with immediate `imm` in an IPv4 packet (the table's
+    /// figure).
     pub const fn alloc_words(self, imm: u32) -> u32 {
         match self.info().alloc {
             Words(n) => n as u32,
             ImmPlus1 => imm + 1,
             Service => MAX_SERVICE_ALLOC,
+        }
+    }
+
+    /// Most heap words it can allocate with immediate `imm` in a packet whose addresses
+    /// are IPv6 (`ipv6`) or IPv4: the instructions that box an address of the packet's
+    /// family (`getsrc`, `getdst`, `here`, `snet`) box four payload words instead of one
+    /// in IPv6. Still a constant per instruction, so the paper's linear bound holds.
+    pub const fn alloc_words_in(self, imm: u32, ipv6: bool) -> u32 {
+        match self {
+            Op::Getsrc | Op::Getdst | Op::Here | Op::Snet if ipv6 => 1 + crate::value::ADDR6_WORDS,
+            _ => self.alloc_words(imm),
         }
     }
 }

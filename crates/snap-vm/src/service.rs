@@ -51,7 +51,15 @@ impl EssService {
 
     fn tag(&self, frame: &Frame<'_>, raw: i64) -> EssTag {
         let (src, port) = frame.computation();
-        let who = (u64::from(u32::from_be_bytes(src)) << 16) | u64::from(port);
+        // An IPv4 source as it always was; an IPv6 one folded to 64 bits first.
+        let src = match src {
+            core::net::IpAddr::V4(a) => u64::from(u32::from(a)),
+            core::net::IpAddr::V6(a) => {
+                let x = u128::from(a);
+                self.key.hash((x >> 64) as u64 ^ self.key.hash(x as u64))
+            }
+        };
+        let who = (src << 16) | u64::from(port);
         EssTag(self.key.hash(self.key.hash(who) ^ raw as u64))
     }
 }

@@ -20,7 +20,8 @@ pub const INT_MIN: i32 = -(1 << (DATA_BITS - 1));
 pub enum Tag {
     /// A 25-bit integer in the data field.
     Int = 0,
-    /// An IPv4 address, boxed (one payload word).
+    /// An address, boxed: one payload word for IPv4, four (most significant first) for
+    /// IPv6.
     Addr = 1,
     /// An `f32`, boxed (one payload word).
     Float = 2,
@@ -71,6 +72,35 @@ impl Tag {
             Tag::Tuple => "tuple",
             Tag::Bytes => "bytes",
         }
+    }
+}
+
+/// Payload words of a boxed address of IPv6.
+pub const ADDR6_WORDS: u32 = 4;
+
+/// The payload of a boxed address: its words, and how many of them count (one for IPv4,
+/// [`ADDR6_WORDS`] for IPv6).
+pub fn addr_payload(addr: core::net::IpAddr) -> ([u32; 4], usize) {
+    match addr {
+        core::net::IpAddr::V4(a) => ([u32::from(a), 0, 0, 0], 1),
+        core::net::IpAddr::V6(a) => {
+            let x = u128::from(a);
+            let w = |i: u32| (x >> (96 - 32 * i)) as u32;
+            ([w(0), w(1), w(2), w(3)], ADDR6_WORDS as usize)
+        }
+    }
+}
+
+/// The address a boxed address's payload holds: `words` of it, one (IPv4) or
+/// [`ADDR6_WORDS`] (IPv6); `None` for another length.
+pub fn addr_of_payload(words: &[u32]) -> Option<core::net::IpAddr> {
+    match *words {
+        [a] => Some(core::net::Ipv4Addr::from(a).into()),
+        [a, b, c, d] => {
+            let x = (u128::from(a) << 96) | (u128::from(b) << 64) | (u128::from(c) << 32);
+            Some(core::net::Ipv6Addr::from(x | u128::from(d)).into())
+        }
+        _ => None,
     }
 }
 

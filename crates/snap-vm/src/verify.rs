@@ -4,7 +4,8 @@
 //! The bounds follow the paper's arguments: every branch goes forward, so each instruction
 //! from the entry point on runs at most once; each pushes at most one value; each allocates
 //! a constant number of heap words (`mktup n`, amortised over the `n − 1` instructions that
-//! must follow it); a packet sends at most as many packets as the node has interfaces; and
+//! must follow it; an address of an IPv6 packet's family takes four payload words where
+//! IPv4's takes one, [`Op::alloc_words_in`]); a packet sends at most as many packets as the node has interfaces; and
 //! its resource bound times its length bounds the bandwidth it and its descendants use.
 //! The interpreter does not need the verifier — it enforces the same rules as it runs — but
 //! the bounds let a node decide before running, and a property test checks the interpreter
@@ -183,7 +184,10 @@ pub fn verify(program: &Program, node: &NodeConfig) -> Result<Bounds, VerifyErro
             crate::op::Pops::Imm => w.uimm(),
         };
         b.stack_depth += u32::from(info.pushes).saturating_sub(pops);
-        b.heap_words = b.heap_words.saturating_add(op.alloc_words(w.uimm()));
+        let ipv6 = program.ipv6.is_some();
+        b.heap_words = b
+            .heap_words
+            .saturating_add(op.alloc_words_in(w.uimm(), ipv6));
         match op {
             Op::Forw | Op::Forwto | Op::Send => net += 1,
             Op::Demux => b.delivers = true,

@@ -22,17 +22,44 @@
 //! Header fields are big-endian. Flag bit 0 says the body's words are little-endian (the
 //! sender's order); a node converts such a body once on arrival (§VI.A). The stack's top is
 //! the packet's last word, so pushing appends and popping truncates.
+//!
+//! # IPv6
+//!
+//! The paper's header names IPv4 hosts. A SNAP packet that travels in IPv6 (next header
+//! 254) sets flag bit 1 ([`FLAG_IPV6`]): its 24-byte header is followed by the IPv6 source
+//! and destination, 16 bytes each, and the body starts at byte [`HEADER_LEN_V6`] (56). The
+//! header's two IPv4 words are zero on send and ignored on receipt. Everything else —
+//! field order, the body, in-place execution — is the same, so a packet's family is a
+//! property of its header alone:
+//!
+//! ```text
+//! | 24-byte header (flags 0b0010, IPv4 words 0) | IPv6 source | IPv6 destination | body … |
+//! ```
+//!
+//! A packet never changes family: a child has its parent's (the VM refuses a send to an
+//! address of the other family, [`Fault::AddressFamily`](crate::vm::Fault::AddressFamily)).
 
 use core::fmt;
+use core::net::IpAddr;
 
-/// Bytes of the SNAP header.
+/// Bytes of the SNAP header of an IPv4 packet (and the fixed part of an IPv6 one's).
 pub const HEADER_LEN: usize = 24;
+/// Bytes of the SNAP header of an IPv6 packet ([`FLAG_IPV6`]): the fixed part, then the
+/// IPv6 source and destination.
+pub const HEADER_LEN_V6: usize = HEADER_LEN + 32;
 /// The SNAP version this crate speaks.
 pub const VERSION: u8 = 1;
 /// IP protocol number of SNAP packets (RFC 3692 experimental; see DESIGN.md).
 pub const IP_PROTOCOL: u8 = 254;
 /// Flag: body words are little-endian.
 pub const FLAG_LITTLE_ENDIAN: u8 = 0x1;
+/// Flag: the addresses are IPv6 (after the fixed header; see the module docs).
+pub const FLAG_IPV6: u8 = 0x2;
+
+/// Bytes of the header of a packet whose addresses are IPv6 (`ipv6`) or IPv4.
+pub const fn header_len(ipv6: bool) -> usize {
+    if ipv6 { HEADER_LEN_V6 } else { HEADER_LEN }
+}
 
 mod field {
     use core::ops::Range;
@@ -45,12 +72,14 @@ mod field {
     pub(super) const CODE_LEN: Range<usize> = 16..18;
     pub(super) const HEAP_LEN: Range<usize> = 18..20;
     pub(super) const STACK_LEN: Range<usize> = 20..22;
+    pub(super) const SRC6: Range<usize> = 24..40;
+    pub(super) const DST6: Range<usize> = 40..56;
 }
 
 /// Why bytes are not a SNAP packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WireError {
-    /// Shorter than the header.
+    /// Shorter than the header (24 bytes, 56 with IPv6 addresses).
     Truncated {
         /// Bytes present.
         len: usize,
@@ -74,16 +103,15 @@ pub enum WireError {
         /// Instructions in the code.
         code_len: u16,
     },
+    /// A header whose source and destination are of different address families.
+    MixedFamilies,
 }
 
 impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WireError::Truncated { len } => {
-                write!(
-                    f,
-                    "SNAP packet truncated: {len} of {HEADER_LEN} header bytes"
-                )
+                write!(f, "SNAP packet truncated: {len} bytes, short of its header")
             }
             WireError::Version { version } => {
                 write!(f, "SNAP version {version}, expected {VERSION}")
@@ -96,6 +124,9 @@ impl fmt::Display for WireError {
                 f,
                 "SNAP entry point {entry} outside the code ({code_len} instructions)"
             ),
+            WireError::MixedFamilies => {
+                f.write_str("SNAP source and destination of different address families")
+            }
         }
     }
 }
@@ -123,6 +154,13 @@ fn be32(b: &[u8], r: core::ops::Range<usize>) -> [u8; 4] {
     }
 }
 
+fn be128(b: &[u8], r: core::ops::Range<usize>) -> [u8; 16] {
+    b.get(r)
+        .and_then(|s| s.first_chunk::<16>())
+        .copied()
+        .unwrap_or([0; 16])
+}
+
 impl<T: AsRef<[u8]>> Packet<T> {
     /// Checks the structure (paper §VI.A: the entry point inside the code, the lengths
     /// inside the buffer) and wraps `buffer`.
@@ -132,7 +170,8 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// [`WireError`] naming the first check that failed.
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let b = buffer.as_ref();
-        if b.len() < HEADER_LEN {
+        let ipv6 = b.first().is_some_and(|f| f & FLAG_IPV6 != 0);
+        if b.len() < header_len(ipv6) {
             return Err(WireError::Truncated { len: b.len() });
         }
         let p = Packet { buffer };
@@ -140,7 +179,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         if version != VERSION {
             return Err(WireError::Version { version });
         }
-        let declared = HEADER_LEN
+        let declared = p.header_len()
             + 4 * (usize::from(p.code_len())
                 + usize::from(p.heap_len())
                 + usize::from(p.stack_len()));
@@ -182,17 +221,46 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.flags() & FLAG_LITTLE_ENDIAN != 0
     }
 
+    /// Whether the addresses are IPv6 ([`FLAG_IPV6`]).
+    pub fn is_ipv6(&self) -> bool {
+        self.flags() & FLAG_IPV6 != 0
+    }
+
+    /// Bytes of the header: [`HEADER_LEN`], or [`HEADER_LEN_V6`] with IPv6 addresses.
+    pub fn header_len(&self) -> usize {
+        header_len(self.is_ipv6())
+    }
+
+    /// The source address, of either family.
+    pub fn src_addr(&self) -> IpAddr {
+        if self.is_ipv6() {
+            be128(self.buffer.as_ref(), field::SRC6).into()
+        } else {
+            self.src().into()
+        }
+    }
+
+    /// The destination address, of either family.
+    pub fn dst_addr(&self) -> IpAddr {
+        if self.is_ipv6() {
+            be128(self.buffer.as_ref(), field::DST6).into()
+        } else {
+            self.dst().into()
+        }
+    }
+
     /// The demux port.
     pub fn port(&self) -> u16 {
         be16(self.buffer.as_ref(), field::PORT)
     }
 
-    /// The source address.
+    /// The IPv4 source address (zero in an IPv6 packet: see [`src_addr`](Self::src_addr)).
     pub fn src(&self) -> [u8; 4] {
         be32(self.buffer.as_ref(), field::SRC)
     }
 
-    /// The destination address.
+    /// The IPv4 destination address (zero in an IPv6 packet: see
+    /// [`dst_addr`](Self::dst_addr)).
     pub fn dst(&self) -> [u8; 4] {
         be32(self.buffer.as_ref(), field::DST)
     }
@@ -224,7 +292,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// Byte offset of the heap.
     pub fn heap_offset(&self) -> usize {
-        HEADER_LEN + 4 * usize::from(self.code_len())
+        self.header_len() + 4 * usize::from(self.code_len())
     }
 
     /// Byte offset of the stack.
@@ -234,7 +302,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// Word `i` of the body (code, then heap, then stack), in the body's byte order.
     pub fn body_word(&self, i: usize) -> u32 {
-        let at = HEADER_LEN + 4 * i;
+        let at = self.header_len() + 4 * i;
         let w = be32(self.buffer.as_ref(), at..at + 4);
         if self.little_endian() {
             u32::from_le_bytes(w)
@@ -256,11 +324,26 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         self.put16(field::RB, rb);
     }
 
-    /// Sets the destination.
+    /// Sets the IPv4 destination.
     pub fn set_dst(&mut self, dst: [u8; 4]) {
         if let Some(s) = self.buffer.as_mut().get_mut(field::DST) {
             s.copy_from_slice(&dst);
         }
+    }
+
+    /// Sets the destination, if it is of the packet's family (else nothing changes and
+    /// `false` comes back).
+    pub fn set_dst_addr(&mut self, dst: IpAddr) -> bool {
+        match (dst, self.is_ipv6()) {
+            (IpAddr::V4(a), false) => self.set_dst(a.octets()),
+            (IpAddr::V6(a), true) => {
+                if let Some(s) = self.buffer.as_mut().get_mut(field::DST6) {
+                    s.copy_from_slice(&a.octets());
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// Sets the stack length (the caller keeps the buffer's length consistent).
@@ -274,11 +357,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         if !self.little_endian() {
             return;
         }
-        let body = self
-            .buffer
-            .as_mut()
-            .get_mut(HEADER_LEN..)
-            .unwrap_or(&mut []);
+        let at = self.header_len();
+        let body = self.buffer.as_mut().get_mut(at..).unwrap_or(&mut []);
         for w in body.chunks_exact_mut(4) {
             w.reverse();
         }
@@ -291,10 +371,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 /// The header fields of a SNAP packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeaderRepr {
-    /// Source address.
-    pub src: [u8; 4],
-    /// Destination address.
-    pub dst: [u8; 4],
+    /// Source address (IPv4, or IPv6 with [`FLAG_IPV6`]).
+    pub src: IpAddr,
+    /// Destination address, of the source's family.
+    pub dst: IpAddr,
     /// Demux port.
     pub port: u16,
     /// Resource bound.
@@ -315,8 +395,8 @@ impl HeaderRepr {
     /// Reads the fields of a checked packet.
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> HeaderRepr {
         HeaderRepr {
-            src: p.src(),
-            dst: p.dst(),
+            src: p.src_addr(),
+            dst: p.dst_addr(),
             port: p.port(),
             rb: p.rb(),
             entry: p.entry(),
@@ -327,30 +407,53 @@ impl HeaderRepr {
         }
     }
 
-    /// Bytes of the whole packet this header describes.
-    pub const fn packet_len(&self) -> usize {
-        HEADER_LEN + 4 * (self.code_len as usize + self.heap_len as usize + self.stack_len as usize)
+    /// Whether the addresses are IPv6.
+    pub const fn is_ipv6(&self) -> bool {
+        self.src.is_ipv6()
     }
 
-    /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
+    /// Bytes of the header: [`HEADER_LEN`], or [`HEADER_LEN_V6`] for IPv6 addresses.
+    pub const fn header_len(&self) -> usize {
+        header_len(self.is_ipv6())
+    }
+
+    /// Bytes of the whole packet this header describes.
+    pub const fn packet_len(&self) -> usize {
+        self.header_len()
+            + 4 * (self.code_len as usize + self.heap_len as usize + self.stack_len as usize)
+    }
+
+    /// Writes the header into the first [`header_len`](Self::header_len) bytes of `buf`.
     ///
     /// # Errors
     ///
-    /// [`WireError::Truncated`] if `buf` is shorter than the header.
+    /// [`WireError::Truncated`] if `buf` is shorter than the header;
+    /// [`WireError::MixedFamilies`] if source and destination differ in family.
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        let Some(h) = buf.get_mut(..HEADER_LEN) else {
-            return Err(WireError::Truncated { len: buf.len() });
+        let (src4, dst4, v6) = match (self.src, self.dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => (s.octets(), d.octets(), None),
+            (IpAddr::V6(s), IpAddr::V6(d)) => ([0; 4], [0; 4], Some((s.octets(), d.octets()))),
+            _ => return Err(WireError::MixedFamilies),
         };
-        let flags = if self.little_endian {
+        let len = buf.len();
+        let Some(h) = buf.get_mut(..self.header_len()) else {
+            return Err(WireError::Truncated { len });
+        };
+        let mut flags = if self.little_endian {
             FLAG_LITTLE_ENDIAN
         } else {
             0
         };
+        if let (Some((s, d)), Some(tail)) = (v6, h.get_mut(HEADER_LEN..)) {
+            flags |= FLAG_IPV6;
+            tail[..16].copy_from_slice(&s);
+            tail[16..].copy_from_slice(&d);
+        }
         h[0] = (VERSION << 4) | flags;
         h[1] = 0;
         h[2..4].copy_from_slice(&self.port.to_be_bytes());
-        h[4..8].copy_from_slice(&self.src);
-        h[8..12].copy_from_slice(&self.dst);
+        h[4..8].copy_from_slice(&src4);
+        h[8..12].copy_from_slice(&dst4);
         h[12..14].copy_from_slice(&self.rb.to_be_bytes());
         h[14..16].copy_from_slice(&self.entry.to_be_bytes());
         h[16..18].copy_from_slice(&self.code_len.to_be_bytes());
@@ -384,8 +487,8 @@ mod tests {
         assert_eq!(
             r,
             HeaderRepr {
-                src: [10, 0, 0, 1],
-                dst: [10, 0, 0, 2],
+                src: [10, 0, 0, 1].into(),
+                dst: [10, 0, 0, 2].into(),
                 port: 8080,
                 rb: 8,
                 entry: 0,

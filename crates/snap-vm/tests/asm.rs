@@ -181,7 +181,12 @@ fn errors_name_the_line_and_what_is_wrong() {
         ),
         ("popi -1", 1, "-1 is outside 0..=33554431"),
         (".port 65536", 1, "65536 is outside 0..=65535"),
-        (".src 10.0.0", 1, r#"bad IPv4 address "10.0.0""#),
+        (".src 10.0.0", 1, r#"bad IP address "10.0.0""#),
+        (
+            ".src fd00::1\n.dst 10.0.0.2",
+            2,
+            ".src and .dst of different address families",
+        ),
         (".bytes b \"open", 1, "bad string or byte literal"),
         (".bytes b 0xabc", 1, "bad string or byte literal 0xabc"),
         (".bytes b \"\\q\"", 1, "bad string or byte literal"),
@@ -338,6 +343,11 @@ fn arb_heap() -> impl Strategy<Value = Vec<u32>> {
             p.heap_addr(a);
             p.heap
         }),
+        any::<[u8; 16]>().prop_map(|a| {
+            let mut p = Program::default();
+            p.heap_ip(a.into());
+            p.heap
+        }),
         any::<i64>().prop_map(|x| {
             let mut p = Program::default();
             p.heap_wide(x);
@@ -367,9 +377,13 @@ proptest! {
         port in any::<u16>(),
         rb in any::<u16>(),
         entry in any::<u16>(),
+        six in proptest::option::of(any::<([u8; 16], [u8; 16])>()),
     ) {
+        // IPv6 addresses (the IPv4 fields then zero, as a packet reads back).
+        let (src, dst) = if six.is_some() { ([0; 4], [0; 4]) } else { (src, dst) };
+        let ipv6 = six.map(|(src, dst)| snap_vm::program::Ipv6Addrs { src, dst });
         let p = Program {
-            src, dst, port, rb, entry,
+            src, dst, ipv6, port, rb, entry,
             code: code.into_iter().map(Word).collect(),
             heap,
             stack: stack.into_iter().map(Value).collect(),

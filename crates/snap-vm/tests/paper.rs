@@ -101,7 +101,8 @@ fn ping_delivers_its_payload_at_the_sender_after_one_round_trip() {
                 Delivery {
                     port: 7,
                     value: Delivered::Bytes(b"hello".to_vec()),
-                    src: A // forwto rewrites the destination only
+                    src: A, // forwto rewrites the destination only
+                    src6: None,
                 }
             )]
         );
@@ -141,7 +142,8 @@ fn plan_ping_runs_p_at_the_destination_and_r_back_at_the_source() {
                 Delivery {
                     port: 7,
                     value: Delivered::Bytes(b"hello".to_vec()),
-                    src: A
+                    src: A,
+                    src6: None,
                 }
             )]
         );
@@ -213,7 +215,8 @@ fn traceroute_respects_the_send_limit() {
             Delivery {
                 port: 9,
                 value: report(1, 1),
-                src: A
+                src: A,
+                src6: None,
             }
         )]
     );

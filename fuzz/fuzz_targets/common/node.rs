@@ -326,7 +326,16 @@ pub fn plain(src: IpAddr, dst: IpAddr, protocol: u8, len: usize) -> Vec<u8> {
     p
 }
 
-pub fn snap_program(src: [u8; 4], dst: [u8; 4], spec: &SnapSpec) -> Program {
+/// The program `spec` describes, between `src` and `dst` (IPv4 or IPv6, one family).
+pub fn snap_program(src: IpAddr, dst: IpAddr, spec: &SnapSpec) -> Program {
+    let mut p = snap_program_at(spec, src.is_ipv6());
+    p.set_addrs(src, dst).expect("one family");
+    p
+}
+
+/// The program with zero addresses; addresses on its stack of the family `v6` says.
+fn snap_program_at(spec: &SnapSpec, v6: bool) -> Program {
+    let (src, dst) = ([0; 4], [0; 4]);
     let rb = u16::from(spec.rb % 32);
     match &spec.kind {
         SnapKind::Ping(payload) => {
@@ -357,7 +366,7 @@ pub fn snap_program(src: [u8; 4], dst: [u8; 4], spec: &SnapSpec) -> Program {
             for v in stack.iter().take(16) {
                 let v = match *v {
                     StackValue::Int(i) => snap_vm::value::Value::int(i32::from(i)),
-                    StackValue::Addr(sel) => p.heap_addr(addr4(sel).octets()),
+                    StackValue::Addr(sel) => p.heap_ip(addr(v6, sel)),
                 };
                 p.stack.push(v);
             }
@@ -406,8 +415,8 @@ pub fn build_packet(spec: &PacketSpec) -> Vec<u8> {
             }
         }
         Body::Snap(s) => {
-            // SNAP addresses are IPv4 whatever the spec's family.
-            let program = snap_program(addr4(spec.src).octets(), addr4(spec.dst).octets(), s);
+            // In the spec's family: IPv6 next header 254 or IPv4 protocol 254.
+            let program = snap_program(src, dst, s);
             match program
                 .to_bytes()
                 .ok()

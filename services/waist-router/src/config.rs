@@ -4,7 +4,7 @@
 //! ```toml
 //! [node]
 //! name = "r1"                      # for logs, metrics and pcap names
-//! addresses = ["10.0.0.1"]         # the router's own addresses (first IPv4 names it)
+//! addresses = ["10.0.0.1"]         # the router's own addresses (first IPv4 names it to [dv])
 //! icmp = true                      # ICMP errors and echo replies (default true)
 //!
 //! [esp]                            # absent: ESP packets are forwarded untouched
@@ -21,6 +21,8 @@
 //! log2 = 12
 //!
 //! [dv]                             # absent: static routes only
+//! router_id = "10.0.0.1"           # names the router (default: first IPv4 address;
+//!                                  # required when [node] addresses are IPv6 only)
 //! originate = ["10.1.0.0/16"]      # the networks attached here
 //! update_ms = 30000                # RIP-like timers (defaults shown)
 //! timeout_ms = 180000
@@ -97,7 +99,7 @@ pub struct RouterFile {
     pub route_cache: Option<CacheSection>,
     /// `[dv]`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dv: Option<DvSection>,
+    pub dv: Option<Spanned<DvSection>>,
     /// `[[link]]`, numbered in order (interface `i` is the `i`-th link).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub link: Vec<LinkConfig>,
@@ -214,6 +216,11 @@ pub struct CacheSection {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DvSection {
+    /// The 32-bit id that names this router to distance vector, written `"A.B.C.D"` as
+    /// OSPF and BIRD write theirs (default: the first IPv4 address in `[node] addresses`;
+    /// needed on a router with IPv6 addresses only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router_id: Option<Spanned<String>>,
     /// Prefixes attached here, advertised to the neighbours.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub originate: Vec<Spanned<String>>,
@@ -414,13 +421,27 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
         node.route_cache_log2 = Some(*c.log2.get_ref());
     }
     let mut originate = Vec::new();
-    if let Some(d) = &file.dv {
-        let id = node.ipv4().map(u32::from_be_bytes).ok_or_else(|| {
-            source.error_at(
-                None,
-                "[dv] needs an IPv4 address in [node] addresses (it names the router)",
-            )
-        })?;
+    if let Some(spanned) = &file.dv {
+        let d = spanned.get_ref();
+        let id = match &d.router_id {
+            Some(text) => text
+                .get_ref()
+                .parse::<std::net::Ipv4Addr>()
+                .map(u32::from)
+                .map_err(|_| {
+                    source.error_for(
+                        text,
+                        format!("router_id `{}` is not A.B.C.D", text.get_ref()),
+                    )
+                })?,
+            None => node.ipv4().map(u32::from_be_bytes).ok_or_else(|| {
+                source.error_for(
+                    spanned,
+                    "[dv] needs a router id: set router_id = \"A.B.C.D\" (the default, the \
+                     first IPv4 address in [node] addresses, is missing)",
+                )
+            })?,
+        };
         let mut c = fastpath::dv::Config::new(id);
         c.update_interval = d.update_ms.unwrap_or(c.update_interval);
         c.route_timeout = d.timeout_ms.unwrap_or(c.route_timeout);
@@ -551,6 +572,31 @@ link = "a"
         let e = plan_of(&GOOD.replace("services = [\"ess\"]", "services = [\"dns\"]")).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("services"), "{e}");
         assert!(e.message.contains("unknown SNAP service `dns`"), "{e}");
+    }
+
+    #[test]
+    fn dv_router_id_defaults_to_the_first_ipv4_address_and_is_needed_without_one() {
+        let p = plan_of(&GOOD.replace("[\"10.0.0.1\"]", "[\"fd00::1\", \"10.0.0.7\"]")).unwrap();
+        assert_eq!(p.node.dv.unwrap().id, u32::from_be_bytes([10, 0, 0, 7]));
+        let v6 = GOOD
+            .replace("[\"10.0.0.1\"]", "[\"fd00::1\"]")
+            .replace("[snap]\nservices = [\"ess\"]\nkey_seed = 2\n", "");
+        let e = plan_of(&v6).unwrap_err();
+        let dv_line = v6.lines().position(|l| l == "[dv]").unwrap() + 1;
+        assert_eq!((e.line, e.key.as_deref()), (dv_line, Some("dv")), "{e}");
+        assert!(e.message.contains("router_id"), "{e}");
+        let named = v6.replace("[dv]\n", "[dv]\nrouter_id = \"1.1.1.1\"\n");
+        let p = plan_of(&named).unwrap();
+        assert_eq!(p.node.dv.unwrap().id, 0x0101_0101);
+        // An explicit id wins over the address.
+        let p = plan_of(&GOOD.replace("[dv]\n", "[dv]\nrouter_id = \"9.9.9.9\"\n")).unwrap();
+        assert_eq!(p.node.dv.unwrap().id, 0x0909_0909);
+        let e = plan_of(&named.replace("1.1.1.1", "fd00::1")).unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (dv_line + 1, Some("router_id")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
@@ -51,9 +51,9 @@ pub enum SnapCommand {
     Run {
         /// The packet file (assembly or binary).
         file: PathBuf,
-        /// The node's address (default: the packet's destination).
+        /// The node's address, of the packet's family (default: the packet's destination).
         #[arg(long)]
-        at: Option<Ipv4Addr>,
+        at: Option<IpAddr>,
         /// Interfaces of the node.
         #[arg(long, default_value_t = 2)]
         ifaces: u32,
@@ -128,11 +128,11 @@ pub fn run(command: SnapCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
             now,
         } => {
             let program = load(&file)?;
-            let address = at.map_or(program.dst, |a| a.octets());
+            let address = at.unwrap_or_else(|| program.dst_addr());
             let bytes = program
                 .to_bytes()
                 .with_context(|| format!("{}", file.display()))?;
-            out.write_all(run_once(&program, bytes, node(address, ifaces), iface, now).as_bytes())?;
+            out.write_all(run_once(&program, bytes, address, ifaces, (iface, now)).as_bytes())?;
         }
     }
     Ok(0)
@@ -167,18 +167,30 @@ pub fn load(path: &Path) -> anyhow::Result<Program> {
     assemble(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
-/// Runs `bytes` (the packet of `program`) once at a node and describes what it did.
-fn run_once(program: &Program, bytes: Vec<u8>, config: NodeConfig, iface: u32, now: u64) -> String {
+/// Runs `bytes` (the packet of `program`) once at the node at `address` with `ifaces`
+/// interfaces (arriving on `iface` at `now`) and describes what it did.
+fn run_once(
+    program: &Program,
+    bytes: Vec<u8>,
+    address: IpAddr,
+    ifaces: u32,
+    (iface, now): (u32, u64),
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "node {} ({} interfaces), packet of {} bytes: {}",
-        Ipv4Addr::from(config.address),
-        config.ifaces,
+        "node {address} ({ifaces} interfaces), packet of {} bytes: {}",
         bytes.len(),
         summary(program)
     );
-    let mut vm = Vm::new(config);
+    let mut vm = match address {
+        IpAddr::V4(a) => Vm::new(node(a.octets(), ifaces)),
+        IpAddr::V6(a) => {
+            let mut vm = Vm::new(node([0; 4], ifaces));
+            vm.set_address6(Some(a.octets()));
+            vm
+        }
+    };
     // The node offers the ESS (`calls "ess.get"`, …): 1024 bindings living 10 000 ticks.
     if let Ok(ess) = ess::EssConfig::new(10, 10_000, 1, ess::HashKey::from_seed(1)) {
         for service in EssService::trio(ess, ess::HashKey::from_seed(2)) {
@@ -201,7 +213,7 @@ fn run_once(program: &Program, bytes: Vec<u8>, config: NodeConfig, iface: u32, n
             s,
             "transmit {}: to {}, {} bytes: {what}",
             i + 1,
-            Ipv4Addr::from(t.dst),
+            t.destination(),
             t.packet.len()
         );
     }
@@ -210,7 +222,7 @@ fn run_once(program: &Program, bytes: Vec<u8>, config: NodeConfig, iface: u32, n
             s,
             "delivery: port {} from {}: {}",
             d.port,
-            Ipv4Addr::from(d.src),
+            d.source(),
             delivered(&d.value)
         );
     }
@@ -228,6 +240,7 @@ fn delivered(v: &Delivered) -> String {
     match v {
         Delivered::Int(i) => i.to_string(),
         Delivered::Addr(a) => Ipv4Addr::from(*a).to_string(),
+        Delivered::Addr6(a) => std::net::Ipv6Addr::from(*a).to_string(),
         Delivered::Float(x) => format!("{x}"),
         Delivered::Wide(x) => format!("{x} (wide)"),
         Delivered::Bytes(b) if b.iter().all(|c| (0x20..0x7F).contains(c)) => {

@@ -253,8 +253,8 @@ async fn snap_ping_through_r1_to_r2() {
     let chain = Chain::start().await;
     let mut link = chain.link(snap_vm::wire::IP_PROTOCOL).await;
     let p = Ping {
-        src: TOOL,
-        host: R2,
+        src: TOOL.into(),
+        host: R2.into(),
         count: 3,
         interval: Duration::from_millis(50),
         rb: 32,
@@ -271,7 +271,7 @@ async fn snap_ping_through_r1_to_r2() {
     assert_eq!((s.sent, s.received(), seen), (3, 3, vec![1, 2, 3]));
     for r in &s.replies {
         // R1 and R2 out, R1 back, then this host: one unit each.
-        assert_eq!((r.target, r.rb), (R2.octets(), 32 - 4), "{r:?}");
+        assert_eq!((r.target, r.rb), (R2.into(), 32 - 4), "{r:?}");
         assert!(r.rtt_us > 0, "{r:?}");
     }
     assert_eq!(s.exit_code(), EXIT_ANSWER);
@@ -303,8 +303,8 @@ async fn nobody_answering_is_a_timeout() {
 
     let mut link = chain.link(snap_vm::wire::IP_PROTOCOL).await;
     let p = Ping {
-        src: TOOL,
-        host: NOBODY,
+        src: TOOL.into(),
+        host: NOBODY.into(),
         count: 1,
         interval: Duration::from_millis(10),
         rb: 32,

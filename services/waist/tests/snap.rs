@@ -97,6 +97,35 @@ fn every_example_assembles_verifies_runs_and_disassembles_back() {
 }
 
 #[test]
+fn an_ipv6_ping_assembles_runs_and_disassembles_back() {
+    // Fig. 1's ping between IPv6 hosts, as text with IPv6 literals.
+    let text = paper::ping_source([0; 4], [0; 4], 7, b"hi", 8)
+        .replace(".src 0.0.0.0", ".src fd00::1")
+        .replace(".dst 0.0.0.0", ".dst fd00::2");
+    let src = tmp("ping6.snap");
+    std::fs::write(&src, &text).unwrap();
+    let src = src.to_str().unwrap();
+    let pkt = tmp("ping6.pkt");
+    let pkt = pkt.to_str().unwrap();
+    let said = ok(&["asm", src, "-o", pkt]);
+    let bytes = std::fs::read(pkt).unwrap();
+    assert!(said.contains(&format!("{} bytes", bytes.len())), "{said}");
+    assert_eq!(bytes[0], 0x10 | snap_vm::wire::FLAG_IPV6, "{said}");
+    let v = ok(&["verify", pkt]);
+    assert!(v.contains("heap         ≤ 5 words"), "{v}");
+    // At its destination it turns round toward fd00::1; at the source it delivers.
+    let r = ok(&["run", pkt]);
+    assert!(r.starts_with("node fd00::2 (2 interfaces)"), "{r}");
+    assert!(r.contains("fd00::1 → fd00::2 port 7 rb 8"), "{r}");
+    assert!(r.contains("transmit 1: to fd00::1, "), "{r}");
+    let r = ok(&["run", pkt, "--at", "fd00::3"]);
+    assert!(r.contains("transmit 1: to fd00::2, "), "{r}");
+    let d = ok(&["disasm", pkt]);
+    assert!(d.contains(".src fd00::1\n.dst fd00::2\n"), "{d}");
+    assert_eq!(assemble(&d).unwrap(), assemble(&text).unwrap());
+}
+
+#[test]
 fn run_shows_the_end_transmits_and_delivery() {
     let ping = examples_dir().join("ping.snap");
     let ping = ping.to_str().unwrap();

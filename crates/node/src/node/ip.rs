@@ -47,8 +47,7 @@ impl Node {
         let Some(packet) = packet.get_mut(..h.total_len) else {
             return (Fate::Dropped(Reason::Malformed), None);
         };
-        if self.vm.is_some() && h.version == Version::V4 && h.protocol == snap_vm::wire::IP_PROTOCOL
-        {
+        if self.vm.is_some() && h.protocol == snap_vm::wire::IP_PROTOCOL {
             if let Some((fate, out)) = self.snap_transit(h, packet) {
                 let range = at..at + h.total_len;
                 return (fate, out.map(|iface| InPlace { iface, range }));

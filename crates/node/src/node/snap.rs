@@ -1,6 +1,10 @@
 //! SNAP at a node (SNAP §III, §VI): every SNAP packet that reaches a SNAP-capable node runs
 //! there, wherever it is addressed; each packet it sends is routed like any other and
-//! framed in a fresh IPv4 header (`snap_vm::ip`).
+//! framed in a fresh IP header of its family (`snap_vm::ip`): IPv4 protocol 254, or IPv6
+//! next header 254 for a packet whose addresses are IPv6. The node's first IPv4 address
+//! is `here` to IPv4 packets, its first IPv6 address to IPv6 ones (a node without one of
+//! them is `0.0.0.0` / `::` to that family: it forwards such packets and is never their
+//! destination).
 //!
 //! A `send` addressed to the node itself runs here at once, as if it had arrived, with
 //! interface [`LOCAL_IFACE`]. Resource bound is conserved, so one arrival causes at most
@@ -10,6 +14,7 @@
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
+use core::net::IpAddr;
 
 use snap_vm::service::EssService;
 use snap_vm::vm::{End, Transmit, Vm};
@@ -24,17 +29,18 @@ use crate::config::Config;
 pub const LOCAL_IFACE: u32 = u32::MAX;
 
 /// The VM a node built from `config` runs SNAP packets in, with the services the config
-/// declares ([`Config::snap_ess`]); `None` with SNAP off (or no IPv4 address to name the
-/// node).
+/// declares ([`Config::snap_ess`]); `None` with SNAP off (or no address to name the node).
 pub(super) fn vm_for(config: &Config) -> Option<Vm> {
-    let (true, Some(address)) = (config.snap, config.ipv4()) else {
+    let (address, address6) = (config.ipv4(), config.ipv6());
+    if !config.snap || (address.is_none() && address6.is_none()) {
         return None;
-    };
+    }
     let mut vm = Vm::new(snap_vm::vm::NodeConfig {
-        address,
+        address: address.unwrap_or([0; 4]),
         ifaces: u32::try_from(config.ifaces.len()).unwrap_or(u32::MAX),
         mtu: config.ifaces.iter().map(|f| f.mtu).max().unwrap_or(1500),
     });
+    vm.set_address6(address6);
     if let Some(ess) = config.snap_ess {
         for s in EssService::trio(ess.store, ess.key) {
             vm.services.register(Box::new(s));
@@ -64,8 +70,8 @@ impl Node {
         self.run_snap(now, ifc, snap.to_vec())
     }
 
-    /// The transit fast path: a SNAP packet in a 20-byte IPv4 header whose program only
-    /// routes it on from here ([`Vm::forward_in_place`](snap_vm::vm::Vm::forward_in_place))
+    /// The transit fast path: a SNAP packet in a 20-byte IPv4 header (or a 40-byte IPv6
+    /// one) whose program only routes it on from here ([`Vm::forward_in_place`](snap_vm::vm::Vm::forward_in_place))
     /// is forwarded in the frame it arrived in, its resource bound decremented and its IP
     /// header rewritten as [`snap_vm::ip::encapsulate`] would write it: the same bytes, the
     /// same counters and the same fate as the general path (a run, a copy out, a fresh
@@ -76,20 +82,35 @@ impl Node {
         h: &IpHeader,
         packet: &mut [u8],
     ) -> Option<(Fate, Option<usize>)> {
-        if h.header_len != waist_ip::IPV4_HEADER_LEN {
+        let v6 = h.version == waist_ip::Version::V6;
+        let slot = if v6 {
+            waist_ip::IPV6_HEADER_LEN
+        } else {
+            waist_ip::IPV4_HEADER_LEN
+        };
+        // The SNAP packet must be of the IP packet's family (the slow path refuses it).
+        let snap = packet.get_mut(slot..)?;
+        if h.header_len != slot
+            || snap
+                .first()
+                .is_some_and(|f| f & snap_vm::wire::FLAG_IPV6 != 0)
+                != v6
+        {
             return None;
         }
-        let dst = self
-            .vm
-            .as_ref()?
-            .forward_in_place(packet.get_mut(waist_ip::IPV4_HEADER_LEN..)?)?;
+        let dst = self.vm.as_ref()?.forward_in_place(snap)?;
         self.stats.snap_executed += 1;
         let dropped = Some((Fate::Dropped(Reason::Snap), None));
         let Some(out) = self.snap_route(dst) else {
             return dropped;
         };
         // In the general path's order: framing, then the link's MTU.
-        if snap_vm::ip::reframe_in_place(packet).is_err() || !self.snap_fits(out, packet.len()) {
+        let framed = if v6 {
+            snap_vm::ip::reframe6_in_place(packet)
+        } else {
+            snap_vm::ip::reframe_in_place(packet)
+        };
+        if framed.is_err() || !self.snap_fits(out, packet.len()) {
             return dropped;
         }
         Some((Fate::Forwarded, Some(out)))
@@ -97,8 +118,8 @@ impl Node {
 
     /// The interface toward a SNAP packet's destination (longest-prefix match, no cache),
     /// counting a packet with no route.
-    fn snap_route(&mut self, dst: [u8; 4]) -> Option<usize> {
-        let out = self.routes.route(dst.into()).map(usize::from);
+    fn snap_route(&mut self, dst: IpAddr) -> Option<usize> {
+        let out = self.routes.route(dst).map(usize::from);
         if out.is_none() {
             self.stats.snap_no_route += 1;
         }
@@ -123,7 +144,10 @@ impl Node {
         let Some(mut vm) = node.vm.take() else {
             return Fate::Dropped(Reason::Snap);
         };
-        let here = vm.config().address;
+        let here = (
+            node.config.ipv4().map(IpAddr::from),
+            node.config.ipv6().map(IpAddr::from),
+        );
         let mut queue = VecDeque::from([(ifc, snap)]);
         let mut budget = node.config.snap_local_runs;
         let (mut sent, mut delivered) = (0u64, false);
@@ -168,19 +192,20 @@ impl Node {
     /// (within the local-run budget), else routes and frames it. Whether it went out.
     fn snap_transmit(
         &mut self,
-        here: [u8; 4],
+        here: (Option<IpAddr>, Option<IpAddr>),
         budget: &mut u32,
         queue: &mut VecDeque<(u32, Vec<u8>)>,
         t: Transmit,
     ) -> bool {
-        if t.dst == here {
+        let dst = t.destination();
+        if Some(dst) == here.0 || Some(dst) == here.1 {
             if *budget > 0 {
                 *budget -= 1;
                 queue.push_back((LOCAL_IFACE, t.packet));
             }
             return false;
         }
-        let Some(out) = self.snap_route(t.dst) else {
+        let Some(out) = self.snap_route(dst) else {
             return false;
         };
         let Ok(ip) = snap_vm::ip::encapsulate(&t.packet) else {

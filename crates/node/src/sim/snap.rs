@@ -1,5 +1,7 @@
 //! SNAP on simulated networks of [`Node`](crate::Node)s: the interpreter at every SNAP node, IPv4
-//! protocol 254 on the links (`snap_vm::ip`), plain routers in between.
+//! protocol 254 (or IPv6 next header 254) on the links (`snap_vm::ip`), plain routers in
+//! between. The helpers here number nodes by IPv4 address ([`addr_of`]); IPv6 networks are
+//! built from [`Node`](crate::Node)s directly (`tests/snap_ipv6.rs`).
 //!
 //! * A SNAP router ([`add_router`]) is a node with `snap` on: every SNAP packet that
 //!   reaches it runs there (SNAP §III), whatever its destination. A plain router

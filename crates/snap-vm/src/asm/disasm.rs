@@ -35,6 +35,7 @@ impl Layout {
                 Some(tag @ (Tag::Addr | Tag::Float)) if len == 1 => fits(tag).is_some_and(|p| {
                     tag == Tag::Addr || p.first().is_some_and(|&b| float_round_trips(b))
                 }),
+                Some(Tag::Addr) => len == crate::value::ADDR6_WORDS && fits(Tag::Addr).is_some(),
                 Some(Tag::Wide) => len == 2 && fits(Tag::Wide).is_some(),
                 Some(Tag::Tuple) => fits(Tag::Tuple).is_some(),
                 Some(Tag::Bytes) => fits(Tag::Bytes).is_some_and(|p| {
@@ -122,7 +123,6 @@ pub fn instruction(word: Word) -> String {
 pub fn disassemble(program: &Program) -> String {
     let layout = Layout::of(&program.heap);
     let mut s = String::new();
-    let a = |x: [u8; 4]| core::net::Ipv4Addr::from(x);
     let _ = writeln!(
         s,
         "; SNAP program: {} instructions, {} heap words, {} stack values",
@@ -130,7 +130,12 @@ pub fn disassemble(program: &Program) -> String {
         program.heap.len(),
         program.stack.len()
     );
-    let _ = writeln!(s, ".src {}\n.dst {}", a(program.src), a(program.dst));
+    let _ = writeln!(
+        s,
+        ".src {}\n.dst {}",
+        program.src_addr(),
+        program.dst_addr()
+    );
     let _ = writeln!(
         s,
         ".port {}\n.rb {}\n.entry {}",
@@ -159,11 +164,19 @@ fn heap(s: &mut String, program: &Program, layout: &Layout) {
                 let b = object_bytes(&program.heap, off as u32, len);
                 writeln!(s, ".bytes h{off} {}", bytes_literal(&b))
             }
-            Tag::Addr => writeln!(
-                s,
-                ".addr h{off} {}",
-                core::net::Ipv4Addr::from(payload(0).to_be_bytes())
-            ),
+            Tag::Addr => {
+                let words = [payload(0), payload(1), payload(2), payload(3)];
+                let n = if len == crate::value::ADDR6_WORDS {
+                    4
+                } else {
+                    1
+                };
+                let a = crate::value::addr_of_payload(words.get(..n).unwrap_or_default());
+                match a {
+                    Some(a) => writeln!(s, ".addr h{off} {a}"),
+                    None => writeln!(s, ".word {h:#010x}"),
+                }
+            }
             Tag::Float => writeln!(s, ".float h{off} {}", f32::from_bits(payload(0))),
             Tag::Wide => writeln!(
                 s,
@@ -267,8 +280,8 @@ pub fn summary(program: &Program) -> String {
     }
     alloc::format!(
         "{} → {} port {} rb {} entry {} ({}), {} instructions, {} heap words, stack [{}]",
-        core::net::Ipv4Addr::from(program.src),
-        core::net::Ipv4Addr::from(program.dst),
+        program.src_addr(),
+        program.dst_addr(),
         program.port,
         program.rb,
         program.entry,

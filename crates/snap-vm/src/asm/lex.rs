@@ -108,9 +108,9 @@ pub(super) fn in_range(line: usize, value: i64, min: i64, max: i64) -> Result<i6
     Ok(value)
 }
 
-pub(super) fn addr(line: usize, s: &str) -> Result<[u8; 4], AsmError> {
-    match s.parse::<core::net::Ipv4Addr>() {
-        Ok(a) => Ok(a.octets()),
+pub(super) fn addr(line: usize, s: &str) -> Result<core::net::IpAddr, AsmError> {
+    match s.parse::<core::net::IpAddr>() {
+        Ok(a) => Ok(a),
         Err(_) => err(line, K::BadAddress(s.to_string())),
     }
 }

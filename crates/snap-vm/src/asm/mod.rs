@@ -34,11 +34,11 @@
 //!
 //! | directive | meaning |
 //! |---|---|
-//! | `.src 10.0.0.1`, `.dst 10.0.0.2` | header addresses |
+//! | `.src 10.0.0.1`, `.dst 10.0.0.2` | header addresses (IPv4, or both IPv6: `.src fd00::1`) |
 //! | `.port 7`, `.rb 8` | header demux port and resource bound |
 //! | `.entry label` | entry point (an expression; default 0) |
 //! | `.bytes name "text"` / `.bytes name 0x68690a` | a byte array on the heap |
-//! | `.addr name 10.0.0.9` | a boxed address |
+//! | `.addr name 10.0.0.9` | a boxed address (IPv4 or IPv6: `.addr name fd00::9`) |
 //! | `.float name 1.5`, `.wide name -7` | a boxed `f32`, a boxed 64-bit integer |
 //! | `.tuple name (v, v, …)` | a tuple of values |
 //! | `.word 0x0a000004 …` | raw heap words (what the disassembler prints for words it cannot read as objects) |
@@ -132,8 +132,10 @@ pub enum AsmErrorKind {
         /// Largest allowed.
         max: i64,
     },
-    /// An IPv4 address that does not parse.
+    /// An IP address that does not parse.
     BadAddress(String),
+    /// `.src` and `.dst` of different address families.
+    MixedFamilies,
     /// A string or hex byte literal that does not parse.
     BadString(String),
     /// An immediate or value that does not parse.
@@ -163,7 +165,10 @@ impl fmt::Display for AsmErrorKind {
             AsmErrorKind::OutOfRange { value, min, max } => {
                 write!(f, "{value} is outside {min}..={max}")
             }
-            AsmErrorKind::BadAddress(s) => write!(f, "bad IPv4 address \"{s}\""),
+            AsmErrorKind::BadAddress(s) => write!(f, "bad IP address \"{s}\""),
+            AsmErrorKind::MixedFamilies => {
+                f.write_str(".src and .dst of different address families")
+            }
             AsmErrorKind::BadString(s) => write!(f, "bad string or byte literal {s}"),
             AsmErrorKind::BadExpression(s) => write!(f, "bad immediate or value \"{s}\""),
             AsmErrorKind::Expected(what) => write!(f, "expected {what}"),

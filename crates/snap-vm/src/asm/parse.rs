@@ -29,7 +29,7 @@ enum Arg {
 #[derive(Clone, Debug)]
 enum Body {
     Bytes(Vec<u8>),
-    Addr([u8; 4]),
+    Addr(core::net::IpAddr),
     Float(u32),
     Wide(i64),
     Tuple(Vec<Val>),
@@ -51,7 +51,8 @@ impl Body {
     fn words(&self) -> usize {
         match self {
             Body::Bytes(b) => 1 + b.len().div_ceil(4),
-            Body::Addr(_) | Body::Float(_) => 2,
+            Body::Addr(a) => 1 + crate::value::addr_payload(*a).1,
+            Body::Float(_) => 2,
             Body::Wide(_) => 3,
             Body::Tuple(v) => 1 + v.len(),
             Body::Words(w) => w.len(),
@@ -87,6 +88,9 @@ pub(super) struct Asm {
     heap_words: usize,
     stack: Vec<(usize, Val)>,
     entry: Option<(usize, Expr)>,
+    /// `.src` and `.dst`, with their lines (the family is settled at the end).
+    src: Option<(usize, core::net::IpAddr)>,
+    dst: Option<(usize, core::net::IpAddr)>,
 }
 
 impl Asm {
@@ -177,8 +181,8 @@ impl Asm {
         let (obj, data) = word(args);
         let int = |lo: i64, hi: i64| in_range(line, number(line, args)?, lo, hi);
         match name {
-            "src" => self.program.src = addr(line, args)?,
-            "dst" => self.program.dst = addr(line, args)?,
+            "src" => self.src = Some((line, addr(line, args)?)),
+            "dst" => self.dst = Some((line, addr(line, args)?)),
             "port" => self.program.port = int(0, 0xFFFF)? as u16,
             "rb" => self.program.rb = int(0, 0xFFFF)? as u16,
             "entry" => self.entry = Some((line, expr(line, args)?)),
@@ -354,7 +358,11 @@ impl Asm {
                         heap.push(u32::from_be_bytes(w));
                     }
                 }
-                Body::Addr(a) => heap.extend([frame_header(Tag::Addr, 1), u32::from_be_bytes(*a)]),
+                Body::Addr(a) => {
+                    let (words, n) = crate::value::addr_payload(*a);
+                    heap.push(frame_header(Tag::Addr, n as u32));
+                    heap.extend_from_slice(words.get(..n).unwrap_or_default());
+                }
                 Body::Float(bits) => heap.extend([frame_header(Tag::Float, 1), *bits]),
                 Body::Wide(x) => {
                     let x = *x as u64;
@@ -377,12 +385,28 @@ impl Asm {
             Some((line, e)) => in_range(*line, self.eval(*line, e, None)?, 0, 0xFFFF)? as u16,
             None => 0,
         };
-        Ok(Program {
+        let mut program = Program {
             entry,
             code: words,
             heap,
             stack,
             ..self.program
-        })
+        };
+        // One address given: the other is the unspecified address of its family.
+        let unspecified = |a: core::net::IpAddr| match a {
+            core::net::IpAddr::V4(_) => core::net::Ipv4Addr::UNSPECIFIED.into(),
+            core::net::IpAddr::V6(_) => core::net::Ipv6Addr::UNSPECIFIED.into(),
+        };
+        let (src, dst) = match (self.src, self.dst) {
+            (Some((_, s)), Some((_, d))) => (s, d),
+            (Some((_, s)), None) => (s, unspecified(s)),
+            (None, Some((_, d))) => (unspecified(d), d),
+            (None, None) => (program.src_addr(), program.dst_addr()),
+        };
+        if program.set_addrs(src, dst).is_err() {
+            let line = self.src.map_or(0, |s| s.0).max(self.dst.map_or(0, |d| d.0));
+            return err(line, K::MixedFamilies);
+        }
+        Ok(program)
     }
 }

@@ -1,6 +1,7 @@
 //! The interpreter loop: one execution's registers and every instruction's effect.
 
 use alloc::vec::Vec;
+use core::net::IpAddr;
 
 use super::frame::Frame;
 use super::send::{ChildHeader, child, deliver, heap_unchanged};
@@ -18,10 +19,31 @@ pub(super) struct Exec<'v> {
     pub(super) iface: u32,
     pub(super) rb: u16,
     pub(super) entry: u16,
-    pub(super) dst: [u8; 4],
+    /// The packet's destination (its family is the packet's).
+    pub(super) dst: IpAddr,
+    /// The node's address in the packet's family (`here`; `forw` stops there).
+    pub(super) here: IpAddr,
+    /// The node's IPv6 address, if it has one (`ishere` knows both).
+    pub(super) here6: Option<[u8; 16]>,
     pub(super) code_len: u32,
     pub(super) pc: u32,
     pub(super) mktup_until: u32,
+}
+
+/// `a`'s first `bits` bits (clamped to its length), the rest zero.
+fn masked(a: IpAddr, bits: i32) -> IpAddr {
+    match a {
+        IpAddr::V4(a) => {
+            let bits = bits.clamp(0, 32) as u32;
+            let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+            core::net::Ipv4Addr::from(u32::from(a) & mask).into()
+        }
+        IpAddr::V6(a) => {
+            let bits = bits.clamp(0, 128) as u32;
+            let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+            core::net::Ipv6Addr::from(u128::from(a) & mask).into()
+        }
+    }
 }
 
 fn bool_value(b: bool) -> Value {
@@ -70,13 +92,31 @@ impl Exec<'_> {
         Ok((a, b))
     }
 
-    fn addr(frame: &mut Frame<'_>, a: [u8; 4]) -> Result<Value, Fault> {
-        frame.alloc(Tag::Addr, 1, &[u32::from_be_bytes(a)])
+    fn addr(frame: &mut Frame<'_>, a: IpAddr) -> Result<Value, Fault> {
+        let (words, n) = crate::value::addr_payload(a);
+        frame.alloc(Tag::Addr, n as u32, words.get(..n).unwrap_or_default())
     }
 
-    fn pop_addr(frame: &mut Frame<'_>) -> Result<[u8; 4], Fault> {
+    fn pop_addr(frame: &mut Frame<'_>) -> Result<IpAddr, Fault> {
         let v = frame.pop()?;
-        Ok(frame.word_of(v, Tag::Addr)?.to_be_bytes())
+        frame.addr_of(v)
+    }
+
+    /// Pops an address a packet sends to or computes with: of the packet's own family.
+    fn pop_own_family(&self, frame: &mut Frame<'_>) -> Result<IpAddr, Fault> {
+        let a = Self::pop_addr(frame)?;
+        if a.is_ipv6() != self.dst.is_ipv6() {
+            return Err(Fault::AddressFamily);
+        }
+        Ok(a)
+    }
+
+    /// Whether `a` is one of the node's addresses.
+    fn is_here(&self, a: IpAddr) -> bool {
+        match a {
+            IpAddr::V4(a) => a.octets() == self.config.address,
+            IpAddr::V6(a) => Some(a.octets()) == self.here6,
+        }
     }
 
     fn count_send(&mut self) -> Result<(), Fault> {
@@ -88,7 +128,7 @@ impl Exec<'_> {
     }
 
     /// `forw` / `forwto` to `dst`: the whole stack and all the resource bound.
-    fn forward(&mut self, frame: &mut Frame<'_>, dst: [u8; 4]) -> Result<Stop, Fault> {
+    fn forward(&mut self, frame: &mut Frame<'_>, dst: IpAddr) -> Result<Stop, Fault> {
         self.count_send()?;
         let rb = core::mem::take(&mut self.rb);
         if frame.extra.is_empty() {
@@ -108,7 +148,7 @@ impl Exec<'_> {
         };
         let depth = frame.depth();
         let packet = child(frame, depth, &h)?;
-        self.out.transmits.push(Transmit { dst, packet });
+        self.out.transmits.push(Transmit::to(dst, packet));
         Ok(Stop::End(End::Forwarded))
     }
 
@@ -166,18 +206,18 @@ impl Exec<'_> {
                     self.branch(off)?;
                 }
                 Op::Forw => {
-                    if self.dst != self.config.address {
+                    if self.dst != self.here {
                         return self.forward(frame, self.dst);
                     }
                 }
                 Op::Forwto => {
-                    let d = Self::pop_addr(frame)?;
-                    if d != self.config.address {
+                    let d = self.pop_own_family(frame)?;
+                    if d != self.here {
                         return self.forward(frame, d);
                     }
                 }
                 Op::Send => {
-                    let d = Self::pop_addr(frame)?;
+                    let d = self.pop_own_family(frame)?;
                     let r = frame.pop()?.as_int();
                     let s = frame.pop()?.as_int();
                     let n = frame.pop()?.as_int();
@@ -198,7 +238,7 @@ impl Exec<'_> {
                     };
                     let packet = child(frame, s, &h)?;
                     self.rb -= r as u16;
-                    self.out.transmits.push(Transmit { dst: d, packet });
+                    self.out.transmits.push(Transmit::to(d, packet));
                     frame.push(Value::int(1))?;
                 }
                 Op::Demux => {
@@ -225,7 +265,8 @@ impl Exec<'_> {
                     self.out.delivery = Some(Delivery {
                         port: p,
                         value,
-                        src: frame.src,
+                        src: super::ipv4_or_zero(frame.src),
+                        src6: super::ipv6_of(frame.src),
                     });
                     return Ok(Stop::End(End::Delivered));
                 }
@@ -275,7 +316,7 @@ impl Exec<'_> {
                     frame.push(v)?;
                 }
                 Op::Here => {
-                    let v = Self::addr(frame, self.config.address)?;
+                    let v = Self::addr(frame, self.here)?;
                     frame.push(v)?;
                 }
                 Op::Getrb => frame.push(Value::int(i32::from(self.rb)))?,
@@ -283,7 +324,7 @@ impl Exec<'_> {
                 Op::Getport => frame.push(Value::int(i32::from(frame.port)))?,
                 Op::Ishere => {
                     let a = Self::pop_addr(frame)?;
-                    frame.push(bool_value(a == self.config.address))?;
+                    frame.push(bool_value(self.is_here(a)))?;
                 }
                 Op::Getifc => frame.push(Value::int(self.iface as i32))?,
                 Op::Nifc => frame.push(Value::int(self.config.ifaces as i32))?,
@@ -363,7 +404,7 @@ impl Exec<'_> {
                 Op::Mkaddr => {
                     let lo = frame.pop()?.as_int() as u32 & 0xFFFF;
                     let hi = frame.pop()?.as_int() as u32 & 0xFFFF;
-                    let v = Self::addr(frame, ((hi << 16) | lo).to_be_bytes())?;
+                    let v = Self::addr(frame, core::net::Ipv4Addr::from((hi << 16) | lo).into())?;
                     frame.push(v)?;
                 }
                 Op::Aeq => {
@@ -372,18 +413,18 @@ impl Exec<'_> {
                     frame.push(bool_value(a == b))?;
                 }
                 Op::Snet => {
-                    let bits = frame.pop()?.as_int().clamp(0, 32) as u32;
-                    let a = u32::from_be_bytes(Self::pop_addr(frame)?);
-                    let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
-                    let v = Self::addr(frame, (a & mask).to_be_bytes())?;
+                    let bits = frame.pop()?.as_int();
+                    // It allocates an address: of the packet's family, the size the
+                    // verifier counts.
+                    let a = self.pop_own_family(frame)?;
+                    let v = Self::addr(frame, masked(a, bits))?;
                     frame.push(v)?;
                 }
                 Op::Insnet => {
-                    let bits = frame.pop()?.as_int().clamp(0, 32) as u32;
-                    let prefix = u32::from_be_bytes(Self::pop_addr(frame)?);
-                    let a = u32::from_be_bytes(Self::pop_addr(frame)?);
-                    let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
-                    frame.push(bool_value(a & mask == prefix & mask))?;
+                    let bits = frame.pop()?.as_int();
+                    let prefix = Self::pop_addr(frame)?;
+                    let a = Self::pop_addr(frame)?;
+                    frame.push(bool_value(masked(a, bits) == masked(prefix, bits)))?;
                 }
                 Op::Towide => {
                     let a = frame.pop()?.as_int();

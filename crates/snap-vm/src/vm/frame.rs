@@ -2,6 +2,7 @@
 //! place) and its heap (the packet's heap plus a second heap for allocations, §VI.C).
 
 use alloc::vec::Vec;
+use core::net::{IpAddr, Ipv4Addr};
 
 use super::Fault;
 use crate::value::{DATA_MASK, Tag, Value};
@@ -49,7 +50,8 @@ pub struct Frame<'a> {
     pub(crate) packet_len: usize,
     /// Most bytes a packet it sends may have: 4 × MTU, or its own length if larger.
     pub(crate) max_len: usize,
-    pub(crate) src: [u8; 4],
+    /// The packet's source (its family is the packet's).
+    pub(crate) src: IpAddr,
     pub(crate) port: u16,
     /// A buffer to build the next child in (the node's, reused across packets).
     pub(crate) spare: &'a mut Vec<u8>,
@@ -65,7 +67,7 @@ impl Frame<'_> {
     }
 
     /// The computation the packet belongs to: its (source, demux port).
-    pub fn computation(&self) -> ([u8; 4], u16) {
+    pub fn computation(&self) -> (IpAddr, u16) {
         (self.src, self.port)
     }
 
@@ -248,6 +250,24 @@ impl Frame<'_> {
     pub fn alloc_wide(&mut self, x: i64) -> Result<Value, Fault> {
         let x = x as u64;
         self.alloc(Tag::Wide, 2, &[(x >> 32) as u32, x as u32])
+    }
+
+    /// The address a boxed address holds: IPv6 if its object has four payload words, else
+    /// IPv4 from the first (0.0.0.0 for a value that is no address: types are not checked
+    /// where safety does not need it).
+    pub(crate) fn addr_of(&self, v: Value) -> Result<IpAddr, Fault> {
+        if v.tag() != Some(Tag::Addr) {
+            return Ok(Ipv4Addr::UNSPECIFIED.into());
+        }
+        let (_, len, p) = self.object(v)?;
+        if len == crate::value::ADDR6_WORDS {
+            let mut w = [0u32; 4];
+            for (i, slot) in (0u32..).zip(w.iter_mut()) {
+                *slot = self.heap_word(p + i)?;
+            }
+            return Ok(crate::value::addr_of_payload(&w).unwrap_or(Ipv4Addr::UNSPECIFIED.into()));
+        }
+        Ok(Ipv4Addr::from(self.heap_word(p)?).into())
     }
 
     /// The one-word payload of a boxed address or float (0 for anything else).

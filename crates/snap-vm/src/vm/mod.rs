@@ -11,6 +11,7 @@
 //! packet stops; what it already sent stands. Types are not checked where safety does not
 //! need it: confusing an integer for a pointer gives a wrong answer, never an unsafe one.
 
+mod arrival;
 mod exec;
 mod frame;
 mod send;
@@ -18,7 +19,9 @@ mod services;
 
 use alloc::vec::Vec;
 use core::fmt;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use arrival::{Arrival, arrive};
 use exec::Exec;
 pub use frame::Frame;
 pub(crate) use frame::header as frame_header;
@@ -27,12 +30,14 @@ pub use services::{Service, Services};
 
 use crate::op::Op;
 use crate::value::Word;
-use crate::wire::{HEADER_LEN, Packet, WireError};
+use crate::wire::{FLAG_IPV6, HEADER_LEN, HEADER_LEN_V6, Packet, WireError};
 
-/// What a node tells its VM about itself.
+/// What a node tells its VM about itself. A node with an IPv6 address too (or only) says
+/// so with [`Vm::set_address6`]: IPv6 packets see that one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeConfig {
-    /// The node's address (`here`, `ishere`, and where `forw` stops).
+    /// The node's IPv4 address (`here`, `ishere`, and where `forw` stops, for IPv4
+    /// packets; 0.0.0.0 on a node without one).
     pub address: [u8; 4],
     /// Interfaces: the most packets one packet may send here.
     pub ifaces: u32,
@@ -86,6 +91,9 @@ pub enum Fault {
     ServicePush,
     /// A service allocated more than its allowance.
     ServiceAlloc,
+    /// A send to, or an `snet` of, an address of the other family than the packet's (a
+    /// packet never changes family: its IP framing could not carry both).
+    AddressFamily,
 }
 
 impl fmt::Display for Fault {
@@ -115,6 +123,7 @@ impl fmt::Display for Fault {
             Fault::Service => f.write_str("service failed"),
             Fault::ServicePush => f.write_str("service pushed more than one value"),
             Fault::ServiceAlloc => f.write_str("service allocated past its allowance"),
+            Fault::AddressFamily => f.write_str("address of the other family than the packet's"),
         }
     }
 }
@@ -141,10 +150,33 @@ pub enum End {
 /// A packet to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transmit {
-    /// Where to (the packet's destination field).
+    /// Where to, if IPv4 (the packet's destination field; zero for an IPv6 packet: see
+    /// [`destination`](Self::destination)).
     pub dst: [u8; 4],
     /// The whole SNAP packet.
     pub packet: Vec<u8>,
+}
+
+impl Transmit {
+    fn to(dst: IpAddr, packet: Vec<u8>) -> Transmit {
+        Transmit {
+            dst: ipv4_or_zero(dst),
+            packet,
+        }
+    }
+
+    /// Where to, of either family (the packet's destination).
+    pub fn destination(&self) -> IpAddr {
+        Packet::wrap(&self.packet[..]).dst_addr()
+    }
+}
+
+/// The IPv4 address, or zero for an IPv6 one (the IPv4 fields of IPv6 packets).
+fn ipv4_or_zero(a: IpAddr) -> [u8; 4] {
+    match a {
+        IpAddr::V4(a) => a.octets(),
+        IpAddr::V6(_) => [0; 4],
+    }
 }
 
 /// A value delivered to a local port.
@@ -152,8 +184,10 @@ pub struct Transmit {
 pub enum Delivered {
     /// A small integer.
     Int(i32),
-    /// An address.
+    /// An IPv4 address.
     Addr([u8; 4]),
+    /// An IPv6 address.
+    Addr6([u8; 16]),
     /// A float.
     Float(f32),
     /// A wide integer.
@@ -172,8 +206,20 @@ pub struct Delivery {
     pub port: i32,
     /// The value.
     pub value: Delivered,
-    /// The packet's source.
+    /// The packet's IPv4 source (zero for an IPv6 packet: see [`src6`](Self::src6)).
     pub src: [u8; 4],
+    /// The packet's IPv6 source, for an IPv6 packet.
+    pub src6: Option<[u8; 16]>,
+}
+
+impl Delivery {
+    /// The packet's source, of either family.
+    pub fn source(&self) -> IpAddr {
+        match self.src6 {
+            Some(a) => a.into(),
+            None => self.src.into(),
+        }
+    }
 }
 
 /// What an execution used, to compare with the verifier's bounds.
@@ -220,6 +266,7 @@ impl Outcome {
 #[derive(Debug)]
 pub struct Vm {
     config: NodeConfig,
+    address6: Option<[u8; 16]>,
     /// The node's services.
     pub services: Services,
     extra: Vec<u32>,
@@ -240,6 +287,7 @@ impl Vm {
     pub fn new(config: NodeConfig) -> Vm {
         Vm {
             config,
+            address6: None,
             services: Services::new(),
             extra: Vec::new(),
             stack: Vec::new(),
@@ -251,6 +299,27 @@ impl Vm {
     /// The node's config.
     pub fn config(&self) -> &NodeConfig {
         &self.config
+    }
+
+    /// Sets the node's IPv6 address (`None`: it has none): what IPv6 packets see as
+    /// `here`, where their `forw` stops, and what `ishere` also knows.
+    pub fn set_address6(&mut self, address: Option<[u8; 16]>) {
+        self.address6 = address;
+    }
+
+    /// The node's IPv6 address.
+    pub fn address6(&self) -> Option<[u8; 16]> {
+        self.address6
+    }
+
+    /// The node's address in a packet's family: IPv4 or (`ipv6`) IPv6; the family's
+    /// unspecified address (which no packet is sent to) if the node has none.
+    pub fn here(&self, ipv6: bool) -> IpAddr {
+        if ipv6 {
+            Ipv6Addr::from(self.address6.unwrap_or([0; 16])).into()
+        } else {
+            Ipv4Addr::from(self.config.address).into()
+        }
     }
 
     /// Runs `packet`, which arrived on interface `iface` at `now` (time only services use).
@@ -272,7 +341,7 @@ impl Vm {
     #[inline]
     pub fn try_forward(&self, mut packet: Vec<u8>) -> Result<Transmit, Vec<u8>> {
         match self.forward_in_place(&mut packet) {
-            Some(dst) => Ok(Transmit { dst, packet }),
+            Some(dst) => Ok(Transmit::to(dst, packet)),
             None => Err(packet),
         }
     }
@@ -282,20 +351,27 @@ impl Vm {
     /// decremented in place and its destination returned; otherwise (`None`) it is left
     /// untouched, for [`run`](Self::run).
     #[inline]
-    pub fn forward_in_place(&self, packet: &mut [u8]) -> Option<[u8; 4]> {
+    pub fn forward_in_place(&self, packet: &mut [u8]) -> Option<IpAddr> {
         let h = packet.first_chunk::<HEADER_LEN>()?;
         let be16 = |i: usize| usize::from(u16::from_be_bytes([h[i], h[i + 1]]));
         let (code, entry, rb) = (be16(16), be16(14), be16(12));
-        let len = HEADER_LEN + 4 * (code + be16(18) + be16(20));
-        let dst = [h[8], h[9], h[10], h[11]];
-        let at = HEADER_LEN + 4 * entry;
+        let (header_len, dst, here) = if h[0] == crate::wire::VERSION << 4 {
+            let dst = [h[8], h[9], h[10], h[11]];
+            (HEADER_LEN, IpAddr::from(dst), self.here(false))
+        } else if h[0] == (crate::wire::VERSION << 4 | FLAG_IPV6) {
+            let dst = *packet.get(40..HEADER_LEN_V6)?.first_chunk::<16>()?;
+            (HEADER_LEN_V6, IpAddr::from(dst), self.here(true))
+        } else {
+            return None;
+        };
+        let len = header_len + 4 * (code + be16(18) + be16(20));
+        let at = header_len + 4 * entry;
         let first = packet.get(at..at + 4);
-        if h[0] != crate::wire::VERSION << 4
-            || len != packet.len()
+        if len != packet.len()
             || entry >= code
             || rb == 0
             || first != Some(&Word::new(Op::Forw as u8, 0).0.to_be_bytes()[..])
-            || dst == self.config.address
+            || dst == here
             || self.config.ifaces == 0
         {
             return None;
@@ -325,15 +401,17 @@ impl Vm {
         else {
             return;
         };
+        let header_len = crate::wire::header_len(dst.is_ipv6());
+        let here = self.here(dst.is_ipv6());
         // The common case first (§VI.E): a packet whose first instruction is `forw` and that
         // is not yet at its destination leaves at once, in its own buffer, untouched but for
         // the resource bound already decremented.
         let first = packet
-            .get(HEADER_LEN + 4 * usize::from(entry)..)
+            .get(header_len + 4 * usize::from(entry)..)
             .and_then(|b| b.first_chunk::<4>())
             .map(|w| u32::from_be_bytes(*w));
         let forw_first = first == Some(Word::new(Op::Forw as u8, 0).0);
-        if forw_first && dst != self.config.address && self.config.ifaces > 0 {
+        if forw_first && dst != here && self.config.ifaces > 0 {
             out.stats = Stats {
                 executed: 1,
                 max_depth: ((packet.len() - stack_at) / 4) as u32,
@@ -341,14 +419,14 @@ impl Vm {
                 sends: 1,
             };
             out.end = End::Forwarded;
-            out.transmits.push(Transmit { dst, packet });
+            out.transmits.push(Transmit::to(dst, packet));
             return;
         }
         self.extra.clear();
         self.stack.clear();
         let (front, stack_bytes) = packet.split_at(stack_at);
         let code = front
-            .get(HEADER_LEN..heap_at)
+            .get(header_len..heap_at)
             .unwrap_or_default()
             .as_chunks::<4>()
             .0;
@@ -392,13 +470,15 @@ impl Vm {
             rb,
             entry,
             dst,
+            here,
+            here6: self.address6,
             code_len: 0,
             pc: u32::from(entry),
             mktup_until: 0,
         };
         // At its destination an entry `forw` only falls through (the ping's and every
         // compiled PLAN program's first instruction): count it and start after it.
-        let end = if forw_first && dst == self.config.address {
+        let end = if forw_first && dst == here {
             exec.pc += 1;
             exec.run(&mut frame, 1)
         } else {
@@ -416,7 +496,8 @@ impl Vm {
                 out.delivery = Some(Delivery {
                     port,
                     value: Delivered::Bytes(self.bytes_of(packet, heap_at + at, len)),
-                    src,
+                    src: ipv4_or_zero(src),
+                    src6: ipv6_of(src),
                 });
                 End::Delivered
             }
@@ -427,7 +508,8 @@ impl Vm {
                     write_stack(&mut packet, stack_at, &self.stack);
                 }
                 let mut p = Packet::wrap(&mut packet[..]);
-                p.set_dst(to);
+                // Of the packet's family: the VM sends to no other.
+                p.set_dst_addr(to);
                 // All that is left: less than arrived if the program sent children.
                 p.set_rb(rb);
                 p.set_stack_len(self.stack.len() as u16);
@@ -435,14 +517,18 @@ impl Vm {
                     && let Some(h) = packet.first_chunk_mut::<HEADER_LEN>()
                 {
                     // Exactly the header `child` would write: the other fields (source,
-                    // port, entry, section lengths) are the packet's own, and the flags
-                    // and reserved bytes are zero.
-                    h[0] = crate::wire::VERSION << 4;
+                    // port, entry, section lengths) are the packet's own, the flags but
+                    // the family and the reserved bytes zero (and an IPv6 packet's IPv4
+                    // words).
+                    h[0] = crate::wire::VERSION << 4 | (h[0] & FLAG_IPV6);
                     h[1] = 0;
                     h[22] = 0;
                     h[23] = 0;
+                    if to.is_ipv6() {
+                        h[4..12].fill(0);
+                    }
                 }
-                out.transmits.push(Transmit { dst: to, packet });
+                out.transmits.push(Transmit::to(to, packet));
                 End::Forwarded
             }
             Err(fault) => {
@@ -458,7 +544,7 @@ impl Vm {
     #[inline(never)]
     fn bytes_of(&mut self, mut packet: Vec<u8>, start: usize, len: usize) -> Vec<u8> {
         if start.saturating_add(len) <= packet.len()
-            && packet.capacity() <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN))
+            && packet.capacity() <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN_V6))
         {
             packet.copy_within(start..start + len, 0);
             packet.truncate(len);
@@ -475,10 +561,18 @@ impl Vm {
     fn keep_spare(&mut self, buf: Vec<u8>) {
         let cap = buf.capacity();
         if cap > self.spare.capacity()
-            && cap <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN))
+            && cap <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN_V6))
         {
             self.spare = buf;
         }
+    }
+}
+
+/// The IPv6 address, if it is one.
+fn ipv6_of(a: IpAddr) -> Option<[u8; 16]> {
+    match a {
+        IpAddr::V4(_) => None,
+        IpAddr::V6(a) => Some(a.octets()),
     }
 }
 
@@ -501,92 +595,16 @@ fn write_stack(packet: &mut Vec<u8>, stack_at: usize, stack: &[u32]) {
     }
 }
 
-/// Header fields of an arrived packet, its resource bound already decremented.
-struct Arrival {
-    rb: u16,
-    entry: u16,
-    port: u16,
-    src: [u8; 4],
-    dst: [u8; 4],
-    heap_at: usize,
-    stack_at: usize,
-}
-
-/// Checks the packet's structure, converts a little-endian body, and decrements the
-/// resource bound; `None` (with `out.end` set) if the packet goes no further.
-#[inline]
-fn arrive(packet: &mut [u8], out: &mut Outcome) -> Option<Arrival> {
-    // Fast path: a big-endian packet, every field read from one fixed-size header copy.
-    if let Some(h) = packet.first_chunk::<HEADER_LEN>() {
-        let h = *h;
-        let be16 = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
-        let (code, heap, stack) = (
-            usize::from(be16(16)),
-            usize::from(be16(18)),
-            usize::from(be16(20)),
-        );
-        let entry = be16(14);
-        if h[0] == crate::wire::VERSION << 4
-            && HEADER_LEN + 4 * (code + heap + stack) == packet.len()
-            && usize::from(entry) < code
-        {
-            let rb = be16(12);
-            out.rb_in = rb;
-            if rb == 0 {
-                out.end = End::NoResource;
-                return None;
-            }
-            if let Some(f) = packet.get_mut(12..14) {
-                f.copy_from_slice(&(rb - 1).to_be_bytes());
-            }
-            return Some(Arrival {
-                rb: rb - 1,
-                entry,
-                port: be16(2),
-                src: [h[4], h[5], h[6], h[7]],
-                dst: [h[8], h[9], h[10], h[11]],
-                heap_at: HEADER_LEN + 4 * code,
-                stack_at: HEADER_LEN + 4 * (code + heap),
-            });
-        }
-    }
-    // Everything else: the checked view names the error, or converts the body's order.
-    let mut p = match Packet::new_checked(&mut packet[..]) {
-        Ok(p) => p,
-        Err(e) => {
-            out.end = End::Malformed(e);
-            return None;
-        }
-    };
-    p.normalize();
-    let rb = p.rb();
-    out.rb_in = rb;
-    if rb == 0 {
-        out.end = End::NoResource;
-        return None;
-    }
-    p.set_rb(rb - 1);
-    Some(Arrival {
-        rb: rb - 1,
-        entry: p.entry(),
-        port: p.port(),
-        src: p.src(),
-        dst: p.dst(),
-        heap_at: p.heap_offset(),
-        stack_at: p.stack_offset(),
-    })
-}
-
 /// How the interpreter loop stopped.
 enum Stop {
     /// Done; transmits and delivery already recorded.
     End(End),
     /// `forw`/`forwto` with nothing allocated: send the packet's own buffer to this address
     /// with this resource bound.
-    Reuse([u8; 4], u16),
+    Reuse(IpAddr, u16),
     /// `forw`/`forwto` whose child would be the packet's heap unchanged (only unreachable
     /// objects allocated): send the packet's own buffer with the child's header.
-    ReuseAsChild([u8; 4], u16),
+    ReuseAsChild(IpAddr, u16),
     /// `demux` of a byte array inside the packet heap, checked: deliver the `len` bytes at
     /// byte `at` of the heap to `port`.
     DeliverBytes {

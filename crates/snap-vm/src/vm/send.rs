@@ -11,20 +11,22 @@
 //! buffer (one a packet that stayed at the node left behind), written in packet order.
 
 use alloc::vec::Vec;
+use core::net::IpAddr;
 
 use super::frame::{Frame, payload_words};
 use super::{Delivered, Fault};
 use crate::op::{Imm, Op};
 use crate::value::{DATA_BITS, DATA_MASK, Tag, Value, Word};
-use crate::wire::{HEADER_LEN, HeaderRepr};
+use crate::wire::HeaderRepr;
 
 /// How deep a delivered tuple may nest (heaps from the network may even hold cycles).
 const MAX_NESTING: u32 = 8;
 
 /// Fields of the child's header.
 pub(crate) struct ChildHeader {
-    pub(crate) src: [u8; 4],
-    pub(crate) dst: [u8; 4],
+    pub(crate) src: IpAddr,
+    /// Of the source's family (the VM sends to no other).
+    pub(crate) dst: IpAddr,
     pub(crate) port: u16,
     pub(crate) rb: u16,
     pub(crate) entry: u16,
@@ -91,8 +93,9 @@ fn build_child(
         stack_len: top.len() as u16,
         little_endian: false,
     };
-    out.reserve(HEADER_LEN + 4 * (frame.code.len() + frame.heap.len() + top.len()));
-    out.resize(HEADER_LEN, 0);
+    let header_len = repr.header_len();
+    out.reserve(header_len + 4 * (frame.code.len() + frame.heap.len() + top.len()));
+    out.resize(header_len, 0);
     out.extend_from_slice(frame.code.as_flattened());
     if frame.extra.is_empty() {
         // Nothing allocated: heap offsets are unchanged; copy heap and stack slice.
@@ -119,7 +122,7 @@ fn build_child(
             if HEAP_IMM.get(usize::from(word.opcode())) == Some(&true) {
                 // A code reference to nothing valid stays invalid in the child.
                 let new = gc.relocate_offset(word.uimm()).unwrap_or(DATA_MASK);
-                let at = HEADER_LEN + 4 * i;
+                let at = header_len + 4 * i;
                 if let Some(slot) = gc.out.get_mut(at..at + 4) {
                     slot.copy_from_slice(&Word::new(word.opcode(), new as i32).0.to_be_bytes());
                 }
@@ -140,7 +143,7 @@ fn build_child(
     if out.len() > frame.max_len {
         return Err(Fault::BufferLimit);
     }
-    let _ = repr.emit(out);
+    repr.emit(out).map_err(|_| Fault::AddressFamily)?;
     Ok(())
 }
 
@@ -309,7 +312,10 @@ pub(crate) fn deliver(
     *budget -= 1;
     Ok(match v.tag() {
         Some(Tag::Int) | None => Delivered::Int(v.as_int()),
-        Some(Tag::Addr) => Delivered::Addr(frame.word_of(v, Tag::Addr)?.to_be_bytes()),
+        Some(Tag::Addr) => match frame.addr_of(v)? {
+            IpAddr::V4(a) => Delivered::Addr(a.octets()),
+            IpAddr::V6(a) => Delivered::Addr6(a.octets()),
+        },
         Some(Tag::Float) => Delivered::Float(f32::from_bits(frame.word_of(v, Tag::Float)?)),
         Some(Tag::Wide) => Delivered::Wide(frame.read_wide(v)?),
         Some(Tag::Bytes) => {

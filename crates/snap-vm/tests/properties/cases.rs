@@ -3,6 +3,13 @@
 use super::*;
 
 pub(crate) const ADDRS: [[u8; 4]; 4] = [[10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 0, 3], [10, 0, 0, 4]];
+/// The nodes' IPv6 addresses, fd00::1 … fd00::4, beside [`ADDRS`] (every node is dual-stack).
+pub(crate) const ADDRS6: [[u8; 16]; 4] = [
+    [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+    [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3],
+    [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4],
+];
 pub(crate) const NAMES: [&[u8]; 3] = [b"ess.get", b"ess.put", b"ess.count"];
 
 /// A heap object to generate.
@@ -54,6 +61,8 @@ pub(crate) struct Case {
     pub(crate) ifaces: u32,
     pub(crate) mtu: usize,
     pub(crate) iface: u32,
+    /// The packet travels in IPv6: its header's addresses and its heap's are IPv6.
+    pub(crate) v6: bool,
 }
 
 /// The value an [`Elem`] stands for, given the objects built so far.
@@ -87,11 +96,12 @@ pub(crate) fn imm_for(op: Op, r: u32, offsets: &[u32]) -> i32 {
     }
 }
 
-/// Appends `objs` to `p`'s heap; returns pointers to them.
-pub(crate) fn heap(p: &mut Program, objs: &[Obj]) -> Vec<Value> {
+/// Appends `objs` to `p`'s heap (addresses IPv6 if `v6`); returns pointers to them.
+pub(crate) fn heap(p: &mut Program, objs: &[Obj], v6: bool) -> Vec<Value> {
     let mut vals = Vec::new();
     for o in objs {
         let v = match o {
+            Obj::Addr(i) if v6 => p.heap_ip(ADDRS6[i % ADDRS6.len()].into()),
             Obj::Addr(i) => p.heap_addr(ADDRS[i % ADDRS.len()]),
             Obj::Float(f) => {
                 let off = p.heap.len() as u32;
@@ -129,7 +139,11 @@ impl Case {
             rb: self.rb,
             ..Program::default()
         };
-        let vals = heap(&mut p, &self.objs);
+        if self.v6 {
+            let (src, dst) = (ADDRS6[self.src].into(), ADDRS6[self.dst].into());
+            p.set_addrs(src, dst).unwrap();
+        }
+        let vals = heap(&mut p, &self.objs, self.v6);
         let offsets: Vec<u32> = vals.iter().map(|v| v.data()).collect();
         let addrs: Vec<u32> = vals
             .iter()
@@ -250,10 +264,19 @@ pub(crate) fn case(sends: bool) -> impl Strategy<Value = Case> {
             0usize..3,
             0u32..5,
         ),
-        (prop::sample::select(vec![68usize, 576, 1500]), 0u32..4),
+        (
+            prop::sample::select(vec![68usize, 576, 1500]),
+            0u32..4,
+            any::<bool>(),
+        ),
     )
         .prop_map(
-            |((objs, stack, code), (src, dst, port, rb), (entry, node, ifaces), (mtu, iface))| {
+            |(
+                (objs, stack, code),
+                (src, dst, port, rb),
+                (entry, node, ifaces),
+                (mtu, iface, v6),
+            )| {
                 Case {
                     objs,
                     stack,
@@ -267,14 +290,26 @@ pub(crate) fn case(sends: bool) -> impl Strategy<Value = Case> {
                     ifaces,
                     mtu,
                     iface,
+                    v6,
                 }
             },
         )
 }
 
-/// A VM for `config` offering the ESS services.
-pub(crate) fn vm_with_ess(config: NodeConfig) -> Vm {
+/// A VM for `config`, dual-stack: the IPv6 address beside its IPv4 one in [`ADDRS`].
+pub(crate) fn dual(config: NodeConfig) -> Vm {
+    let six = ADDRS
+        .iter()
+        .position(|&a| a == config.address)
+        .map(|i| ADDRS6[i]);
     let mut vm = Vm::new(config);
+    vm.set_address6(six);
+    vm
+}
+
+/// A [`dual`]-stack VM for `config` offering the ESS services.
+pub(crate) fn vm_with_ess(config: NodeConfig) -> Vm {
+    let mut vm = dual(config);
     let store = ess::EssConfig::new(6, 1_000, 1, ess::HashKey::from_seed(1)).unwrap();
     for s in EssService::trio(store, ess::HashKey::from_seed(2)) {
         vm.services.register(Box::new(s));

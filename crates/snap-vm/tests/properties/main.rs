@@ -69,7 +69,10 @@ proptest! {
             prop_assert!(pkt.is_ok(), "{:?}", pkt.err());
             prop_assert!(Program::from_bytes(&t.packet).is_ok());
             prop_assert!(t.packet.len() <= limit, "{} > {limit}", t.packet.len());
-            prop_assert_eq!(pkt.map(|p| p.dst()).ok(), Some(t.dst));
+            prop_assert_eq!(pkt.as_ref().map(|p| p.dst()).ok(), Some(t.dst));
+            // A packet never changes family.
+            prop_assert_eq!(pkt.as_ref().map(|p| p.is_ipv6()).ok(), Some(case.v6));
+            prop_assert_eq!(pkt.map(|p| p.dst_addr()).ok(), Some(t.destination()));
             for node in ADDRS {
                 let config = NodeConfig { address: node, ..case.config() };
                 let again = vm_with_ess(config.clone()).run(8, 0, t.packet.clone());
@@ -178,10 +181,14 @@ proptest! {
         objs in vec(obj(), 0..5),
         makers in vec(maker(), 1..12),
         k in 1u32..4,
+        v6 in any::<bool>(),
     ) {
         let mut p = Program { src: ADDRS[0], dst: ADDRS[1], port: 3, rb: 4, ..Program::default() };
-        let vals = heap(&mut p, &objs);
-        let child_to = p.heap_addr(ADDRS[2]);
+        if v6 {
+            p.set_addrs(ADDRS6[0].into(), ADDRS6[1].into()).unwrap();
+        }
+        let vals = heap(&mut p, &objs, v6);
+        let child_to = if v6 { p.heap_ip(ADDRS6[2].into()) } else { p.heap_addr(ADDRS[2]) };
         let (mut code, depth) = make(&makers, &vals);
         let k = k.min(depth);
         // The tail both runs share: gather the top k values in a tuple and deliver it.
@@ -193,7 +200,7 @@ proptest! {
         let mut direct = p.clone();
         direct.code = words(&[code.clone(), tail.clone()].concat());
         let here = NodeConfig { address: ADDRS[1], ifaces: 2, mtu: 1500 };
-        let want = Vm::new(here.clone()).run(0, 0, direct.to_bytes().unwrap());
+        let want = dual(here.clone()).run(0, 0, direct.to_bytes().unwrap());
         prop_assert_eq!(want.end, End::Delivered, "{:?}", want);
 
         // Or sends them to C, where the child delivers them.
@@ -208,12 +215,12 @@ proptest! {
         ]);
         code.extend(tail);
         p.code = words(&code);
-        let out = Vm::new(here).run(0, 0, p.to_bytes().unwrap());
+        let out = dual(here).run(0, 0, p.to_bytes().unwrap());
         prop_assert_eq!(out.end, End::Exit, "{:?}", out);
         prop_assert_eq!(out.transmits.len(), 1);
         let child = out.transmits[0].packet.clone();
         let c = NodeConfig { address: ADDRS[2], ifaces: 2, mtu: 1500 };
-        let got = Vm::new(c).run(1, 0, child);
+        let got = dual(c).run(1, 0, child);
         prop_assert_eq!(got.end, End::Delivered, "{:?}", got);
         let (w, g) = (want.delivery.unwrap(), got.delivery.unwrap());
         prop_assert!(reference::same(&w.value, &g.value), "{:?} != {:?}", w.value, g.value);
@@ -234,6 +241,11 @@ proptest! {
 }
 
 fn differential(case: &Case) -> Result<(), TestCaseError> {
+    // The reference speaks IPv4 only.
+    let case = &Case {
+        v6: false,
+        ..case.clone()
+    };
     let p = case.program();
     let node = reference::Node {
         address: ADDRS[case.node],

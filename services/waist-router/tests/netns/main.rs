@@ -152,7 +152,7 @@ fn snap_pings(
                 break r;
             }
         };
-        assert_eq!(reply.target, [10, 0, 0, 3]);
+        assert_eq!(reply.target, std::net::IpAddr::from([10, 0, 0, 3]));
         // One unit at each of the five SNAP runs (R1, R2, R3, R2, R1), one here.
         assert_eq!(reply.rb, RB - 6, "{what}: resource bound left: {reply:?}");
         snap_rtts.push(reply.rtt_us);

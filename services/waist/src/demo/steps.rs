@@ -124,8 +124,8 @@ pub(super) fn esp(
 /// Step 2: the SNAP paper's Fig. 1 ping from `h1` to `dst`, five times.
 pub(super) fn ping(h1: &HostPlan, dst: Ipv4Addr, out: &mut dyn Write) -> anyhow::Result<String> {
     let p = Ping {
-        src: v4(h1)?,
-        host: dst,
+        src: v4(h1)?.into(),
+        host: dst.into(),
         count: 5,
         interval: Duration::from_millis(100),
         rb: 32,
@@ -355,8 +355,8 @@ pub(super) fn reroute(
 ) -> anyhow::Result<String> {
     let interval = Duration::from_millis(20);
     let p = Ping {
-        src: v4(h1)?,
-        host: dst,
+        src: v4(h1)?.into(),
+        host: dst.into(),
         count: 100,
         interval,
         rb: 32,

@@ -1,8 +1,9 @@
 //! `waist snap ping`: the SNAP paper's Fig. 1 ping through real routers, or with `--plan`
 //! a ping compiled from PLAN (Fig. 2 is `examples/plan/ping.plan`).
 //!
-//! `waist_node::host::SnapPinger` builds each request (an IPv4 packet of protocol 254
-//! carrying the ping program, resource bound `--rb`) and reads each reply by running it in
+//! `waist_node::host::SnapPinger` builds each request (an IPv4 packet of protocol 254, or
+//! for an IPv6 target an IPv6 packet of next header 254, carrying the ping program,
+//! resource bound `--rb`) and reads each reply by running it in
 //! its own VM, as every SNAP node does: a reply is ours only if it delivers our ping
 //! payload to our demultiplexing port; anything else on the link is ignored. Every SNAP
 //! node a packet crosses spends one unit of its resource bound, so `rb` in a reply is the
@@ -11,7 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -26,16 +27,17 @@ use super::{DEFAULT_SRC, EXIT_ANSWER, EXIT_TIMEOUT, Via};
 /// `waist snap ping` options.
 #[derive(Debug, Args)]
 pub struct PingArgs {
-    /// The SNAP node to ping (IPv4).
-    pub host: Ipv4Addr,
+    /// The SNAP node to ping (IPv4 or IPv6).
+    pub host: IpAddr,
     /// The link to the router: `udp:LOCAL=PEER` binds LOCAL (the router's link `peer`)
     /// and sends to PEER (the router's link `local`); `raw` uses the kernel's raw IPv4
     /// sockets (a host behind a TUN device; root).
     #[arg(long)]
     pub via: Via,
-    /// Our IPv4 address (the router must route it back to us).
-    #[arg(long, default_value_t = DEFAULT_SRC)]
-    pub src: Ipv4Addr,
+    /// Our address, of the target's family (the router must route it back to us).
+    /// Default for an IPv4 target: 10.1.0.1; an IPv6 target needs one.
+    #[arg(long)]
+    pub src: Option<IpAddr>,
     /// Pings to send.
     #[arg(short = 'c', long, default_value_t = 4)]
     pub count: u32,
@@ -71,9 +73,9 @@ pub struct PingArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ping {
     /// Our address.
-    pub src: Ipv4Addr,
-    /// Whom to ping.
-    pub host: Ipv4Addr,
+    pub src: IpAddr,
+    /// Whom to ping (of `src`'s family).
+    pub host: IpAddr,
     /// Requests to send.
     pub count: u32,
     /// Between requests.
@@ -88,16 +90,40 @@ pub struct Ping {
 
 impl Ping {
     /// The settings the options describe.
-    pub fn from_args(a: &PingArgs) -> Ping {
-        Ping {
-            src: a.src,
+    ///
+    /// # Errors
+    ///
+    /// If `--src` is missing for an IPv6 target, or of the other family than the target,
+    /// or `--via raw` is asked for an IPv6 target (raw mode speaks IPv4).
+    pub fn from_args(a: &PingArgs) -> anyhow::Result<Ping> {
+        let src = match (a.src, a.host) {
+            (Some(s), h) if s.is_ipv6() != h.is_ipv6() => {
+                return Err(anyhow!(
+                    "--src {s} and target {h} are of different address families"
+                ));
+            }
+            (Some(s), _) => s,
+            (None, IpAddr::V4(_)) => IpAddr::V4(DEFAULT_SRC),
+            (None, IpAddr::V6(h)) => {
+                return Err(anyhow!(
+                    "an IPv6 target ({h}) needs --src, our IPv6 address (the router must route it back to us)"
+                ));
+            }
+        };
+        if a.host.is_ipv6() && a.via == Via::Raw {
+            return Err(anyhow!(
+                "--via raw speaks IPv4 only: reach an IPv6 target over a udp: link"
+            ));
+        }
+        Ok(Ping {
+            src,
             host: a.host,
             count: a.count,
             interval: Duration::from_millis(a.interval_ms),
             rb: a.rb,
             port: a.port,
             timeout: Duration::from_millis(a.timeout_ms),
-        }
+        })
     }
 }
 
@@ -155,7 +181,7 @@ pub async fn ping(
     p: &Ping,
     on_reply: impl FnMut(&PingReply) -> anyhow::Result<()>,
 ) -> anyhow::Result<Summary> {
-    ping_with(link, p, SnapPinger::new(p.src.octets(), p.port), on_reply).await
+    ping_with(link, p, SnapPinger::new(p.src, p.port), on_reply).await
 }
 
 /// [`ping`] with the requests `pinger` builds (e.g. a compiled program,
@@ -176,7 +202,7 @@ pub async fn ping_with(
     let mut buf = buffer();
     for seq in 1..=p.count {
         let request = pinger
-            .request(p.host.octets(), seq, clock.now(), p.rb)
+            .request(p.host, seq, clock.now(), p.rb)
             .map_err(|e| anyhow!("building ping {seq}: {e}"))?;
         link.send(&request).await?;
         summary.sent += 1;
@@ -206,10 +232,7 @@ pub async fn ping_with(
 pub fn reply_line(r: &PingReply) -> String {
     format!(
         "seq={} from={} rtt={} µs rb={}",
-        r.seq,
-        Ipv4Addr::from(r.target),
-        r.rtt_us,
-        r.rb
+        r.seq, r.target, r.rtt_us, r.rb
     )
 }
 
@@ -251,16 +274,16 @@ pub fn summary_json(p: &Ping, program: &str, s: &Summary) -> serde_json::Value {
 /// If the `--plan` file cannot be read or compiled, or its entry function does not take a
 /// ping's arguments; if the link cannot be opened, a request built or the report written.
 pub fn run(args: &PingArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let p = Ping::from_args(args);
+    let p = Ping::from_args(args)?;
     let (pinger, program) = match &args.plan {
         None => (
-            SnapPinger::new(p.src.octets(), p.port),
+            SnapPinger::new(p.src, p.port),
             "Fig. 1 ping (hand-written)".to_owned(),
         ),
         Some(file) => {
             let (compiled, opts) =
                 crate::plan::compile_file(file, args.fold_bound, None, Vec::new())?;
-            let pinger = SnapPinger::with_program(p.src.octets(), p.port, &compiled)
+            let pinger = SnapPinger::with_program(p.src, p.port, &compiled)
                 .map_err(|e| anyhow!("{}: entry `{}`: {e}", file.display(), opts.entry))?;
             let program = format!(
                 "{} compiled from PLAN (entry `{}`, {} instructions)",
@@ -315,7 +338,7 @@ mod tests {
     fn summary_arithmetic() {
         let r = |seq, rtt_us| PingReply {
             seq,
-            target: [10, 0, 0, 2],
+            target: [10, 0, 0, 2].into(),
             rtt_us,
             rb: 28,
         };

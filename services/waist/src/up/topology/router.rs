@@ -114,7 +114,7 @@ pub(super) fn router_file(
         .map_err(|e| refused(source, file, section, e))?;
 
     let dv_on = f.dv.is_some();
-    if let Some(dv) = &mut f.dv {
+    if let Some(dv) = f.dv.as_mut().map(Spanned::get_mut) {
         dv.originate
             .extend(router.originate.iter().cloned().map(at));
     }

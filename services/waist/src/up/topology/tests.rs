@@ -217,7 +217,7 @@ fn a_written_router_config_parses_back_into_the_same_plan() {
     let back: RouterFile = toml::from_str(r1).unwrap();
     assert_eq!(back.node.name, "r1");
     assert_eq!(back.route_cache.map(|c| c.log2.into_inner()), Some(10));
-    let dv = back.dv.unwrap();
+    let dv = back.dv.unwrap().into_inner();
     assert_eq!(dv.update_ms, Some(500));
     let originate: Vec<_> = dv.originate.iter().map(|o| o.get_ref().as_str()).collect();
     assert_eq!(originate, ["10.7.0.0/16", "10.1.0.10/32"]);
@@ -230,7 +230,7 @@ fn a_written_router_config_parses_back_into_the_same_plan() {
         (2.0, 0.01, Some(11))
     );
     let r2: RouterFile = toml::from_str(config_of(&p, "r2")).unwrap();
-    assert_eq!(r2.dv.unwrap().update_ms, Some(700));
+    assert_eq!(r2.dv.unwrap().get_ref().update_ms, Some(700));
 }
 
 /// Two routers and a link between them, with `link` appended to the `[[link]]` and `r1`
