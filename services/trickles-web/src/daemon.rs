@@ -20,8 +20,8 @@ use netio::link::LinkSpec;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::keys::Keys;
 use crate::access::AccessLog;
+use crate::keys::Keys;
 use crate::server::{Bound, Options, Web, parse_listen};
 use crate::store::FileStore;
 use crate::tcp::{self, TcpStats};

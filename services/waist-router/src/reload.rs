@@ -108,7 +108,7 @@ fn section_words(old: &RouterFile, new: &RouterFile, out: &mut Vec<String>) {
     let dv = |f: &RouterFile| {
         f.dv.as_ref().map(|d| crate::config::DvSection {
             originate: Vec::new(),
-            ..d.clone()
+            ..d.get_ref().clone()
         })
     };
     let changed = [

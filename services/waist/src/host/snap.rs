@@ -246,7 +246,7 @@ pub fn summary_json(p: &Ping, program: &str, s: &Summary) -> serde_json::Value {
         .map(|r| {
             serde_json::json!({
                 "seq": r.seq,
-                "from": Ipv4Addr::from(r.target).to_string(),
+                "from": r.target.to_string(),
                 "rtt_us": r.rtt_us,
                 "rb": r.rb,
             })
@@ -356,8 +356,8 @@ mod tests {
             "seq=1 from=10.0.0.2 rtt=100 µs rb=28"
         );
         let p = Ping {
-            src: Ipv4Addr::new(10, 1, 0, 1),
-            host: Ipv4Addr::new(10, 0, 0, 2),
+            src: std::net::Ipv4Addr::new(10, 1, 0, 1).into(),
+            host: std::net::Ipv4Addr::new(10, 0, 0, 2).into(),
             count: 4,
             interval: Duration::from_millis(10),
             rb: 32,
