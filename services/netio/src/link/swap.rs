@@ -84,9 +84,10 @@ pub struct Carried {
 }
 
 impl Link {
-    /// Replaces the link's emulation (`None`: none), as [`LinkOptions::emulation`] gives
-    /// it, time counted from `origin`; the frames the old one held are queued to leave at
-    /// the next flush, so none is lost.
+    /// Replaces the link's emulation (`None`: none), as
+    /// [`LinkOptions::emulation`](super::LinkOptions::emulation) gives it, time counted
+    /// from `origin`; the frames the old one held are queued to leave at the next flush, so
+    /// none is lost.
     pub fn set_emulation(&mut self, emulation: Option<(netsim::LinkConfig, u64)>, origin: Instant) {
         if let Some(mut old) = self.emulator.take() {
             let end = Instant::now() + Duration::from_secs(365 * 86_400);
