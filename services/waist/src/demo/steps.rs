@@ -179,7 +179,8 @@ impl Drop for Reap {
 }
 
 /// Steps 3 and 6: `trickles-get` of `name` (`len` bytes) from `web` as `h1`, checked
-/// byte for byte; with `kill_replica`, web-1 is stopped once a quarter has arrived.
+/// byte for byte; with `kill_replica`, the transfer is held to 40 Mbit/s and web-1 is
+/// stopped once a quarter has arrived.
 pub(super) fn get(
     bins: &Path,
     dir: &Path,
@@ -192,7 +193,12 @@ pub(super) fn get(
     let dest = dir.join(format!("downloaded-{name}"));
     let _ = std::fs::remove_file(&dest);
     let t = Instant::now();
-    let args = get_args(h1, web, name, &dest);
+    let mut args = get_args(h1, web, name, &dest);
+    if kill_replica.is_some() {
+        // At 40 Mbit/s the three quarters after the stop take over a second, so web-2
+        // serves them even when a loaded machine is slow to notice the first quarter.
+        args.extend(["--emulate".to_string(), "rate_mbps=40".to_string()]);
+    }
     let mut child = Reap(spawn_tool(bins, dir, "trickles-get", &args)?);
     let killed = match kill_replica {
         Some(fleet) => Some(stop_at_a_quarter(&mut child, &dest, len, fleet, t, out)?),
