@@ -103,13 +103,15 @@ local f = {
 
     h_format = F.uint8("trickles.http.format", "Sealed answer format", base.DEC),
     h_status = F.uint16("trickles.http.status", "Status", base.DEC),
-    h_flags = F.uint8("trickles.http.flags", "Flags (bit 0: HEAD)", base.HEX),
+    h_flags = F.uint8("trickles.http.flags", "Flags (bit 0: HEAD, bit 1: dated)", base.HEX),
     h_id = F.uint64("trickles.http.id", "Object id", base.DEC),
     h_version = F.uint64("trickles.http.version", "Object version", base.DEC),
     h_objlen = F.uint64("trickles.http.object_len", "Object length", base.DEC),
     h_start = F.uint64("trickles.http.body_start", "Body start", base.DEC),
     h_end = F.uint64("trickles.http.body_end", "Body end", base.DEC),
     h_headlen = F.uint64("trickles.http.head_len", "Head length", base.DEC),
+    h_date = F.uint64("trickles.http.date", "Date (seconds since 1970, UTC)", base.DEC),
+    h_location = F.string("trickles.http.location", "Location"),
 
     data_offset = F.uint64("trickles.data_offset", "Data offset", base.DEC),
     data_len = F.uint32("trickles.data.len", "Data length", base.DEC),
@@ -262,28 +264,35 @@ local function varint(buf, pos)
     return nil
 end
 
--- The HTTP application's sealed answer, if `app` is one (format 1, status, flags, six
--- LEB128 numbers, nothing after).
+-- The HTTP application's sealed answer, if `app` is one: format 1 (status, flags, six
+-- LEB128 numbers, nothing after) or 2 (the same, then the date if flag bit 1 is set, then
+-- a 301's Location to the end).
 local function dissect_http_answer(app, tree)
-    if app:len() < 4 or app(0, 1):uint() ~= 1 then return end
+    if app:len() < 4 then return end
+    local format = app(0, 1):uint()
+    if format ~= 1 and format ~= 2 then return end
+    local dated = format == 2 and bit32.band(app(3, 1):uint(), 2) ~= 0
+    local count = dated and 7 or 6
     local pos = 4
     local vals = {}
-    for i = 1, 6 do
+    for i = 1, count do
         local v, n = varint(app, pos)
         if not v then return end
         vals[i] = { v, pos, n }
         pos = pos + n
     end
-    if pos ~= app:len() then return end
+    local status = app(1, 2):uint()
+    if pos ~= app:len() and not (format == 2 and status == 301) then return end
     local t = tree:add(trickles, app, "HTTP sealed answer")
     t:add(f.h_format, app(0, 1))
     t:add(f.h_status, app(1, 2))
     t:add(f.h_flags, app(3, 1))
-    local names = { f.h_id, f.h_version, f.h_objlen, f.h_start, f.h_end, f.h_headlen }
-    for i = 1, 6 do
+    local names = { f.h_id, f.h_version, f.h_objlen, f.h_start, f.h_end, f.h_headlen, f.h_date }
+    for i = 1, count do
         t:add(names[i], app(vals[i][2], vals[i][3]), vals[i][1])
     end
-    t:append_text(string.format(": %d, bytes %s..%s", app(1, 2):uint(),
+    if pos < app:len() then t:add(f.h_location, app(pos)) end
+    t:append_text(string.format(": %d, bytes %s..%s", status,
         tostring(vals[4][1]), tostring(vals[5][1])))
 end
 

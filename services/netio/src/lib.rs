@@ -21,6 +21,8 @@
 //! No protocol logic: a daemon hands frames to its core and sends what the core returns.
 //! * [`ports`]: free UDP ports for configs written before the daemons that bind them
 //!   start (launchers and the daemons' tests).
+//! * [`process`]: a daemon as a child process (killed when dropped, its log lines, its
+//!   signals, a run to its exit), for the daemons' tests and launchers.
 //!
 //! No command-line helpers: reading a daemon's metrics page is the `waist` CLI's
 //! (`waist::host::scrape`).
@@ -33,6 +35,7 @@ pub mod link;
 pub mod metrics;
 pub mod pcap;
 pub mod ports;
+pub mod process;
 pub mod raw;
 pub mod shutdown;
 pub mod trace;

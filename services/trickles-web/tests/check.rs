@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_trickles-web");
 
@@ -20,28 +20,7 @@ fn run(args: &[String], check: bool) -> (bool, String) {
     if check {
         cmd.arg("--check");
     }
-    let mut child = cmd
-        .env("RUST_LOG", "off")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            return (
-                status.success(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            );
-        }
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            return (true, "still running: the start did not refuse it".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    netio::process::run_to_exit(cmd, Duration::from_secs(30)).unwrap()
 }
 
 struct Dir(PathBuf);

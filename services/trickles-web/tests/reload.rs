@@ -6,73 +6,20 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use netio::process::Daemon;
 
 use common::{Getter, TempDir, http_get, ready_line, split, terminate};
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// The process under test, killed if the test fails before it stops it.
-struct Guard(Child);
-
-impl std::ops::Deref for Guard {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Guard {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The server's log lines, as they come.
-fn log_lines(child: &mut Child) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    let err = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            eprintln!("web: {line}");
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
 /// Waits for a log line containing `what`; returns it.
 fn wait_for(log: &mpsc::Receiver<String>, what: &str) -> String {
-    let end = Instant::now() + WAIT;
-    while let Some(left) = end.checked_duration_since(Instant::now()) {
-        match log.recv_timeout(left) {
-            Ok(line) if line.contains(what) => return line,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    panic!("no log line with `{what}`");
-}
-
-fn hup(child: &Child) {
-    let ok = Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    netio::process::wait_for(log, what, WAIT)
 }
 
 /// The body of `path` over Trickles.
@@ -113,7 +60,7 @@ fn sighup_serves_a_new_root_and_keys_and_keeps_running_on_a_bad_config() {
         .unwrap();
     };
     write(&old, 300, "");
-    let mut child = Guard(
+    let mut child = Daemon::new(
         Command::new(env!("CARGO_BIN_EXE_trickles-web"))
             .arg("--config")
             .arg(&config)
@@ -123,7 +70,7 @@ fn sighup_serves_a_new_root_and_keys_and_keeps_running_on_a_bad_config() {
             .spawn()
             .unwrap(),
     );
-    let log = log_lines(&mut child);
+    let log = child.log_lines("web");
     let line = ready_line(&mut child);
     let field = |k: &str| -> SocketAddr {
         line.split_whitespace()
@@ -138,7 +85,7 @@ fn sighup_serves_a_new_root_and_keys_and_keeps_running_on_a_bad_config() {
 
     // A new root: served at once, over Trickles and by the TCP fallback.
     write(&new, 300, "");
-    hup(&child);
+    child.signal("-HUP");
     let done = wait_for(&log, "reloaded:");
     assert!(done.contains("root ") && done.contains("/new"), "{done}");
     assert!(!done.contains("keys changed"), "{done}");
@@ -150,7 +97,7 @@ fn sighup_serves_a_new_root_and_keys_and_keeps_running_on_a_bad_config() {
     std::fs::write(&keys, "# rotated\n00112233445566778899aabbccddeeff\n").unwrap();
     write(&new, 1, "");
     let before = metric(metrics, "trickles_key_rotations_total");
-    hup(&child);
+    child.signal("-HUP");
     let done = wait_for(&log, "reloaded:");
     assert!(
         done.contains("keys changed: a new secret, rotation every 1 s"),
@@ -168,14 +115,14 @@ fn sighup_serves_a_new_root_and_keys_and_keeps_running_on_a_bad_config() {
 
     // Bad configs: logged (located when in the file), the running one kept.
     write(&dir.0.join("missing"), 1, "");
-    hup(&child);
+    child.signal("-HUP");
     let bad = wait_for(&log, "reload failed");
     assert!(
         bad.contains("keeping the running config") && bad.contains("missing"),
         "{bad}"
     );
     write(&new, 1, "rooot = \"/\"\n");
-    hup(&child);
+    child.signal("-HUP");
     let bad = wait_for(&log, "reload failed");
     assert!(bad.contains("web.toml:7:1: key `rooot`"), "{bad}");
     assert_eq!(get(udp, "/index.html"), b"new root!\n");
@@ -183,5 +130,5 @@ fn sighup_serves_a_new_root_and_keys_and_keeps_running_on_a_bad_config() {
 
     // SIGTERM: final counters, a clean exit.
     assert!(terminate(&mut child), "graceful exit");
-    wait_for(&log, "bye");
+    wait_for(&log, "stopped: ");
 }

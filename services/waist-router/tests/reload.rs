@@ -7,9 +7,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use netio::process::Daemon;
 
 use esp_proto::endpoint::Endpoint;
 use esp_proto::instr::Instruction;
@@ -112,63 +114,9 @@ fn hop(sent: Vec<u8>) -> Vec<u8> {
     p
 }
 
-/// The process under test, killed if the test fails before it stops it.
-struct Guard(Child);
-
-impl std::ops::Deref for Guard {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Guard {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The router's log lines, as they come.
-fn log_lines(child: &mut Child) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    let err = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            eprintln!("router: {line}");
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
 /// Waits for a log line containing `what`; returns it.
 fn wait_for(log: &mpsc::Receiver<String>, what: &str) -> String {
-    let end = Instant::now() + WAIT;
-    while let Some(left) = end.checked_duration_since(Instant::now()) {
-        match log.recv_timeout(left) {
-            Ok(line) if line.contains(what) => return line,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    panic!("no log line with `{what}`");
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    netio::process::wait_for(log, what, WAIT)
 }
 
 const HEAD: &str = "[node]\nname = \"r1\"\naddresses = [\"10.0.0.1\"]\n\n[esp]\nrate = 100\n\n";
@@ -192,7 +140,7 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
     );
     std::fs::write(&path, &v1).unwrap();
     let pcaps = dir.join("pcap");
-    let mut child = Guard(
+    let mut child = Daemon::new(
         Command::new(BIN)
             .arg("--config")
             .arg(&path)
@@ -205,7 +153,7 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
             .spawn()
             .unwrap(),
     );
-    let log = log_lines(&mut child);
+    let log = child.log_lines("router");
     let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
     assert!(out.next().unwrap().unwrap().starts_with("metrics http://"));
 
@@ -257,7 +205,7 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
         route("10.4.0.0/16", "d"),
     );
     std::fs::write(&path, &v2).unwrap();
-    signal(&child, "-HUP");
+    child.signal("-HUP");
     let line = wait_for(&log, "reloaded:");
     assert!(
         line.contains("+1 link, -1 link")
@@ -300,7 +248,7 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
     // A bad config: logged with file, line and key; the running one kept.
     let bad = v2.replace("link = \"d\"", "link = \"nowhere\"");
     std::fs::write(&path, &bad).unwrap();
-    signal(&child, "-HUP");
+    child.signal("-HUP");
     let line = wait_for(&log, "reload failed");
     let at = bad.lines().position(|l| l == "link = \"nowhere\"").unwrap() + 1;
     assert!(
@@ -326,7 +274,7 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
     );
     assert_ne!(moved, v2);
     std::fs::write(&path, &moved).unwrap();
-    signal(&child, "-HUP");
+    child.signal("-HUP");
     let line = wait_for(&log, "reload failed");
     assert!(
         line.contains("link `d`") || line.contains("link d"),
@@ -346,7 +294,7 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
         v2.replace(&d.link("d", ""), &d.link("d", "mtu = 1400")),
     )
     .unwrap();
-    signal(&child, "-HUP");
+    child.signal("-HUP");
     let line = wait_for(&log, "reloaded:");
     assert!(line.contains("reloaded: link d reopened"), "{line}");
     a.send(&udp([10, 4, 0, 1], 8));
@@ -357,7 +305,7 @@ fn sighup_applies_a_new_config_without_losing_traffic_or_ess_state() {
     );
 
     // SIGTERM: final counters, captures closed, exit 0.
-    signal(&child, "-TERM");
+    child.signal("-TERM");
     let d_closed = wait_for(&log, "r1-d.pcap");
     assert!(d_closed.contains("packets=4"), "{d_closed}");
     wait_for(&log, "stopped");

@@ -338,8 +338,8 @@ fn responses_show_nonce_and_user_continuation() {
             else {
                 panic!("not the HTTP answer's output continuation: {uc:?}")
             };
-            // The sealed answer: format 1, status code, flags, then LEB128 numbers.
-            assert_eq!(app[0], 1);
+            // The sealed answer: format 2, status code, flags, then LEB128 numbers.
+            assert_eq!(app[0], 2);
             let status = u16::from_be_bytes([app[1], app[2]]);
             want.extend([
                 "2".to_string(),
