@@ -101,7 +101,11 @@ pub fn encapsulate_into(snap: &[u8], out: &mut Vec<u8>) -> Result<(), FramingErr
     let slot = slot_for(snap);
     out.resize(slot, 0);
     out.extend_from_slice(snap);
-    let framed = reframe_at(out, slot);
+    let framed = if slot == IPV6_HEADER_LEN {
+        reframe6_in_place(out)
+    } else {
+        reframe_in_place(out)
+    };
     if framed.is_err() {
         out.clear();
     }
@@ -127,8 +131,19 @@ fn slot_for(snap: &[u8]) -> usize {
 ///
 /// As [`encapsulate`] ([`FramingError::FamilyMismatch`] for an IPv6 SNAP packet); `ip` is
 /// then unchanged.
+#[inline]
 pub fn reframe_in_place(ip: &mut [u8]) -> Result<(), FramingError> {
-    reframe_at(ip, IPV4_HEADER_LEN)
+    // Written out for IPv4 (no `IpAddr` family tests): the transit path's per-packet cost.
+    let (header, snap) = ip
+        .split_at_mut_checked(IPV4_HEADER_LEN)
+        .ok_or(FramingError::NotSnap)?;
+    let p = Packet::new_checked(&*snap).map_err(|_| FramingError::NotSnap)?;
+    if p.is_ipv6() {
+        return Err(FramingError::FamilyMismatch);
+    }
+    let (src, dst) = (p.src().into(), p.dst().into());
+    emit_header(header, src, dst, IP_PROTOCOL, TTL, snap.len())?;
+    Ok(())
 }
 
 /// [`reframe_in_place`] for an IPv6 SNAP packet after a 40-byte slot (a SNAP packet
@@ -139,13 +154,11 @@ pub fn reframe_in_place(ip: &mut [u8]) -> Result<(), FramingError> {
 /// As [`encapsulate`] ([`FramingError::FamilyMismatch`] for an IPv4 SNAP packet); `ip` is
 /// then unchanged.
 pub fn reframe6_in_place(ip: &mut [u8]) -> Result<(), FramingError> {
-    reframe_at(ip, IPV6_HEADER_LEN)
-}
-
-fn reframe_at(ip: &mut [u8], slot: usize) -> Result<(), FramingError> {
-    let (header, snap) = ip.split_at_mut_checked(slot).ok_or(FramingError::NotSnap)?;
+    let (header, snap) = ip
+        .split_at_mut_checked(IPV6_HEADER_LEN)
+        .ok_or(FramingError::NotSnap)?;
     let p = Packet::new_checked(&*snap).map_err(|_| FramingError::NotSnap)?;
-    if slot != slot_for(snap) {
+    if !p.is_ipv6() {
         return Err(FramingError::FamilyMismatch);
     }
     emit_header(

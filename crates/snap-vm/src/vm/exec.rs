@@ -97,6 +97,7 @@ impl Exec<'_> {
         frame.alloc(Tag::Addr, n as u32, words.get(..n).unwrap_or_default())
     }
 
+    #[inline]
     fn pop_addr(frame: &mut Frame<'_>) -> Result<IpAddr, Fault> {
         let v = frame.pop()?;
         frame.addr_of(v)

@@ -255,19 +255,27 @@ impl Frame<'_> {
     /// The address a boxed address holds: IPv6 if its object has four payload words, else
     /// IPv4 from the first (0.0.0.0 for a value that is no address: types are not checked
     /// where safety does not need it).
+    #[inline]
     pub(crate) fn addr_of(&self, v: Value) -> Result<IpAddr, Fault> {
         if v.tag() != Some(Tag::Addr) {
             return Ok(Ipv4Addr::UNSPECIFIED.into());
         }
         let (_, len, p) = self.object(v)?;
         if len == crate::value::ADDR6_WORDS {
-            let mut w = [0u32; 4];
-            for (i, slot) in (0u32..).zip(w.iter_mut()) {
-                *slot = self.heap_word(p + i)?;
-            }
-            return Ok(crate::value::addr_of_payload(&w).unwrap_or(Ipv4Addr::UNSPECIFIED.into()));
+            return self.addr6_at(p);
         }
         Ok(Ipv4Addr::from(self.heap_word(p)?).into())
+    }
+
+    /// The IPv6 address of the four payload words at heap word `p` (kept out of line: the
+    /// IPv4 case is the interpreter's common one).
+    #[inline(never)]
+    fn addr6_at(&self, p: u32) -> Result<IpAddr, Fault> {
+        let mut w = [0u32; 4];
+        for (i, slot) in (0u32..).zip(w.iter_mut()) {
+            *slot = self.heap_word(p + i)?;
+        }
+        Ok(crate::value::addr_of_payload(&w).unwrap_or(Ipv4Addr::UNSPECIFIED.into()))
     }
 
     /// The one-word payload of a boxed address or float (0 for anything else).
