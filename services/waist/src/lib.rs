@@ -140,6 +140,7 @@ pub enum Command {
 ///
 /// If writing the report or a plot fails, or a host tool's link cannot be opened.
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let log = cli.log.log_format;
     let done = match cli.command {
         Command::Demo(args) => return demo::run(&args, out),
         Command::Repro {
@@ -162,7 +163,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         Command::Route { command } => return host::route::run(command, out),
         Command::Snap { command } => return snap::run(command, out),
         Command::Plan { command } => return plan::run(command, out),
-        Command::Up(args) => return up::up(&args, out),
+        Command::Up(mut args) => {
+            // The daemons log as `waist` was asked to.
+            args.log_format = log;
+            return up::up(&args, out);
+        }
         Command::Down(args) => return up::down(&args, out),
         Command::Status(args) => return up::status(&args, out),
         Command::Completions { shell, binary } => completions::completions(shell, binary, out),

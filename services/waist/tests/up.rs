@@ -163,7 +163,11 @@ fn two_machines_form_one_routed_network() {
     let mut runs = Vec::new();
     for m in ["alpha", "beta"] {
         let run = d.join(m);
+        // Beta's daemons log JSON, as `waist --log-format json` asks.
+        let format = if m == "beta" { "json" } else { "text" };
         let o = waist(&[
+            "--log-format",
+            format,
             "up",
             file.to_str().unwrap(),
             "--only",
@@ -179,6 +183,21 @@ fn two_machines_form_one_routed_network() {
         runs.push((run, started));
     }
     let guard = Down(runs.iter().map(|(r, _)| r.clone()).collect());
+    // Each machine's router logs in the format its `waist up` was given.
+    for ((run, started), json) in runs.iter().zip([false, true]) {
+        let name = &started[0].0;
+        let log = run.join("logs").join(format!("{name}.log"));
+        eventually(Duration::from_secs(10), "the router logged nothing", || {
+            std::fs::read_to_string(&log).is_ok_and(|t| !t.is_empty())
+        });
+        let text = std::fs::read_to_string(&log).unwrap();
+        let first = text.lines().next().unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(first).is_ok(),
+            json,
+            "{name}: {first}"
+        );
+    }
 
     // r1 (alpha) learns h2's address from r2 (beta) over the link between the machines.
     let r1 = runs[0].1[0].2;

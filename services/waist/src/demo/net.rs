@@ -106,7 +106,13 @@ fn bring_up(
         dir.display()
     )?;
     let t = Instant::now();
-    let fleet = Fleet::start(plan, None, &dir.join("run"), bins)?;
+    let fleet = Fleet::start(
+        plan,
+        None,
+        &dir.join("run"),
+        bins,
+        netio::trace::LogFormat::Text,
+    )?;
     let kernel = match tun {
         true => Some(Kernel::setup(&dir.join("run"), &dir.join("site"), bins)?),
         false => None,

@@ -20,6 +20,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
+use clap::ValueEnum;
+use netio::trace::LogFormat;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
@@ -217,8 +219,8 @@ pub fn check_ports(plan: &Plan, machine: Option<&str>) -> anyhow::Result<()> {
 
 impl Fleet {
     /// Starts the processes of `machine` (all for `None`) in plan order, each ready before
-    /// the next starts, writing their files under `dir`. On any failure, what was started
-    /// is stopped before the error returns.
+    /// the next starts, writing their files under `dir`, each logging as `log_format`
+    /// says. On any failure, what was started is stopped before the error returns.
     ///
     /// # Errors
     ///
@@ -228,6 +230,7 @@ impl Fleet {
         machine: Option<&str>,
         dir: &Path,
         bins: &Path,
+        log_format: LogFormat,
     ) -> anyhow::Result<Fleet> {
         for sub in ["logs", "pcap", "keys"] {
             std::fs::create_dir_all(dir.join(sub))
@@ -241,7 +244,7 @@ impl Fleet {
             .filter(|(_, p)| machine.is_none_or(|m| p.machine == m));
         for (i, p) in ours {
             // On error `fleet` is dropped here, which stops what runs.
-            let (child, started) = spawn(p, dir, bins, plan.metrics_addr(i))?;
+            let (child, started) = spawn(p, dir, bins, plan.metrics_addr(i), log_format)?;
             fleet.children.push(child);
             let metrics = wait_ready(fleet.children.last_mut(), &started)?;
             fleet.started.push(Started { metrics, ..started });
@@ -341,6 +344,7 @@ fn spawn(
     dir: &Path,
     bins: &Path,
     metrics: SocketAddr,
+    log_format: LogFormat,
 ) -> anyhow::Result<(Child, Started)> {
     let program = find_binary(bins, p.role.program())?;
     let log = dir.join("logs").join(format!("{}.log", p.name));
@@ -389,6 +393,9 @@ fn spawn(
             pcap
         }
     };
+    if let Some(format) = log_format.to_possible_value() {
+        cmd.arg("--log-format").arg(format.get_name());
+    }
     let stdout = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let stderr = File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
     let child = cmd

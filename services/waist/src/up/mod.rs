@@ -54,6 +54,9 @@ pub struct UpArgs {
     /// Check the file, the binaries and the ports, print the plan, start nothing.
     #[arg(long)]
     pub check: bool,
+    /// How the daemons write their logs (`waist --log-format`, passed on to each).
+    #[arg(skip)]
+    pub log_format: netio::trace::LogFormat,
 }
 
 /// `waist down` options.
@@ -175,7 +178,7 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}", args.dir.display()))?;
     writeln!(out, "starting {} from {}", plan.name, args.file.display())?;
-    let mut fleet = Fleet::start(&plan, only, &args.dir, &bins)?;
+    let mut fleet = Fleet::start(&plan, only, &args.dir, &bins, args.log_format)?;
     fleet::print_table(&plan, &fleet.started, only, out)?;
     let state = State {
         name: plan.name.clone(),
