@@ -146,6 +146,24 @@ pub struct ProxyStats {
     pub timed_out: AtomicU64,
 }
 
+impl std::fmt::Display for ProxyStats {
+    /// The final counters as one line: `12 connections, 30 requests (2 refused, 1 failed,
+    /// 0 timed out), 123456 bytes`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        write!(
+            f,
+            "{} connections, {} requests ({} refused, {} failed, {} timed out), {} bytes",
+            n(&self.tcp_connections),
+            n(&self.requests),
+            n(&self.refused),
+            n(&self.failed),
+            n(&self.timed_out),
+            n(&self.bytes)
+        )
+    }
+}
+
 /// The deadlines of every request the proxy relays (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
@@ -245,14 +263,8 @@ pub async fn main(args: &Args) -> anyhow::Result<()> {
     println!("ready tcp={}", listener.local_addr()?);
     let stats = Arc::new(ProxyStats::default());
     run(listener, link, timeouts, shutdown, stats.clone()).await?;
-    tracing::info!(
-        connections = stats.tcp_connections.load(Ordering::Relaxed),
-        requests = stats.requests.load(Ordering::Relaxed),
-        bytes = stats.bytes.load(Ordering::Relaxed),
-        failed = stats.failed.load(Ordering::Relaxed),
-        timed_out = stats.timed_out.load(Ordering::Relaxed),
-        "bye"
-    );
+    // The final counters, as one line.
+    tracing::info!("stopped: {stats}");
     Ok(())
 }
 
@@ -534,6 +546,17 @@ async fn serve_tcp(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_final_counters_are_one_line() {
+        let s = super::ProxyStats::default();
+        s.requests.store(30, std::sync::atomic::Ordering::Relaxed);
+        s.bytes.store(123_456, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            s.to_string(),
+            "0 connections, 30 requests (0 refused, 0 failed, 0 timed out), 123456 bytes"
+        );
+    }
+
     use super::*;
 
     #[test]
