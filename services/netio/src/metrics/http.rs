@@ -129,7 +129,7 @@ async fn answer(
                 }
             }
         }
-        Request::Status { .. } if !peer.ip().is_loopback() => status(403, "Forbidden"),
+        Request::Status { .. } if !loopback(peer.ip()) => status(403, "Forbidden"),
         Request::Status { head } => match handle.status().await {
             Ok(json) => ok("application/json", &format!("{json}\n"), head),
             Err(e) => {
@@ -142,6 +142,18 @@ async fn answer(
         Request::Malformed => status(400, "Bad Request"),
     };
     finish(stream, &response).await
+}
+
+/// Whether `peer` is this machine's loopback, the only peer the JSON view answers: an
+/// IPv4 or IPv6 loopback address, or an IPv4 one mapped into IPv6 (a dual-stack listener
+/// sees 127.0.0.1 as `::ffff:127.0.0.1`).
+fn loopback(peer: std::net::IpAddr) -> bool {
+    match peer {
+        std::net::IpAddr::V4(a) => a.is_loopback(),
+        std::net::IpAddr::V6(a) => {
+            a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
 }
 
 /// A 200 answer with `body` (left out for `HEAD`, its length still given).
@@ -228,6 +240,22 @@ fn parse(head: &[u8]) -> Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_peers_see_the_json_view() {
+        for (peer, ok) in [
+            ("127.0.0.1", true),
+            ("127.9.9.9", true),
+            ("::1", true),
+            ("::ffff:127.0.0.1", true),
+            ("10.0.0.1", false),
+            ("192.168.1.20", false),
+            ("::ffff:10.0.0.1", false),
+            ("fd00::1", false),
+        ] {
+            assert_eq!(loopback(peer.parse().unwrap()), ok, "{peer}");
+        }
+    }
 
     #[test]
     fn parses_request_heads() {
