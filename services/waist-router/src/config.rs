@@ -28,6 +28,7 @@
 //! timeout_ms = 180000
 //! gc_ms = 120000
 //! triggered_ms = 1000
+//! infinity = 16                    # the cost meaning unreachable (bounds the diameter)
 //!
 //! [[link]]                         # netio's link section: kind udp | tun, cost = DV cost
 //! name = "to-r2"
@@ -236,6 +237,11 @@ pub struct DvSection {
     /// Delay before a triggered update (default 1 s).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub triggered_ms: Option<u64>,
+    /// The cost that means unreachable (default 16, RIP's): a route costing this much or
+    /// more is dropped, which bounds counting to infinity but also the network's diameter.
+    /// 2 to 65535; every link's `cost` must be below it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub infinity: Option<Spanned<u16>>,
 }
 
 /// `[[route]]`: `link` or `links`, not both.
@@ -447,6 +453,25 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
         c.route_timeout = d.timeout_ms.unwrap_or(c.route_timeout);
         c.gc_timeout = d.gc_ms.unwrap_or(c.gc_timeout);
         c.triggered_delay = d.triggered_ms.unwrap_or(c.triggered_delay);
+        if let Some(inf) = &d.infinity {
+            if *inf.get_ref() < 2 {
+                return Err(source.error_for(inf, "distance vector's infinity is at least 2"));
+            }
+            c.infinity = *inf.get_ref();
+        }
+        // A link must cost less than infinity, or nothing is learned over it.
+        for l in &file.link {
+            if let Some(cost) = l.cost.as_ref().filter(|x| *x.get_ref() >= c.infinity) {
+                return Err(source.error_for(
+                    cost,
+                    format!(
+                        "a routing cost below distance vector's infinity ({}; raise it with \
+                         [dv] infinity)",
+                        c.infinity
+                    ),
+                ));
+            }
+        }
         node.dv = Some(c);
         for p in &d.originate {
             originate.push(prefix_of(source, p)?);
@@ -597,6 +622,19 @@ link = "a"
             (dv_line + 1, Some("router_id")),
             "{e}"
         );
+    }
+
+    #[test]
+    fn dv_infinity_is_settable_and_bounds_link_costs() {
+        assert_eq!(plan_of(GOOD).unwrap().node.dv.unwrap().infinity, 16);
+        let wide = GOOD.replace("[dv]\n", "[dv]\ninfinity = 64\n");
+        assert_eq!(plan_of(&wide).unwrap().node.dv.unwrap().infinity, 64);
+        let e = plan_of(&GOOD.replace("[dv]\n", "[dv]\ninfinity = 1\n")).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (15, Some("infinity")), "{e}");
+        let e = plan_of(&wide.replace("cost = 1\n", "cost = 64\n")).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("cost"), "{e}");
+        assert!(e.message.contains("infinity (64"), "{e}");
+        assert!(plan_of(&wide.replace("cost = 1\n", "cost = 63\n")).is_ok());
     }
 
     #[test]

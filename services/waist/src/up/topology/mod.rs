@@ -11,7 +11,11 @@
 //! metrics_base = 28000              # process i's metrics endpoint: 127.0.0.1:(base + i)
 //!                                   #   (default first_port + 1000; 0: any free port)
 //! [defaults.router]                 # waist-router sections every router gets (a router's
-//! dv = { update_ms = 500 }          #   own section of the same name replaces the default)
+//! dv = { update_ms = 500 }          #   own section of the same name replaces the default;
+//!                                   #   dv = { infinity = 32 } for networks wider than 15
+//!                                   #   hops: a network whose cheapest path between two
+//!                                   #   distance-vector routers reaches infinity is refused,
+//!                                   #   naming the path)
 //! esp = { rate = 1000 }
 //!
 //! [[machine]]                       # only for a network spanning machines

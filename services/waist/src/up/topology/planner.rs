@@ -47,9 +47,13 @@ impl<'a> Planner<'a> {
         let mut p = Planner::new(source, file, base);
         let static_routes = p.draft()?;
         let mut processes = Vec::new();
+        let mut infinities = Vec::new();
         for (i, computed) in static_routes.iter().enumerate() {
-            processes.push(p.router_process(i, computed)?);
+            let (process, infinity) = p.router_process(i, computed)?;
+            processes.push(process);
+            infinities.push(infinity);
         }
+        p.check_reach(&infinities)?;
         processes.append(&mut p.replicas);
         let name = file.name.clone().unwrap_or_else(|| {
             source
@@ -349,10 +353,8 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    /// Routes for routers without distance vector, per router: every other router's
-    /// address and attached prefixes over the first hop of a cheapest path
-    /// (`netsim::graph`: on a tie, fewer hops, then the link listed first).
-    fn static_routes(&self) -> Vec<Vec<(String, String)>> {
+    /// The routers and their links as a graph, each link at its cost (default 1).
+    fn graph(&self) -> Graph {
         let mut graph = Graph::new(self.routers.len());
         for (i, r) in self.routers.iter().enumerate() {
             for (iface, (end, li)) in r.links.iter().enumerate() {
@@ -365,6 +367,75 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        graph
+    }
+
+    /// Refuses a network distance vector cannot span: a router (`infinities[i]`: its
+    /// infinity, `None` without distance vector) whose cheapest path to another router
+    /// running distance vector costs its infinity or more would never learn that router's
+    /// prefixes. The error names the longest such path and is located at the router.
+    fn check_reach(&self, infinities: &[Option<u16>]) -> Result<(), ConfigError> {
+        let graph = self.graph();
+        for (i, infinity) in infinities.iter().enumerate() {
+            let Some(infinity) = *infinity else { continue };
+            let paths = graph.shortest_paths(i);
+            let far = paths
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| infinities.get(*j).is_some_and(Option::is_some))
+                .filter_map(|(j, p)| p.map(|p| (j, p.cost)))
+                .filter(|(_, cost)| *cost >= u64::from(infinity))
+                .max_by_key(|(j, cost)| (*cost, core::cmp::Reverse(*j)));
+            let (Some((j, cost)), Some(section)) = (far, self.file.router.get(i)) else {
+                continue;
+            };
+            let names: Vec<&str> = self
+                .path(&graph, i, j)
+                .iter()
+                .filter_map(|k| self.routers.get(*k).map(|r| r.name.as_str()))
+                .collect();
+            return Err(self.err(
+                &section.name,
+                format!(
+                    "distance vector cannot span this network: {} costs {cost}, at or above \
+                     its infinity {infinity}, so `{}` would never learn `{}`'s prefixes \
+                     (raise it: `dv = {{ infinity = {} }}` under [defaults.router])",
+                    names.join(" → "),
+                    names.first().unwrap_or(&"?"),
+                    names.last().unwrap_or(&"?"),
+                    (cost + 1).next_power_of_two().max(32)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The routers along a cheapest path from `from` to `to` (both included), following
+    /// each router's own first hop.
+    fn path(&self, graph: &Graph, from: usize, to: usize) -> Vec<usize> {
+        let mut path = vec![from];
+        let mut at = from;
+        while at != to && path.len() <= self.routers.len() {
+            let Some(hop) = graph
+                .shortest_paths(at)
+                .get(to)
+                .copied()
+                .flatten()
+                .and_then(|p| p.first)
+            else {
+                break;
+            };
+            at = hop.next;
+            path.push(at);
+        }
+        path
+    }
+
+    /// Routes for routers without distance vector, per router: every other router's
+    /// address and attached prefixes over the first hop of a cheapest path
+    /// (`netsim::graph`: on a tie, fewer hops, then the link listed first).
+    fn static_routes(&self) -> Vec<Vec<(String, String)>> {
+        let graph = self.graph();
         let mut all = Vec::new();
         for i in 0..self.routers.len() {
             let paths = graph.shortest_paths(i);
@@ -406,15 +477,23 @@ impl<'a> Planner<'a> {
         Ok((config, text))
     }
 
-    /// Router `i`'s process (`computed`: its static routes).
+    /// Router `i`'s process (`computed`: its static routes) and its distance vector's
+    /// infinity (`None` without distance vector).
     fn router_process(
         &self,
         i: usize,
         computed: &[(String, String)],
-    ) -> Result<Process, ConfigError> {
-        let (_, text) = self.router_config(i, computed)?;
+    ) -> Result<(Process, Option<u16>), ConfigError> {
+        let (config, text) = self.router_config(i, computed)?;
+        let infinity = config.dv.as_ref().map(|d| {
+            let default = fastpath::dv::Config::new(0).infinity;
+            d.get_ref()
+                .infinity
+                .as_ref()
+                .map_or(default, |x| *x.get_ref())
+        });
         let r = &self.routers[i];
-        Ok(Process {
+        let process = Process {
             name: r.name.clone(),
             role: Role::Router,
             machine: r.machine.clone(),
@@ -422,7 +501,8 @@ impl<'a> Planner<'a> {
             config: Some(text),
             serves: None,
             server: None,
-        })
+        };
+        Ok((process, infinity))
     }
 }
 

@@ -355,3 +355,49 @@ fn metrics_ports_follow_the_plan_order() {
         "{e}"
     );
 }
+
+/// A line of `n` routers with distance vector, each link costing 1; `extra` goes into
+/// `[defaults.router]`'s `dv`.
+fn long_line(n: usize, extra: &str) -> String {
+    let mut t = format!("[defaults.router]\ndv = {{ {extra} }}\n");
+    for i in 1..=n {
+        t += &format!(
+            "[[router]]\nname = \"r{i}\"\naddress = \"10.0.{}.{}\"\n",
+            i / 200,
+            i % 200 + 1
+        );
+    }
+    for i in 1..n {
+        t += &format!("[[link]]\nbetween = [\"r{i}\", \"r{}\"]\n", i + 1);
+    }
+    t
+}
+
+#[test]
+fn a_network_wider_than_distance_vectors_infinity_is_refused_with_its_path() {
+    // 16 routers in a line: 15 hops, below the default infinity of 16.
+    assert!(planned(&long_line(16, "")).is_ok());
+    // 17: r1 → … → r17 costs 16, which is infinity: r1 would never learn r17.
+    let text = long_line(17, "");
+    let e = planned(&text).unwrap_err();
+    let path: Vec<String> = (1..=17).map(|i| format!("r{i}")).collect();
+    assert!(e.message.contains(&path.join(" → ")), "{e}");
+    assert!(
+        e.message.contains("costs 16, at or above its infinity 16"),
+        "{e}"
+    );
+    assert!(e.message.contains("infinity = 32"), "{e}");
+    // Located at the router that cannot reach: r1's name.
+    let r1_line = text[..text.find("name = \"r1\"").unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
+    assert_eq!((e.line, e.key.as_deref()), (r1_line, Some("name")), "{e}");
+    // Raised in the topology, it plans, and every router's config carries it.
+    let p = planned(&long_line(30, "infinity = 32")).unwrap();
+    assert!(config_of(&p, "r30").contains("infinity = 32"));
+    // Without distance vector nothing is refused: static routes have no infinity.
+    let mut plain = long_line(30, "");
+    plain = plain.replace("[defaults.router]\ndv = {  }\n", "");
+    assert!(planned(&plain).is_ok());
+}
