@@ -561,21 +561,14 @@ impl Web {
                 self.tcp.body_bytes.load(Ordering::Relaxed) as f64,
             ),
         ];
-        for (reason, v) in [
+        let outside = [
             ("bad_ip", s.bad_ip),
             ("not_tcp", s.not_tcp),
             ("fragment", s.fragments),
-            ("wire", r.wire),
-            ("malformed", r.malformed),
-            ("mac", r.mac),
-            ("stale", r.stale),
-            ("replay", r.replay),
-            ("other_site", r.other_site),
-            ("proof", r.proof),
-            ("plan", r.plan),
-            ("too_many_retries", r.too_many_retries),
-            ("other_address", s.other_address),
-        ] {
+        ];
+        let by_core = r.by_reason();
+        let after = [("other_address", s.other_address)];
+        for (reason, v) in outside.into_iter().chain(by_core).chain(after) {
             out.push(
                 Sample::counter("trickles_refused", "Packets refused, by reason", v as f64)
                     .with_label("reason", reason),

@@ -130,17 +130,25 @@ impl RejectedCounts {
         *c += 1;
     }
 
+    /// Each reason's count, named as logs and metrics name it (`wire`, `malformed`, `mac`,
+    /// `stale`, `replay`, `other_site`, `proof`, `plan`, `too_many_retries`).
+    pub fn by_reason(&self) -> [(&'static str, u64); 9] {
+        [
+            ("wire", self.wire),
+            ("malformed", self.malformed),
+            ("mac", self.mac),
+            ("stale", self.stale),
+            ("replay", self.replay),
+            ("other_site", self.other_site),
+            ("proof", self.proof),
+            ("plan", self.plan),
+            ("too_many_retries", self.too_many_retries),
+        ]
+    }
+
     /// Every rejection.
     pub fn total(&self) -> u64 {
-        self.wire
-            + self.malformed
-            + self.mac
-            + self.stale
-            + self.replay
-            + self.other_site
-            + self.proof
-            + self.plan
-            + self.too_many_retries
+        self.by_reason().iter().map(|&(_, n)| n).sum()
     }
 }
 
@@ -189,20 +197,13 @@ impl fmt::Display for ServiceStats {
             self.response_bytes,
             self.rejected.total()
         )?;
-        let r = &self.rejected;
-        let reasons = [
-            ("wire", r.wire),
-            ("malformed", r.malformed),
-            ("mac", r.mac),
-            ("stale", r.stale),
-            ("replay", r.replay),
-            ("other_site", r.other_site),
-            ("proof", r.proof),
-            ("plan", r.plan),
-            ("too_many_retries", r.too_many_retries),
-        ];
         let mut first = true;
-        for (name, n) in reasons.into_iter().filter(|&(_, n)| n != 0) {
+        for (name, n) in self
+            .rejected
+            .by_reason()
+            .into_iter()
+            .filter(|&(_, n)| n != 0)
+        {
             f.write_str(if first { " (" } else { ", " })?;
             write!(f, "{name} {n}")?;
             first = false;
