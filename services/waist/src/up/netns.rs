@@ -284,3 +284,84 @@ pub fn status_json(hosts: &[NetnsHost]) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn host(name: &str, namespace: String, device: String, address: &str) -> NetnsHost {
+        NetnsHost {
+            name: name.into(),
+            address: address.parse().unwrap(),
+            router: "r1".into(),
+            router_address: "10.0.0.1".parse().unwrap(),
+            machine: "local".into(),
+            namespace,
+            device,
+        }
+    }
+
+    /// Deletes what a failing test may leave.
+    struct Leftovers(Vec<String>, String);
+
+    impl Drop for Leftovers {
+        fn drop(&mut self) {
+            for ns in self.0.iter().filter(|ns| exists(ns)) {
+                let _ = remove(ns);
+            }
+            let _ = ip(&["link", "del", &self.1]);
+        }
+    }
+
+    #[test]
+    fn a_failed_create_deletes_the_namespaces_it_made() {
+        if let Some(why) = netio::link::netns_unsupported() {
+            eprintln!("skipping: network namespaces need root, /dev/net/tun and ip: {why}");
+            return;
+        }
+        let id = std::process::id();
+        let (ns1, ns2, dev) = (
+            format!("waist-test-{id}-a"),
+            format!("waist-test-{id}-b"),
+            format!("wt{id}"),
+        );
+        let _left = Leftovers(vec![ns1.clone(), ns2.clone()], dev.clone());
+        ip(&["tuntap", "add", "dev", &dev, "mode", "tun"]).unwrap();
+        // The first host's device exists and moves; the second's does not.
+        let plan = Plan {
+            name: "test".into(),
+            machines: BTreeMap::new(),
+            processes: Vec::new(),
+            hosts: Vec::new(),
+            netns: vec![
+                host("a", ns1.clone(), dev.clone(), "10.1.0.10"),
+                host("b", ns2.clone(), format!("wt{id}-none"), "10.2.0.10"),
+            ],
+            servers: Vec::new(),
+            metrics_base: 0,
+        };
+        let e = Namespaces::create(&plan, None).unwrap_err();
+        assert!(
+            format!("{e:#}").contains(&format!("host `b`: cannot move r1's device wt{id}-none")),
+            "{e:#}"
+        );
+        assert!(!exists(&ns1) && !exists(&ns2), "{}", namespaces_listed());
+
+        // Without the failing host both steps work, and dropping deletes.
+        let plan = Plan {
+            netns: plan.netns[..1].to_vec(),
+            ..plan
+        };
+        ip(&["tuntap", "add", "dev", &dev, "mode", "tun"]).unwrap();
+        let spaces = Namespaces::create(&plan, None).unwrap();
+        assert!(exists(&ns1));
+        drop(spaces);
+        assert!(!exists(&ns1), "{}", namespaces_listed());
+    }
+
+    fn namespaces_listed() -> String {
+        let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+}
