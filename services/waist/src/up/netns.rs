@@ -310,7 +310,9 @@ mod tests {
             for ns in self.0.iter().filter(|ns| exists(ns)) {
                 let _ = remove(ns);
             }
-            let _ = ip(&["link", "del", &self.1]);
+            if !self.1.is_empty() {
+                let _ = ip(&["link", "del", &self.1]);
+            }
         }
     }
 
@@ -358,6 +360,45 @@ mod tests {
         assert!(exists(&ns1));
         drop(spaces);
         assert!(!exists(&ns1), "{}", namespaces_listed());
+    }
+
+    #[test]
+    fn only_the_machines_own_namespace_hosts_are_checked_and_made() {
+        if let Some(why) = netio::link::netns_unsupported() {
+            eprintln!("skipping: network namespaces need root, /dev/net/tun and ip: {why}");
+            return;
+        }
+        let ns = format!("waist-test-{}-only", std::process::id());
+        let _left = Leftovers(vec![ns.clone()], String::new());
+        add(&ns).unwrap();
+        let mut h = host("h2", ns.clone(), "wt-none".into(), "10.2.0.10");
+        h.machine = "beta".into();
+        let plan = Plan {
+            name: "test".into(),
+            machines: BTreeMap::new(),
+            processes: Vec::new(),
+            hosts: Vec::new(),
+            netns: vec![h],
+            servers: Vec::new(),
+            metrics_base: 0,
+        };
+        // `--only alpha` neither checks nor makes beta's namespace host.
+        preflight(&plan, Some("alpha")).unwrap();
+        assert!(
+            Namespaces::create(&plan, Some("alpha"))
+                .unwrap()
+                .hosts()
+                .is_empty()
+        );
+        // `--only beta` (and a run of every machine) finds its namespace taken.
+        for only in [Some("beta"), None] {
+            let e = preflight(&plan, only).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("host `h2`: network namespace {ns} exists already")),
+                "{e}"
+            );
+        }
+        assert!(exists(&ns), "preflight deleted a namespace");
     }
 
     fn namespaces_listed() -> String {
