@@ -356,3 +356,64 @@ fn a_namespace_that_exists_already_is_refused_and_left_alone() {
     assert!(!list.contains(&format!("waist-{name}-h1")), "{list}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn ipv6_netns_hosts_of_a_detached_run_ping_each_other_until_waist_down() {
+    if unsupported().is_some() {
+        return;
+    }
+    ensure_daemons();
+    let d = scratch("v6");
+    let run = format!("ns6{}", std::process::id());
+    let first = base(3);
+    // Two routers with static routes (no distance vector): reachable at once.
+    let topology = format!(
+        "name = \"{run}\"\n[defaults]\nfirst_port = {first}\nmetrics_base = {}\n\
+         [[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n\
+         [[router]]\nname = \"r2\"\naddress = \"10.0.0.2\"\n\
+         [[link]]\nbetween = [\"r1\", \"r2\"]\n\
+         [[host]]\nname = \"a\"\naddress = \"fd00:1::10\"\nrouter = \"r1\"\nkind = \"netns\"\n\
+         [[host]]\nname = \"b\"\naddress = \"fd00:2::10\"\nrouter = \"r2\"\nkind = \"netns\"\n",
+        first + 1000
+    );
+    let file = d.join("v6.toml");
+    std::fs::write(&file, topology).unwrap();
+    let (a, b) = (format!("waist-{run}-a"), format!("waist-{run}-b"));
+    // Deletes what a failure leaves: the run (`waist down`), then any namespace.
+    struct Down(PathBuf, [String; 2]);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            if self.0.join("state.json").exists() {
+                let _ = waist(&["down", "--dir", self.0.to_str().unwrap()]);
+            }
+            for ns in &self.1 {
+                if std::path::Path::new("/run/netns").join(ns).exists() {
+                    let _ = Command::new("ip").args(["netns", "del", ns]).status();
+                }
+            }
+        }
+    }
+    let dir = d.join("run");
+    let _down = Down(dir.clone(), [a.clone(), b.clone()]);
+    let dir_s = dir.to_str().unwrap();
+    let o = waist(&["up", file.to_str().unwrap(), "--detach", "--dir", dir_s]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("ip netns exec {a} ping fd00:2::10")),
+        "{}",
+        text(&o)
+    );
+    let o = ping(&a, "fd00:2::10", "3");
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ping(&b, "fd00:1::10", "3");
+    assert!(o.status.success(), "{}", text(&o));
+    let o = waist(&["down", "--dir", dir_s]);
+    assert!(
+        o.status.success() && text(&o).contains("deleted 2 network namespaces"),
+        "{}",
+        text(&o)
+    );
+    let list = namespaces();
+    assert!(!list.contains(&a) && !list.contains(&b), "left: {list}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
