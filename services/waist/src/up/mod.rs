@@ -170,12 +170,7 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
                 links.join(", ")
             )?;
         }
-        let spaces: Vec<NetnsHost> = plan
-            .netns
-            .iter()
-            .filter(|h| only.is_none_or(|m| h.machine == m))
-            .cloned()
-            .collect();
+        let spaces: Vec<NetnsHost> = netns::of(&plan, only).cloned().collect();
         netns::print_usage(&plan, &spaces, out)?;
         return Ok(0);
     }

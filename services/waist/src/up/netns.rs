@@ -91,7 +91,7 @@ pub fn configure(ns: &str, device: &str, address: IpAddr, prefix: u8) -> anyhow:
 }
 
 /// The netns hosts of `machine` (all for `None`).
-fn of<'a>(plan: &'a Plan, machine: Option<&'a str>) -> impl Iterator<Item = &'a NetnsHost> {
+pub fn of<'a>(plan: &'a Plan, machine: Option<&'a str>) -> impl Iterator<Item = &'a NetnsHost> {
     plan.netns
         .iter()
         .filter(move |h| machine.is_none_or(|m| h.machine == m))
@@ -152,13 +152,7 @@ impl Namespaces {
         for h in of(plan, machine) {
             add(&h.namespace).with_context(|| format!("host `{}`", h.name))?;
             spaces.made.push(h.clone());
-            let prefix = if h.address.is_ipv4() { 32 } else { 128 };
-            configure(&h.namespace, &h.device, h.address, prefix).with_context(|| {
-                format!(
-                    "host `{}`: cannot move {}'s device {} into {}",
-                    h.name, h.router, h.device, h.namespace
-                )
-            })?;
+            reattach(h)?;
         }
         Ok(spaces)
     }
@@ -184,6 +178,23 @@ impl Drop for Namespaces {
     fn drop(&mut self) {
         delete(&self.made);
     }
+}
+
+/// Moves `h`'s device into its namespace (which exists) and sets it up there: at start,
+/// and again after its router restarted (a router that exits takes its TUN device with it,
+/// and makes a new one in its own namespace when it starts).
+///
+/// # Errors
+///
+/// A step fails.
+pub fn reattach(h: &NetnsHost) -> anyhow::Result<()> {
+    let prefix = if h.address.is_ipv4() { 32 } else { 128 };
+    configure(&h.namespace, &h.device, h.address, prefix).with_context(|| {
+        format!(
+            "host `{}`: cannot move {}'s device {} into {}",
+            h.name, h.router, h.device, h.namespace
+        )
+    })
 }
 
 /// Deletes the namespaces of `hosts` that exist; returns how many of them are gone now
@@ -317,7 +328,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_create_deletes_the_namespaces_it_made() {
+    fn a_failed_create_deletes_what_it_made_and_a_device_can_move_in_again() {
         if let Some(why) = netio::link::netns_unsupported() {
             eprintln!("skipping: network namespaces need root, /dev/net/tun and ip: {why}");
             return;
@@ -358,6 +369,19 @@ mod tests {
         ip(&["tuntap", "add", "dev", &dev, "mode", "tun"]).unwrap();
         let spaces = Namespaces::create(&plan, None).unwrap();
         assert!(exists(&ns1));
+        // As after a router's restart: its device gone from the namespace, a new one in
+        // ours, moved in again.
+        ip(&["-n", &ns1, "link", "del", &dev]).unwrap();
+        ip(&["tuntap", "add", "dev", &dev, "mode", "tun"]).unwrap();
+        reattach(&spaces.hosts()[0]).unwrap();
+        let o = Command::new("ip")
+            .args(["-n", &ns1, "-4", "addr", "show", "dev", &dev])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("inet 10.1.0.10/32"),
+            "{o:?}"
+        );
         drop(spaces);
         assert!(!exists(&ns1), "{}", namespaces_listed());
     }
