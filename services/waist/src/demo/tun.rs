@@ -6,6 +6,9 @@
 //!   ping, curl                                               trickles-web --tcp :80
 //! ```
 //!
+//! The kernel steps (namespace, device, address, route) are `waist up`'s for its netns
+//! hosts ([`crate::up::netns`]).
+//!
 //! r1 and r4 each get a TUN link (the waist-router configs `r1-tun.toml` and `r4-tun.toml`
 //! beside the topology, which the topology names with `config =`), a route to the
 //! namespace's /24 over it, and announce that /24 by distance vector. Once the routers run,
@@ -21,12 +24,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-/// The client namespace's prefix, its address and the r1 side.
-const CLIENT: (&str, &str) = ("10.9.1.0/24", "10.9.1.2/24");
-/// The server namespace's prefix and address.
-const SERVER: (&str, &str) = ("10.9.2.0/24", "10.9.2.2/24");
+use crate::up::netns;
+
+/// The client namespace's prefix and its address (a /24).
+const CLIENT: (&str, &str) = ("10.9.1.0/24", "10.9.1.2");
+/// The server namespace's prefix and address (a /24).
+const SERVER: (&str, &str) = ("10.9.2.0/24", "10.9.2.2");
 /// Where the server namespace's kernel TCP server listens.
-const SERVER_IP: &str = "10.9.2.2";
+const SERVER_IP: &str = SERVER.1;
 
 /// Why `--tun` cannot run here, if it cannot (it needs root, `/dev/net/tun` and `ip`).
 pub fn unsupported() -> Option<&'static str> {
@@ -79,21 +84,6 @@ pub struct Kernel {
     web: Option<Child>,
 }
 
-fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let o = Command::new("ip")
-        .args(args)
-        .output()
-        .context("cannot run ip")?;
-    if !o.status.success() {
-        bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 impl Kernel {
     /// Creates the namespaces, moves the routers' TUN devices into them, and starts the
     /// server namespace's trickles-web (files under `dir`, binaries from `bins`).
@@ -110,12 +100,8 @@ impl Kernel {
         };
         let (dc, ds) = devices();
         for (ns, dev, (_, addr)) in [(&k.client, &dc, CLIENT), (&k.server, &ds, SERVER)] {
-            ip(&["netns", "add", ns])?;
-            ip(&["link", "set", "dev", dev, "netns", ns])?;
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
-            ip(&["-n", ns, "addr", "add", addr, "dev", dev])?;
-            ip(&["-n", ns, "link", "set", dev, "up"])?;
-            ip(&["-n", ns, "route", "add", "default", "dev", dev])?;
+            netns::add(ns)?;
+            netns::configure(ns, dev, addr.parse()?, 24)?;
         }
         let program = crate::up::fleet::find_binary(bins, "trickles-web")?;
         let out_file = dir.join("logs").join("kernel-web.out");
@@ -246,7 +232,7 @@ impl Drop for Kernel {
             let _ = web.wait();
         }
         for ns in [&self.client, &self.server] {
-            let _ = ip(&["netns", "del", ns]);
+            let _ = netns::remove(ns);
         }
     }
 }

@@ -9,6 +9,9 @@
 //! everything it started (SIGTERM, SIGKILL after a bound) — also when it fails half-way.
 //! `--only MACHINE` starts one machine's part of a network that spans machines.
 //!
+//! End hosts of `kind = "netns"` are kernel network namespaces ([`netns`]): made once the
+//! routers run, listed with how to use them, deleted when the run stops.
+//!
 //! Every run writes `DIR/state.json` once its processes are up: a foreground run removes
 //! it when it stops, `--detach` leaves the processes running and the file behind. `waist
 //! status` ([`mod@status`]), `waist route show NAME` and `waist down` read it, so they find a
@@ -23,11 +26,13 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 pub mod fleet;
+pub mod netns;
 pub mod status;
 pub mod topology;
 
 use fleet::{Fleet, STOP_GRACE, Started};
-use topology::Plan;
+use netns::Namespaces;
+use topology::{NetnsHost, Plan};
 
 pub use status::{counters, status};
 
@@ -80,6 +85,9 @@ pub struct State {
     /// detached run.
     #[serde(default)]
     pub supervisor: Option<u32>,
+    /// The network namespaces of its netns hosts, deleted when it stops.
+    #[serde(default)]
+    pub namespaces: Vec<NetnsHost>,
 }
 
 impl State {
@@ -125,6 +133,7 @@ fn prepare(args: &UpArgs) -> anyhow::Result<(Plan, PathBuf)> {
             known.join(", ")
         );
     }
+    netns::preflight(&plan, args.only.as_deref())?;
     let bins = fleet::binary_dir()?;
     fleet::build_if_missing(&bins, &mut std::io::stderr())?;
     fleet::preflight(&plan, args.only.as_deref(), &bins)?;
@@ -161,6 +170,8 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
                 links.join(", ")
             )?;
         }
+        let spaces: Vec<NetnsHost> = netns::of(&plan, only).cloned().collect();
+        netns::print_usage(&plan, &spaces, out)?;
         return Ok(0);
     }
     let state_file = args.dir.join(STATE_FILE);
@@ -179,17 +190,21 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot create {}", args.dir.display()))?;
     writeln!(out, "starting {} from {}", plan.name, args.file.display())?;
     let mut fleet = Fleet::start(&plan, only, &args.dir, &bins, args.log_format)?;
+    let spaces = Namespaces::create(&plan, only)?;
     fleet::print_table(&plan, &fleet.started, only, out)?;
+    netns::print_usage(&plan, spaces.hosts(), out)?;
     let state = State {
         name: plan.name.clone(),
         topology: args.file.clone(),
         processes: fleet.started.clone(),
         supervisor: (!args.detach).then(std::process::id),
+        namespaces: spaces.hosts().to_vec(),
     };
     std::fs::write(&state_file, serde_json::to_string_pretty(&state)?)
         .with_context(|| format!("cannot write {}", state_file.display()))?;
     if args.detach {
         fleet.detach();
+        spaces.detach();
         writeln!(
             out,
             "\ndetached; `waist status --dir {0}` shows counters, `waist down --dir {0}` stops it",
@@ -199,8 +214,15 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     }
     let signal = wait_for_signal(&mut fleet, &args.dir, out);
     let stopped = fleet.stop(STOP_GRACE);
+    let deleted = spaces.delete();
     let _ = std::fs::remove_file(&state_file);
-    writeln!(out, "{}: stopped {} processes", signal?, stopped.len())?;
+    writeln!(
+        out,
+        "{}: stopped {} processes{}",
+        signal?,
+        stopped.len(),
+        namespaces_deleted(deleted)
+    )?;
     Ok(0)
 }
 
@@ -268,6 +290,7 @@ pub fn down(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     for s in &alive {
         let _ = nix::sys::signal::kill(pid(s.pid), nix::sys::signal::Signal::SIGKILL);
     }
+    let deleted = netns::delete(&state.namespaces);
     // A foreground `waist up` may have removed it already.
     match std::fs::remove_file(args.dir.join(STATE_FILE)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
@@ -275,16 +298,26 @@ pub fn down(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     }
     writeln!(
         out,
-        "{}: stopped {} processes{}",
+        "{}: stopped {} processes{}{}",
         state.name,
         state.processes.len(),
         if alive.is_empty() {
             String::new()
         } else {
             format!(" ({} needed SIGKILL)", alive.len())
-        }
+        },
+        namespaces_deleted(deleted)
     )?;
     Ok(0)
+}
+
+/// `, deleted N network namespaces` if there were any.
+fn namespaces_deleted(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        1 => ", deleted 1 network namespace".into(),
+        n => format!(", deleted {n} network namespaces"),
+    }
 }
 
 fn pid(p: u32) -> nix::unistd::Pid {

@@ -1,5 +1,6 @@
 //! `waist status [NAME] [--json]`: each process of a running `waist up` (in the
-//! foreground or detached) and its live counters, read from its metrics page; and
+//! foreground or detached) and its live counters, read from its metrics page, then each of
+//! its namespace hosts ([`super::netns`]) and whether its namespace still exists; and
 //! [`resolve`], which finds a process's metrics address by its name for the other tools
 //! (`waist route show r1`).
 //!
@@ -9,7 +10,9 @@
 //! {"run": "demo", "topology": "examples/topologies/demo.toml", "dir": "waist-run",
 //!  "processes": [{"name": "r1", "program": "waist-router", "pid": 4242, "machine": "local",
 //!                 "metrics": "127.0.0.1:28000", "answering": true, "error": null,
-//!                 "counters": {"received": 10, "forwarded": 8, …}}, …]}
+//!                 "counters": {"received": 10, "forwarded": 8, …}}, …],
+//!  "namespaces": [{"host": "h1", "namespace": "waist-demo-h1", "address": "10.1.0.10",
+//!                  "router": "r1", "device": "wh4242-0", "present": true}, …]}
 //! ```
 
 use std::io::Write;
@@ -169,6 +172,7 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
             "topology": state.topology.display().to_string(),
             "dir": args.dir.display().to_string(),
             "processes": processes,
+            "namespaces": super::netns::status_json(&state.namespaces),
         });
         writeln!(out, "{doc:#}")?;
     } else {
@@ -190,6 +194,9 @@ pub fn status(args: &StatusArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
                 s.pid,
                 s.metrics
             )?;
+        }
+        if args.name.is_none() {
+            super::netns::print_status(&state.namespaces, out)?;
         }
     }
     Ok(if down == 0 { 0 } else { 1 })

@@ -52,14 +52,31 @@
 //! name = "h1"                       #   (`waist esp send`, `waist snap ping`,
 //! address = "10.1.0.10"             #   trickles-get, trickles-proxy) use with --via
 //! router = "r1"
+//!
+//! [[host]]                          # an end host that is a kernel network namespace
+//! name = "h2"                       #   (root): `ip netns exec waist-demo-h2 ping …`
+//! address = "10.2.0.10"
+//! router = "r4"
+//! kind = "netns"                    # "udp" (default): the link above; "netns": below
 //! ```
+//!
+//! A `kind = "netns"` host is a network namespace named `waist-RUN-HOST`
+//! (`waist-demo-h2`) whose only device is a TUN link of its router ([`NetnsHost`]): the
+//! router routes and announces the host's address over it like any host's, and once the
+//! router runs, `waist up` moves the device into the namespace and gives it the host's
+//! address, `lo` up and a default route through the device, so the kernel's own tools
+//! (ping, curl, iperf3) cross the routers. It needs root and `/dev/net/tun` (`waist up`
+//! refuses to start without, saying which), and runs on its router's machine: a `host`
+//! key naming another machine is refused (a TUN device cannot cross machines), and `waist
+//! up --only` makes it on the router's machine. The run's name must suit a namespace's
+//! (letters, digits, `-`, `_`, `.`).
 //!
 //! What a `[[link]]` passes on to its routers (`mtu`, `cost`, `emulation`) is checked here
 //! with netio's own validators, and a router's inline sections by waist-router's parser,
 //! with errors located at what the author wrote in this file (``t.toml:11:29: key `loss`:
 //! …``), not in the router configs generated from it.
 //!
-//! Ports are assigned in a fixed order (links, then hosts, then servers, each machine
+//! Ports are assigned in a fixed order (links, then hosts (a netns host takes none), then servers, each machine
 //! counting from its own `first_port`), so every machine's `waist up --only` computes the
 //! same addresses for both ends of a link that crosses machines.
 //!
@@ -210,6 +227,8 @@ pub struct HostSection {
     pub router: Spanned<String>,
     /// The machine its tools run on.
     pub host: Option<Spanned<String>>,
+    /// `udp` (default: a link for waist's host tools) or `netns` (a network namespace).
+    pub kind: Option<Spanned<String>>,
 }
 
 /// What a process is.
@@ -290,6 +309,27 @@ impl HostPlan {
     }
 }
 
+/// An end host that is a kernel network namespace (`kind = "netns"`), as planned and, once
+/// made, as a run's state file records it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NetnsHost {
+    /// Its name.
+    pub name: String,
+    /// Its address (the namespace's device's).
+    pub address: IpAddr,
+    /// Its router.
+    pub router: String,
+    /// Its router's own address.
+    pub router_address: IpAddr,
+    /// The machine it is on (its router's).
+    pub machine: String,
+    /// The namespace: `waist-RUN-HOST`.
+    pub namespace: String,
+    /// The router's TUN device that moves into it (`whPID-I`: unique while this `waist up`
+    /// runs, at most 15 bytes).
+    pub device: String,
+}
+
 /// Everything to start, checked.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -299,8 +339,10 @@ pub struct Plan {
     pub machines: BTreeMap<String, IpAddr>,
     /// Every process of every machine, in start order (routers first).
     pub processes: Vec<Process>,
-    /// Every end host.
+    /// Every end host with a UDP link (`kind = "udp"`).
     pub hosts: Vec<HostPlan>,
+    /// Every end host that is a network namespace (`kind = "netns"`).
+    pub netns: Vec<NetnsHost>,
     /// Every server: name, address and its replicas' names.
     pub servers: Vec<(String, IpAddr, Vec<String>)>,
     /// The metrics port of the first process (0: any free port); see [`Plan::metrics_addr`].
@@ -394,3 +436,5 @@ mod router;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_netns;

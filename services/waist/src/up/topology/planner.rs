@@ -16,7 +16,8 @@ use waist_router::config::RouterFile;
 
 use super::router::{RouterDraft, refused, router_file, write_router_file};
 use super::{
-    DEFAULT_FIRST_PORT, DEFAULT_IP, HostPlan, LOCAL, LinkEnd, Plan, Process, Role, TopologyFile,
+    DEFAULT_FIRST_PORT, DEFAULT_IP, HostPlan, HostSection, LOCAL, LinkEnd, NetnsHost, Plan,
+    Process, Role, TopologyFile,
 };
 
 /// The plan under construction.
@@ -32,6 +33,7 @@ pub(super) struct Planner<'a> {
     addresses: BTreeMap<IpAddr, String>,
     routers: Vec<RouterDraft>,
     hosts: Vec<HostPlan>,
+    netns: Vec<NetnsHost>,
     /// Every server: name, address and its replicas' names.
     servers: Vec<(String, IpAddr, Vec<String>)>,
     replicas: Vec<Process>,
@@ -55,18 +57,14 @@ impl<'a> Planner<'a> {
         }
         p.check_reach(&infinities)?;
         processes.append(&mut p.replicas);
-        let name = file.name.clone().unwrap_or_else(|| {
-            source
-                .file()
-                .file_stem()
-                .map_or("waist".into(), |s| s.to_string_lossy().into_owned())
-        });
+        let name = p.run_name();
         let metrics_base = super::metrics_base(source, file, processes.len())?;
         Ok(Plan {
             name,
             machines: p.machines.into_iter().map(|(m, (ip, _))| (m, ip)).collect(),
             processes,
             hosts: p.hosts,
+            netns: p.netns,
             servers: p.servers,
             metrics_base,
         })
@@ -83,6 +81,7 @@ impl<'a> Planner<'a> {
             addresses: BTreeMap::new(),
             routers: Vec::new(),
             hosts: Vec::new(),
+            netns: Vec::new(),
             servers: Vec::new(),
             replicas: Vec::new(),
         }
@@ -96,6 +95,16 @@ impl<'a> Planner<'a> {
         self.hosts()?;
         self.servers()?;
         Ok(self.static_routes())
+    }
+
+    /// The run's name: the file's `name`, else its stem.
+    fn run_name(&self) -> String {
+        self.file.name.clone().unwrap_or_else(|| {
+            self.source
+                .file()
+                .file_stem()
+                .map_or("waist".into(), |s| s.to_string_lossy().into_owned())
+        })
     }
 
     /// An error located at `s`.
@@ -209,6 +218,7 @@ impl<'a> Planner<'a> {
                 name,
                 machine: self.machine_of(&r.host)?,
                 links: Vec::new(),
+                tuns: Vec::new(),
                 routes: Vec::new(),
                 originate: r.originate.iter().map(|p| p.get_ref().clone()).collect(),
             };
@@ -267,12 +277,27 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    /// Every `[[host]]`: a link on its router, which routes and announces its address.
+    /// Every `[[host]]`: a link on its router (UDP, or TUN for a netns host), which routes
+    /// and announces its address.
     fn hosts(&mut self) -> Result<(), ConfigError> {
         for h in &self.file.host {
             let n = self.name(&h.name)?;
             let a = self.address(&h.address, &n)?;
             let ir = self.router_index(&h.router)?;
+            match h.kind.as_ref().map(|k| (k, k.get_ref().as_str())) {
+                None | Some((_, "udp")) => {}
+                Some((_, "netns")) => {
+                    self.netns_host(h, n, a, ir)?;
+                    continue;
+                }
+                Some((k, other)) => {
+                    let e = format!(
+                        "host `{n}`: kind `{other}`: a host is `udp` (a link for waist's \
+                         host tools) or `netns` (a kernel network namespace)"
+                    );
+                    return Err(self.err(k, e));
+                }
+            }
             let machine = self.machine_of(&h.host)?;
             let local = self.take(&machine, &h.name)?;
             let peer = self.take(&self.routers[ir].machine.clone(), &h.name)?;
@@ -294,6 +319,56 @@ impl<'a> Planner<'a> {
                 peer,
             });
         }
+        Ok(())
+    }
+
+    /// A `kind = "netns"` host `h` (named `n`, address `a`, router `ir`): a TUN link on its
+    /// router, on the router's machine, which routes and announces its address; the device
+    /// moves into the namespace `waist-RUN-HOST` once the router runs.
+    fn netns_host(
+        &mut self,
+        h: &HostSection,
+        n: String,
+        a: IpAddr,
+        ir: usize,
+    ) -> Result<(), ConfigError> {
+        let machine = self.routers[ir].machine.clone();
+        if let Some(m) = h.host.as_ref().filter(|m| *m.get_ref() != machine) {
+            let e = format!(
+                "host `{n}` is a network namespace, so it is on its router `{}`'s machine \
+                 `{machine}`, not `{}` (a TUN device cannot cross machines): drop `host`",
+                self.routers[ir].name,
+                m.get_ref()
+            );
+            return Err(self.err(m, e));
+        }
+        let run = self.run_name();
+        if run.is_empty()
+            || !run
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            let at = h.kind.as_ref().map_or(h.name.span(), Spanned::span);
+            let e = format!(
+                "host `{n}`: the run's name `{run}` cannot name its network namespace: give \
+                 the file a `name` of letters, digits, -, _ and ."
+            );
+            return Err(self.source.error_at(Some(at), e));
+        }
+        let router = &mut self.routers[ir];
+        let device = format!("wh{}-{}", std::process::id(), self.netns.len());
+        router.tuns.push((n.clone(), device.clone()));
+        router.routes.push((host_prefix(a), n.clone()));
+        router.originate.push(host_prefix(a));
+        self.netns.push(NetnsHost {
+            namespace: format!("waist-{run}-{n}"),
+            name: n,
+            address: a,
+            router: router.name.clone(),
+            router_address: router.address,
+            machine,
+            device,
+        });
         Ok(())
     }
 

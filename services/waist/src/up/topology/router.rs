@@ -11,7 +11,7 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use netio::config::{ConfigError, LinkConfig, Source};
+use netio::config::{ConfigError, LinkConfig, LinkKind, Source};
 use toml::{Spanned, Table, Value};
 use waist_router::config::{RouteSection, RouterFile};
 
@@ -27,6 +27,8 @@ pub(super) struct RouterDraft {
     pub(super) machine: String,
     /// Link ends, with the `[[link]]` they come from (none for hosts and servers).
     pub(super) links: Vec<(LinkEnd, Option<usize>)>,
+    /// TUN links to netns hosts: (link name, device).
+    pub(super) tuns: Vec<(String, String)>,
     /// Static routes to what is attached: (prefix, link name).
     pub(super) routes: Vec<(String, String)>,
     /// Prefixes it announces (if it runs distance vector).
@@ -127,6 +129,9 @@ pub(super) fn router_file(
         }
         f.link.push(l);
     }
+    for (name, device) in &router.tuns {
+        f.link.push(tun_link(name, device));
+    }
     let without_dv = if dv_on { &[][..] } else { computed };
     // Routes to one prefix over several links become one route with backups.
     let mut grouped: Vec<(&String, Vec<Spanned<String>>)> = Vec::new();
@@ -145,6 +150,19 @@ pub(super) fn router_file(
         });
     }
     Ok(f)
+}
+
+/// A TUN link named `name` on `device` (created by the router, moved into a namespace
+/// by `waist up`), every other field absent.
+fn tun_link(name: &str, device: &str) -> LinkConfig {
+    let unspecified = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+    LinkConfig {
+        kind: Some(at(LinkKind::Tun)),
+        local: None,
+        peer: None,
+        device: Some(at(device.to_string())),
+        ..LinkConfig::udp(name, unspecified, unspecified)
+    }
 }
 
 /// The sections the author gave router `section`, merged: its `config` file, then
