@@ -62,6 +62,7 @@ impl<'a> Planner<'a> {
                 .map_or("waist".into(), |s| s.to_string_lossy().into_owned())
         });
         let metrics_base = super::metrics_base(source, file, processes.len())?;
+        let capture = super::capture::parse(source, file.defaults.capture.as_ref())?;
         Ok(Plan {
             name,
             machines: p.machines.into_iter().map(|(m, (ip, _))| (m, ip)).collect(),
@@ -69,6 +70,7 @@ impl<'a> Planner<'a> {
             hosts: p.hosts,
             servers: p.servers,
             metrics_base,
+            capture,
         })
     }
 
