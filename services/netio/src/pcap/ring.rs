@@ -51,6 +51,8 @@ pub struct Ring {
 pub enum RingError {
     /// No files.
     NoFiles,
+    /// A ring of 0 megabytes ([`Ring::megabytes`]).
+    NoMegabytes,
     /// Each file's share of the cap is smaller than one largest record.
     TooSmall {
         /// The cap asked for, bytes.
@@ -69,6 +71,9 @@ impl fmt::Display for RingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             RingError::NoFiles => f.write_str("a capture ring needs at least one file"),
+            RingError::NoMegabytes => {
+                f.write_str("a capture ring of 0 MB holds nothing: give 1 or more (or no ring)")
+            }
             RingError::TooSmall { total, files } => write!(
                 f,
                 "a capture ring of {total} bytes in {files} files leaves each file less \
@@ -108,6 +113,9 @@ impl Ring {
     ///
     /// 0, or more than [`MAX_MEGABYTES`].
     pub fn megabytes(megabytes: u32) -> Result<Ring, RingError> {
+        if megabytes == 0 {
+            return Err(RingError::NoMegabytes);
+        }
         if megabytes > MAX_MEGABYTES {
             return Err(RingError::TooLarge { megabytes });
         }
@@ -245,7 +253,8 @@ mod tests {
         assert_eq!(r.total_bytes(), 4 * MIN_FILE_BYTES);
         let mb = Ring::megabytes(8).unwrap();
         assert_eq!((mb.file_bytes(), mb.files()), (2 << 20, RING_FILES));
-        assert!(Ring::megabytes(0).is_err());
+        assert_eq!(Ring::megabytes(0), Err(RingError::NoMegabytes));
+        assert_eq!(Ring::megabytes(1).unwrap().file_bytes(), 1 << 18);
         assert_eq!(
             Ring::megabytes(MAX_MEGABYTES + 1),
             Err(RingError::TooLarge {

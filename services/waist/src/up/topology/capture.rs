@@ -137,7 +137,7 @@ mod tests {
         for (value, says) in [
             (
                 "capture = { ring_mb = 0 }",
-                "ring_mb = 0: a capture ring of 0 bytes",
+                "ring_mb = 0: a capture ring of 0 MB holds nothing",
             ),
             ("capture = { ring_mb = -3 }", "ring_mb = -3: expected"),
             ("capture = { ring_mb = \"8\" }", "ring_mb = \"8\": expected"),
