@@ -295,3 +295,110 @@ pub(super) fn settled_pid(dir: &Path, name: &str) -> Option<u32> {
     let s = state.processes.iter().find(|s| s.name == name)?;
     (!s.restarting).then_some(s.pid)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::up::topology::Capture;
+
+    /// A state file as `waist up` wrote it before `waist restart` existed.
+    const OLDER: &str = r#"{
+  "name": "two",
+  "topology": "two.toml",
+  "processes": [
+    {
+      "name": "r1",
+      "role": "router",
+      "machine": "local",
+      "pid": 4194304,
+      "metrics": "127.0.0.1:28000",
+      "pcap": "run/pcap",
+      "log": "run/logs/r1.log",
+      "links": [["r2", "127.0.0.1:27000", "127.0.0.1:27001"]]
+    }
+  ],
+  "supervisor": null
+}"#;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("waist-restart-unit-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn an_older_state_file_is_read_but_its_processes_are_not_restarted_alone() {
+        let dir = scratch("older");
+        std::fs::write(dir.join(STATE_FILE), OLDER).unwrap();
+        let state = State::load(&dir).unwrap();
+        let r1 = &state.processes[0];
+        assert_eq!(
+            (r1.capture, r1.launch.is_none(), r1.restarting),
+            (Capture::Unbounded, true, false)
+        );
+        let args = RestartArgs {
+            name: "r1".into(),
+            dir: dir.clone(),
+        };
+        let err = restart(&args, &mut Vec::new()).unwrap_err().to_string();
+        assert!(
+            err.starts_with("`r1` was started by a waist that did not record how"),
+            "{err}"
+        );
+        // Nothing was marked or rewritten.
+        assert_eq!(
+            std::fs::read_to_string(dir.join(STATE_FILE)).unwrap(),
+            OLDER
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_saved_state_is_whole_private_and_read_back_with_its_launches() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("save");
+        std::fs::write(dir.join(STATE_FILE), OLDER).unwrap();
+        let mut state = State::load(&dir).unwrap();
+        let launch = Launch::here(PathBuf::from("/bin/true"), vec!["--x".into()]);
+        state.processes[0].launch = Some(launch.clone());
+        state.processes[0].restarting = true;
+        state.save(&dir).unwrap();
+        let mode = std::fs::metadata(dir.join(STATE_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let again = State::load(&dir).unwrap();
+        assert_eq!(again.processes[0].launch.as_ref(), Some(&launch));
+        assert!(again.processes[0].restarting);
+        assert!(launch.env.iter().any(|(k, _)| k == "PATH"));
+        // No temporary file left beside it.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_launch_starts_again_with_its_environment_and_appends_to_its_log() {
+        let dir = scratch("launch");
+        let log = dir.join("p.log");
+        let mut launch = Launch::here(
+            PathBuf::from("/bin/sh"),
+            vec!["-c".into(), "echo $WAIST_T; echo err >&2; pwd".into()],
+        );
+        launch.env.retain(|(k, _)| k == "PATH");
+        launch.env.push(("WAIST_T".into(), "recorded".into()));
+        launch.cwd = dir.clone();
+        for again in [false, true] {
+            assert!(launch.start(&log, again).unwrap().wait().unwrap().success());
+        }
+        let out = std::fs::read_to_string(log.with_extension("out")).unwrap();
+        assert_eq!(out, format!("recorded\n{}\n", dir.display()));
+        let err = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(err, "err\n--- waist restart: started again ---\nerr\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
