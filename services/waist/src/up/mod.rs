@@ -249,12 +249,16 @@ fn wait_for_signal(
                     }
                     restarting.retain(|(name, old)| {
                         match restart::settled_pid(dir, name) {
-                            Some(new) if new != *old => {
-                                let _ = writeln!(out, "{name} running again: pid {new}");
+                            Some(new) => {
+                                let _ = if new == *old {
+                                    writeln!(out, "{name} did not start again (see `waist restart`)")
+                                } else {
+                                    writeln!(out, "{name} running again: pid {new}")
+                                };
                                 let _ = out.flush();
                                 false
                             }
-                            _ => true,
+                            None => true,
                         }
                     });
                 }
