@@ -148,7 +148,7 @@ impl State {
 /// started before processes were recorded for restarts, a process that does not become
 /// ready again (its log's tail).
 pub fn restart(args: &RestartArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let mut state = State::load(&args.dir)?;
+    let state = State::load(&args.dir)?;
     let Some(i) = state.processes.iter().position(|s| s.name == args.name) else {
         let names: Vec<&str> = state.processes.iter().map(|s| s.name.as_str()).collect();
         bail!(
@@ -169,8 +169,15 @@ pub fn restart(args: &RestartArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         )
     })?;
     let program = old.role.program();
-    state.processes[i].restarting = true;
-    state.save(&args.dir)?;
+    if !update(
+        &args.dir,
+        fleet::Started {
+            restarting: true,
+            ..old.clone()
+        },
+    )? {
+        bail!("the run in {} was stopped", args.dir.display());
+    }
     let began = Instant::now();
     let was_running = is_ours(old.pid, program);
     if was_running {
@@ -191,14 +198,24 @@ pub fn restart(args: &RestartArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         }
     });
     // Whatever happened, the entry is no longer being restarted.
-    state.processes[i] = match &started {
+    let entry = match &started {
         Ok(new) => new.clone(),
         Err(_) => fleet::Started {
             restarting: false,
             ..old.clone()
         },
     };
-    state.save(&args.dir)?;
+    if !update(&args.dir, entry)? {
+        // `waist down` removed the run meanwhile: the new process goes too.
+        if let Ok(new) = &started {
+            stop_pids(&[new.pid], program, STOP_GRACE);
+        }
+        bail!(
+            "the run in {} was stopped while `{}` restarted",
+            args.dir.display(),
+            args.name
+        );
+    }
     let new = started?;
     writeln!(
         out,
@@ -216,6 +233,25 @@ pub fn restart(args: &RestartArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         began.elapsed().as_millis()
     )?;
     Ok(0)
+}
+
+/// Replaces the entry of the same name in the state file in `dir` with `entry`, reading the
+/// file again first so that what others wrote meanwhile (another `waist restart`) stays;
+/// false if the run is gone (its state file removed by `waist down`).
+///
+/// # Errors
+///
+/// The file cannot be written.
+fn update(dir: &Path, entry: fleet::Started) -> anyhow::Result<bool> {
+    let Ok(mut state) = State::load(dir) else {
+        return Ok(false);
+    };
+    match state.processes.iter_mut().find(|s| s.name == entry.name) {
+        Some(slot) => *slot = entry,
+        None => return Ok(false),
+    }
+    state.save(dir)?;
+    Ok(true)
 }
 
 /// SIGTERM to each of `pids` that runs `program`, SIGKILL to those still running after

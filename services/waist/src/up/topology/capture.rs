@@ -18,6 +18,7 @@ use toml::Spanned;
 
 /// What the daemons of a run capture.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Capture {
     /// No captures.
     Off,
