@@ -49,7 +49,7 @@ pub const DEFAULT_MTU: u16 = 1500;
 #[command(name = "trickles-web", version, about)]
 pub struct Args {
     /// A TOML config with the same keys as these options (root, keys, listen, tcp,
-    /// metrics, pcap, rotate_s, queue, mtu, address, access_log); options given here
+    /// metrics, pcap, pcap_ring_mb, rotate_s, queue, mtu, address, access_log); options given here
     /// override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -75,9 +75,14 @@ pub struct Args {
     /// Serve Prometheus metrics at ADDR (GET /metrics; 127.0.0.1:0 picks a port).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
-    /// Capture the Trickles packets into DIR/trickles-web.pcap.
+    /// Capture the Trickles packets into DIR/trickles-web.pcap (unbounded unless
+    /// --pcap-ring-mb caps it).
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
+    /// With a capture: keep at most MB MiB, in trickles-web.pcap (the newest) and
+    /// trickles-web.pcap.1 … .3 (older; each a whole pcap), rotated like `tcpdump -C -W`.
+    #[arg(long, value_name = "MB")]
+    pub pcap_ring_mb: Option<u32>,
     /// Key rotation interval, seconds (default 300; replicas must agree).
     #[arg(long, value_name = "SECS")]
     pub rotate_s: Option<u64>,
@@ -109,6 +114,7 @@ struct File {
     tcp: Option<Spanned<String>>,
     metrics: Option<Spanned<String>>,
     pcap: Option<Spanned<PathBuf>>,
+    pcap_ring_mb: Option<Spanned<u32>>,
     rotate_s: Option<Spanned<u64>>,
     queue: Option<Spanned<usize>>,
     mtu: Option<Spanned<u16>>,
@@ -212,6 +218,19 @@ fn merge(args: &Args, source: Option<&Source>, file: File) -> anyhow::Result<Opt
         Some(span) => located(span, m),
         None => anyhow::anyhow!("--mtu: {m}"),
     })?;
+    let ring = |mb: u32| netio::pcap::Ring::megabytes(mb).map_err(|e| e.to_string());
+    let pcap = args.pcap.clone().or(file.pcap.map(Spanned::into_inner));
+    let pcap_ring = match (args.pcap_ring_mb, &file.pcap_ring_mb) {
+        (Some(mb), _) => {
+            let r = ring(mb).map_err(|m| anyhow::anyhow!("--pcap-ring-mb {mb}: {m}"))?;
+            Some(r)
+        }
+        (None, Some(mb)) => Some(ring(*mb.get_ref()).map_err(|m| located(mb.span(), m))?),
+        (None, None) => None,
+    };
+    if pcap_ring.is_some() && pcap.is_none() {
+        anyhow::bail!("--pcap-ring-mb (or `pcap_ring_mb`) caps a capture: give --pcap DIR too");
+    }
     Ok(Options {
         root,
         keys,
@@ -224,7 +243,8 @@ fn merge(args: &Args, source: Option<&Source>, file: File) -> anyhow::Result<Opt
             Some(a) => Some(a),
             None => addr(&file.metrics)?,
         },
-        pcap: args.pcap.clone().or(file.pcap.map(Spanned::into_inner)),
+        pcap,
+        pcap_ring,
         rotate: Duration::from_secs(rotate_s),
         queue: args
             .queue
@@ -350,6 +370,38 @@ mod tests {
         assert_eq!((o.queue, o.mtu), (DEFAULT_QUEUE, DEFAULT_MTU));
         assert_eq!((o.tcp, o.metrics, o.address), (None, None, None));
         assert!(o.pcap.is_none());
+    }
+
+    #[test]
+    fn the_capture_ring_comes_from_either_place_and_bad_sizes_are_located() {
+        let base = ["--root", "/srv", "--keys", "/k", "--pcap", "/cap"];
+        assert!(options(&args(&base)).unwrap().pcap_ring.is_none());
+        let o = options(&args(&[&base[..], &["--pcap-ring-mb", "8"]].concat())).unwrap();
+        assert_eq!(o.pcap_ring, Some(netio::pcap::Ring::megabytes(8).unwrap()));
+        let from_file = options_from(&args(&base), &file("pcap_ring_mb = 2\n")).unwrap();
+        assert_eq!(
+            from_file.pcap_ring,
+            Some(netio::pcap::Ring::megabytes(2).unwrap())
+        );
+        let err = options_from(&args(&base), &file("\npcap_ring_mb = 0\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("web.toml:2:16: "), "{err}");
+        let err = options(&args(&[&base[..], &["--pcap-ring-mb", "0"]].concat()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--pcap-ring-mb 0: "), "{err}");
+        let err = options(&args(&[
+            "--root",
+            "/srv",
+            "--keys",
+            "/k",
+            "--pcap-ring-mb",
+            "8",
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("give --pcap DIR too"), "{err}");
     }
 
     #[test]

@@ -171,6 +171,8 @@ pub struct Options {
     pub metrics: Option<SocketAddr>,
     /// Capture the Trickles packets into DIR/trickles-web.pcap.
     pub pcap: Option<PathBuf>,
+    /// Cap that capture: a ring of at most this many bytes (`None`: unbounded).
+    pub pcap_ring: Option<netio::pcap::Ring>,
     /// Key rotation interval.
     pub rotate: Duration,
     /// Most unanswered events held.
@@ -287,7 +289,7 @@ impl Web {
         service.rotate_with(Some(rotation));
         if let Some(dir) = &opts.pcap {
             std::fs::create_dir_all(dir)?;
-            links.capture(dir, CAPTURE_PREFIX)?;
+            links.capture_with(dir, CAPTURE_PREFIX, opts.pcap_ring)?;
         }
         tracing::info!(root = %opts.root.display(), mss = cfg.mss, period, address = ?opts.address, link = %opts.listen, "serving");
         // All fixed memory resident at once (replay filters, receive slots): what the

@@ -28,9 +28,14 @@ pub struct Args {
     /// The router's TOML config (format: see services/waist-router/README.md).
     #[arg(long)]
     pub config: PathBuf,
-    /// Capture every link's frames into DIR/NAME-LINK.pcap.
+    /// Capture every link's frames into DIR/NAME-LINK.pcap (unbounded unless
+    /// --pcap-ring-mb caps it).
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
+    /// With --pcap: keep at most MB MiB per link, in NAME-LINK.pcap (the newest) and
+    /// NAME-LINK.pcap.1 … .3 (older; each a whole pcap), rotated like `tcpdump -C -W`.
+    #[arg(long, value_name = "MB", requires = "pcap")]
+    pub pcap_ring_mb: Option<u32>,
     /// Serve Prometheus metrics at ADDR (GET /metrics); use 127.0.0.1:0 for any free port.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
@@ -44,7 +49,8 @@ pub struct Args {
 
 /// Everything the start checks before it binds or opens anything, `--check` and the start
 /// alike: the config read (returned, as the file and as its plan) and planned ([`plan`]: the node built, every link checked as
-/// netio opens it) and `--pcap` a directory if it exists.
+/// netio opens it), `--pcap` a directory if it exists and `--pcap-ring-mb` a ring netio
+/// can keep.
 ///
 /// # Errors
 ///
@@ -58,7 +64,22 @@ pub fn check(args: &Args) -> anyhow::Result<(Source, RouterFile, Plan)> {
     {
         anyhow::bail!("--pcap {}: not a directory", dir.display());
     }
+    ring(args)?;
     Ok((source, file, plan))
+}
+
+/// The capture ring `--pcap-ring-mb` asks for (`None`: unbounded).
+///
+/// # Errors
+///
+/// A size netio refuses (0, or past its maximum).
+pub fn ring(args: &Args) -> anyhow::Result<Option<netio::pcap::Ring>> {
+    args.pcap_ring_mb
+        .map(|mb| {
+            netio::pcap::Ring::megabytes(mb)
+                .map_err(|e| anyhow::anyhow!("--pcap-ring-mb {mb}: {e}"))
+        })
+        .transpose()
 }
 
 /// Runs the daemon as `args` say, writing what scripts read (the `--check` verdict, the
@@ -89,7 +110,7 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> anyhow::Result<()> {
     router.reload_from(reloads, args.config.clone(), source, file);
     if let Some(dir) = &args.pcap {
         std::fs::create_dir_all(dir)?;
-        router.capture(dir)?;
+        router.capture(dir, ring(args)?)?;
     }
     let scrapes = match args.metrics {
         Some(addr) => {
@@ -148,6 +169,14 @@ mod tests {
         let err = run(&args, &mut Vec::new()).await.unwrap_err().to_string();
         assert!(err.ends_with(": not a directory"), "{err}");
         args.pcap = None;
+
+        // A ring size netio cannot keep: refused by --check already.
+        args.pcap = Some(dir.clone());
+        args.pcap_ring_mb = Some(0);
+        let err = run(&args, &mut Vec::new()).await.unwrap_err().to_string();
+        assert!(err.starts_with("--pcap-ring-mb 0: "), "{err}");
+        args.pcap = None;
+        args.pcap_ring_mb = None;
 
         let bad = dir.join("bad.toml");
         std::fs::write(&bad, "[node]\nname = \"r1\"\nadress = [\"10.0.0.1\"]\n").unwrap();

@@ -246,13 +246,18 @@ impl Router {
     }
 
     /// Captures every link's frames into `DIR/NAME-LINK.pcap` (flushed every second and at
-    /// shutdown).
+    /// shutdown): unbounded for `None`, else at most the ring's bytes per link
+    /// ([`netio::pcap::Ring`]).
     ///
     /// # Errors
     ///
     /// A capture file that cannot be created.
-    pub fn capture(&mut self, dir: &std::path::Path) -> anyhow::Result<()> {
-        self.links.capture(dir, &self.name)
+    pub fn capture(
+        &mut self,
+        dir: &std::path::Path,
+        ring: Option<netio::pcap::Ring>,
+    ) -> anyhow::Result<()> {
+        self.links.capture_with(dir, &self.name, ring)
     }
 
     /// Runs until `shutdown` completes, answering scrapes from `scrapes` (the metrics

@@ -5,7 +5,8 @@
 //! ```text
 //!  waist demo [--sim]   demo/      the shipped network as real processes (net, steps, tun),
 //!                                  or the cores on a virtual clock (sim)
-//!  waist up|down|status up/        a topology file (topology) as processes (fleet)
+//!  waist up|down|status up/        a topology file (topology) as processes (fleet);
+//!  waist restart                   one of them stopped and started again (restart)
 //!  waist esp send       host/      an end host on a link to a router: esp, snap ping,
 //!  waist snap ping                 route show (a router by name or metrics address); the
 //!  waist route show                link (link), metrics pages and the JSON view (scrape)
@@ -20,9 +21,10 @@
 //! * [`demo`]: `waist demo` brings `examples/topologies/demo.toml` up as real processes and
 //!   exercises it step by step ([`demo::net`], [`demo::steps`], [`demo::tun`] for `--tun`);
 //!   `--sim` is the tour of the cores on a virtual clock ([`demo::sim`]).
-//! * [`up`]: `waist up`, `down` and `status`: a network of our daemons from a topology
-//!   file ([`up::topology`]), each daemon its own process ([`up::fleet`]), found again by
-//!   name through the run's state file ([`mod@up::status`]).
+//! * [`up`]: `waist up`, `down`, `status` and `restart`: a network of our daemons from a
+//!   topology file ([`up::topology`]), each daemon its own process ([`up::fleet`]), found
+//!   again by name through the run's state file ([`mod@up::status`],
+//!   [`up::restart`]).
 //!
 //! `--json` on `waist status`, `waist route show`, `waist snap ping` and `waist esp send`
 //! prints one JSON document instead of text (its fields are documented with each command).
@@ -115,6 +117,10 @@ pub enum Command {
     Up(up::UpArgs),
     /// Stop a `waist up` run (detached, or running in the foreground of another terminal).
     Down(up::RunDirArgs),
+    /// Restart one process of a running `waist up` (detached or in the foreground): stop
+    /// it, start it again with the same command line, environment and log files, wait
+    /// until its metrics answer.
+    Restart(up::restart::RestartArgs),
     /// Each process of a running `waist up` (or the one named) and its live counters.
     Status(up::status::StatusArgs),
     /// Print the shell completion script for waist or another of our binaries.
@@ -169,6 +175,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
             return up::up(&args, out);
         }
         Command::Down(args) => return up::down(&args, out),
+        Command::Restart(args) => return up::restart::restart(&args, out),
         Command::Status(args) => return up::status(&args, out),
         Command::Completions { shell, binary } => completions::completions(shell, binary, out),
         Command::Man { dir } => completions::man_pages(&dir).and_then(|pages| {

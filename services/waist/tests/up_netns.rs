@@ -358,7 +358,7 @@ fn a_namespace_that_exists_already_is_refused_and_left_alone() {
 }
 
 #[test]
-fn ipv6_netns_hosts_of_a_detached_run_ping_each_other_until_waist_down() {
+fn ipv6_netns_hosts_of_a_detached_run_ping_each_other_across_a_restart_until_waist_down() {
     if unsupported().is_some() {
         return;
     }
@@ -407,6 +407,16 @@ fn ipv6_netns_hosts_of_a_detached_run_ping_each_other_until_waist_down() {
     assert!(o.status.success(), "{}", text(&o));
     let o = ping(&b, "fd00:1::10", "3");
     assert!(o.status.success(), "{}", text(&o));
+    // A restarted router makes a new TUN device: `waist restart` moves it into the host's
+    // namespace again, so the host is reachable as before.
+    let o = waist(&["restart", "r1", "--dir", dir_s]);
+    assert!(
+        o.status.success() && text(&o).contains("1 namespace host(s) attached again"),
+        "{}",
+        text(&o)
+    );
+    let o = ping(&b, "fd00:1::10", "3");
+    assert!(o.status.success(), "after the restart: {}", text(&o));
     let o = waist(&["down", "--dir", dir_s]);
     assert!(
         o.status.success() && text(&o).contains("deleted 2 network namespaces"),

@@ -178,7 +178,7 @@ pub struct Links {
     next: usize,
     events: VecDeque<LinkEvent>,
     /// Where captures go and their names' prefix, once [`Links::capture`] was called.
-    capturing: Option<(std::path::PathBuf, String)>,
+    capturing: Option<(std::path::PathBuf, String, Option<crate::pcap::Ring>)>,
 }
 
 impl Links {
@@ -465,16 +465,31 @@ impl Links {
 
     /// Captures every link's frames, both ways, exactly as on the wire, into
     /// `DIR/PREFIX-LINK.pcap` (LINKTYPE_RAW: plain IP packets; the waist shims 0xF1/0xF2
-    /// show as non-IP until a dissector knows them).
+    /// show as non-IP until a dissector knows them), unbounded.
     ///
     /// # Errors
     ///
     /// A file that cannot be created.
     pub fn capture(&mut self, dir: &std::path::Path, prefix: &str) -> anyhow::Result<()> {
-        self.capturing = Some((dir.to_path_buf(), prefix.to_string()));
+        self.capture_with(dir, prefix, None)
+    }
+
+    /// [`Links::capture`], each link's capture a [`Ring`](crate::pcap::Ring) if one is
+    /// given (at most its bytes per link, in `DIR/PREFIX-LINK.pcap` and `….pcap.1` …).
+    ///
+    /// # Errors
+    ///
+    /// A file that cannot be created.
+    pub fn capture_with(
+        &mut self,
+        dir: &std::path::Path,
+        prefix: &str,
+        ring: Option<crate::pcap::Ring>,
+    ) -> anyhow::Result<()> {
+        self.capturing = Some((dir.to_path_buf(), prefix.to_string(), ring));
         for link in &mut self.links {
             let path = dir.join(format!("{prefix}-{}.pcap", link.name));
-            link.pcap = Some(crate::pcap::PcapWriter::create(&path)?);
+            link.pcap = Some(crate::pcap::PcapWriter::create_with(&path, ring)?);
         }
         Ok(())
     }

@@ -62,10 +62,10 @@ impl Links {
         self.events.clear();
         self.next = 0;
         let mut failed = Ok(());
-        if let Some((dir, prefix)) = &self.capturing {
+        if let Some((dir, prefix, ring)) = &self.capturing {
             for link in self.links.iter_mut().filter(|l| l.pcap.is_none()) {
                 let path = dir.join(format!("{prefix}-{}.pcap", link.name));
-                match crate::pcap::PcapWriter::create(&path) {
+                match crate::pcap::PcapWriter::create_with(&path, *ring) {
                     Ok(p) => link.pcap = Some(p),
                     Err(e) => failed = Err(e),
                 }

@@ -10,7 +10,7 @@
 //!    │  key replaced (connections under the old secret end, as at a restart); unchanged:
 //!    │  untouched, mid-period rotation state kept
 //!    ├─ address served: the new one
-//!    └─ listen, tcp, metrics, pcap, queue, mtu: bound at start; a change is refused with
+//!    └─ listen, tcp, metrics, pcap (its ring), queue, mtu: bound at start; a change is refused with
 //!       a warning (restart for it)
 //! ```
 //!
@@ -87,7 +87,10 @@ impl Web {
             ("listen", old.listen != new.listen),
             ("tcp", old.tcp != new.tcp),
             ("metrics", old.metrics != new.metrics),
-            ("pcap", old.pcap != new.pcap),
+            (
+                "pcap",
+                old.pcap != new.pcap || old.pcap_ring != new.pcap_ring,
+            ),
             ("queue", old.queue != new.queue),
             ("mtu", old.mtu != new.mtu),
         ];
@@ -138,6 +141,7 @@ impl Web {
             tcp: self.opts.tcp,
             metrics: self.opts.metrics,
             pcap: self.opts.pcap.clone(),
+            pcap_ring: self.opts.pcap_ring,
             queue: self.opts.queue,
             mtu: self.opts.mtu,
             ..new

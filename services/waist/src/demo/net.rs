@@ -25,7 +25,7 @@ use anyhow::{Context, anyhow, bail};
 use super::tun::{self, Kernel};
 use super::{DemoArgs, steps};
 use crate::up::fleet::{self, Fleet, STOP_GRACE};
-use crate::up::topology::{self, HostPlan, Plan, Role};
+use crate::up::topology::{self, Capture, HostPlan, Plan, Role};
 
 /// The shipped topology.
 pub const TOPOLOGY: &str = include_str!("../../../../examples/topologies/demo.toml");
@@ -68,7 +68,7 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         kernel_steps(k, &dir, &mut done, out)?;
     }
     header(out, "Captures")?;
-    captures(&dir.join("run"), out)?;
+    captures(&dir.join("run"), plan.capture, out)?;
     counters_and_stop(fleet, out)?;
     summary(&done, started, out)
 }
@@ -310,14 +310,22 @@ fn host(plan: &Plan, name: &str) -> anyhow::Result<HostPlan> {
         .ok_or_else(|| anyhow!("the demo topology has no host {name}"))
 }
 
-fn captures(run: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
+fn captures(run: &Path, capture: Capture, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut files = Vec::new();
     collect_pcaps(&run.join("pcap"), &mut files);
     files.sort();
+    let mut total = 0;
     for f in &files {
         let len = std::fs::metadata(f).map_or(0, |m| m.len());
+        total += len;
         writeln!(out, "  {:>9} bytes  {}", len, f.display())?;
     }
+    writeln!(
+        out,
+        "  {total} bytes in {} files (`capture` in demo.toml: {}; X.pcap holds the newest packets, X.pcap.1 … older ones)",
+        files.len(),
+        capture
+    )?;
     let example = files
         .iter()
         .find(|f| f.ends_with("r2-r4.pcap"))
@@ -338,7 +346,11 @@ fn collect_pcaps(dir: &Path, into: &mut Vec<PathBuf>) {
         let p = e.path();
         if p.is_dir() {
             collect_pcaps(&p, into);
-        } else if p.extension().is_some_and(|x| x == "pcap") {
+        } else if p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".pcap") || n.contains(".pcap."))
+        {
             into.push(p);
         }
     }

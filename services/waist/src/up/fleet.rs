@@ -12,11 +12,10 @@
 //! at the same address run after run; [`check_ports`] refuses a run whose metrics port is
 //! taken, naming the port and the process.
 
-use std::fs::File;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
@@ -26,7 +25,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use super::topology::{Plan, Process, Role};
+use super::restart::Launch;
+use super::topology::{Capture, Plan, Process, Role};
 
 /// How long a process may take to say where its metrics are and answer there.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -52,6 +52,16 @@ pub struct Started {
     pub log: PathBuf,
     /// Its links: (name, local, peer).
     pub links: Vec<(String, SocketAddr, SocketAddr)>,
+    /// What it captures (`[defaults] capture`; unbounded in an older state file).
+    #[serde(default)]
+    pub capture: Capture,
+    /// How it was started, for `waist restart` (`None` in an older state file).
+    #[serde(default)]
+    pub launch: Option<Launch>,
+    /// Set by `waist restart` while it stops and starts this process again, so a
+    /// foreground `waist up` does not report the stop as a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarting: bool,
 }
 
 /// The processes this run started. Dropping it stops them, unless it was detached.
@@ -244,7 +254,8 @@ impl Fleet {
             .filter(|(_, p)| machine.is_none_or(|m| p.machine == m));
         for (i, p) in ours {
             // On error `fleet` is dropped here, which stops what runs.
-            let (child, started) = spawn(p, dir, bins, plan.metrics_addr(i), log_format)?;
+            let metrics = plan.metrics_addr(i);
+            let (child, started) = spawn(p, dir, bins, metrics, log_format, plan.capture)?;
             fleet.children.push(child);
             let metrics = wait_ready(fleet.children.last_mut(), &started)?;
             fleet.started.push(Started { metrics, ..started });
@@ -337,32 +348,30 @@ fn pid(id: u32) -> Pid {
     Pid::from_raw(i32::try_from(id).unwrap_or(i32::MAX))
 }
 
-/// Starts `p` with its metrics endpoint on `metrics` (port 0: any); returns the child and
-/// its record (metrics address not known yet).
+/// Starts `p` with its metrics endpoint on `metrics` (port 0: any), capturing as `capture`
+/// says; returns the child and its record (metrics address not known yet).
 fn spawn(
     p: &Process,
     dir: &Path,
     bins: &Path,
     metrics: SocketAddr,
     log_format: LogFormat,
+    capture: Capture,
 ) -> anyhow::Result<(Child, Started)> {
     let program = find_binary(bins, p.role.program())?;
     let log = dir.join("logs").join(format!("{}.log", p.name));
-    let out = dir.join("logs").join(format!("{}.out", p.name));
-    let mut cmd = Command::new(&program);
+    let mut args: Vec<String> = Vec::new();
+    let arg = |args: &mut Vec<String>, k: &str, v: &dyn AsRef<std::ffi::OsStr>| {
+        args.push(k.into());
+        args.push(v.as_ref().to_string_lossy().into_owned());
+    };
     let pcap = match p.role {
         Role::Router => {
             let config = dir.join(format!("{}.toml", p.name));
             std::fs::write(&config, p.config.as_deref().unwrap_or_default())
                 .with_context(|| format!("cannot write {}", config.display()))?;
-            let pcap = dir.join("pcap");
-            cmd.arg("--config")
-                .arg(&config)
-                .arg("--pcap")
-                .arg(&pcap)
-                .arg("--metrics")
-                .arg(metrics.to_string());
-            pcap
+            arg(&mut args, "--config", &config);
+            dir.join("pcap")
         }
         Role::Server => {
             let (address, root) = p
@@ -373,37 +382,28 @@ fn spawn(
                 .links
                 .first()
                 .ok_or_else(|| anyhow!("server `{}` without a link", p.name))?;
-            let pcap = dir.join("pcap").join(&p.name);
-            std::fs::create_dir_all(&pcap)?;
             let keys = dir
                 .join("keys")
                 .join(format!("{}.key", p.server.as_deref().unwrap_or(&p.name)));
-            cmd.arg("--root")
-                .arg(root)
-                .arg("--keys")
-                .arg(keys)
-                .arg("--listen")
-                .arg(format!("udp:{}", link.local))
-                .arg("--address")
-                .arg(address.to_string())
-                .arg("--pcap")
-                .arg(&pcap)
-                .arg("--metrics")
-                .arg(metrics.to_string());
-            pcap
+            arg(&mut args, "--root", root);
+            arg(&mut args, "--keys", &keys);
+            arg(&mut args, "--listen", &format!("udp:{}", link.local));
+            arg(&mut args, "--address", &address.to_string());
+            dir.join("pcap").join(&p.name)
         }
     };
-    if let Some(format) = log_format.to_possible_value() {
-        cmd.arg("--log-format").arg(format.get_name());
+    if let Some(extra) = capture.args() {
+        std::fs::create_dir_all(&pcap)
+            .with_context(|| format!("cannot create {}", pcap.display()))?;
+        arg(&mut args, "--pcap", &pcap);
+        args.extend(extra);
     }
-    let stdout = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    let stderr = File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .spawn()
-        .with_context(|| format!("cannot start {}", program.display()))?;
+    arg(&mut args, "--metrics", &metrics.to_string());
+    if let Some(format) = log_format.to_possible_value() {
+        arg(&mut args, "--log-format", &format.get_name());
+    }
+    let launch = Launch::here(program, args);
+    let child = launch.start(&log, false)?;
     let started = Started {
         name: p.name.clone(),
         role: p.role,
@@ -417,12 +417,15 @@ fn spawn(
             .iter()
             .map(|l| (l.name.clone(), l.local, l.peer))
             .collect(),
+        capture,
+        launch: Some(launch),
+        restarting: false,
     };
     Ok((child, started))
 }
 
 /// Waits until `s` has printed its metrics address and answers there.
-fn wait_ready(child: Option<&mut Child>, s: &Started) -> anyhow::Result<SocketAddr> {
+pub(super) fn wait_ready(child: Option<&mut Child>, s: &Started) -> anyhow::Result<SocketAddr> {
     let child = child.ok_or_else(|| anyhow!("{}: no process", s.name))?;
     let out = s.log.with_extension("out");
     let deadline = Instant::now() + READY_TIMEOUT;
@@ -510,9 +513,10 @@ pub fn print_table(
         "process", "program", "pid", "machine", "metrics"
     )?;
     for s in started {
-        let pcap = match s.role {
-            Role::Router => s.pcap.join(format!("{}-*.pcap", s.name)),
-            Role::Server => s.pcap.join("trickles-web.pcap"),
+        let pcap = match (s.capture, s.role) {
+            (Capture::Off, _) => PathBuf::from("(capture off)"),
+            (_, Role::Router) => s.pcap.join(format!("{}-*.pcap", s.name)),
+            (_, Role::Server) => s.pcap.join("trickles-web.pcap"),
         };
         writeln!(
             out,

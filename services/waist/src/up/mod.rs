@@ -15,7 +15,8 @@
 //! Every run writes `DIR/state.json` once its processes are up: a foreground run removes
 //! it when it stops, `--detach` leaves the processes running and the file behind. `waist
 //! status` ([`mod@status`]), `waist route show NAME` and `waist down` read it, so they find a
-//! process by its name under either.
+//! process by its name under either. `waist restart NAME` ([`restart`]) stops one process
+//! and starts it again as it was started, under either too.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod fleet;
 pub mod netns;
+pub mod restart;
 pub mod status;
 pub mod topology;
 
@@ -200,8 +202,7 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         supervisor: (!args.detach).then(std::process::id),
         namespaces: spaces.hosts().to_vec(),
     };
-    std::fs::write(&state_file, serde_json::to_string_pretty(&state)?)
-        .with_context(|| format!("cannot write {}", state_file.display()))?;
+    state.save(&args.dir)?;
     if args.detach {
         fleet.detach();
         spaces.detach();
@@ -213,21 +214,22 @@ pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         return Ok(0);
     }
     let signal = wait_for_signal(&mut fleet, &args.dir, out);
-    let stopped = fleet.stop(STOP_GRACE);
+    // Its own children, and those `waist restart` started in their place.
+    let stopped = restart::stop_all(&args.dir, &mut fleet, STOP_GRACE);
     let deleted = spaces.delete();
     let _ = std::fs::remove_file(&state_file);
     writeln!(
         out,
-        "{}: stopped {} processes{}",
+        "{}: stopped {stopped} processes{}",
         signal?,
-        stopped.len(),
         namespaces_deleted(deleted)
     )?;
     Ok(0)
 }
 
 /// Says it runs once SIGINT and SIGTERM are handled, then waits for one, reporting
-/// processes that exit meanwhile; returns the signal's name.
+/// processes that exit meanwhile (those `waist restart` stopped as such, and again once
+/// started); returns the signal's name.
 fn wait_for_signal(
     fleet: &mut Fleet,
     dir: &Path,
@@ -246,15 +248,40 @@ fn wait_for_signal(
         )?;
         out.flush()?;
         let mut tick = tokio::time::interval(Duration::from_millis(200));
+        // Processes `waist restart` is starting again: (name, old pid).
+        let mut restarting: Vec<(String, u32)> = Vec::new();
         loop {
             tokio::select! {
                 _ = int.recv() => return Ok("interrupted"),
                 _ = term.recv() => return Ok("terminated"),
                 _ = tick.tick() => {
                     for (name, status) in fleet.exited() {
-                        writeln!(out, "{name} exited ({status})")?;
+                        let old = fleet.started.iter().find(|s| s.name == name).map_or(0, |s| s.pid);
+                        match restart::restarted(dir, &name, old) {
+                            Some((note, under_way)) => {
+                                writeln!(out, "{note}")?;
+                                if under_way {
+                                    restarting.push((name, old));
+                                }
+                            }
+                            None => writeln!(out, "{name} exited ({status})")?,
+                        }
                         out.flush()?;
                     }
+                    restarting.retain(|(name, old)| {
+                        match restart::settled_pid(dir, name) {
+                            Some(new) => {
+                                let _ = if new == *old {
+                                    writeln!(out, "{name} did not start again (see `waist restart`)")
+                                } else {
+                                    writeln!(out, "{name} running again: pid {new}")
+                                };
+                                let _ = out.flush();
+                                false
+                            }
+                            None => true,
+                        }
+                    });
                 }
             }
         }

@@ -10,6 +10,8 @@
 //! first_port = 27000                # UDP ports are handed out from here, in file order
 //! metrics_base = 28000              # process i's metrics endpoint: 127.0.0.1:(base + i)
 //!                                   #   (default first_port + 1000; 0: any free port)
+//! capture = { ring_mb = 8 }         # captures: at most 8 MiB per link; `false`: none;
+//!                                   #   `true` (the default): unbounded ([`capture`])
 //! [defaults.router]                 # waist-router sections every router gets (a router's
 //! dv = { update_ms = 500 }          #   own section of the same name replaces the default;
 //!                                   #   dv = { infinity = 32 } for networks wider than 15
@@ -140,6 +142,8 @@ pub struct Defaults {
     pub metrics_base: Option<Spanned<u16>>,
     /// waist-router sections every router starts from.
     pub router: Option<Spanned<toml::Table>>,
+    /// What the daemons capture ([`capture`]).
+    pub capture: Option<Spanned<toml::Value>>,
 }
 
 /// `[[machine]]`.
@@ -347,6 +351,8 @@ pub struct Plan {
     pub servers: Vec<(String, IpAddr, Vec<String>)>,
     /// The metrics port of the first process (0: any free port); see [`Plan::metrics_addr`].
     pub metrics_base: u16,
+    /// What every daemon captures (`[defaults] capture`).
+    pub capture: Capture,
 }
 
 impl Plan {
@@ -431,8 +437,11 @@ pub fn plan(source: &Source, file: &TopologyFile, base: &Path) -> Result<Plan, C
     planner::Planner::plan(source, file, base)
 }
 
+pub mod capture;
 mod planner;
 mod router;
+
+pub use capture::Capture;
 
 #[cfg(test)]
 mod tests;

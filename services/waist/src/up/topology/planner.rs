@@ -59,6 +59,7 @@ impl<'a> Planner<'a> {
         processes.append(&mut p.replicas);
         let name = p.run_name();
         let metrics_base = super::metrics_base(source, file, processes.len())?;
+        let capture = super::capture::parse(source, file.defaults.capture.as_ref())?;
         Ok(Plan {
             name,
             machines: p.machines.into_iter().map(|(m, (ip, _))| (m, ip)).collect(),
@@ -67,6 +68,7 @@ impl<'a> Planner<'a> {
             netns: p.netns,
             servers: p.servers,
             metrics_base,
+            capture,
         })
     }
 

@@ -21,7 +21,13 @@
 //! memory copy; the daemon that owns the writer calls [`PcapWriter::flush`] on a timer at
 //! least once a second and at shutdown, so a capture being read while the daemon runs is
 //! at most about a second behind. Dropping the writer flushes too (errors are then only
-//! logged). It does not rotate files, filter packets or write pcapng.
+//! logged). It does not filter packets or write pcapng.
+//!
+//! A capture is off (no writer: the daemons' default without `--pcap`), unbounded
+//! ([`PcapWriter::create`]: one file that grows as long as the link carries packets), or a
+//! ring ([`PcapWriter::create_ring`] with a [`Ring`]: at most N bytes per link, kept in
+//! `X.pcap` (the newest) and `X.pcap.1` … `X.pcap.K-1` (older), rotated like `tcpdump -C
+//! -W`, each file a whole pcap with its own header; see [`mod@ring`]).
 //!
 //! ```
 //! use std::time::{Duration, SystemTime};
@@ -47,6 +53,15 @@ use anyhow::Context;
 use pcap_file::pcap::PcapHeader;
 use pcap_file::{DataLink, Endianness, TsResolution};
 
+pub mod ring;
+
+pub use ring::{Ring, RingError};
+
+/// The size of the pcap global header at the start of every file.
+pub const HEADER_LEN: u64 = 24;
+/// The size of the header in front of every record.
+pub const RECORD_HEADER_LEN: u64 = 16;
+
 /// The snapshot length written in the global header: the longest record we store.
 ///
 /// 65535 covers every IPv4 packet and every IPv6 packet without a jumbogram.
@@ -67,35 +82,54 @@ pub struct PcapWriter {
     path: PathBuf,
     packets: u64,
     bytes: u64,
+    /// The size cap and the file count, for a ring.
+    ring: Option<Ring>,
+    /// The bytes in the current file (its header and records, buffered ones included).
+    file_bytes: u64,
+    /// How many times the current file was closed and a new one begun.
+    rotations: u64,
 }
 
 impl PcapWriter {
-    /// Creates (or truncates) the file at `path` and writes the pcap global header.
+    /// Creates (or truncates) the file at `path` and writes the pcap global header: an
+    /// unbounded capture.
     ///
     /// The header says: version 2.4, `LINKTYPE_RAW`, snaplen [`SNAPLEN`], microsecond
     /// timestamps, this machine's byte order. Fails if the file cannot be created or the
     /// header cannot be written.
     pub fn create(path: &Path) -> anyhow::Result<PcapWriter> {
-        let file =
-            File::create(path).with_context(|| format!("creating pcap file {}", path.display()))?;
-        let header = PcapHeader {
-            version_major: 2,
-            version_minor: 4,
-            ts_correction: 0,
-            ts_accuracy: 0,
-            snaplen: SNAPLEN,
-            datalink: DataLink::RAW,
-            ts_resolution: TsResolution::MicroSecond,
-            endianness: Endianness::native(),
-        };
-        let out = pcap_file::pcap::PcapWriter::with_header(BufWriter::new(file), header)
-            .with_context(|| format!("writing the pcap header to {}", path.display()))?
-            .into_writer();
+        PcapWriter::create_with(path, None)
+    }
+
+    /// Creates a ring capture at `path`: at most [`Ring::total_bytes`] on disk, in
+    /// `path` (written now) and `path.1` … (the older files, see [`mod@ring`]). Older
+    /// files of the ring left by an earlier capture at `path` are removed first, so the
+    /// cap holds from the start.
+    ///
+    /// # Errors
+    ///
+    /// As [`PcapWriter::create`], or an old ring file that cannot be removed.
+    pub fn create_ring(path: &Path, ring: Ring) -> anyhow::Result<PcapWriter> {
+        PcapWriter::create_with(path, Some(ring))
+    }
+
+    /// [`PcapWriter::create`] for `None`, [`PcapWriter::create_ring`] for a ring.
+    ///
+    /// # Errors
+    ///
+    /// As those.
+    pub fn create_with(path: &Path, ring: Option<Ring>) -> anyhow::Result<PcapWriter> {
+        if let Some(r) = &ring {
+            r.clear(path)?;
+        }
         Ok(PcapWriter {
-            out,
+            out: start_file(path)?,
             path: path.to_path_buf(),
             packets: 0,
             bytes: 0,
+            ring,
+            file_bytes: HEADER_LEN,
+            rotations: 0,
         })
     }
 
@@ -116,6 +150,13 @@ impl PcapWriter {
         let captured = packet.get(..SNAPLEN as usize).unwrap_or(packet);
         // `captured` is at most SNAPLEN (< u32::MAX) bytes long.
         let incl_len = captured.len() as u32;
+        let record_len = RECORD_HEADER_LEN + u64::from(incl_len);
+        if let Some(ring) = self.ring
+            && self.file_bytes > HEADER_LEN
+            && self.file_bytes + record_len > ring.file_bytes()
+        {
+            self.rotate(ring)?;
+        }
         let mut record = [0u8; 16];
         for (chunk, field) in record
             .chunks_exact_mut(4)
@@ -129,6 +170,18 @@ impl PcapWriter {
             .with_context(|| format!("writing a record to {}", self.path.display()))?;
         self.packets += 1;
         self.bytes += packet.len() as u64;
+        self.file_bytes += record_len;
+        Ok(())
+    }
+
+    /// Closes the current file (flushed), shifts the ring's files one place older (the
+    /// oldest is gone) and starts a new current file.
+    fn rotate(&mut self, ring: Ring) -> anyhow::Result<()> {
+        self.flush()?;
+        ring.shift(&self.path)?;
+        self.out = start_file(&self.path)?;
+        self.file_bytes = HEADER_LEN;
+        self.rotations += 1;
         Ok(())
     }
 
@@ -152,11 +205,42 @@ impl PcapWriter {
         self.packets
     }
 
+    /// The ring this capture keeps to, if it is one.
+    pub fn ring(&self) -> Option<Ring> {
+        self.ring
+    }
+
+    /// How many times a ring capture began a new file (0 for an unbounded one).
+    pub fn rotations(&self) -> u64 {
+        self.rotations
+    }
+
     /// The sum of the written packets' original lengths, in bytes (before any cut to
     /// [`SNAPLEN`]).
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+}
+
+/// Creates (or truncates) the file at `path` and writes the global header into its buffer.
+fn start_file(path: &Path) -> anyhow::Result<BufWriter<File>> {
+    let file =
+        File::create(path).with_context(|| format!("creating pcap file {}", path.display()))?;
+    let header = PcapHeader {
+        version_major: 2,
+        version_minor: 4,
+        ts_correction: 0,
+        ts_accuracy: 0,
+        snaplen: SNAPLEN,
+        datalink: DataLink::RAW,
+        ts_resolution: TsResolution::MicroSecond,
+        endianness: Endianness::native(),
+    };
+    Ok(
+        pcap_file::pcap::PcapWriter::with_header(BufWriter::new(file), header)
+            .with_context(|| format!("writing the pcap header to {}", path.display()))?
+            .into_writer(),
+    )
 }
 
 impl Drop for PcapWriter {
