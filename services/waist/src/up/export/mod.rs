@@ -109,7 +109,7 @@ pub fn run(file: &Path, format: &str, dir: &Path, out: &mut dyn Write) -> anyhow
     }
     writeln!(
         out,
-        "\nbuild the image {IMAGE} (services/waist/README.md, \"Containers\"), then deploy:"
+        "\nbuild the image {IMAGE} once (`waist image`), then deploy:"
     )?;
     for (lab, machine) in &written.labs {
         let on = machine
