@@ -9,6 +9,12 @@
 //! everything it started (SIGTERM, SIGKILL after a bound) — also when it fails half-way.
 //! `--only MACHINE` starts one machine's part of a network that spans machines.
 //!
+//! `waist up FILE --export containerlab DIR` ([`export`]) starts nothing: it plans the same
+//! file for containers (a veth pair with a /31 per link, each router's config written by
+//! the same code) and writes a containerlab lab into DIR, one file per machine for a
+//! network spanning machines (joined by `vxlan-stitch` links), refusing with a located
+//! error what containers cannot express.
+//!
 //! Every run writes `DIR/state.json` once its processes are up: a foreground run removes
 //! it when it stops, `--detach` leaves the processes running and the file behind. `waist
 //! status` ([`mod@status`]), `waist route show NAME` and `waist down` read it, so they find a
