@@ -126,11 +126,13 @@ pub struct Hop {
     /// (the router link's `peer`) to PEER (the router link's `local`) instead of to the
     /// server, whose address becomes the inner (IP-level) one, and the routers deliver to
     /// it (one address; replicas sharing it are picked by the network). `--via PEER`
-    /// alone (with `--bind LOCAL`, or any local port) is the older spelling.
-    #[arg(long, value_name = "udp:LOCAL=PEER")]
+    /// alone (with `--bind LOCAL`, or any local port) is the older spelling. Default: the
+    /// `WAIST_VIA` environment variable (a containerlab export's hosts set it).
+    #[arg(long, value_name = "udp:LOCAL=PEER", env = "WAIST_VIA")]
     pub via: Option<Via>,
-    /// The inner source address (default: the local socket's IP).
-    #[arg(long, value_name = "IP")]
+    /// The inner source address (default: the `WAIST_SRC` environment variable, else the
+    /// local socket's IP).
+    #[arg(long, value_name = "IP", env = "WAIST_SRC")]
     pub src: Option<IpAddr>,
     /// Bind the local UDP socket here (a router link's `peer` names it; default: any
     /// port). With `--via udp:LOCAL=PEER`, LOCAL says it.

@@ -42,11 +42,13 @@ pub enum EspCommand {
 pub struct SendArgs {
     /// The link to the router: `udp:LOCAL=PEER` binds LOCAL (the router's link `peer`)
     /// and sends to PEER (the router's link `local`); `raw` uses the kernel's raw IPv4
-    /// sockets (a host behind a TUN device; root).
-    #[arg(long)]
+    /// sockets (a host behind a TUN device; root). Default: the `WAIST_VIA` environment
+    /// variable (a containerlab export's hosts set it).
+    #[arg(long, env = "WAIST_VIA")]
     pub via: Via,
-    /// Our IP address, the query's source (the router must route it back to us).
-    #[arg(long, default_value_t = IpAddr::V4(DEFAULT_SRC))]
+    /// Our IP address, the query's source (the router must route it back to us). Default:
+    /// the `WAIST_SRC` environment variable, else 10.1.0.1.
+    #[arg(long, env = "WAIST_SRC", default_value_t = IpAddr::V4(DEFAULT_SRC))]
     pub src: IpAddr,
     /// The query's destination: a router (it reflects the query) or a host behind one.
     #[arg(long)]

@@ -31,12 +31,14 @@ pub struct PingArgs {
     pub host: IpAddr,
     /// The link to the router: `udp:LOCAL=PEER` binds LOCAL (the router's link `peer`)
     /// and sends to PEER (the router's link `local`); `raw` uses the kernel's raw IPv4
-    /// sockets (a host behind a TUN device; root).
-    #[arg(long)]
+    /// sockets (a host behind a TUN device; root). Default: the `WAIST_VIA` environment
+    /// variable (a containerlab export's hosts set it).
+    #[arg(long, env = "WAIST_VIA")]
     pub via: Via,
     /// Our address, of the target's family (the router must route it back to us).
-    /// Default for an IPv4 target: 10.1.0.1; an IPv6 target needs one.
-    #[arg(long)]
+    /// Default: the `WAIST_SRC` environment variable; else, for an IPv4 target, 10.1.0.1
+    /// (an IPv6 target needs one).
+    #[arg(long, env = "WAIST_SRC")]
     pub src: Option<IpAddr>,
     /// Pings to send.
     #[arg(short = 'c', long, default_value_t = 4)]

@@ -12,6 +12,12 @@
 //! End hosts of `kind = "netns"` are kernel network namespaces ([`netns`]): made once the
 //! routers run, listed with how to use them, deleted when the run stops.
 //!
+//! `waist up FILE --export containerlab DIR` ([`export`]) starts nothing: it plans the same
+//! file for containers (a veth pair with a /31 per link, each router's config written by
+//! the same code) and writes a containerlab lab into DIR, one file per machine for a
+//! network spanning machines (joined by `vxlan-stitch` links), refusing with a located
+//! error what containers cannot express.
+//!
 //! Every run writes `DIR/state.json` once its processes are up: a foreground run removes
 //! it when it stops, `--detach` leaves the processes running and the file behind. `waist
 //! status` ([`mod@status`]), `waist route show NAME` and `waist down` read it, so they find a
@@ -26,6 +32,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
+pub mod export;
 pub mod fleet;
 pub mod netns;
 pub mod restart;
@@ -61,6 +68,16 @@ pub struct UpArgs {
     /// Check the file, the binaries and the ports, print the plan, start nothing.
     #[arg(long)]
     pub check: bool,
+    /// Write the network as a containerlab lab into DIR instead of starting it (FORMAT:
+    /// `containerlab`): DIR/NAME.clab.yml (one per machine for a network spanning
+    /// machines) and each node's files; prints the deploy command. Starts nothing.
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["FORMAT", "DIR"],
+        conflicts_with_all = ["only", "detach", "check"]
+    )]
+    pub export: Option<Vec<String>>,
     /// How the daemons write their logs (`waist --log-format`, passed on to each).
     #[arg(skip)]
     pub log_format: netio::trace::LogFormat,
@@ -148,6 +165,9 @@ fn prepare(args: &UpArgs) -> anyhow::Result<(Plan, PathBuf)> {
 ///
 /// A bad topology, a missing binary, a port in use, a process that does not start.
 pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
+    if let Some([format, dir]) = args.export.as_deref() {
+        return export::run(&args.file, format, Path::new(dir), out);
+    }
     let (plan, bins) = prepare(args)?;
     let only = args.only.as_deref();
     if args.check {

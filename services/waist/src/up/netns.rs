@@ -353,6 +353,7 @@ mod tests {
             ],
             servers: Vec::new(),
             metrics_base: 0,
+            capture: Default::default(),
         };
         let e = Namespaces::create(&plan, None).unwrap_err();
         assert!(
@@ -405,6 +406,7 @@ mod tests {
             netns: vec![h],
             servers: Vec::new(),
             metrics_base: 0,
+            capture: Default::default(),
         };
         // `--only alpha` neither checks nor makes beta's namespace host.
         preflight(&plan, Some("alpha")).unwrap();
