@@ -370,7 +370,10 @@ fn a_namespace_host_exports_as_a_container_like_any_host() {
     let o = export(&d, "ns.toml");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let lab = std::fs::read_to_string(d.join("out").join("ns.clab.yml")).unwrap();
-    assert!(lab.contains("    \"h1\":\n") && lab.contains("\"WAIST_VIA\""), "{lab}");
+    assert!(
+        lab.contains("    \"h1\":\n") && lab.contains("\"WAIST_VIA\""),
+        "{lab}"
+    );
     let router = std::fs::read_to_string(d.join("out/ns/r1/router.toml")).unwrap();
     // Its router reaches it over the veth, not a TUN device that would move into a namespace.
     assert!(

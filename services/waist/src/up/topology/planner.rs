@@ -16,8 +16,8 @@ use waist_router::config::RouterFile;
 
 use super::router::{RouterDraft, refused, router_file, write_router_file};
 use super::{
-    Addressing, DEFAULT_FIRST_PORT, DEFAULT_IP, HostPlan, HostSection, LOCAL, LinkEnd,
-    NetnsHost, Plan, Process, Role, TopologyFile,
+    Addressing, DEFAULT_FIRST_PORT, DEFAULT_IP, HostPlan, HostSection, LOCAL, LinkEnd, NetnsHost,
+    Plan, Process, Role, TopologyFile,
 };
 
 /// The plan under construction.
