@@ -15,6 +15,7 @@
 //!                                  with a progress bar on a terminal (progress)
 //!  waist completions    completions.rs  shell completions and man pages of every binary
 //!  waist man
+//!  waist node           node.rs    a container's init: wait for interfaces and addresses, exec
 //! ```
 //!
 //! * [`demo`]: `waist demo` brings `examples/topologies/demo.toml` up as real processes and
@@ -42,6 +43,7 @@ use clap::{Parser, Subcommand};
 pub mod completions;
 pub mod demo;
 pub mod host;
+pub mod node;
 pub mod plan;
 pub mod reproduce;
 pub mod snap;
@@ -131,6 +133,9 @@ pub enum Command {
         /// Where the pages go (made if missing).
         dir: PathBuf,
     },
+    /// A container's init: wait for `$CLAB_INTFS` interfaces and every `--wait-address`,
+    /// then exec the program after `--` (or hold until SIGTERM).
+    Node(node::NodeArgs),
 }
 
 /// Runs one command, writing its report to `out`; returns the process exit code (0 but
@@ -169,6 +174,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
             return up::up(&args, out);
         }
         Command::Down(args) => return up::down(&args, out),
+        Command::Node(args) => return node::run(args),
         Command::Status(args) => return up::status(&args, out),
         Command::Completions { shell, binary } => completions::completions(shell, binary, out),
         Command::Man { dir } => completions::man_pages(&dir).and_then(|pages| {
