@@ -16,6 +16,7 @@
 //!  waist completions    completions.rs  shell completions and man pages of every binary
 //!  waist man
 //!  waist node           node.rs    a container's init: wait for interfaces and addresses, exec
+//!  waist image          image.rs   the container image, FROM scratch (docker build)
 //! ```
 //!
 //! * [`demo`]: `waist demo` brings `examples/topologies/demo.toml` up as real processes and
@@ -43,6 +44,7 @@ use clap::{Parser, Subcommand};
 pub mod completions;
 pub mod demo;
 pub mod host;
+pub mod image;
 pub mod node;
 pub mod plan;
 pub mod reproduce;
@@ -136,6 +138,9 @@ pub enum Command {
     /// A container's init: wait for `$CLAB_INTFS` interfaces and every `--wait-address`,
     /// then exec the program after `--` (or hold until SIGTERM).
     Node(node::NodeArgs),
+    /// Build the container image (`FROM scratch`, static binaries): `waist:latest` and
+    /// `waist:VERSION`, and print its size.
+    Image(image::ImageArgs),
 }
 
 /// Runs one command, writing its report to `out`; returns the process exit code (0 but
@@ -175,6 +180,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         }
         Command::Down(args) => return up::down(&args, out),
         Command::Node(args) => return node::run(args),
+        Command::Image(args) => image::run(&args, out),
         Command::Status(args) => return up::status(&args, out),
         Command::Completions { shell, binary } => completions::completions(shell, binary, out),
         Command::Man { dir } => completions::man_pages(&dir).and_then(|pages| {
