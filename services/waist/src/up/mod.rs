@@ -22,6 +22,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
+pub mod export;
 pub mod fleet;
 pub mod status;
 pub mod topology;
@@ -54,6 +55,16 @@ pub struct UpArgs {
     /// Check the file, the binaries and the ports, print the plan, start nothing.
     #[arg(long)]
     pub check: bool,
+    /// Write the network as a containerlab lab into DIR instead of starting it (FORMAT:
+    /// `containerlab`): DIR/NAME.clab.yml (one per machine for a network spanning
+    /// machines) and each node's files; prints the deploy command. Starts nothing.
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["FORMAT", "DIR"],
+        conflicts_with_all = ["only", "detach", "check"]
+    )]
+    pub export: Option<Vec<String>>,
     /// How the daemons write their logs (`waist --log-format`, passed on to each).
     #[arg(skip)]
     pub log_format: netio::trace::LogFormat,
@@ -137,6 +148,9 @@ fn prepare(args: &UpArgs) -> anyhow::Result<(Plan, PathBuf)> {
 ///
 /// A bad topology, a missing binary, a port in use, a process that does not start.
 pub fn up(args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
+    if let Some([format, dir]) = args.export.as_deref() {
+        return export::run(&args.file, format, Path::new(dir), out);
+    }
     let (plan, bins) = prepare(args)?;
     let only = args.only.as_deref();
     if args.check {

@@ -368,6 +368,25 @@ pub(crate) fn metrics_base(
     }
 }
 
+/// How the planner hands out the link ends' UDP addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Addressing {
+    /// Ports on each machine's IP, counting from its `first_port` (`waist up`).
+    Ports,
+    /// Addresses from a pool, in plan order, all at one port: the `n`-th end taken gets
+    /// `first + n`, so the two ends of a link (always taken one after the other) share a
+    /// /31. The pool holds `count` addresses (an even number). The containerlab export's
+    /// veth addressing.
+    Pool {
+        /// The pool's first address.
+        first: Ipv4Addr,
+        /// How many addresses it holds.
+        count: u32,
+        /// The UDP port of every end.
+        port: u16,
+    },
+}
+
 /// Reads and checks the topology at `path`.
 ///
 /// # Errors
@@ -386,7 +405,22 @@ pub fn load(path: &Path) -> Result<Plan, ConfigError> {
 ///
 /// The first problem found, located in the file.
 pub fn plan(source: &Source, file: &TopologyFile, base: &Path) -> Result<Plan, ConfigError> {
-    planner::Planner::plan(source, file, base)
+    plan_with(source, file, base, Addressing::Ports)
+}
+
+/// [`plan`] with the link ends addressed as `addressing` says. With a pool the metrics
+/// ports are not planned (`metrics_base` 0): each process is alone in its container.
+///
+/// # Errors
+///
+/// The first problem found, located in the file (a pool that runs out too).
+pub fn plan_with(
+    source: &Source,
+    file: &TopologyFile,
+    base: &Path,
+    addressing: Addressing,
+) -> Result<Plan, ConfigError> {
+    planner::Planner::plan(source, file, base, addressing)
 }
 
 mod planner;

@@ -6,7 +6,7 @@
 //! `waist up --only` computes the same addresses for both ends of a link.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 
 use netio::config::{ConfigError, Source};
@@ -16,7 +16,8 @@ use waist_router::config::RouterFile;
 
 use super::router::{RouterDraft, refused, router_file, write_router_file};
 use super::{
-    DEFAULT_FIRST_PORT, DEFAULT_IP, HostPlan, LOCAL, LinkEnd, Plan, Process, Role, TopologyFile,
+    Addressing, DEFAULT_FIRST_PORT, DEFAULT_IP, HostPlan, LOCAL, LinkEnd, Plan, Process, Role,
+    TopologyFile,
 };
 
 /// The plan under construction.
@@ -24,6 +25,10 @@ pub(super) struct Planner<'a> {
     source: &'a Source,
     file: &'a TopologyFile,
     base: &'a Path,
+    /// How link ends are addressed.
+    addressing: Addressing,
+    /// How many addresses of a pool were handed out.
+    pooled: u32,
     /// Every machine: its IP and the next UDP port handed out there (0: none left).
     machines: BTreeMap<String, (IpAddr, u16)>,
     /// Node names taken so far.
@@ -43,8 +48,10 @@ impl<'a> Planner<'a> {
         source: &'a Source,
         file: &'a TopologyFile,
         base: &'a Path,
+        addressing: Addressing,
     ) -> Result<Plan, ConfigError> {
         let mut p = Planner::new(source, file, base);
+        p.addressing = addressing;
         let static_routes = p.draft()?;
         let mut processes = Vec::new();
         let mut infinities = Vec::new();
@@ -61,7 +68,10 @@ impl<'a> Planner<'a> {
                 .file_stem()
                 .map_or("waist".into(), |s| s.to_string_lossy().into_owned())
         });
-        let metrics_base = super::metrics_base(source, file, processes.len())?;
+        let metrics_base = match addressing {
+            Addressing::Ports => super::metrics_base(source, file, processes.len())?,
+            Addressing::Pool { .. } => 0,
+        };
         Ok(Plan {
             name,
             machines: p.machines.into_iter().map(|(m, (ip, _))| (m, ip)).collect(),
@@ -78,6 +88,8 @@ impl<'a> Planner<'a> {
             source,
             file,
             base,
+            addressing: Addressing::Ports,
+            pooled: 0,
             machines: BTreeMap::new(),
             names: BTreeSet::new(),
             addresses: BTreeMap::new(),
@@ -178,6 +190,19 @@ impl<'a> Planner<'a> {
 
     /// The next UDP address of `machine`; `at` locates the error if none is left.
     fn take<T>(&mut self, machine: &str, at: &Spanned<T>) -> Result<SocketAddr, ConfigError> {
+        if let Addressing::Pool { first, count, port } = self.addressing {
+            if self.pooled >= count {
+                let e = format!(
+                    "the {count} link addresses from {first} are used up: at most {} links \
+                     (router links, hosts and server replicas; one /31 each)",
+                    count / 2
+                );
+                return Err(self.err(at, e));
+            }
+            let ip = Ipv4Addr::from(u32::from(first).wrapping_add(self.pooled));
+            self.pooled += 1;
+            return Ok(SocketAddr::new(IpAddr::V4(ip), port));
+        }
         let (ip, port) = match self.machines.get_mut(machine) {
             Some((ip, next)) if *next != 0 => {
                 let got = *next;
