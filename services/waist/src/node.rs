@@ -8,7 +8,8 @@
 //!
 //! ```text
 //!  start ─► CLAB_INTFS data interfaces in /sys/class/net (not lo, not eth0)
-//!        ─► every --wait-address assigned (listed by getifaddrs, and a UDP socket binds IP:0)
+//!        ─► every --wait-address assigned to an interface that is up (getifaddrs), and
+//!           bindable (a UDP socket binds IP:0)
 //!        ─► exec PROGRAM ARGS (PATH lookup)   or, with no PROGRAM, hold until SIGTERM/SIGINT
 //!  timeout (60 s) ─► one `Error:` line naming what is missing, exit 1
 //! ```
@@ -91,21 +92,27 @@ pub fn wanted_interfaces(value: Option<&str>) -> anyhow::Result<usize> {
     }
 }
 
-/// Whether `ip` is assigned to a local interface: listed by getifaddrs(3), and a UDP
-/// socket binds `ip:0` (so an IPv6 address still in duplicate address detection does not
-/// count yet).
+/// Whether `ip` is assigned to a local interface that is up: listed by getifaddrs(3) on
+/// an interface with IFF_UP, and a UDP socket binds `ip:0` (so an IPv6 address still in
+/// duplicate address detection does not count yet).
 ///
-/// The bind alone is not enough: in a namespace where no address was ever configured
-/// (not even loopback's) the kernel has no local routing table yet and lets any address
-/// be bound.
+/// Up, because the address's connected route comes with it: a daemon that connects its
+/// link socket to the peer's address at once would otherwise fail with "network is
+/// unreachable" (containerlab may add an address before it sets the link up). The bind
+/// alone is not enough: in a namespace where no address was ever configured (not even
+/// loopback's) the kernel has no local routing table yet and lets any address be bound.
 pub fn address_assigned(ip: IpAddr) -> bool {
+    use nix::net::if_::InterfaceFlags;
     let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
         return false;
     };
-    let listed = addrs.filter_map(|a| a.address).any(|sa| match ip {
-        IpAddr::V4(v4) => sa.as_sockaddr_in().is_some_and(|s| s.ip() == v4),
-        IpAddr::V6(v6) => sa.as_sockaddr_in6().is_some_and(|s| s.ip() == v6),
-    });
+    let listed = addrs
+        .filter(|a| a.flags.contains(InterfaceFlags::IFF_UP))
+        .filter_map(|a| a.address)
+        .any(|sa| match ip {
+            IpAddr::V4(v4) => sa.as_sockaddr_in().is_some_and(|s| s.ip() == v4),
+            IpAddr::V6(v6) => sa.as_sockaddr_in6().is_some_and(|s| s.ip() == v6),
+        });
     listed && UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
@@ -175,7 +182,10 @@ fn missing_addresses(missing: &[IpAddr]) -> String {
         return String::new();
     }
     let list: Vec<String> = missing.iter().map(|a| a.to_string()).collect();
-    format!(": address {} not assigned", list.join(", "))
+    format!(
+        ": address {} not assigned (or its interface down)",
+        list.join(", ")
+    )
 }
 
 fn secs(d: Duration) -> String {
@@ -328,7 +338,7 @@ mod tests {
         let e = wait(&wants, Duration::from_millis(100), &mut Vec::new()).unwrap_err();
         assert_eq!(
             netio::trace::one_line(&e.context("node")),
-            "Error: node: timed out after 0.1 s: address 192.0.2.1 not assigned"
+            "Error: node: timed out after 0.1 s: address 192.0.2.1 not assigned (or its interface down)"
         );
     }
 

@@ -1,7 +1,8 @@
 //! `waist node`, the containers' init, as a process: it execs its program once what it
 //! waits for is there, fails with one `Error:` line when it is not, holds until SIGTERM
 //! without a program, and (as root) waits inside a network namespace for a veth that
-//! arrives late, the way containerlab moves a link's end into a started container.
+//! arrives late, the way containerlab moves a link's end into a started container, until
+//! its address is on it and it is up.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -58,7 +59,9 @@ fn a_timeout_is_one_error_line_and_exit_1() {
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("Error:")).collect();
     assert_eq!(
         errors,
-        ["Error: node: timed out after 0.3 s: address 192.0.2.1 not assigned"],
+        [
+            "Error: node: timed out after 0.3 s: address 192.0.2.1 not assigned (or its interface down)"
+        ],
         "{err}"
     );
 }
@@ -166,6 +169,9 @@ fn in_a_namespace_it_waits_for_a_late_veth() {
         "dev",
         "eth1",
     ]);
+    // Addressed but down: no connected route yet, so a daemon could not reach its peer.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(node.try_wait().unwrap().is_none(), "eth1 is still down");
     ip(&["-n", &ns.name, "link", "set", "eth1", "up"]);
     wait_for(&log, "172.31.250.1 assigned", Duration::from_secs(20));
     wait_for(&log, "exec echo up", Duration::from_secs(20));
