@@ -2,8 +2,9 @@
 //!
 //! ```text
 //!  cargo build --release --target x86_64-unknown-linux-gnu (crt-static)   or --bins DIR
-//!    └─► a build context: Dockerfile (dist/Dockerfile, built in), bin/ (the six binaries),
-//!        root/ (shared libraries and loader of binaries that are not static, from ldd)
+//!    └─► a build context: Dockerfile (dist/Dockerfile, built in), rootfs/bin/ (the six
+//!        binaries, debug information stripped), rootfs/lib… (the shared libraries and
+//!        loader of binaries that are not static, from ldd)
 //!          └─► docker build -t waist:latest -t waist:VERSION  ─► the image's size
 //! ```
 //!
@@ -57,6 +58,10 @@ pub struct ImageArgs {
     /// SOURCE/target).
     #[arg(long, value_name = "DIR")]
     pub target_dir: Option<PathBuf>,
+    /// Keep the binaries' debug information (by default `strip --strip-debug` removes it
+    /// from the copies in the image; symbols stay, for backtraces).
+    #[arg(long)]
+    pub keep_debug: bool,
     /// The docker command (its daemon from $DOCKER_HOST as usual).
     #[arg(long, value_name = "PATH", default_value = "docker")]
     pub docker: PathBuf,
@@ -70,7 +75,7 @@ pub fn run(args: &ImageArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         None => build_static(args).context("building the static binaries")?,
     };
     let stage = std::env::temp_dir().join(format!("waist-image-{}", std::process::id()));
-    let staged = stage_context(&bins, &stage);
+    let staged = stage_context(&bins, &stage, !args.keep_debug);
     let built = staged.and_then(|linked| {
         let tags = if args.tags.is_empty() {
             vec!["waist:latest".to_string(), format!("waist:{VERSION}")]
@@ -126,14 +131,14 @@ fn build_static(args: &ImageArgs) -> anyhow::Result<PathBuf> {
     Ok(target_dir.join(TARGET).join("release"))
 }
 
-/// Stages the build context in `stage`: the Dockerfile, `bin/` and `root/`. Returns how
-/// the binaries are linked (`static`, or the libraries copied in).
-pub fn stage_context(bins: &Path, stage: &Path) -> anyhow::Result<String> {
+/// Stages the build context in `stage`: the Dockerfile and `rootfs/` (the binaries in
+/// `rootfs/bin`, with `strip` losing their debug information; libraries at their paths).
+/// Returns how the binaries are linked (`static`, or the libraries copied in).
+pub fn stage_context(bins: &Path, stage: &Path, strip: bool) -> anyhow::Result<String> {
     let _ = std::fs::remove_dir_all(stage);
-    let bin = stage.join("bin");
-    let root = stage.join("root");
+    let root = stage.join("rootfs");
+    let bin = root.join("bin");
     std::fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
-    std::fs::create_dir_all(&root)?;
     std::fs::write(stage.join("Dockerfile"), DOCKERFILE)?;
     let mut libs: Vec<PathBuf> = Vec::new();
     for name in BINARIES {
@@ -141,8 +146,11 @@ pub fn stage_context(bins: &Path, stage: &Path) -> anyhow::Result<String> {
         if !from.is_file() {
             bail!("{}: missing (need {})", from.display(), BINARIES.join(", "));
         }
-        std::fs::copy(&from, bin.join(name))
-            .with_context(|| format!("copying {}", from.display()))?;
+        let to = bin.join(name);
+        std::fs::copy(&from, &to).with_context(|| format!("copying {}", from.display()))?;
+        if strip {
+            strip_debug(&to)?;
+        }
         for lib in shared_libraries(&from)? {
             if !libs.contains(&lib) {
                 libs.push(lib);
@@ -164,6 +172,19 @@ pub fn stage_context(bins: &Path, stage: &Path) -> anyhow::Result<String> {
         let names: Vec<String> = libs.iter().map(|l| l.display().to_string()).collect();
         Ok(format!("dynamic, with {}", names.join(" ")))
     }
+}
+
+/// `strip --strip-debug FILE` (binutils, there wherever cargo links).
+fn strip_debug(file: &Path) -> anyhow::Result<()> {
+    let status = Command::new("strip")
+        .arg("--strip-debug")
+        .arg(file)
+        .status()
+        .context("running strip (binutils; or pass --keep-debug)")?;
+    if !status.success() {
+        bail!("strip --strip-debug {}: {status}", file.display());
+    }
+    Ok(())
 }
 
 /// The shared libraries and loader `binary` needs, by `ldd`; none when it is static.
@@ -284,13 +305,13 @@ mod tests {
             std::fs::copy("/bin/true", bins.join(b)).unwrap();
         }
         let stage = base.join("stage");
-        let linked = stage_context(&bins, &stage).unwrap();
+        let linked = stage_context(&bins, &stage, true).unwrap();
         assert!(linked.starts_with("dynamic, with "), "{linked}");
         for b in BINARIES {
-            assert!(stage.join("bin").join(b).is_file());
+            assert!(stage.join("rootfs/bin").join(b).is_file());
         }
         for lib in shared_libraries(Path::new("/bin/true")).unwrap() {
-            let staged = stage.join("root").join(lib.strip_prefix("/").unwrap());
+            let staged = stage.join("rootfs").join(lib.strip_prefix("/").unwrap());
             assert!(staged.is_file(), "{} not staged", staged.display());
         }
         assert_eq!(
@@ -299,7 +320,7 @@ mod tests {
         );
 
         std::fs::remove_file(bins.join("trickles-load")).unwrap();
-        let e = stage_context(&bins, &stage).unwrap_err().to_string();
+        let e = stage_context(&bins, &stage, false).unwrap_err().to_string();
         assert!(
             e.ends_with(&format!(
                 "trickles-load: missing (need {})",
