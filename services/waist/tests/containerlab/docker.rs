@@ -2,7 +2,8 @@
 //! the guard drops (on failure too).
 //!
 //! The daemon runs with `--iptables=false --bridge=none`: Docker's default rules set the
-//! FORWARD chain to drop, which would break every other namespace test on the machine.
+//! FORWARD chain to drop, which would break every other namespace test on the machine
+//! (and `--ip-forward=false`: the host's forwarding sysctl is left as it is).
 //! Its data, exec root, socket and pid file live in `/tmp/waist-docker-PID/`, its
 //! containerd namespaces are `waist-PID` and `waist-PID-plugins`, and the CLI reaches it
 //! through `DOCKER_HOST`, so nothing global is touched and a system Docker keeps running
@@ -55,7 +56,8 @@ impl Docker {
         let sock = dir.join("sock");
         let host = format!("unix://{}", sock.display());
         let daemon = Command::new("dockerd")
-            .args(["--iptables=false", "--ip-masq=false", "--bridge=none"])
+            .args(["--iptables=false", "--ip-masq=false", "--ip-forward=false"])
+            .arg("--bridge=none")
             .arg("--data-root")
             .arg(dir.join("data"))
             .arg("--exec-root")
