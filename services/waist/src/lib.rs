@@ -16,6 +16,8 @@
 //!                                  with a progress bar on a terminal (progress)
 //!  waist completions    completions.rs  shell completions and man pages of every binary
 //!  waist man
+//!  waist node           node.rs    a container's init: wait for interfaces and addresses, exec
+//!  waist image          image.rs   the container image, FROM scratch (docker build)
 //! ```
 //!
 //! * [`demo`]: `waist demo` brings `examples/topologies/demo.toml` up as real processes and
@@ -44,6 +46,8 @@ use clap::{Parser, Subcommand};
 pub mod completions;
 pub mod demo;
 pub mod host;
+pub mod image;
+pub mod node;
 pub mod plan;
 pub mod reproduce;
 pub mod snap;
@@ -137,6 +141,12 @@ pub enum Command {
         /// Where the pages go (made if missing).
         dir: PathBuf,
     },
+    /// A container's init: wait for `$CLAB_INTFS` interfaces and every `--wait-address`,
+    /// then exec the program after `--` (or hold until SIGTERM).
+    Node(node::NodeArgs),
+    /// Build the container image (`FROM scratch`, static binaries): `waist:latest` and
+    /// `waist:VERSION`, and print its size.
+    Image(image::ImageArgs),
 }
 
 /// Runs one command, writing its report to `out`; returns the process exit code (0 but
@@ -176,6 +186,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         }
         Command::Down(args) => return up::down(&args, out),
         Command::Restart(args) => return up::restart::restart(&args, out),
+        Command::Node(args) => return node::run(args),
+        Command::Image(args) => image::run(&args, out),
         Command::Status(args) => return up::status(&args, out),
         Command::Completions { shell, binary } => completions::completions(shell, binary, out),
         Command::Man { dir } => completions::man_pages(&dir).and_then(|pages| {

@@ -18,6 +18,7 @@ pub(crate) fn ensure_daemons() {
             "trickles-web",
             "trickles-get",
             "trickles-proxy",
+            "trickles-load",
         ];
         if bins.iter().all(|b| dir.join(b).is_file()) {
             return;
