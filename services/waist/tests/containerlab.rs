@@ -229,12 +229,16 @@ fn the_exported_demo_runs_in_docker_as_containerlab_runs_it() {
 
     // From h1, across the routers.
     let h1 = lab::container("h1");
+    // The host tools find their link and source in the node's environment (WAIST_VIA,
+    // WAIST_SRC), as in a lab containerlab runs: no --via here.
     let env = &lab.topology.nodes["h1"].env;
-    let (via, src) = (&env["WAIST_VIA"], &env["WAIST_SRC"]);
+    assert!(
+        env.contains_key("WAIST_VIA") && env.contains_key("WAIST_SRC"),
+        "{env:?}"
+    );
     let r4 = "10.0.0.4";
     let ping = docker.run(&[
-        "exec", &h1, "waist", "snap", "ping", "--via", via, "--src", src, "-c", "3", "-i", "100",
-        r4,
+        "exec", &h1, "waist", "snap", "ping", "-c", "3", "-i", "100", r4,
     ]);
     let ping = text(&ping);
     assert!(ping.contains("3 received"), "{ping}");
@@ -244,8 +248,8 @@ fn the_exported_demo_runs_in_docker_as_containerlab_runs_it() {
     ));
 
     let esp = docker.run(&[
-        "exec", &h1, "waist", "esp", "send", "--via", via, "--src", src, "--dst", r4, "count",
-        "--tag", "0xC0", "--thresh", "100",
+        "exec", &h1, "waist", "esp", "send", "--dst", r4, "count", "--tag", "0xC0", "--thresh",
+        "100",
     ]);
     step(&format!("esp send COUNT to {r4}: {}", text(&esp).trim()));
 
@@ -254,10 +258,6 @@ fn the_exported_demo_runs_in_docker_as_containerlab_runs_it() {
         &h1,
         "trickles-get",
         "trickles://10.2.0.80/blob.bin",
-        "--via",
-        via,
-        "--src",
-        src,
         "--timeout-s",
         "60",
     ]);
