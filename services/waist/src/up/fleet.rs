@@ -25,7 +25,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use super::restart::Launch;
+use super::launch::Launch;
 use super::topology::{Capture, Plan, Process, Role};
 
 /// How long a process may take to say where its metrics are and answer there.

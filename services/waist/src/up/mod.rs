@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod export;
 pub mod fleet;
+pub mod launch;
 pub mod netns;
 pub mod restart;
 pub mod status;
