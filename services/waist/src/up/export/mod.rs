@@ -32,7 +32,9 @@
 //!
 //! What containers make meaningless is ignored: `[defaults] ip` (except as the default
 //! machine's address for tunnels), `first_port`, `metrics_base` (each process is alone in
-//! its container, its metrics at 127.0.0.1:9100). What the export cannot express is
+//! its container, its metrics at 127.0.0.1:9100), `[defaults] capture` (a lab's daemons
+//! write no captures: containerlab captures on the veths, `ip netns exec clab-LAB-NODE
+//! tcpdump -nni eth1`). What the export cannot express is
 //! refused, located at what the author wrote: a router's own `[[link]]`s (in its `config`
 //! file or `[defaults.router]`), more links than the pool's 32768 /31s, a lab, node or
 //! machine name containerlab refuses, a node named like a server's site directory, a
