@@ -8,8 +8,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ixp_model::handlers::stream::{Field, Message, Predicate, StreamHandler};
-use ixp_model::handlers::{ContentRouter, CustomMulticast, Delta, Filter, Format, Mirror};
+use stream_handlers::handlers::{ContentRouter, CustomMulticast, Delta, Filter, Format, Mirror};
+use stream_handlers::{Field, Message, Predicate, StreamHandler};
 
 fn bench(c: &mut Criterion) {
     let f = Field::new(0, 2);

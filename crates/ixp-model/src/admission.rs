@@ -15,10 +15,11 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::control::{ControlError, ControlMessage};
-use crate::deploy::{Deployment, Point};
-use crate::handlers::stream::{HandlerCosts, HandlerError, Param, StreamHandler};
+use crate::costs::{HandlerCosts, NpCycles};
 use crate::path::PathParams;
+use stream_handlers::control::{ControlError, ControlMessage};
+use stream_handlers::deploy::{Deployment, Point};
+use stream_handlers::{HandlerError, Param, StreamHandler};
 
 /// Where admission put a deployment, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,20 +269,16 @@ impl Controller {
 }
 
 /// A stand-in with a fixed work, for pricing a handler held elsewhere.
-struct Fixed(crate::handlers::stream::Work, &'static str);
+struct Fixed(stream_handlers::Work, &'static str);
 
 impl StreamHandler for Fixed {
     fn name(&self) -> &'static str {
         self.1
     }
-    fn handle(
-        &mut self,
-        msg: crate::handlers::stream::Message,
-        out: &mut Vec<crate::handlers::stream::Message>,
-    ) {
+    fn handle(&mut self, msg: stream_handlers::Message, out: &mut Vec<stream_handlers::Message>) {
         out.push(msg);
     }
-    fn work(&self, _len: u64) -> crate::handlers::stream::Work {
+    fn work(&self, _len: u64) -> stream_handlers::Work {
         self.0
     }
     fn configure(&mut self, _p: Param) -> Result<(), HandlerError> {
@@ -292,8 +289,8 @@ impl StreamHandler for Fixed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handlers::{Format, Mirror};
     use alloc::vec;
+    use stream_handlers::handlers::{Format, Mirror};
 
     #[test]
     fn format_fits_at_low_rates_and_falls_back_to_the_host_at_line_rate() {

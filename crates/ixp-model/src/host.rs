@@ -5,7 +5,7 @@
 //! Every host-side number in the reproductions comes from [`HostParams`], each field a
 //! physical quantity with its source; none is set per figure row.
 
-use crate::handlers::stream::Work;
+use stream_handlers::Work;
 
 /// Costs of the host's data path, nanoseconds unless said otherwise.
 #[derive(Clone, Copy, Debug, PartialEq)]

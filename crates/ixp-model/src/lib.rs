@@ -1,9 +1,9 @@
-//! # ixp-model — the IXP1200 network processor, ESS on it, and stream handlers
+//! # ixp-model — the IXP1200 network processor, ESS on it, and stream handlers priced on it
 //!
 //! A discrete-event, cycle-level model of an IXP1200 and its host, after Gavrilovska et al.
 //! (stream handlers on attached network processors) and the ESP paper's §5–§6 (ESS on the
-//! IXP1200): the machine, ESS and ESP on it, and composable stream handlers that also run
-//! natively on real bytes. The paper reproductions are in the crate's REPRODUCTION.md.
+//! IXP1200): the machine, ESS and ESP on it, and the cost of stream handlers (the
+//! `stream-handlers` crate, which runs them natively on real bytes) on it. The paper reproductions are in the crate's REPRODUCTION.md.
 //!
 //! ## The machine and ESS on it
 //!
@@ -54,34 +54,31 @@
 //! # Ok::<(), ixp_model::esp::EspError>(())
 //! ```
 //!
-//! ## Stream handlers (stream-handlers paper §3–§4)
+//! ## Stream handlers on it (stream-handlers paper §3–§4)
+//!
+//! The handlers themselves (the trait, route, mirror, filter, multicast, delta, format),
+//! deployments, RUDP and control messages are the `stream-handlers` crate; each handler
+//! states its [`Work`](stream_handlers::Work) as plain counts. This crate prices them.
 //!
 //! ```text
-//!  rudp (fragment ⇄ Reassembler) ──► handler (StreamHandler: handle natively, work → cycles)
-//!      handlers: route, mirror, filter, dest-filter, multicast, delta, format
-//!  deploy (Point: Rx, Tx, in transit, host kernel, host user; Deployment = pipeline)
+//!  stream_handlers::Work ──► costs (HandlerCosts: Params + runtime instruction counts; NpCycles)
+//!  stream_handlers::deploy::Deployment
 //!      └─► path (latency of a message; per-message load of wires, NP contexts, host CPU)
-//!  host (HostParams)      control (ControlMessage) ──► admission (headroom, host fallback)
+//!  host (HostParams)      stream_handlers::control ──► admission (headroom, host fallback)
 //! ```
 //!
-//! * [`handlers::stream`] (formerly `handler`): the [`handlers::stream::StreamHandler`]
-//!   trait, [`handlers::stream::Message`], fields and predicates over message bodies,
-//!   [`handlers::stream::Work`] priced by [`handlers::stream::HandlerCosts`]
-//!   (built on [`Params`]).
-//! * [`handlers`]: the paper's handlers; customised multicast is an Rx-side mirror composed
-//!   with Tx-side per-destination filters.
-//! * [`deploy`]: deployment points and compositions; native runs; work per point.
+//! * [`costs`]: [`costs::HandlerCosts`] (built on [`Params`]) and [`costs::NpCycles`], which
+//!   prices a handler's work in microengine cycles.
 //! * [`path`]: Fig. 4's latency and Fig. 5's throughput from the same parameters.
 //! * [`host`]: the host's costs (stack, crossings, copies, per-destination sends).
-//! * [`rudp`]: the RUDP-like protocol: 24-byte header, fragmentation, bounded reassembly.
-//! * [`control`], [`admission`]: run-time parameters and headroom-based placement.
+//! * [`admission`]: run-time parameters and headroom-based placement.
 //!
 //! ```
 //! use ixp_model::admission::Admission;
-//! use ixp_model::deploy::Point;
-//! use ixp_model::handlers::stream::{Field, Message, Predicate};
-//! use ixp_model::handlers::CustomMulticast;
 //! use ixp_model::path::{deployment_load, Machines};
+//! use stream_handlers::deploy::Point;
+//! use stream_handlers::handlers::CustomMulticast;
+//! use stream_handlers::{Field, Message, Predicate};
 //!
 //! // Two clients, each customised by its own predicate on a 1-byte field.
 //! let f = Field::new(0, 1);
@@ -108,15 +105,9 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
-pub mod deploy;
-pub mod handlers;
-
-/// Re-export for compatibility: the stream-handler interface lives in
-/// [`handlers::stream`] now.
-pub use handlers::stream as handler;
+pub mod costs;
 pub mod host;
 pub mod params;
-pub mod rudp;
 
 pub use params::{Memory, Params, ParamsError};
 pub mod engine;
@@ -130,5 +121,4 @@ pub mod strongarm;
 pub use engine::{LoadError, Program, Step};
 pub use sim::{ConfigError, Machine, MachineConfig, RunReport, Stop};
 pub mod admission;
-pub mod control;
 pub mod path;

@@ -15,10 +15,10 @@
 
 use alloc::vec::Vec;
 
-use crate::deploy::{Deployment, Point, PointWork};
-use crate::handlers::stream::HandlerCosts;
+use crate::costs::{HandlerCosts, NpCycles};
 use crate::host::HostParams;
-use crate::rudp::HEADER_LEN;
+use stream_handlers::deploy::{Deployment, Point, PointWork};
+use stream_handlers::rudp::HEADER_LEN;
 
 /// Protocol and topology parameters of the path.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -243,7 +243,7 @@ pub fn node_load(m: &Machines, node: Node, work: &PointWork, len: u64) -> NodeLo
         ..NodeLoad::default()
     };
     let host_work = work.at(Point::HostUser).plus(work.at(Point::HostKernel));
-    let user = work.at(Point::HostUser) != crate::handlers::stream::Work::default();
+    let user = work.at(Point::HostUser) != stream_handlers::Work::default();
     let host_path = |user: bool| -> f64 {
         let recv: f64 = pkts.iter().map(|&p| m.host.recv_packet_ns(p, user)).sum();
         let send: f64 = pkts.iter().map(|&p| m.host.send_packet_ns(p, user)).sum();
@@ -255,9 +255,7 @@ pub fn node_load(m: &Machines, node: Node, work: &PointWork, len: u64) -> NodeLo
             + outputs as f64 * (send + ack_in + m.host.message_ns)
     };
     match node {
-        Node::Host => {
-            load.host = host_path(user || host_work == crate::handlers::stream::Work::default())
-        }
+        Node::Host => load.host = host_path(user || host_work == stream_handlers::Work::default()),
         Node::Np => {
             let rx: u64 = pkts.iter().map(|&p| m.np_rx_packet_cycles(p)).sum::<u64>()
                 + work.at(Point::RxSide).np_cycles(&m.np)
@@ -269,7 +267,7 @@ pub fn node_load(m: &Machines, node: Node, work: &PointWork, len: u64) -> NodeLo
             let tx_handlers = work.at(Point::TxSide).np_cycles(&m.np);
             load.np_tx =
                 m.np.ns(per_port * tx_one + tx_handlers.div_ceil(m.path.output_ports.max(1)));
-            if host_work != crate::handlers::stream::Work::default() || work.uses_host() {
+            if host_work != stream_handlers::Work::default() || work.uses_host() {
                 load.host = host_path(user);
             }
         }
@@ -308,10 +306,10 @@ pub fn deployment_load(m: &Machines, dep: &Deployment, len: u64) -> NodeLoad {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handlers::stream::{Field, StreamHandler};
-    use crate::handlers::{ContentRouter, Format, Mirror};
     use alloc::boxed::Box;
     use alloc::vec;
+    use stream_handlers::handlers::{ContentRouter, Format, Mirror};
+    use stream_handlers::{Field, StreamHandler};
 
     fn route_work(point: Point) -> PointWork {
         Deployment::single(

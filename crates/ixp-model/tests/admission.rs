@@ -5,10 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use ixp_model::admission::Admission;
-use ixp_model::deploy::{Deployment, Point};
-use ixp_model::handlers::stream::{Field, Predicate, StreamHandler};
-use ixp_model::handlers::{ContentRouter, CustomMulticast, Delta, Filter, Format, Mirror};
 use proptest::prelude::*;
+use stream_handlers::deploy::{Deployment, Point};
+use stream_handlers::handlers::{ContentRouter, CustomMulticast, Delta, Filter, Format, Mirror};
+use stream_handlers::{Field, Predicate, StreamHandler};
 
 fn handler(k: u8, n: u16) -> Box<dyn StreamHandler> {
     let f = Field::new(0, 2);

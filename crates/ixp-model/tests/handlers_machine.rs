@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use ixp_model::MachineConfig;
+use ixp_model::costs::HandlerCosts;
 use ixp_model::esp::{latency_cycles, saturated_run};
-use ixp_model::handlers::stream::HandlerCosts;
 use proptest::prelude::*;
 
 #[test]

@@ -18,10 +18,10 @@
 use std::io::Write;
 
 use anyhow::Context;
-use ixp_model::deploy::{Deployment, Point};
-use ixp_model::handlers::ContentRouter;
-use ixp_model::handlers::stream::Field;
 use ixp_model::path::{Machines, Node, latency_ns, stream_ns};
+use stream_handlers::Field;
+use stream_handlers::deploy::{Deployment, Point};
+use stream_handlers::handlers::ContentRouter;
 
 use crate::common::Options;
 use crate::plot::{self, Chart, Series};

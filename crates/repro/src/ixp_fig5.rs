@@ -19,10 +19,10 @@
 use std::io::Write;
 
 use anyhow::Context;
-use ixp_model::deploy::{Deployment, Point};
-use ixp_model::handlers::stream::{Field, Predicate, StreamHandler};
-use ixp_model::handlers::{CustomMulticast, Delta, Filter, Format, Mirror};
 use ixp_model::path::{Machines, deployment_load};
+use stream_handlers::deploy::{Deployment, Point};
+use stream_handlers::handlers::{CustomMulticast, Delta, Filter, Format, Mirror};
+use stream_handlers::{Field, Predicate, StreamHandler};
 
 use crate::common::Options;
 use crate::plot::{self, Chart, Series};

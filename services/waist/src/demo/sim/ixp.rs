@@ -8,9 +8,9 @@ use ixp_model::Params;
 use ixp_model::admission::Admission;
 use ixp_model::esp::latency_cycles;
 use ixp_model::ess_model::{EssCall, EssPlacement};
-use ixp_model::handlers::stream::{Field, Message, Predicate};
-use ixp_model::handlers::{CustomMulticast, naive_multicast};
 use ixp_model::strongarm::{Core, CoreCode, call_steps};
+use stream_handlers::handlers::{CustomMulticast, naive_multicast};
+use stream_handlers::{Field, Message, Predicate};
 
 use repro::ixp_fig5::{HANDLERS, ixp_deployment};
 

@@ -17,7 +17,7 @@
 //! bytes each.
 //!
 //! ```
-//! use ixp_model::rudp::{fragment, Reassembler, ReassemblyConfig};
+//! use stream_handlers::rudp::{fragment, Reassembler, ReassemblyConfig};
 //! let msg: Vec<u8> = (0..200u8).collect();
 //! let packets = fragment(3, 42, 1000, &msg, 64).unwrap();
 //! assert_eq!(packets.len(), 4);

@@ -1,4 +1,4 @@
-//! Arbitrary fragments into the RUDP reassembler of `ixp-model`.
+//! Arbitrary fragments into the RUDP reassembler of `stream-handlers`.
 //!
 //! The input is a small reassembly limit and a sequence of packets, each either raw bytes
 //! or a header built from fuzzed fields around a fuzzed body (so the reassembler's checks
@@ -9,8 +9,8 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use ixp_model::rudp::{Header, Kind, Reassembler, ReassemblyConfig};
 use libfuzzer_sys::fuzz_target;
+use stream_handlers::rudp::{Header, Kind, Reassembler, ReassemblyConfig};
 
 #[derive(Arbitrary, Debug)]
 enum Packet {

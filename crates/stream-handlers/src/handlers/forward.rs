@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use crate::handlers::stream::{
+use crate::stream::{
     Destination, Field, HandlerError, Message, Param, Predicate, StreamHandler, Work,
 };
 

@@ -5,9 +5,7 @@ use alloc::vec::Vec;
 
 use super::{DestFilter, Mirror};
 use crate::deploy::{Deployment, Point};
-use crate::handlers::stream::{
-    Destination, HandlerError, Message, Param, Predicate, StreamHandler, Work,
-};
+use crate::stream::{Destination, HandlerError, Message, Param, Predicate, StreamHandler, Work};
 
 /// Destination-customised multicast: every destination receives the copy its own filter
 /// lets through.
@@ -94,7 +92,7 @@ pub fn naive_multicast(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handlers::stream::Field;
+    use crate::stream::Field;
     use alloc::vec;
 
     #[test]

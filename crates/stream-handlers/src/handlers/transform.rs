@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use crate::handlers::stream::{HandlerError, Message, Param, StreamHandler, Work, words};
+use crate::stream::{HandlerError, Message, Param, StreamHandler, Work, words};
 
 /// The delta handler: updates a fraction of the message in place, 20% in the paper (§4).
 /// It adds `step` to every byte of the region `offset .. offset + len·percent/100` (an

@@ -4,9 +4,9 @@
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use ixp_model::deploy::{Deployment, Point};
-use ixp_model::handlers::stream::{Field, Message, Param, Predicate, StreamHandler};
-use ixp_model::handlers::{ContentRouter, Delta, Filter, Format, Mirror};
+use stream_handlers::deploy::{Deployment, Point};
+use stream_handlers::handlers::{ContentRouter, Delta, Filter, Format, Mirror};
+use stream_handlers::stream::{Field, Message, Param, Predicate, StreamHandler};
 
 /// A flight-data-like record: 2-byte kind, 2-byte altitude band, 4-byte timestamp, body.
 fn record(kind: u16, band: u16, ts: u32, body: usize) -> Vec<u8> {
@@ -70,8 +70,8 @@ fn mirror_then_delta_gives_each_destination_its_own_updated_copy() {
 
 #[test]
 fn rudp_assembles_from_mpackets_handlers_run_and_fragments_leave_again() {
-    use ixp_model::handlers::CustomMulticast;
-    use ixp_model::rudp::{HEADER_LEN, Reassembler, ReassemblyConfig, fragment};
+    use stream_handlers::handlers::CustomMulticast;
+    use stream_handlers::rudp::{HEADER_LEN, Reassembler, ReassemblyConfig, fragment};
     // 40 bytes of data + the 24-byte header: every packet is one 64-byte mpacket.
     let size = (64 - HEADER_LEN) as u16;
     let rec = record(7, 150, 42, 300);

@@ -17,7 +17,7 @@
 //! ```
 //!
 //! ```
-//! use ixp_model::control::ControlMessage;
+//! use stream_handlers::control::ControlMessage;
 //! let m = ControlMessage::SetFanOut { handler: 2, n: 3 };
 //! let mut b = Vec::new();
 //! m.emit(&mut b);
@@ -27,7 +27,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::handlers::stream::{Destination, Field, Param, Predicate};
+use crate::stream::{Destination, Field, Param, Predicate};
 
 /// The control-message version spoken.
 pub const VERSION: u8 = 1;

@@ -3,8 +3,8 @@
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use ixp_model::rudp::{HEADER_LEN, Reassembler, ReassemblyConfig, ReassemblyError, fragment};
 use proptest::prelude::*;
+use stream_handlers::rudp::{HEADER_LEN, Reassembler, ReassemblyConfig, ReassemblyError, fragment};
 
 proptest! {
     #[test]

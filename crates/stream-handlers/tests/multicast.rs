@@ -4,9 +4,9 @@
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use ixp_model::handlers::stream::{Field, Message, Predicate, StreamHandler};
-use ixp_model::handlers::{CustomMulticast, naive_multicast};
 use proptest::prelude::*;
+use stream_handlers::handlers::{CustomMulticast, naive_multicast};
+use stream_handlers::stream::{Field, Message, Predicate, StreamHandler};
 
 fn field() -> impl Strategy<Value = Field> {
     (0u16..12, prop_oneof![Just(1u8), Just(2), Just(4)]).prop_map(|(o, w)| Field::new(o, w))

@@ -5,13 +5,14 @@
 //! host user level. [`Deployment::run`] applies it natively to real messages (every output
 //! of one stage is an input of the next); [`Deployment::work_by_point`] says how much work
 //! lands at each point for a message of a given size, counting stages after a fan-out once
-//! per copy. [`crate::path`] turns that into time, adding the data movement each point
-//! implies (FIFO transfers, PCI crossings, kernel crossings and copies).
+//! per copy, as plain counts. A machine model turns that into time (`ixp-model`'s `path`
+//! module, adding the data movement each point implies: FIFO transfers, PCI crossings,
+//! kernel crossings and copies).
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use crate::handlers::stream::{Message, StreamHandler, Work};
+use crate::stream::{Message, StreamHandler, Work};
 
 /// Where on the data path a handler runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -186,8 +187,8 @@ impl Deployment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handlers::stream::{Field, Predicate};
     use crate::handlers::{DestFilter, Filter, Format, Mirror};
+    use crate::stream::{Field, Predicate};
     use alloc::vec;
 
     #[test]
@@ -224,10 +225,6 @@ mod tests {
         d.push(Point::TxSide, Box::new(Format));
         let pw = d.work_by_point(u64::MAX);
         assert_eq!(pw.at(Point::TxSide).instructions, u64::MAX);
-        assert_eq!(
-            pw.at(Point::TxSide)
-                .np_cycles(&crate::handlers::stream::HandlerCosts::IXP1200),
-            u64::MAX
-        );
+        assert_eq!(pw.at(Point::TxSide).sdram_words, u64::MAX);
     }
 }

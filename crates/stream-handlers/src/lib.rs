@@ -1,0 +1,102 @@
+//! # stream-handlers — composable functions on application messages, on the data path
+//!
+//! The stream handlers of Gavrilovska et al. (stream handlers on attached network
+//! processors, §3): lightweight, composable, parameterisable functions applied to
+//! application-level messages as they pass through a node. This crate holds the handlers
+//! themselves, run natively on real bytes, and what each one *does* to a message as plain
+//! counts ([`Work`]: instructions, words of SRAM and SDRAM touched, output copies). What
+//! that costs on a given machine is the machine model's business: `ixp-model` prices it on
+//! the IXP1200's microengines and its host.
+//!
+//! No I/O, no clock, no global state: `#![no_std]` with `alloc`; bad input (a short
+//! payload, a malformed fragment or control message) is a typed error or a dropped
+//! message, never a panic.
+//!
+//! ```text
+//!  rudp (fragment ⇄ Reassembler)    application messages ⇄ 24-byte-header packets
+//!     └─► stream (Message, Field, Predicate, StreamHandler, Work)
+//!            └─► handlers: route, mirror, filter, dest-filter, multicast, delta, format
+//!                   └─► deploy (Point: Rx, Tx, in transit, host kernel, host user;
+//!                               Deployment = pipeline; native runs; work per point)
+//!  control (ControlMessage: set rate, predicate, fan-out, route; select; terminate)
+//! ```
+//!
+//! * [`stream`]: the [`StreamHandler`] trait, [`Message`] and its [`Destination`], [`Field`]s
+//!   and [`Predicate`]s over compact binary message bodies, run-time [`Param`]s, [`Work`].
+//! * [`handlers`]: the paper's handlers (§4, Fig. 5); customised multicast is an Rx-side
+//!   mirror composed with Tx-side per-destination filters.
+//! * [`deploy`]: deployment points and compositions; native runs; work per point.
+//! * [`rudp`]: the RUDP-like protocol: 24-byte header, fragmentation, bounded reassembly.
+//! * [`control`]: the control messages that change handlers at run time.
+//!
+//! ## A tour
+//!
+//! A message is fragmented, reassembled, and sent through a customised multicast: each
+//! client gets the copies its own predicate keeps. A control message then changes one
+//! the Tx-side filters' predicate at run time.
+//!
+//! ```
+//! use stream_handlers::control::ControlMessage;
+//! use stream_handlers::deploy::Point;
+//! use stream_handlers::handlers::CustomMulticast;
+//! use stream_handlers::rudp::{fragment, Reassembler, ReassemblyConfig};
+//! use stream_handlers::{Field, Message, Param, Predicate};
+//!
+//! // A 300-byte message in 128-byte fragments, reassembled whatever their order.
+//! let mut body = vec![0u8; 300];
+//! body[0] = 12; // the field the clients filter on
+//! let packets = fragment(1, 7, 0, &body, 128)?;
+//! assert_eq!(packets.len(), 3);
+//! let mut r = Reassembler::new(ReassemblyConfig::default());
+//! let mut assembled = None;
+//! for p in packets.iter().rev() {
+//!     assembled = r.handle_fragment(p)?.or(assembled);
+//! }
+//! let assembled = assembled.expect("all fragments arrived");
+//! assert_eq!(assembled.payload, body);
+//!
+//! // Two clients, each customised by its own predicate on a 1-byte field.
+//! let f = Field::new(0, 1);
+//! let mc = CustomMulticast::new(vec![1, 2], vec![(1, Predicate::Lt(f, 10)), (2, Predicate::Ge(f, 10))]);
+//! let mut dep = mc.deployment(); // mirror on the Rx side, filters on the Tx side
+//! assert_eq!(dep.stages[0].point, Point::RxSide);
+//! let out = dep.run(Message::new(0, assembled.payload.clone()));
+//! assert_eq!(out.len(), 1);
+//! assert_eq!(out[0].dest, 2);
+//!
+//! // What that costs, as counts: the Tx-side filter runs once per copy.
+//! let work = dep.work_by_point(300);
+//! assert_eq!(work.outputs, 2);
+//! assert!(work.at(Point::TxSide).instructions > 0);
+//!
+//! // The host gives every client the values below 20, by a control message to stage 1
+//! // (the Tx-side filters), as bytes on the wire.
+//! let mut wire = Vec::new();
+//! let p = Predicate::Lt(f, 20);
+//! ControlMessage::SetPredicate { handler: 1, predicate: p }.emit(&mut wire);
+//! let ControlMessage::SetPredicate { handler, predicate } = ControlMessage::parse(&wire)? else {
+//!     unreachable!("a SetPredicate parses back as one")
+//! };
+//! dep.stages[usize::from(handler)].handler.configure(Param::Predicate(predicate))?;
+//! assert_eq!(dep.run(Message::new(0, assembled.payload)).len(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![no_std]
+// docs.rs builds with `--cfg docsrs`: mark feature-gated items with their features.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod control;
+pub mod deploy;
+pub mod handlers;
+pub mod rudp;
+pub mod stream;
+
+pub use stream::{
+    Destination, Field, HandlerError, Message, Param, Predicate, StreamHandler, Work, words,
+};
