@@ -32,8 +32,8 @@
 //! ## A tour
 //!
 //! A message is fragmented, reassembled, and sent through a customised multicast: each
-//! client gets the copies its own predicate keeps. A control message then changes one
-//! the Tx-side filters' predicate at run time.
+//! client gets the copies its own predicate keeps. A control message then changes one of
+//! the Tx-side filters' predicates at run time.
 //!
 //! ```
 //! use stream_handlers::control::ControlMessage;
