@@ -138,7 +138,7 @@ fn arrivals(sent: &[Sent], wire: &[(usize, usize, Vec<u8>)]) -> (HashSet<usize>,
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(192))]
+    #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// With room for every message (and so a memory of every delivery), the messages whose
     /// fragments all arrived come out exactly once, whole and exact; the others stay in
