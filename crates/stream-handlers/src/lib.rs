@@ -93,6 +93,7 @@ extern crate std;
 
 pub mod control;
 pub mod deploy;
+pub mod format;
 pub mod handlers;
 pub mod rudp;
 pub mod stream;
