@@ -59,7 +59,7 @@ fn ty() -> impl Strategy<Value = Type> {
     })
 }
 
-/// Valid field lists: unique names, fields laid out with random gaps, in random order.
+/// Valid field lists: unique names (a digit-only suffix after the last `_`), fields laid out with random gaps, in random order.
 fn fields(max: usize) -> impl Strategy<Value = Vec<FieldDecl>> {
     prop::collection::vec(("[a-zA-Z_.-][a-zA-Z0-9_.-]{0,20}", ty(), 0u16..6), 0..=max)
         .prop_map(|v| {
@@ -67,7 +67,7 @@ fn fields(max: usize) -> impl Strategy<Value = Vec<FieldDecl>> {
             v.into_iter()
                 .enumerate()
                 .map(|(i, (name, ty, gap))| {
-                    let d = FieldDecl::new(format!("{name}{i}"), at + gap, ty);
+                    let d = FieldDecl::new(format!("{name}_{i}"), at + gap, ty);
                     at += gap + ty.size();
                     d
                 })
