@@ -19,6 +19,7 @@
 //!                   └─► deploy (Point: Rx, Tx, in transit, host kernel, host user;
 //!                               Deployment = pipeline; native runs; work per point)
 //!  control (ControlMessage: set rate, predicate, fan-out, route; select; terminate)
+//!  format (Format: named, typed fields ─► values, and Fields for predicates)
 //! ```
 //!
 //! * [`stream`]: the [`StreamHandler`] trait, [`Message`] and its [`Destination`], [`Field`]s
@@ -28,6 +29,9 @@
 //! * [`deploy`]: deployment points and compositions; native runs; work per point.
 //! * [`rudp`]: the RUDP-like protocol: 24-byte header, fragmentation, bounded reassembly.
 //! * [`control`]: the control messages that change handlers at run time.
+//! * [`format`]: declared message formats (§3.1): named fields of ten number types, a
+//!   text form (`seq:u32@0 ts:u64@4 lat:f32le@12`), typed reads and writes, the [`Field`]
+//!   a predicate reads by name; the image frame and flight record formats and generators.
 //!
 //! ## A tour
 //!
@@ -93,6 +97,7 @@ extern crate std;
 
 pub mod control;
 pub mod deploy;
+pub mod format;
 pub mod handlers;
 pub mod rudp;
 pub mod stream;
