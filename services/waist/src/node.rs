@@ -21,12 +21,13 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use netio::link::address_assigned;
 
 /// Where the kernel lists the network interfaces of this namespace.
 pub const SYS_CLASS_NET: &str = "/sys/class/net";
@@ -90,30 +91,6 @@ pub fn wanted_interfaces(value: Option<&str>) -> anyhow::Result<usize> {
             .parse()
             .with_context(|| format!("{CLAB_INTFS}={v:?} is not a number of interfaces")),
     }
-}
-
-/// Whether `ip` is assigned to a local interface that is up: listed by getifaddrs(3) on
-/// an interface with IFF_UP, and a UDP socket binds `ip:0` (so an IPv6 address still in
-/// duplicate address detection does not count yet).
-///
-/// Up, because the address's connected route comes with it: a daemon that connects its
-/// link socket to the peer's address at once would otherwise fail with "network is
-/// unreachable" (containerlab may add an address before it sets the link up). The bind
-/// alone is not enough: in a namespace where no address was ever configured (not even
-/// loopback's) the kernel has no local routing table yet and lets any address be bound.
-pub fn address_assigned(ip: IpAddr) -> bool {
-    use nix::net::if_::InterfaceFlags;
-    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
-        return false;
-    };
-    let listed = addrs
-        .filter(|a| a.flags.contains(InterfaceFlags::IFF_UP))
-        .filter_map(|a| a.address)
-        .any(|sa| match ip {
-            IpAddr::V4(v4) => sa.as_sockaddr_in().is_some_and(|s| s.ip() == v4),
-            IpAddr::V6(v6) => sa.as_sockaddr_in6().is_some_and(|s| s.ip() == v6),
-        });
-    listed && UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
 /// Waits until `wants` holds, looking every 50 ms, writing one line per step to `log`;

@@ -18,12 +18,8 @@ use support::{WAIST, ensure_daemons, text};
 
 const MANIFEST: &str = env!("CARGO_MANIFEST_DIR");
 
-/// A fresh scratch directory for test `name`.
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("waist-export-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    support::scratch(&format!("export-{name}"))
 }
 
 /// `waist up TOPOLOGY --export containerlab out`, run in `dir`.

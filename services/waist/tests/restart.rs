@@ -24,10 +24,7 @@ fn base(slot: u16) -> u16 {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("waist-restart-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    support::scratch(&format!("restart-{name}"))
 }
 
 /// Two routers with fast distance vector, a host on each, captures in a 1 MiB ring.

@@ -15,10 +15,7 @@ const TWO_ROUTERS: &str = "[[router]]\nname = \"r1\"\naddress = \"10.0.0.1\"\n{R
                            [[link]]\nbetween = [\"r1\", \"r2\"]\n";
 
 fn scratch() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("waist-up-check-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    support::scratch("up-check")
 }
 
 #[test]

@@ -32,10 +32,7 @@ fn base(slot: u16) -> u16 {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("waist-netns-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    support::scratch(&format!("netns-{name}"))
 }
 
 /// The namespaces `ip netns list` shows.

@@ -60,7 +60,7 @@ mod tx;
 pub use batch::{BATCH, Batch, Fill};
 pub use counters::LinkCounters;
 pub use liveness::{Cause, LinkEvent};
-pub use one::{Link, LinkOptions, SOCKET_BUFFER, local_ip_towards};
+pub use one::{Link, LinkOptions, SOCKET_BUFFER, address_assigned, local_ip_towards};
 pub use spec::LinkSpec;
 pub use split::{Split, split};
 pub use swap::Carried;

@@ -138,6 +138,29 @@ impl State {
         })?;
         serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))
     }
+
+    /// Writes the state file of the run in `dir`: whole (a temporary file renamed into
+    /// place) and readable by its owner only (it holds the processes' environment).
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be written.
+    pub fn save(&self, dir: &Path) -> anyhow::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = dir.join(STATE_FILE);
+        let tmp = dir.join(format!(".{STATE_FILE}.{}", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(serde_json::to_string_pretty(self)?.as_bytes())?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().with_context(|| format!("cannot write {}", path.display()))
+    }
 }
 
 /// Checks `args.file` and the machine, ready to start.
@@ -320,24 +343,12 @@ pub fn down(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     if let Some(sup) = state.supervisor.filter(|p| alive(*p)) {
         let _ = nix::sys::signal::kill(pid(sup), nix::sys::signal::Signal::SIGTERM);
     }
-    let mut alive: Vec<&Started> = state
+    let procs: Vec<(u32, &str)> = state
         .processes
         .iter()
-        .filter(|s| is_ours(s.pid, s.role.program()))
+        .map(|s| (s.pid, s.role.program()))
         .collect();
-    for s in &alive {
-        let _ = nix::sys::signal::kill(pid(s.pid), nix::sys::signal::Signal::SIGTERM);
-    }
-    let deadline = std::time::Instant::now() + STOP_GRACE;
-    while std::time::Instant::now() < deadline
-        && alive.iter().any(|s| is_ours(s.pid, s.role.program()))
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    alive.retain(|s| is_ours(s.pid, s.role.program()));
-    for s in &alive {
-        let _ = nix::sys::signal::kill(pid(s.pid), nix::sys::signal::Signal::SIGKILL);
-    }
+    let killed = stop_pids(&procs, STOP_GRACE);
     let deleted = netns::delete(&state.namespaces);
     // A foreground `waist up` may have removed it already.
     match std::fs::remove_file(args.dir.join(STATE_FILE)) {
@@ -349,10 +360,9 @@ pub fn down(args: &RunDirArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         "{}: stopped {} processes{}{}",
         state.name,
         state.processes.len(),
-        if alive.is_empty() {
-            String::new()
-        } else {
-            format!(" ({} needed SIGKILL)", alive.len())
+        match killed {
+            0 => String::new(),
+            n => format!(" ({n} needed SIGKILL)"),
         },
         namespaces_deleted(deleted)
     )?;
@@ -366,6 +376,29 @@ fn namespaces_deleted(n: usize) -> String {
         1 => ", deleted 1 network namespace".into(),
         n => format!(", deleted {n} network namespaces"),
     }
+}
+
+/// SIGTERM to each `(pid, program)` whose pid runs that program, SIGKILL to those still
+/// running after `grace`; returns once none runs (or `grace` after the SIGKILL), with how
+/// many needed SIGKILL.
+pub(super) fn stop_pids(procs: &[(u32, &str)], grace: Duration) -> usize {
+    let running = |(p, program): &&(u32, &str)| is_ours(*p, program);
+    for (p, _) in procs.iter().filter(running) {
+        let _ = nix::sys::signal::kill(pid(*p), nix::sys::signal::Signal::SIGTERM);
+    }
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline && procs.iter().any(|x| running(&x)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stubborn: Vec<(u32, &str)> = procs.iter().filter(running).copied().collect();
+    for (p, _) in &stubborn {
+        let _ = nix::sys::signal::kill(pid(*p), nix::sys::signal::Signal::SIGKILL);
+    }
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline && stubborn.iter().any(|x| running(&x)) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stubborn.len()
 }
 
 fn pid(p: u32) -> nix::unistd::Pid {

@@ -28,12 +28,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{anyhow, bail};
 use clap::Args;
 use nix::sys::signal::{Signal, kill};
 
 use super::fleet::{self, Fleet, STOP_GRACE};
-use super::{STATE_FILE, State, is_ours, pid};
+use super::{State, is_ours, pid, stop_pids};
 
 /// `waist restart` options.
 #[derive(Debug, Args)]
@@ -44,31 +44,6 @@ pub struct RestartArgs {
     /// The run's directory (`waist up --dir`).
     #[arg(long, default_value = "waist-run")]
     pub dir: PathBuf,
-}
-
-impl State {
-    /// Writes the state file of the run in `dir`: whole (a temporary file renamed into
-    /// place) and readable by its owner only (it holds the processes' environment).
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be written.
-    pub fn save(&self, dir: &Path) -> anyhow::Result<()> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = dir.join(STATE_FILE);
-        let tmp = dir.join(format!(".{STATE_FILE}.{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(serde_json::to_string_pretty(self)?.as_bytes())?;
-            std::fs::rename(&tmp, &path)
-        };
-        write().with_context(|| format!("cannot write {}", path.display()))
-    }
 }
 
 /// `waist restart`; returns the exit code.
@@ -112,7 +87,7 @@ pub fn restart(args: &RestartArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     let began = Instant::now();
     let was_running = is_ours(old.pid, program);
     if was_running {
-        stop_pids(&[old.pid], program, STOP_GRACE);
+        stop_pids(&[(old.pid, program)], STOP_GRACE);
     }
     let started = launch.start(&old.log, true).and_then(|mut child| {
         let new = fleet::Started {
@@ -139,7 +114,7 @@ pub fn restart(args: &RestartArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     if !update(&args.dir, entry)? {
         // `waist down` removed the run meanwhile: the new process goes too.
         if let Ok(new) = &started {
-            stop_pids(&[new.pid], program, STOP_GRACE);
+            stop_pids(&[(new.pid, program)], STOP_GRACE);
         }
         bail!(
             "the run in {} was stopped while `{}` restarted",
@@ -199,29 +174,6 @@ fn update(dir: &Path, entry: fleet::Started) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// SIGTERM to each of `pids` that runs `program`, SIGKILL to those still running after
-/// `grace`; returns once none runs it (or `grace` after the SIGKILL). Returns how many
-/// needed SIGKILL.
-pub(super) fn stop_pids(pids: &[u32], program: &str, grace: Duration) -> usize {
-    let running = |p: &&u32| is_ours(**p, program);
-    for p in pids.iter().filter(running) {
-        let _ = kill(pid(*p), Signal::SIGTERM);
-    }
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline && pids.iter().any(|p| is_ours(*p, program)) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let stubborn: Vec<u32> = pids.iter().filter(running).copied().collect();
-    for p in &stubborn {
-        let _ = kill(pid(*p), Signal::SIGKILL);
-    }
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline && stubborn.iter().any(|p| is_ours(*p, program)) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    stubborn.len()
-}
-
 /// Stops a foreground run: its own children ([`Fleet::stop`]) and the processes that
 /// `waist restart` started in their place (the state file in `dir` names them), all
 /// SIGTERMed at once, SIGKILLed after `grace`. Returns how many were still running.
@@ -241,9 +193,7 @@ pub(super) fn stop_all(dir: &Path, fleet: &mut Fleet, grace: Duration) -> usize 
         let _ = kill(pid(*p), Signal::SIGTERM);
     }
     let stopped = fleet.stop(grace).len();
-    for (p, program) in &adopted {
-        stop_pids(&[*p], program, grace);
-    }
+    stop_pids(&adopted, grace);
     stopped + adopted.len()
 }
 
@@ -282,6 +232,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::up::STATE_FILE;
     use crate::up::launch::Launch;
     use crate::up::topology::Capture;
 

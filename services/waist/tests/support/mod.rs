@@ -1,7 +1,7 @@
 //! What the tests that start real daemons share.
 #![allow(clippy::unwrap_used, dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Once;
 
@@ -48,4 +48,13 @@ pub(crate) fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// A fresh scratch directory `waist-NAME-PID` in the temporary directory (what an earlier
+/// run of the same test left there removed first).
+pub(crate) fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("waist-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use netio::config::{ConfigError, Source};
-use waist_router::config::RouterFile;
 
 use super::{CONFIG_DIR, METRICS};
 use crate::up::topology::{LOCAL, Plan, Role, TopologyFile};
@@ -80,6 +79,8 @@ struct End {
     node: String,
     machine: String,
     interface: String,
+    /// The waist link's MTU (the veth's is this plus [`UDP_OVERHEAD`]).
+    mtu: usize,
 }
 
 /// The lab files of `plan` (of `file`, read from `source`; lab `name`).
@@ -95,27 +96,26 @@ pub fn build(
     name: &str,
 ) -> Result<Vec<LabFile>, ConfigError> {
     let mut ends: BTreeMap<Ipv4Addr, End> = BTreeMap::new();
-    let mut mtus: BTreeMap<SocketAddr, usize> = BTreeMap::new();
     let mut nodes = Vec::new();
-    let mut add_end = |node: &str, machine: &str, i: usize, addr: SocketAddr| {
+    let mut add_end = |node: &str, machine: &str, i: usize, addr: SocketAddr, mtu: usize| {
         if let IpAddr::V4(ip) = addr.ip() {
             let end = End {
                 node: node.to_string(),
                 machine: machine.to_string(),
                 interface: format!("eth{}", i + 1),
+                mtu,
             };
             ends.insert(ip, end);
         }
     };
     for p in &plan.processes {
         for (i, l) in p.links.iter().enumerate() {
-            add_end(&p.name, &p.machine, i, l.local);
+            add_end(&p.name, &p.machine, i, l.local, l.mtu);
         }
         let wait = wait_addresses(p.links.iter().map(|l| l.local));
         let own = format!("{name}/{}:{CONFIG_DIR}:ro", p.name);
         let (cmd, binds) = match p.role {
             Role::Router => {
-                mtus.extend(link_mtus(&p.name, p.config.as_deref().unwrap_or_default()));
                 let cmd = format!(
                     "waist node{wait} -- waist-router --config {CONFIG_DIR}/router.toml \
                      --metrics {METRICS}"
@@ -145,7 +145,7 @@ pub fn build(
         });
     }
     for h in &plan.hosts {
-        add_end(&h.name, &h.machine, 0, h.local);
+        add_end(&h.name, &h.machine, 0, h.local, 1500);
         nodes.push(Node {
             name: h.name.clone(),
             machine: h.machine.clone(),
@@ -171,12 +171,7 @@ pub fn build(
     let ends: Vec<(Ipv4Addr, End)> = ends.into_iter().collect();
     for pair in ends.chunks(2) {
         let [(ia, a), (ib, b)] = pair else { continue };
-        let mtu = [ia, ib]
-            .iter()
-            .find_map(|ip| mtus.get(&SocketAddr::from((**ip, super::PORT))))
-            .copied()
-            .unwrap_or(1500)
-            + UDP_OVERHEAD;
+        let mtu = a.mtu.max(b.mtu) + UDP_OVERHEAD;
         let end = |e: &End, ip: &Ipv4Addr| Endpoint {
             node: e.node.clone(),
             interface: e.interface.clone(),
@@ -218,20 +213,6 @@ pub fn host_env(h: &crate::up::topology::HostPlan) -> Vec<(String, String)> {
         ("WAIST_VIA".into(), h.via()),
         ("WAIST_SRC".into(), h.address.to_string()),
     ]
-}
-
-/// Each link's MTU in router `name`'s generated config `text`, by its local address.
-fn link_mtus(name: &str, text: &str) -> Vec<(SocketAddr, usize)> {
-    let Ok(f) = Source::new(format!("{name}.toml"), text).parse::<RouterFile>() else {
-        return Vec::new();
-    };
-    f.link
-        .iter()
-        .filter_map(|l| {
-            let local = l.local.as_ref()?.get_ref().parse().ok()?;
-            Some((local, l.mtu.as_ref().map_or(1500, |m| *m.get_ref())))
-        })
-        .collect()
 }
 
 /// The address another machine's tunnel reaches `there`'s machine at.

@@ -264,6 +264,9 @@ pub struct LinkEnd {
     pub local: SocketAddr,
     /// The address it sends to.
     pub peer: SocketAddr,
+    /// The largest packet it carries (its `[[link]]`'s `mtu`; 1500 for a host's or a
+    /// replica's link).
+    pub mtu: usize,
 }
 
 /// One process to start.

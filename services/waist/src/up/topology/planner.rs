@@ -271,10 +271,12 @@ impl<'a> Planner<'a> {
             }
             let sa = self.take(&self.routers[ia].machine.clone(), &l.between)?;
             let sb = self.take(&self.routers[ib].machine.clone(), &l.between)?;
+            let mtu = l.mtu.as_ref().map_or(DEFAULT_MTU, |m| *m.get_ref());
             let end = |name: &String, local, peer| LinkEnd {
                 name: name.clone(),
                 local,
                 peer,
+                mtu,
             };
             self.routers[ia].links.push((end(b, sa, sb), Some(li)));
             self.routers[ib].links.push((end(a, sb, sa), Some(li)));
@@ -288,7 +290,7 @@ impl<'a> Planner<'a> {
     /// them (netio's and waist-router's own checks) so that errors name the topology's
     /// lines, not the generated configs'.
     fn link_settings(&self, l: &super::LinkSection) -> Result<(), ConfigError> {
-        let mtu = l.mtu.as_ref().map_or(1500, |m| *m.get_ref());
+        let mtu = l.mtu.as_ref().map_or(DEFAULT_MTU, |m| *m.get_ref());
         if let Some(m) = &l.mtu
             && !(68..=65_535).contains(&mtu)
         {
@@ -334,6 +336,7 @@ impl<'a> Planner<'a> {
                 name: n.clone(),
                 local: peer,
                 peer: local,
+                mtu: DEFAULT_MTU,
             };
             router.links.push((end, None));
             router.routes.push((host_prefix(a), n.clone()));
@@ -428,6 +431,7 @@ impl<'a> Planner<'a> {
                     name: rn.clone(),
                     local: peer,
                     peer: local,
+                    mtu: DEFAULT_MTU,
                 };
                 router.links.push((end, None));
                 // One route over every replica's link, in order: the router sends to the
@@ -444,6 +448,7 @@ impl<'a> Planner<'a> {
                         name: router.name.clone(),
                         local,
                         peer,
+                        mtu: DEFAULT_MTU,
                     }],
                     config: None,
                     serves: Some((a, root.clone())),
@@ -608,6 +613,9 @@ impl<'a> Planner<'a> {
         Ok((process, infinity))
     }
 }
+
+/// A link's MTU unless its `[[link]]` gives one.
+const DEFAULT_MTU: usize = 1500;
 
 /// `a/32` or `a/128`.
 fn host_prefix(a: IpAddr) -> String {
