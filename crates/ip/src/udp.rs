@@ -75,9 +75,71 @@ pub fn emit_datagram(
     Ok(n)
 }
 
+/// A UDP datagram read from an IP packet: addresses, ports and the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Datagram<'a> {
+    /// The IP source.
+    pub src: IpAddr,
+    /// The IP destination.
+    pub dst: IpAddr,
+    /// The UDP source port.
+    pub sport: u16,
+    /// The UDP destination port.
+    pub dport: u16,
+    /// The UDP payload.
+    pub data: &'a [u8],
+}
+
+/// Reads the UDP datagram `packet` carries (an IP packet whose header checks, protocol
+/// 17), its UDP length within the IP payload and its checksum right (an IPv4 datagram
+/// may carry none: zero). `None` for anything else, a later fragment included.
+pub fn parse_datagram(packet: &[u8]) -> Option<Datagram<'_>> {
+    let h = crate::IpHeader::parse(packet).ok()?;
+    if h.protocol != PROTOCOL_UDP || h.later_fragment || h.more_fragments {
+        return None;
+    }
+    let udp = packet.get(h.header_len..h.total_len)?;
+    let head = udp.get(..UDP_HEADER_LEN)?;
+    let len = usize::from(u16::from_be_bytes([head[4], head[5]]));
+    let udp = udp.get(..len)?;
+    let data = udp.get(UDP_HEADER_LEN..)?;
+    let sum = u16::from_be_bytes([head[6], head[7]]);
+    let checked = sum == 0 && h.src.is_ipv4()
+        || pseudo_header(h.src, h.dst, PROTOCOL_UDP, len as u32)
+            .with(udp)
+            .finish()
+            == 0;
+    checked.then_some(Datagram {
+        src: h.src,
+        dst: h.dst,
+        sport: u16::from_be_bytes([head[0], head[1]]),
+        dport: u16::from_be_bytes([head[2], head[3]]),
+        data,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_reads_back_what_emit_wrote_and_refuses_a_bad_sum() {
+        for (src, dst) in [
+            (IpAddr::from([10, 1, 0, 1]), IpAddr::from([10, 0, 0, 2])),
+            (IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1]), IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 2])),
+        ] {
+            let mut out = [0u8; 80];
+            let n = emit_datagram(src, dst, 64, 7400, 7401, b"hello", &mut out).unwrap_or(0);
+            let d = parse_datagram(&out[..n]);
+            assert_eq!(
+                d,
+                Some(Datagram { src, dst, sport: 7400, dport: 7401, data: b"hello" })
+            );
+            out[n - 1] ^= 1;
+            assert_eq!(parse_datagram(&out[..n]), None);
+            assert_eq!(parse_datagram(&out[..n - 1]), None);
+        }
+    }
 
     #[test]
     fn literal_ipv4_datagram() {

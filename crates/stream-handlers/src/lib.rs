@@ -97,6 +97,7 @@ extern crate std;
 
 pub mod control;
 pub mod deploy;
+pub mod envelope;
 pub mod format;
 pub mod handlers;
 pub mod rudp;
