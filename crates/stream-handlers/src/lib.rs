@@ -27,7 +27,9 @@
 //! * [`handlers`]: the paper's handlers (§4, Fig. 5); customised multicast is an Rx-side
 //!   mirror composed with Tx-side per-destination filters.
 //! * [`deploy`]: deployment points and compositions; native runs; work per point.
-//! * [`rudp`]: the RUDP-like protocol: 24-byte header, fragmentation, bounded reassembly.
+//! * [`rudp`]: the RUDP-like protocol: 24-byte header, fragmentation, reassembly at most
+//!   once per message, in bounded memory, with timeouts and eviction (time comes in as a
+//!   `now` argument).
 //! * [`control`]: the control messages that change handlers at run time.
 //! * [`format`]: declared message formats (§3.1): named fields of ten number types, a
 //!   text form (`seq:u32@0 ts:u64@4 lat:f32le@12`), typed reads and writes, the [`Field`]
@@ -53,8 +55,9 @@
 //! assert_eq!(packets.len(), 3);
 //! let mut r = Reassembler::new(ReassemblyConfig::default());
 //! let mut assembled = None;
-//! for p in packets.iter().rev() {
-//!     assembled = r.handle_fragment(p)?.or(assembled);
+//! for (t, p) in (0..).zip(packets.iter().rev()) {
+//!     let now = sansio::Instant::from_micros(t * 10); // the caller's clock
+//!     assembled = r.handle_fragment(now, p)?.or(assembled);
 //! }
 //! let assembled = assembled.expect("all fragments arrived");
 //! assert_eq!(assembled.payload, body);

@@ -70,6 +70,7 @@ fn mirror_then_delta_gives_each_destination_its_own_updated_copy() {
 
 #[test]
 fn rudp_assembles_from_mpackets_handlers_run_and_fragments_leave_again() {
+    use sansio::Instant;
     use stream_handlers::handlers::CustomMulticast;
     use stream_handlers::rudp::{HEADER_LEN, Reassembler, ReassemblyConfig, fragment};
     // 40 bytes of data + the 24-byte header: every packet is one 64-byte mpacket.
@@ -81,7 +82,7 @@ fn rudp_assembles_from_mpackets_handlers_run_and_fragments_leave_again() {
     let mut rx = Reassembler::new(ReassemblyConfig::default());
     let assembled = packets
         .iter()
-        .filter_map(|p| rx.handle_fragment(p).unwrap())
+        .filter_map(|p| rx.handle_fragment(Instant::ZERO, p).unwrap())
         .next()
         .unwrap();
     assert_eq!(assembled.payload, rec);
@@ -99,7 +100,7 @@ fn rudp_assembles_from_mpackets_handlers_run_and_fragments_leave_again() {
         let mut dst = Reassembler::new(ReassemblyConfig::default());
         let got: Vec<_> = frags
             .iter()
-            .filter_map(|p| dst.handle_fragment(p).unwrap())
+            .filter_map(|p| dst.handle_fragment(Instant::ZERO, p).unwrap())
             .collect();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].payload, rec);
