@@ -22,7 +22,7 @@ pub struct ReassemblyConfig {
     pub max_message_len: u32,
     /// Bytes held by all partial messages together (default 4 MiB): the fragments' bytes
     /// plus their bookkeeping, a bit per declared fragment (in 8-byte words) and two bytes
-    /// per fragment held but the last.
+    /// per fragment held but the last (counted by length: the allocator's slack aside).
     pub max_bytes: usize,
     /// Microseconds a partial message may wait for its next fragment (default 2 s).
     pub timeout: u64,
