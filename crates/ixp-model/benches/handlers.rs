@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use stream_handlers::handlers::{ContentRouter, CustomMulticast, Delta, Filter, Format, Mirror};
+use stream_handlers::handlers::{ByteSwap, ContentRouter, CustomMulticast, Delta, Filter, Mirror};
 use stream_handlers::{Field, Message, Predicate, StreamHandler};
 
 fn bench(c: &mut Criterion) {
@@ -32,7 +32,7 @@ fn bench(c: &mut Criterion) {
                 )),
             ),
             ("delta", Box::new(Delta::paper(1))),
-            ("format", Box::new(Format)),
+            ("format", Box::new(ByteSwap)),
         ];
         for (name, h) in &mut cases {
             let mut out = Vec::with_capacity(4);

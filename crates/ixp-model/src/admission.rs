@@ -19,7 +19,7 @@ use crate::costs::{HandlerCosts, NpCycles};
 use crate::path::PathParams;
 use stream_handlers::control::{ControlError, ControlMessage};
 use stream_handlers::deploy::{Deployment, Point};
-use stream_handlers::{HandlerError, Param, StreamHandler};
+use stream_handlers::{HandlerError, Needs, Param, StreamHandler};
 
 /// Where admission put a deployment, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,6 +234,11 @@ impl Controller {
                 value,
                 dest,
             } => self.configure(handler, Param::Route(value, dest)),
+            ControlMessage::SetDestPredicate {
+                handler,
+                dest,
+                predicate,
+            } => self.configure(handler, Param::DestPredicate(dest, predicate)),
             ControlMessage::Select { stream, handler } => {
                 if usize::from(handler) >= self.handlers.len() {
                     return Err(ApplyError::NoSuchHandler(handler));
@@ -281,6 +286,9 @@ impl StreamHandler for Fixed {
     fn work(&self, _len: u64) -> stream_handlers::Work {
         self.0
     }
+    fn needs(&self) -> Needs {
+        Needs::Prefix(0)
+    }
     fn configure(&mut self, _p: Param) -> Result<(), HandlerError> {
         Err(HandlerError::UnsupportedParam)
     }
@@ -290,11 +298,11 @@ impl StreamHandler for Fixed {
 mod tests {
     use super::*;
     use alloc::vec;
-    use stream_handlers::handlers::{Format, Mirror};
+    use stream_handlers::handlers::{ByteSwap, Mirror};
 
     #[test]
     fn format_fits_at_low_rates_and_falls_back_to_the_host_at_line_rate() {
-        let dep = || Deployment::single(Point::InTransit, Box::new(Format));
+        let dep = || Deployment::single(Point::InTransit, Box::new(ByteSwap));
         // All six engines at 1,000 packets/s; one engine at 40,000.
         let slow = Admission::new(1_000);
         let (d, dec) = slow.place(dep(), 50_000);
@@ -312,7 +320,7 @@ mod tests {
     fn control_messages_change_rate_and_parameters() {
         let mut c = Controller::new(
             Admission::new(1_000),
-            vec![Box::new(Mirror::new(vec![1])), Box::new(Format)],
+            vec![Box::new(Mirror::new(vec![1])), Box::new(ByteSwap)],
         );
         let enc = |m: ControlMessage| {
             let mut b = Vec::new();

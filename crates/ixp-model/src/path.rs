@@ -308,7 +308,7 @@ mod tests {
     use super::*;
     use alloc::boxed::Box;
     use alloc::vec;
-    use stream_handlers::handlers::{ContentRouter, Format, Mirror};
+    use stream_handlers::handlers::{ByteSwap, ContentRouter, Mirror};
     use stream_handlers::{Field, StreamHandler};
 
     fn route_work(point: Point) -> PointWork {
@@ -373,9 +373,12 @@ mod tests {
     #[test]
     fn format_on_the_np_is_bound_by_its_context() {
         let m = Machines::default();
-        let f = Deployment::single(Point::InTransit, Box::new(Format));
+        let f = Deployment::single(Point::InTransit, Box::new(ByteSwap));
         let l = deployment_load(&m, &f, 50_000);
         assert!(l.np_transit > l.wire_in, "{l:?}");
-        assert_eq!(l.np_transit, m.np.ns(Format.work(50_000).np_cycles(&m.np)));
+        assert_eq!(
+            l.np_transit,
+            m.np.ns(ByteSwap.work(50_000).np_cycles(&m.np))
+        );
     }
 }

@@ -7,7 +7,7 @@
 use ixp_model::admission::Admission;
 use proptest::prelude::*;
 use stream_handlers::deploy::{Deployment, Point};
-use stream_handlers::handlers::{ContentRouter, CustomMulticast, Delta, Filter, Format, Mirror};
+use stream_handlers::handlers::{ByteSwap, ContentRouter, CustomMulticast, Delta, Filter, Mirror};
 use stream_handlers::{Field, Predicate, StreamHandler};
 
 fn handler(k: u8, n: u16) -> Box<dyn StreamHandler> {
@@ -21,7 +21,7 @@ fn handler(k: u8, n: u16) -> Box<dyn StreamHandler> {
             vec![(0, Predicate::Ge(f, 3))],
         )),
         4 => Box::new(Delta::paper(1)),
-        _ => Box::new(Format),
+        _ => Box::new(ByteSwap),
     }
 }
 

@@ -21,7 +21,7 @@ use std::io::Write;
 use anyhow::Context;
 use ixp_model::path::{Machines, deployment_load};
 use stream_handlers::deploy::{Deployment, Point};
-use stream_handlers::handlers::{CustomMulticast, Delta, Filter, Format, Mirror};
+use stream_handlers::handlers::{ByteSwap, CustomMulticast, Delta, Filter, Mirror};
 use stream_handlers::{Field, Predicate, StreamHandler};
 
 use crate::common::Options;
@@ -45,7 +45,7 @@ pub fn handler(name: &str) -> Option<Box<dyn StreamHandler>> {
             vec![(1, Predicate::Lt(f, 0x8000)), (2, Predicate::Ge(f, 0x4000))],
         )),
         "delta" => Box::new(Delta::paper(1)),
-        "format" => Box::new(Format),
+        "format" => Box::new(ByteSwap),
         _ => return None,
     })
 }

@@ -50,7 +50,8 @@ fn fig5_ixp_wins_small_messages_and_format_favours_the_host_as_sizes_grow() {
     for h in ixp_fig5::HANDLERS {
         assert!(get(h, 100).ratio() > 1.5, "{:?}", get(h, 100));
     }
-    // Format: the IXP's in-transit context runs out as messages grow; the host wins.
+    // The format handler (ByteSwap): the IXP's in-transit context runs out as messages
+    // grow; the host wins.
     assert!(get("format", 50_000).ratio() < 1.0);
     assert!(get("format", 100).ratio() > get("format", 50_000).ratio());
     // Non-computational handlers: the IXP at least matches the host everywhere.

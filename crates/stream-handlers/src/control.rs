@@ -12,6 +12,7 @@
 //! 4 SetRoute     handler: u16, value: u32, dest: u16
 //! 5 Select       stream: u16, handler: u16
 //! 6 Terminate    stream: u16
+//! 7 SetDestPredicate handler: u16, dest: u16, predicate
 //! predicate = kind: u8 (0 all, 1 eq, 2 lt, 3 ge, 4 range), offset: u16, width: u8,
 //!             value: u32, hi: u32
 //! ```
@@ -74,6 +75,16 @@ pub enum ControlMessage {
     Terminate {
         /// The stream.
         stream: u16,
+    },
+    /// Replace (or add) the predicate of one destination of a per-destination filter (one
+    /// subscriber of a customised multicast), leaving the other destinations' alone.
+    SetDestPredicate {
+        /// The handler's index.
+        handler: u16,
+        /// The destination.
+        dest: Destination,
+        /// Its new predicate.
+        predicate: Predicate,
     },
 }
 
@@ -196,6 +207,11 @@ impl ControlMessage {
                 handler: r.u16()?,
             },
             6 => Self::Terminate { stream: r.u16()? },
+            7 => Self::SetDestPredicate {
+                handler: r.u16()?,
+                dest: r.u16()?,
+                predicate: r.predicate()?,
+            },
             op => return Err(ControlError::UnknownOp(op)),
         };
         if !r.0.is_empty() {
@@ -241,6 +257,16 @@ impl ControlMessage {
                 out.push(6);
                 out.extend_from_slice(&stream.to_be_bytes());
             }
+            Self::SetDestPredicate {
+                handler,
+                dest,
+                predicate,
+            } => {
+                out.push(7);
+                out.extend_from_slice(&handler.to_be_bytes());
+                out.extend_from_slice(&dest.to_be_bytes());
+                emit_predicate(&predicate, out);
+            }
         }
     }
 
@@ -256,7 +282,12 @@ impl ControlMessage {
                 value,
                 dest,
             } => Some((handler, Param::Route(value, dest))),
-            _ => None,
+            Self::SetDestPredicate {
+                handler,
+                dest,
+                predicate,
+            } => Some((handler, Param::DestPredicate(dest, predicate))),
+            Self::SetRate { .. } | Self::Select { .. } | Self::Terminate { .. } => None,
         }
     }
 }
@@ -290,6 +321,11 @@ mod tests {
                 handler: 2,
             },
             ControlMessage::Terminate { stream: 9 },
+            ControlMessage::SetDestPredicate {
+                handler: 1,
+                dest: 3,
+                predicate: Predicate::Ge(f, 40),
+            },
         ];
         for m in all {
             let mut b = Vec::new();
@@ -325,5 +361,23 @@ mod tests {
         b[4] = 1;
         b[7] = 3;
         assert_eq!(ControlMessage::parse(&b), Err(ControlError::BadWidth(3)));
+    }
+
+    #[test]
+    fn a_dest_predicate_is_on_the_wire_and_carries_its_param() {
+        let p = Predicate::Range(Field::new(2, 2), 10, 20);
+        let m = ControlMessage::SetDestPredicate {
+            handler: 0x0102,
+            dest: 0x0304,
+            predicate: p,
+        };
+        let mut b = Vec::new();
+        m.emit(&mut b);
+        assert_eq!(
+            b,
+            vec![1, 7, 1, 2, 3, 4, 4, 0, 2, 2, 0, 0, 0, 10, 0, 0, 0, 20]
+        );
+        assert_eq!(m.param(), Some((0x0102, Param::DestPredicate(0x0304, p))));
+        assert_eq!(ControlMessage::SetRate { rate: 1 }.param(), None);
     }
 }

@@ -12,7 +12,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use crate::stream::{Message, StreamHandler, Work};
+use crate::stream::{Message, Needs, StreamHandler, Work};
 
 /// Where on the data path a handler runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -178,6 +178,14 @@ impl Deployment {
         }
     }
 
+    /// How much of a message the whole pipeline must see: its stages' needs composed
+    /// ([`Needs::then`]); an empty deployment needs nothing ([`Needs::Prefix`]`(0)`).
+    pub fn needs(&self) -> Needs {
+        self.stages
+            .iter()
+            .fold(Needs::Prefix(0), |n, s| n.then(s.handler.needs()))
+    }
+
     /// Whether every stage runs on the NP.
     pub fn all_on_np(&self) -> bool {
         self.stages.iter().all(|s| s.point.on_np())
@@ -187,7 +195,7 @@ impl Deployment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handlers::{DestFilter, Filter, Format, Mirror};
+    use crate::handlers::{ByteSwap, DestFilter, Filter, Mirror};
     use crate::stream::{Field, Predicate};
     use alloc::vec;
 
@@ -212,7 +220,7 @@ mod tests {
     fn run_composes_natively() {
         let f = Field::new(0, 1);
         let mut d = Deployment::single(Point::RxSide, Box::new(Filter::new(Predicate::Lt(f, 5))));
-        d.push(Point::InTransit, Box::new(Format));
+        d.push(Point::InTransit, Box::new(ByteSwap));
         assert_eq!(d.run(Message::new(0, vec![9, 0, 0, 0])), vec![]);
         let out = d.run(Message::new(0, vec![1, 2, 3, 4]));
         assert_eq!(out, vec![Message::new(0, vec![4, 3, 2, 1])]);
@@ -220,9 +228,24 @@ mod tests {
     }
 
     #[test]
+    fn a_deployment_needs_what_its_stages_need() {
+        let f = Field::new(6, 2);
+        assert_eq!(Deployment::new().needs(), Needs::Prefix(0));
+        let mut d = Deployment::single(Point::RxSide, Box::new(Mirror::new(vec![1, 2])));
+        assert_eq!(d.needs(), Needs::Prefix(0));
+        d.push(
+            Point::TxSide,
+            Box::new(DestFilter::new(vec![(1, Predicate::Lt(f, 5))])),
+        );
+        assert_eq!(d.needs(), Needs::Prefix(8));
+        d.push(Point::InTransit, Box::new(ByteSwap));
+        assert_eq!(d.needs(), Needs::Whole);
+    }
+
+    #[test]
     fn absurd_sizes_saturate_instead_of_overflowing() {
         let mut d = Deployment::single(Point::RxSide, Box::new(Mirror::new(vec![1, 2, 3])));
-        d.push(Point::TxSide, Box::new(Format));
+        d.push(Point::TxSide, Box::new(ByteSwap));
         let pw = d.work_by_point(u64::MAX);
         assert_eq!(pw.at(Point::TxSide).instructions, u64::MAX);
         assert_eq!(pw.at(Point::TxSide).sdram_words, u64::MAX);

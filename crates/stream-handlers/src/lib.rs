@@ -18,16 +18,21 @@
 //!            └─► handlers: route, mirror, filter, dest-filter, multicast, delta, format
 //!                   └─► deploy (Point: Rx, Tx, in transit, host kernel, host user;
 //!                               Deployment = pipeline; native runs; work per point)
-//!  control (ControlMessage: set rate, predicate, fan-out, route; select; terminate)
+//!  control (ControlMessage: set rate, predicate, a destination's predicate, fan-out,
+//!           route; select; terminate)
 //!  format (Format: named, typed fields ─► values, and Fields for predicates)
 //! ```
 //!
 //! * [`stream`]: the [`StreamHandler`] trait, [`Message`] and its [`Destination`], [`Field`]s
-//!   and [`Predicate`]s over compact binary message bodies, run-time [`Param`]s, [`Work`].
+//!   and [`Predicate`]s over compact binary message bodies, run-time [`Param`]s, [`Work`],
+//!   and [`Needs`]: whether a handler decides on a prefix (per packet) or needs the whole
+//!   message.
 //! * [`handlers`]: the paper's handlers (§4, Fig. 5); customised multicast is an Rx-side
 //!   mirror composed with Tx-side per-destination filters.
 //! * [`deploy`]: deployment points and compositions; native runs; work per point.
-//! * [`rudp`]: the RUDP-like protocol: 24-byte header, fragmentation, bounded reassembly.
+//! * [`rudp`]: the RUDP-like protocol: 24-byte header, fragmentation, reassembly at most
+//!   once per message, in bounded memory, with timeouts and eviction (time comes in as a
+//!   `now` argument).
 //! * [`control`]: the control messages that change handlers at run time.
 //! * [`format`]: declared message formats (§3.1): named fields of ten number types, a
 //!   text form (`seq:u32@0 ts:u64@4 lat:f32le@12`), typed reads and writes, the [`Field`]
@@ -36,15 +41,15 @@
 //! ## A tour
 //!
 //! A message is fragmented, reassembled, and sent through a customised multicast: each
-//! client gets the copies its own predicate keeps. A control message then changes one of
-//! the Tx-side filters' predicates at run time.
+//! client gets the copies its own predicate keeps. Control messages then change the Tx-side
+//! filters at run time: every client's predicate, then one client's.
 //!
 //! ```
 //! use stream_handlers::control::ControlMessage;
 //! use stream_handlers::deploy::Point;
 //! use stream_handlers::handlers::CustomMulticast;
 //! use stream_handlers::rudp::{fragment, Reassembler, ReassemblyConfig};
-//! use stream_handlers::{Field, Message, Param, Predicate};
+//! use stream_handlers::{Field, Message, Needs, Param, Predicate};
 //!
 //! // A 300-byte message in 128-byte fragments, reassembled whatever their order.
 //! let mut body = vec![0u8; 300];
@@ -53,8 +58,9 @@
 //! assert_eq!(packets.len(), 3);
 //! let mut r = Reassembler::new(ReassemblyConfig::default());
 //! let mut assembled = None;
-//! for p in packets.iter().rev() {
-//!     assembled = r.handle_fragment(p)?.or(assembled);
+//! for (t, p) in (0..).zip(packets.iter().rev()) {
+//!     let now = sansio::Instant::from_micros(t * 10); // the caller's clock
+//!     assembled = r.handle_fragment(now, p)?.or(assembled);
 //! }
 //! let assembled = assembled.expect("all fragments arrived");
 //! assert_eq!(assembled.payload, body);
@@ -82,7 +88,18 @@
 //!     unreachable!("a SetPredicate parses back as one")
 //! };
 //! dep.stages[usize::from(handler)].handler.configure(Param::Predicate(predicate))?;
-//! assert_eq!(dep.run(Message::new(0, assembled.payload)).len(), 2);
+//! assert_eq!(dep.run(Message::new(0, assembled.payload.clone())).len(), 2);
+//!
+//! // Then re-parameterises client 2 alone (values of at least 15): client 1 keeps its own.
+//! let m = ControlMessage::SetDestPredicate { handler: 1, dest: 2, predicate: Predicate::Ge(f, 15) };
+//! let (stage, param) = m.param().expect("it carries a handler parameter");
+//! dep.stages[usize::from(stage)].handler.configure(param)?;
+//! let out = dep.run(Message::new(0, assembled.payload));
+//! assert_eq!(out.iter().map(|m| m.dest).collect::<Vec<_>>(), [1]);
+//!
+//! // The multicast reads one byte and changes none: a node can run it on a message's
+//! // first fragment (cut-through) instead of waiting for the whole message.
+//! assert_eq!(dep.needs(), Needs::Prefix(1));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![no_std]
@@ -104,5 +121,5 @@ pub mod rudp;
 pub mod stream;
 
 pub use stream::{
-    Destination, Field, HandlerError, Message, Param, Predicate, StreamHandler, Work, words,
+    Destination, Field, HandlerError, Message, Needs, Param, Predicate, StreamHandler, Work, words,
 };

@@ -11,12 +11,40 @@
 //! ```
 //!
 //! Fragment `i` carries bytes `i·size .. min((i+1)·size, len)` of the message and sequence
-//! number `first + i`. A [`Reassembler`] accepts fragments in any order, rejects bad,
-//! duplicate and out-of-range ones with a typed [`ReassemblyError`], never panics, and
-//! bounds its memory: at most `max_messages` in progress of at most `max_message_len`
-//! bytes each.
+//! number `first + i`. A sender numbers the messages of a stream upwards (0, 1, 2, …, no
+//! wrap-around).
+//!
+//! ## What a [`Reassembler`] guarantees
+//!
+//! * **Never a panic, never a wrong assembly.** Fragments arrive in any order; a bad,
+//!   duplicate, inconsistent or out-of-range one is refused with a typed
+//!   [`ReassemblyError`] and adds nothing.
+//! * **At most once.** No message (stream, id) is ever assembled twice, however late or
+//!   often its fragments are repeated. Per stream the reassembler remembers which of the
+//!   [`DELIVERY_WINDOW`] ids below the highest one delivered were delivered: a fragment of
+//!   one of them is [`AlreadyDelivered`](ReassemblyError::AlreadyDelivered); a fragment
+//!   of a message further below is [`Stale`](ReassemblyError::Stale) (too late to tell,
+//!   so refused). A message overtaken by more than that many later ones is lost.
+//! * **Bounded memory, claimed as it arrives.** At most
+//!   [`max_messages`](ReassemblyConfig::max_messages) partial messages at once, holding at
+//!   most [`max_bytes`](ReassemblyConfig::max_bytes) together: the fragments' bytes as they
+//!   arrive plus their bookkeeping (a bit per declared fragment, two bytes per fragment
+//!   held), never the declared length up front. A message that could never fit (longer
+//!   than `max_message_len`, or needing more than `max_bytes` whole) is
+//!   [`TooLong`](ReassemblyError::TooLong). Besides, each stream that delivered a message
+//!   keeps its window (a few dozen bytes; at most 65,536 streams).
+//! * **Progress.** A partial message whose latest fragment arrived more than
+//!   [`timeout`](ReassemblyConfig::timeout) ago is dead: it is dropped when room is needed,
+//!   when its next fragment comes (which then starts it afresh), or by
+//!   [`Reassembler::expire`]. When the limits are still reached, the partial message that
+//!   has waited longest since its latest fragment is evicted to make room. So lost
+//!   fragments never block new messages; every eviction is counted in
+//!   [`ReassemblyStats`].
+//!
+//! Time is the caller's: every call takes `now`, a [`sansio::Instant`] in microseconds.
 //!
 //! ```
+//! use sansio::Instant;
 //! use stream_handlers::rudp::{fragment, Reassembler, ReassemblyConfig};
 //! let msg: Vec<u8> = (0..200u8).collect();
 //! let packets = fragment(3, 42, 1000, &msg, 64).unwrap();
@@ -24,12 +52,19 @@
 //! let mut r = Reassembler::new(ReassemblyConfig::default());
 //! let mut done = None;
 //! for p in packets.iter().rev() {
-//!     done = r.handle_fragment(p).unwrap().or(done);
+//!     done = r.handle_fragment(Instant::ZERO, p).unwrap().or(done);
 //! }
 //! assert_eq!(done.unwrap().payload, msg);
+//! assert_eq!(r.stats().assembled, 1);
+//! assert_eq!(r.bytes_held(), 0);
 //! ```
 
-use alloc::vec;
+mod reassembler;
+#[cfg(test)]
+mod tests;
+
+pub use reassembler::{Assembled, DELIVERY_WINDOW, Reassembler, ReassemblyConfig, ReassemblyStats};
+
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -73,7 +108,9 @@ impl Header {
     ///
     /// # Errors
     ///
-    /// [`ReassemblyError::Truncated`] or [`ReassemblyError::BadVersion`].
+    /// [`ReassemblyError::Truncated`], [`ReassemblyError::BadVersion`],
+    /// [`ReassemblyError::BadKind`] or [`ReassemblyError::Reserved`] (bytes 22..24 not
+    /// zero).
     pub fn parse(packet: &[u8]) -> Result<Self, ReassemblyError> {
         let h = packet.get(..HEADER_LEN).ok_or(ReassemblyError::Truncated)?;
         let u16_at = |i: usize| {
@@ -92,6 +129,9 @@ impl Header {
             Some(1) => Kind::Ack,
             _ => return Err(ReassemblyError::BadKind),
         };
+        if h.get(22..24) != Some(&[0, 0][..]) {
+            return Err(ReassemblyError::Reserved);
+        }
         Ok(Self {
             kind,
             stream: u16_at(2),
@@ -104,7 +144,7 @@ impl Header {
         })
     }
 
-    /// Writes the header into the first [`HEADER_LEN`] bytes of `out`.
+    /// Appends the header's [`HEADER_LEN`] bytes to `out`.
     pub fn emit(&self, out: &mut Vec<u8>) {
         out.push(VERSION);
         out.push(match self.kind {
@@ -122,7 +162,7 @@ impl Header {
     }
 
     /// Where this fragment's bytes go in the message, if the header is self-consistent.
-    fn span(&self) -> Option<(usize, usize)> {
+    pub(crate) fn span(&self) -> Option<(usize, usize)> {
         let size = usize::from(self.size);
         let len = usize::try_from(self.len).ok()?;
         if size == 0 || self.count == 0 || self.index >= self.count {
@@ -208,20 +248,28 @@ pub enum ReassemblyError {
     BadVersion,
     /// Neither data nor acknowledgement.
     BadKind,
+    /// The reserved bytes 22..24 are not zero.
+    Reserved,
     /// An acknowledgement, not a fragment.
     NotData,
     /// Index, count, size and length disagree, or the payload has the wrong length.
     OutOfRange,
-    /// Longer than the configured maximum message.
+    /// A message that could never fit: longer than
+    /// [`max_message_len`](ReassemblyConfig::max_message_len), or needing more than
+    /// [`max_bytes`](ReassemblyConfig::max_bytes) whole.
     TooLong,
     /// A fragment already received.
     Duplicate,
     /// Disagrees with earlier fragments of the same message.
     Inconsistent,
-    /// Too many messages in progress.
+    /// No message can be in progress at all (a limit of zero messages) and this one needs
+    /// more than one fragment.
     Busy,
     /// The message was already delivered.
     AlreadyDelivered,
+    /// The message id is more than [`DELIVERY_WINDOW`] below the highest one its stream
+    /// delivered: too late to tell whether it was delivered, so refused.
+    Stale,
 }
 
 impl fmt::Display for ReassemblyError {
@@ -230,251 +278,17 @@ impl fmt::Display for ReassemblyError {
             Self::Truncated => "packet shorter than the RUDP header",
             Self::BadVersion => "unknown RUDP version",
             Self::BadKind => "unknown RUDP packet kind",
+            Self::Reserved => "reserved RUDP header bytes are not zero",
             Self::NotData => "acknowledgement where a fragment was expected",
             Self::OutOfRange => "fragment index, count, size or length out of range",
             Self::TooLong => "message longer than the reassembly limit",
             Self::Duplicate => "duplicate fragment",
             Self::Inconsistent => "fragment disagrees with earlier fragments of its message",
-            Self::Busy => "too many messages in reassembly",
+            Self::Busy => "no room for a message in reassembly",
             Self::AlreadyDelivered => "message already delivered",
+            Self::Stale => "message id below the stream's delivery window",
         })
     }
 }
 
 impl core::error::Error for ReassemblyError {}
-
-/// Limits of a [`Reassembler`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReassemblyConfig {
-    /// Messages in progress at once.
-    pub max_messages: usize,
-    /// Longest message accepted, bytes.
-    pub max_message_len: u32,
-}
-
-impl Default for ReassemblyConfig {
-    /// 16 messages of up to 1 MiB.
-    fn default() -> Self {
-        Self {
-            max_messages: 16,
-            max_message_len: 1 << 20,
-        }
-    }
-}
-
-/// A message assembled from all its fragments.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Assembled {
-    /// Its stream.
-    pub stream: u16,
-    /// Its message id.
-    pub message: u32,
-    /// Sequence number of its first fragment.
-    pub first_seq: u32,
-    /// Fragments it arrived in.
-    pub fragments: u16,
-    /// Its bytes.
-    pub payload: Vec<u8>,
-}
-
-#[derive(Debug)]
-struct Partial {
-    head: Header,
-    first_seq: u32,
-    have: Vec<bool>,
-    missing: usize,
-    bytes: Vec<u8>,
-}
-
-/// Assembles messages from fragments arriving in any order.
-#[derive(Debug)]
-pub struct Reassembler {
-    cfg: ReassemblyConfig,
-    partial: Vec<Partial>,
-    delivered: Vec<(u16, u32)>,
-    next_delivered: usize,
-}
-
-impl Reassembler {
-    /// An empty reassembler with limits `cfg`.
-    pub fn new(cfg: ReassemblyConfig) -> Self {
-        Self {
-            cfg,
-            partial: Vec::new(),
-            delivered: Vec::new(),
-            next_delivered: 0,
-        }
-    }
-
-    /// Messages in progress.
-    pub fn in_progress(&self) -> usize {
-        self.partial.len()
-    }
-
-    /// Takes one packet; returns the message it completes, if any.
-    ///
-    /// # Errors
-    ///
-    /// A [`ReassemblyError`] saying why the packet was dropped; state is unchanged then.
-    pub fn handle_fragment(&mut self, packet: &[u8]) -> Result<Option<Assembled>, ReassemblyError> {
-        let h = Header::parse(packet)?;
-        if h.kind != Kind::Data {
-            return Err(ReassemblyError::NotData);
-        }
-        if h.len > self.cfg.max_message_len {
-            return Err(ReassemblyError::TooLong);
-        }
-        let (start, end) = h.span().ok_or(ReassemblyError::OutOfRange)?;
-        let body = packet.get(HEADER_LEN..).unwrap_or(&[]);
-        if body.len() != end - start {
-            return Err(ReassemblyError::OutOfRange);
-        }
-        let key = (h.stream, h.message);
-        if self.delivered.contains(&key) {
-            return Err(ReassemblyError::AlreadyDelivered);
-        }
-        let first_seq = h.seq.wrapping_sub(u32::from(h.index));
-        let pos = match self
-            .partial
-            .iter()
-            .position(|p| (p.head.stream, p.head.message) == key)
-        {
-            Some(i) => i,
-            None => {
-                if self.partial.len() >= self.cfg.max_messages {
-                    return Err(ReassemblyError::Busy);
-                }
-                let count = usize::from(h.count);
-                self.partial.push(Partial {
-                    head: h,
-                    first_seq,
-                    have: vec![false; count],
-                    missing: count,
-                    bytes: vec![0; end.max(usize::try_from(h.len).unwrap_or(end))],
-                });
-                self.partial.len() - 1
-            }
-        };
-        let p = self
-            .partial
-            .get_mut(pos)
-            .ok_or(ReassemblyError::Inconsistent)?;
-        if (p.head.count, p.head.len, p.head.size) != (h.count, h.len, h.size)
-            || p.first_seq != first_seq
-        {
-            return Err(ReassemblyError::Inconsistent);
-        }
-        let seen = p
-            .have
-            .get_mut(usize::from(h.index))
-            .ok_or(ReassemblyError::OutOfRange)?;
-        if *seen {
-            return Err(ReassemblyError::Duplicate);
-        }
-        let dst = p
-            .bytes
-            .get_mut(start..end)
-            .ok_or(ReassemblyError::OutOfRange)?;
-        dst.copy_from_slice(body);
-        *seen = true;
-        p.missing -= 1;
-        if p.missing > 0 {
-            return Ok(None);
-        }
-        let done = self.partial.swap_remove(pos);
-        self.remember(key);
-        Ok(Some(Assembled {
-            stream: done.head.stream,
-            message: done.head.message,
-            first_seq: done.first_seq,
-            fragments: done.head.count,
-            payload: done.bytes,
-        }))
-    }
-
-    fn remember(&mut self, key: (u16, u32)) {
-        let cap = self.cfg.max_messages.max(1);
-        if self.delivered.len() < cap {
-            self.delivered.push(key);
-        } else if let Some(slot) = self.delivered.get_mut(self.next_delivered % cap) {
-            *slot = key;
-        }
-        self.next_delivered = (self.next_delivered + 1) % cap;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_round_trips() {
-        let h = Header {
-            kind: Kind::Ack,
-            stream: 7,
-            message: 9,
-            seq: 11,
-            index: 1,
-            count: 3,
-            len: 100,
-            size: 40,
-        };
-        let mut b = Vec::new();
-        h.emit(&mut b);
-        assert_eq!(b.len(), HEADER_LEN);
-        assert_eq!(Header::parse(&b), Ok(h));
-        assert_eq!(Header::parse(&b[..5]), Err(ReassemblyError::Truncated));
-        b[0] = 2;
-        assert_eq!(Header::parse(&b), Err(ReassemblyError::BadVersion));
-    }
-
-    #[test]
-    fn empty_message_is_one_fragment() {
-        let p = fragment(1, 1, 0, &[], 64).unwrap();
-        assert_eq!(p.len(), 1);
-        let mut r = Reassembler::new(ReassemblyConfig::default());
-        let m = r.handle_fragment(&p[0]).unwrap().unwrap();
-        assert!(m.payload.is_empty());
-        assert_eq!(
-            r.handle_fragment(&p[0]),
-            Err(ReassemblyError::AlreadyDelivered)
-        );
-    }
-
-    #[test]
-    fn bad_fragments_are_refused_with_their_reason() {
-        let msg = [5u8; 100];
-        let p = fragment(1, 2, 0, &msg, 40).unwrap();
-        let mut r = Reassembler::new(ReassemblyConfig {
-            max_messages: 1,
-            max_message_len: 100,
-        });
-        assert_eq!(r.handle_fragment(&p[0]), Ok(None));
-        assert_eq!(r.handle_fragment(&p[0]), Err(ReassemblyError::Duplicate));
-        let mut short = p[1].clone();
-        short.pop();
-        assert_eq!(r.handle_fragment(&short), Err(ReassemblyError::OutOfRange));
-        let other = fragment(1, 3, 0, &msg, 40).unwrap();
-        assert_eq!(r.handle_fragment(&other[0]), Err(ReassemblyError::Busy));
-        let mut shifted = p[1].clone();
-        shifted[11] ^= 1;
-        assert_eq!(
-            r.handle_fragment(&shifted),
-            Err(ReassemblyError::Inconsistent)
-        );
-        let long = fragment(1, 4, 0, &[0; 101], 40).unwrap();
-        assert_eq!(r.handle_fragment(&long[0]), Err(ReassemblyError::TooLong));
-        let mut bad_index = p[2].clone();
-        bad_index[13] = 9;
-        assert_eq!(
-            r.handle_fragment(&bad_index),
-            Err(ReassemblyError::OutOfRange)
-        );
-        assert_eq!(r.handle_fragment(&p[2]), Ok(None));
-        let done = r.handle_fragment(&p[1]).unwrap().unwrap();
-        assert_eq!(done.payload, msg);
-        assert_eq!(done.fragments, 3);
-        assert_eq!(r.in_progress(), 0);
-        assert_eq!(fragment(0, 0, 0, &msg, 0), Err(FragmentError::ZeroSize));
-    }
-}

@@ -12,6 +12,11 @@
 //!
 //! Message bodies are described by compact binary formats (paper §3.1): a handler reads a
 //! [`Field`] at a known offset and width, as NP code reads header fields.
+//!
+//! Each handler also says how much of a message it must see ([`Needs`]): a handler that
+//! reads only a prefix and changes no byte can decide on a message's first fragment and
+//! let the rest follow (cut-through, per packet); one that rewrites or reads the whole
+//! message runs once the message is assembled (per message).
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -50,15 +55,24 @@ impl Field {
         Self { offset, width }
     }
 
-    /// The field's value in `payload`, or `None` if the payload is too short.
-    pub fn read(&self, payload: &[u8]) -> Option<u32> {
-        let w = match self.width {
+    /// Bytes it occupies: its width, 1 or 2, else 4 (as [`Field::read`] reads it).
+    const fn bytes(&self) -> usize {
+        match self.width {
             1 => 1,
             2 => 2,
             _ => 4,
-        };
+        }
+    }
+
+    /// Where it ends: the payload bytes it takes to read it (`offset` + 1, 2 or 4).
+    pub const fn end(&self) -> usize {
+        self.offset as usize + self.bytes()
+    }
+
+    /// The field's value in `payload`, or `None` if the payload is too short.
+    pub fn read(&self, payload: &[u8]) -> Option<u32> {
         let start = usize::from(self.offset);
-        let bytes = payload.get(start..start.checked_add(w)?)?;
+        let bytes = payload.get(start..start.checked_add(self.bytes())?)?;
         Some(bytes.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)))
     }
 }
@@ -87,6 +101,14 @@ impl Predicate {
             Self::Lt(f, v) => f.read(payload).is_some_and(|x| x < v),
             Self::Ge(f, v) => f.read(payload).is_some_and(|x| x >= v),
             Self::Range(f, lo, hi) => f.read(payload).is_some_and(|x| lo <= x && x <= hi),
+        }
+    }
+
+    /// Payload bytes it needs to decide: its field's end ([`Predicate::All`]: none).
+    pub const fn end(&self) -> usize {
+        match self {
+            Self::All => 0,
+            Self::Eq(f, _) | Self::Lt(f, _) | Self::Ge(f, _) | Self::Range(f, ..) => f.end(),
         }
     }
 
@@ -138,11 +160,37 @@ impl Work {
     }
 }
 
+/// How much of a message a handler must see to decide what to do with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// The first `n` payload bytes, and it changes no byte: it can run on the first
+    /// fragment alone, and the rest follow its decision (cut-through).
+    Prefix(usize),
+    /// The whole message (it rewrites bytes, or reads all of them).
+    Whole,
+}
+
+impl Needs {
+    /// What a composition of `self` then `other` needs: the whole message if either does,
+    /// else the longer prefix.
+    #[must_use]
+    pub const fn then(self, other: Needs) -> Needs {
+        match (self, other) {
+            (Self::Prefix(a), Self::Prefix(b)) => Self::Prefix(if a > b { a } else { b }),
+            _ => Self::Whole,
+        }
+    }
+}
+
 /// A handler parameter a control message may change at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Param {
-    /// Replace a filter's predicate.
+    /// Replace a filter's predicate (a per-destination filter's: every destination's).
     Predicate(Predicate),
+    /// Set one destination's predicate in a per-destination filter (a customised
+    /// multicast's Tx side), adding it if that destination has none; the others keep
+    /// theirs.
+    DestPredicate(Destination, Predicate),
     /// Set a mirror's fan-out to destinations `0..n`.
     FanOut(u16),
     /// Set a content route: field value → destination.
@@ -180,6 +228,11 @@ pub trait StreamHandler {
     /// What handling one message of `len` payload bytes costs (an upper bound: every
     /// output counted as sent).
     fn work(&self, len: u64) -> Work;
+
+    /// How much of a message it must see to decide ([`Needs::Prefix`]: it changes no byte
+    /// and its outputs, destinations and order, are the same on the message cut to that
+    /// prefix as on the whole message).
+    fn needs(&self) -> Needs;
 
     /// Changes a parameter at run time (a control message's effect).
     ///
@@ -222,6 +275,20 @@ mod tests {
         assert!(!Predicate::Range(f, 8, 9).matches(&m));
         assert!(!Predicate::Ge(f, 0).matches(&[1]));
         assert!(Predicate::All.matches(&[]));
+    }
+
+    #[test]
+    fn ends_and_needs_compose() {
+        assert_eq!(Field::new(3, 1).end(), 4);
+        assert_eq!(Field::new(3, 2).end(), 5);
+        assert_eq!(Field::new(3, 4).end(), 7);
+        assert_eq!(Field::new(u16::MAX, 3).end(), 65_539);
+        assert_eq!(Predicate::All.end(), 0);
+        assert_eq!(Predicate::Range(Field::new(8, 2), 0, 1).end(), 10);
+        assert_eq!(Needs::Prefix(3).then(Needs::Prefix(9)), Needs::Prefix(9));
+        assert_eq!(Needs::Prefix(9).then(Needs::Prefix(3)), Needs::Prefix(9));
+        assert_eq!(Needs::Prefix(9).then(Needs::Whole), Needs::Whole);
+        assert_eq!(Needs::Whole.then(Needs::Prefix(0)), Needs::Whole);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use stream_handlers::control::ControlMessage;
 fn near_control() -> impl Strategy<Value = Vec<u8>> {
     (
         prop_oneof![9 => Just(1u8), 1 => any::<u8>()],
-        0u8..8,
+        0u8..9,
         0u8..6,
         0u8..6,
         proptest::collection::vec(any::<u8>(), 0..20),
@@ -27,13 +27,21 @@ fn near_control() -> impl Strategy<Value = Vec<u8>> {
                 2 => 14,
                 4 => 8,
                 6 => 2,
+                7 => 16,
                 _ => operands.len(),
             };
             let mut ops: Vec<u8> = operands.iter().copied().cycle().take(len).collect();
             ops.resize(len, 0);
-            if op == 2 {
-                ops[2] = kind; // predicate kind, after the 2-byte handler
-                ops[5] = width; // after kind and the 2-byte offset
+            // The predicate's kind, then after its 2-byte offset its width: after the
+            // 2-byte handler (and for a destination's predicate, the 2-byte destination).
+            let at = match op {
+                2 => Some(2),
+                7 => Some(4),
+                _ => None,
+            };
+            if let Some(at) = at {
+                ops[at] = kind;
+                ops[at + 3] = width;
             }
             b.extend_from_slice(&ops);
             match slack {
@@ -55,7 +63,10 @@ fn check(data: &[u8]) -> Result<bool, TestCaseError> {
     m.emit(&mut out);
     prop_assert_eq!(out.len(), data.len());
     prop_assert_eq!(ControlMessage::parse(&out), Ok(m));
-    if !matches!(m, ControlMessage::SetPredicate { .. }) {
+    if !matches!(
+        m,
+        ControlMessage::SetPredicate { .. } | ControlMessage::SetDestPredicate { .. }
+    ) {
         prop_assert_eq!(&out[..], data);
     }
     Ok(true)
@@ -81,17 +92,20 @@ fn the_generator_reaches_every_message() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
-    let mut seen = [false; 7];
-    let mut kinds = [false; 5];
-    for _ in 0..4_000 {
+    let mut seen = [false; 8];
+    let mut kinds = [[false; 5]; 2];
+    for _ in 0..6_000 {
         let data = near_control().new_tree(&mut runner).unwrap().current();
         if ControlMessage::parse(&data).is_ok() {
             seen[usize::from(data[1])] = true;
-            if data[1] == 2 {
-                kinds[usize::from(data[4])] = true; // the predicate's kind byte
+            // The predicate's kind byte.
+            match data[1] {
+                2 => kinds[0][usize::from(data[4])] = true,
+                7 => kinds[1][usize::from(data[6])] = true,
+                _ => {}
             }
         }
     }
-    assert_eq!(&seen[1..], &[true; 6]);
-    assert_eq!(kinds, [true; 5]);
+    assert_eq!(&seen[1..], &[true; 7]);
+    assert_eq!(kinds, [[true; 5]; 2]);
 }

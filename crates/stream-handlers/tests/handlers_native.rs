@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use stream_handlers::deploy::{Deployment, Point};
-use stream_handlers::handlers::{ContentRouter, Delta, Filter, Format, Mirror};
+use stream_handlers::handlers::{ByteSwap, ContentRouter, Delta, Filter, Mirror};
 use stream_handlers::stream::{Field, Message, Param, Predicate, StreamHandler};
 
 /// A flight-data-like record: 2-byte kind, 2-byte altitude band, 4-byte timestamp, body.
@@ -30,7 +30,7 @@ fn a_pipeline_of_native_handlers_routes_filters_and_converts_real_records() {
         Box::new(Filter::new(Predicate::Range(band, 100, 200))),
     );
     dep.push(Point::RxSide, Box::new(router));
-    dep.push(Point::InTransit, Box::new(Format));
+    dep.push(Point::InTransit, Box::new(ByteSwap));
     let recs = [
         record(1, 150, 7, 12),
         record(2, 120, 8, 3),
@@ -44,8 +44,8 @@ fn a_pipeline_of_native_handlers_routes_filters_and_converts_real_records() {
     assert_eq!(out.len(), 2);
     assert_eq!(out[0].dest, 10);
     assert_eq!(out[1].dest, 20);
-    // Format swapped each 32-bit word: converting again restores the record.
-    let mut f = Format;
+    // ByteSwap (the format handler) swapped each 32-bit word: converting again restores the record.
+    let mut f = ByteSwap;
     let mut back = Vec::new();
     f.handle(out[0].clone(), &mut back);
     assert_eq!(back[0].payload, recs[0]);
@@ -70,6 +70,7 @@ fn mirror_then_delta_gives_each_destination_its_own_updated_copy() {
 
 #[test]
 fn rudp_assembles_from_mpackets_handlers_run_and_fragments_leave_again() {
+    use sansio::Instant;
     use stream_handlers::handlers::CustomMulticast;
     use stream_handlers::rudp::{HEADER_LEN, Reassembler, ReassemblyConfig, fragment};
     // 40 bytes of data + the 24-byte header: every packet is one 64-byte mpacket.
@@ -81,7 +82,7 @@ fn rudp_assembles_from_mpackets_handlers_run_and_fragments_leave_again() {
     let mut rx = Reassembler::new(ReassemblyConfig::default());
     let assembled = packets
         .iter()
-        .filter_map(|p| rx.handle_fragment(p).unwrap())
+        .filter_map(|p| rx.handle_fragment(Instant::ZERO, p).unwrap())
         .next()
         .unwrap();
     assert_eq!(assembled.payload, rec);
@@ -99,7 +100,7 @@ fn rudp_assembles_from_mpackets_handlers_run_and_fragments_leave_again() {
         let mut dst = Reassembler::new(ReassemblyConfig::default());
         let got: Vec<_> = frags
             .iter()
-            .filter_map(|p| dst.handle_fragment(p).unwrap())
+            .filter_map(|p| dst.handle_fragment(Instant::ZERO, p).unwrap())
             .collect();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].payload, rec);

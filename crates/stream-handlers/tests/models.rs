@@ -15,7 +15,7 @@
 use proptest::prelude::*;
 use stream_handlers::deploy::{Deployment, Point};
 use stream_handlers::handlers::{
-    ContentRouter, CustomMulticast, Delta, DestFilter, Filter, Format, Mirror,
+    ByteSwap, ContentRouter, CustomMulticast, Delta, DestFilter, Filter, Mirror,
 };
 use stream_handlers::{Destination, Field, HandlerError, Message, Param, Predicate, StreamHandler};
 
@@ -149,8 +149,20 @@ impl Model for FilterModel {
     }
 }
 
+/// Sets one destination's predicate: its first entry, or a new entry at the end.
+fn set_dest(filters: &mut Vec<(Destination, Predicate)>, dest: Destination, p: Predicate) {
+    for f in filters.iter_mut() {
+        if f.0 == dest {
+            f.1 = p;
+            return;
+        }
+    }
+    filters.push((dest, p));
+}
+
 /// The Tx-side filter: the copy passes its destination's predicate. A new predicate applies
-/// to every destination that has one (the tour: "the host gives every client …").
+/// to every destination that has one (the tour: "the host gives every client …"); a
+/// destination's predicate to that destination alone.
 struct DestFilterModel(Vec<(Destination, Predicate)>);
 
 impl Model for DestFilterModel {
@@ -163,16 +175,18 @@ impl Model for DestFilterModel {
     }
 
     fn configure(&mut self, p: Param) -> Result<(), HandlerError> {
-        let Param::Predicate(p) = p else {
-            return Err(HandlerError::UnsupportedParam);
-        };
-        self.0 = self.0.iter().map(|&(d, _)| (d, p)).collect();
+        match p {
+            Param::Predicate(p) => self.0 = self.0.iter().map(|&(d, _)| (d, p)).collect(),
+            Param::DestPredicate(d, p) => set_dest(&mut self.0, d, p),
+            _ => return Err(HandlerError::UnsupportedParam),
+        }
         Ok(())
     }
 }
 
 /// Customised multicast: for each destination in order, a copy if its predicate passes.
-/// Fan-out changes the destinations, a predicate the filters; routes do not apply.
+/// Fan-out changes the destinations, a predicate the filters (a destination's predicate
+/// that destination's filter); routes do not apply.
 struct MulticastModel {
     dests: Vec<Destination>,
     filters: Vec<(Destination, Predicate)>,
@@ -195,6 +209,7 @@ impl Model for MulticastModel {
             Param::Predicate(p) => {
                 self.filters = self.filters.iter().map(|&(d, _)| (d, p)).collect();
             }
+            Param::DestPredicate(d, p) => set_dest(&mut self.filters, d, p),
             Param::Route(..) => return Err(HandlerError::UnsupportedParam),
         }
         Ok(())
@@ -227,7 +242,7 @@ impl Model for DeltaModel {
     }
 }
 
-/// Format: each whole 32-bit word byte-swapped, trailing bytes (len mod 4) unchanged.
+/// ByteSwap (the format handler): each whole 32-bit word byte-swapped, trailing bytes (len mod 4) unchanged.
 struct FormatModel;
 
 impl Model for FormatModel {
@@ -296,6 +311,7 @@ fn param() -> impl Strategy<Value = Param> {
         predicate().prop_map(Param::Predicate),
         (0u16..7).prop_map(Param::FanOut),
         (value(), dest()).prop_map(|(v, d)| Param::Route(v, d)),
+        (dest(), predicate()).prop_map(|(d, p)| Param::DestPredicate(d, p)),
     ]
 }
 
@@ -385,7 +401,7 @@ proptest! {
 
     #[test]
     fn format_equals_its_model(ops in ops()) {
-        agree(&mut Format, &mut FormatModel, &ops)?;
+        agree(&mut ByteSwap, &mut FormatModel, &ops)?;
     }
 
     /// The paper's composition: a mirror on the Rx side, per-destination filters on the Tx

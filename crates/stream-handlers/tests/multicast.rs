@@ -1,12 +1,14 @@
 //! Destination-customised multicast, composed as an Rx-side mirror and Tx-side
-//! per-destination filters, delivers each destination exactly its filtered copy.
+//! per-destination filters, delivers each destination exactly its filtered copy; a control
+//! message re-parameterises one subscriber and leaves the others' copies as they were.
 
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use proptest::prelude::*;
+use stream_handlers::control::ControlMessage;
 use stream_handlers::handlers::{CustomMulticast, naive_multicast};
-use stream_handlers::stream::{Field, Message, Predicate, StreamHandler};
+use stream_handlers::stream::{Destination, Field, Message, Predicate, StreamHandler};
 
 fn field() -> impl Strategy<Value = Field> {
     (0u16..12, prop_oneof![Just(1u8), Just(2), Just(4)]).prop_map(|(o, w)| Field::new(o, w))
@@ -50,5 +52,44 @@ proptest! {
         let mut out = Vec::new();
         mc.handle(msg.clone(), &mut out);
         prop_assert_eq!(out, expected);
+    }
+}
+
+proptest! {
+    /// `SetDestPredicate` for one destination, as bytes on the wire, applied to the
+    /// Tx-side stage of the deployment and to the multicast as one handler: that
+    /// destination now gets what the new predicate keeps, every other destination exactly
+    /// what it got before.
+    #[test]
+    fn one_subscriber_is_re_parameterised_and_the_others_keep_theirs(
+        payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..32), 1..8),
+        dests in proptest::collection::btree_set(0u16..8, 1..6),
+        filters in proptest::collection::vec((0u16..8, predicate()), 0..8),
+        pick in any::<prop::sample::Index>(),
+        new in predicate(),
+    ) {
+        let dests: Vec<Destination> = dests.into_iter().collect();
+        let dest = dests[pick.index(dests.len())];
+        let mut mc = CustomMulticast::new(dests.clone(), filters.clone());
+        let mut dep = mc.deployment();
+        let mut wire = Vec::new();
+        ControlMessage::SetDestPredicate { handler: 1, dest, predicate: new }.emit(&mut wire);
+        let (stage, param) = ControlMessage::parse(&wire).unwrap().param().unwrap();
+        dep.stages[usize::from(stage)].handler.configure(param).unwrap();
+        mc.configure(param).unwrap();
+        for payload in payloads {
+            let msg = Message::new(0, payload);
+            let before = naive_multicast(&dests, &filters, &msg);
+            let out = dep.run(msg.clone());
+            let mut one = Vec::new();
+            mc.handle(msg.clone(), &mut one);
+            prop_assert_eq!(&one, &out);
+            let others = |v: &[Message]| -> Vec<Message> {
+                v.iter().filter(|m| m.dest != dest).cloned().collect()
+            };
+            prop_assert_eq!(others(&out), others(&before));
+            let got = out.iter().any(|m| m.dest == dest);
+            prop_assert_eq!(got, new.matches(&msg.payload));
+        }
     }
 }

@@ -4,8 +4,9 @@
 //! several streams, message ids interleaved and reused across streams) are fragmented and
 //! delivered through a seeded shuffle that loses, duplicates and reorders fragments. The
 //! reassembler must deliver every message whose fragments all arrived exactly once with
-//! its exact bytes, nothing else, keep within its `ReassemblyConfig`, and answer every
-//! corrupted fragment with a typed error, never a panic and never a wrong assembly.
+//! its exact bytes, nothing else, keep within its `ReassemblyConfig` (messages and bytes
+//! held), and answer every corrupted fragment with a typed error, never a panic and never a
+//! wrong assembly. `reassembly_eviction.rs` adds small limits, time and late replays.
 
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -13,6 +14,7 @@
 use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
+use sansio::Instant;
 use stream_handlers::rudp::{
     HEADER_LEN, Header, Kind, Reassembler, ReassemblyConfig, ReassemblyError, fragment,
 };
@@ -154,13 +156,13 @@ proptest! {
         let sent = send(size, &lens, &mut rng);
         let wire = deliver(&sent, loss, dup, &mut rng);
         let (complete, partial) = arrivals(&sent, &wire);
-        let cfg = ReassemblyConfig { max_messages: sent.len(), max_message_len: 1 << 20 };
+        let cfg = ReassemblyConfig { max_messages: sent.len(), ..ReassemblyConfig::default() };
         let mut r = Reassembler::new(cfg);
         let by_key: HashMap<(u16, u32), usize> =
             sent.iter().enumerate().map(|(m, s)| ((s.stream, s.id), m)).collect();
         let mut assembled: HashMap<usize, usize> = HashMap::new();
-        for (m, _, packet) in &wire {
-            match r.handle_fragment(packet) {
+        for (t, (m, _, packet)) in (0u64..).zip(&wire) {
+            match r.handle_fragment(Instant::from_micros(t), packet) {
                 Ok(Some(a)) => {
                     let k = by_key.get(&(a.stream, a.message)).copied();
                     prop_assert_eq!(k, Some(*m), "assembled a message that was not sent");
@@ -177,33 +179,40 @@ proptest! {
                 ),
             }
             prop_assert!(r.in_progress() <= cfg.max_messages);
+            prop_assert!(r.bytes_held() <= cfg.max_bytes);
         }
+        prop_assert_eq!(r.stats().assembled, complete.len() as u64);
         prop_assert_eq!(assembled.keys().copied().collect::<HashSet<_>>(), complete);
         prop_assert!(assembled.values().all(|&n| n == 1), "assembled twice: {:?}", assembled);
         prop_assert_eq!(r.in_progress(), partial.len());
+        prop_assert_eq!(r.stats().evicted, 0);
     }
 
-    /// With few slots and a length limit: never more in progress than the limit; a message
-    /// over the limit is refused as too long, never held; `Busy` only when every slot is
-    /// taken; a refusal changes nothing; whatever comes out was sent, whole, at most once.
+    /// With few slots, a length limit and a byte budget: never more in progress than the
+    /// limit nor more bytes held than the budget; a message that could never fit whole is
+    /// refused as too long, never held; no refusal changes anything; whatever comes out was
+    /// sent, whole, at most once; whatever was evicted is counted.
     #[test]
     fn the_configured_bounds_hold_under_loss_and_reordering(
         (size, lens) in workload(),
         max_messages in 1usize..4,
         max_message_len in 0u32..300,
+        max_bytes in 0usize..1_000,
         loss in 0u8..30,
         seed in any::<u64>(),
     ) {
         let mut rng = Rng::new(seed);
         let sent = send(size, &lens, &mut rng);
         let wire = deliver(&sent, loss, 0, &mut rng);
-        let mut r = Reassembler::new(ReassemblyConfig { max_messages, max_message_len });
+        let cfg = ReassemblyConfig { max_messages, max_message_len, max_bytes, timeout: u64::MAX };
+        let mut r = Reassembler::new(cfg);
         let mut assembled = HashSet::new();
         for (m, _, packet) in &wire {
             let s = &sent[*m];
-            let before = r.in_progress();
-            let res = r.handle_fragment(packet);
-            let too_long = s.bytes.len() > max_message_len as usize;
+            let (before, held, stats) = (r.in_progress(), r.bytes_held(), r.stats());
+            let res = r.handle_fragment(Instant::ZERO, packet);
+            let too_long = s.bytes.len() > max_message_len as usize
+                || whole_charge(s.bytes.len(), s.fragments.len()) > max_bytes;
             prop_assert_eq!(matches!(res, Err(ReassemblyError::TooLong)), too_long);
             match res {
                 Ok(Some(a)) => {
@@ -211,17 +220,18 @@ proptest! {
                     prop_assert_eq!(&a.payload, &s.bytes);
                     prop_assert!(assembled.insert(*m), "assembled twice");
                 }
-                Ok(None) => prop_assert!(r.in_progress() >= before),
-                Err(ReassemblyError::Busy) => {
-                    prop_assert_eq!(before, max_messages);
-                    prop_assert_eq!(r.in_progress(), before);
-                }
+                Ok(None) => prop_assert!(r.bytes_held() > 0),
                 Err(e) => {
                     prop_assert!(matches!(e, ReassemblyError::TooLong), "{e:?}");
-                    prop_assert_eq!(r.in_progress(), before);
+                    prop_assert_eq!((r.in_progress(), r.bytes_held()), (before, held));
+                    prop_assert_eq!(r.stats(), stats);
                 }
             }
             prop_assert!(r.in_progress() <= max_messages);
+            prop_assert!(r.bytes_held() <= max_bytes);
+            let st = r.stats();
+            prop_assert_eq!(st.assembled, assembled.len() as u64);
+            prop_assert!(st.evicted >= stats.evicted && st.expired == 0);
         }
     }
 
@@ -256,19 +266,20 @@ proptest! {
                 wire.push((m, sent[m].fragments[i].clone()));
             }
         }
-        let cfg = ReassemblyConfig { max_messages: sent.len(), max_message_len: 1 << 20 };
+        let cfg = ReassemblyConfig { max_messages: sent.len(), ..ReassemblyConfig::default() };
         let mut r = Reassembler::new(cfg);
         let mut assembled = HashSet::new();
         let mut got: HashMap<usize, HashSet<Vec<u8>>> = HashMap::new();
         for (m, packet) in &wire {
             got.entry(*m).or_default().insert(packet.clone());
-            if let Ok(Some(a)) = r.handle_fragment(packet) {
+            if let Ok(Some(a)) = r.handle_fragment(Instant::ZERO, packet) {
                 let s = &sent[*m];
                 prop_assert_eq!((a.stream, a.message), (s.stream, s.id));
                 prop_assert_eq!(&a.payload, &s.bytes, "a wrong assembly");
                 prop_assert!(assembled.insert(*m), "assembled twice");
             }
             prop_assert!(r.in_progress() <= cfg.max_messages);
+            prop_assert!(r.bytes_held() <= cfg.max_bytes);
         }
         for (m, s) in sent.iter().enumerate() {
             let all = s.fragments.iter().all(|f| got.get(&m).is_some_and(|g| g.contains(f)));
@@ -287,19 +298,32 @@ proptest! {
             1..30,
         ),
     ) {
-        let mut r = Reassembler::new(ReassemblyConfig { max_messages: 3, max_message_len: 150 });
+        let cfg = ReassemblyConfig {
+            max_messages: 3,
+            max_message_len: 150,
+            max_bytes: 400,
+            ..ReassemblyConfig::default()
+        };
+        let mut r = Reassembler::new(cfg);
         for (stream, message, seq, index, count, len, size, body) in packets {
             let h = Header { kind: Kind::Data, stream, message, seq, index, count, len, size };
             let mut p = Vec::new();
             h.emit(&mut p);
             p.extend((0..body).map(|b| b as u8));
-            if let Ok(Some(a)) = r.handle_fragment(&p) {
+            if let Ok(Some(a)) = r.handle_fragment(Instant::ZERO, &p) {
                 prop_assert_eq!(a.payload.len(), len as usize);
                 prop_assert_eq!(a.fragments, count);
             }
             prop_assert!(r.in_progress() <= 3);
+            prop_assert!(r.bytes_held() <= 400);
         }
     }
+}
+
+/// What holding a whole message costs, as `ReassemblyConfig::max_bytes` documents it: its
+/// bytes, two bytes per fragment but the last, and a bit per fragment in 8-byte words.
+fn whole_charge(len: usize, count: usize) -> usize {
+    len + 2 * (count - 1) + 8 * count.div_ceil(64)
 }
 
 /// A corrupted copy of `packet`.
@@ -347,7 +371,7 @@ fn each_corruption_has_its_typed_reason() {
     let try_ = |r: &mut Reassembler, f: &dyn Fn(&mut Vec<u8>)| {
         let mut q = p[1].clone();
         f(&mut q);
-        r.handle_fragment(&q)
+        r.handle_fragment(Instant::ZERO, &q)
     };
     assert_eq!(
         try_(&mut r, &|q| q.truncate(10)),
@@ -359,6 +383,7 @@ fn each_corruption_has_its_typed_reason() {
     );
     assert_eq!(try_(&mut r, &|q| q[1] = 7), Err(ReassemblyError::BadKind));
     assert_eq!(try_(&mut r, &|q| q[1] = 1), Err(ReassemblyError::NotData));
+    assert_eq!(try_(&mut r, &|q| q[23] = 1), Err(ReassemblyError::Reserved));
     assert_eq!(
         try_(&mut r, &|q| q.push(0)),
         Err(ReassemblyError::OutOfRange)
@@ -372,7 +397,8 @@ fn each_corruption_has_its_typed_reason() {
         Err(ReassemblyError::OutOfRange)
     );
     assert_eq!(r.in_progress(), 0, "a refusal leaves nothing behind");
-    assert_eq!(r.handle_fragment(&p[0]), Ok(None));
+    assert_eq!(r.bytes_held(), 0);
+    assert_eq!(r.handle_fragment(Instant::ZERO, &p[0]), Ok(None));
     // A lying length that keeps the count and this fragment's span: caught against the
     // first fragment's header.
     assert_eq!(
@@ -384,11 +410,11 @@ fn each_corruption_has_its_typed_reason() {
         try_(&mut r, &|q| q[11] ^= 4),
         Err(ReassemblyError::Inconsistent)
     );
-    assert_eq!(r.handle_fragment(&p[2]), Ok(None));
-    let a = r.handle_fragment(&p[1]).unwrap().unwrap();
+    assert_eq!(r.handle_fragment(Instant::ZERO, &p[2]), Ok(None));
+    let a = r.handle_fragment(Instant::ZERO, &p[1]).unwrap().unwrap();
     assert_eq!(a.payload, msg);
     assert_eq!(
-        r.handle_fragment(&p[1]),
+        r.handle_fragment(Instant::ZERO, &p[1]),
         Err(ReassemblyError::AlreadyDelivered)
     );
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use proptest::prelude::*;
+use sansio::Instant;
 use stream_handlers::rudp::{HEADER_LEN, Reassembler, ReassemblyConfig, ReassemblyError, fragment};
 
 proptest! {
@@ -35,7 +36,7 @@ proptest! {
         let mut r = Reassembler::new(ReassemblyConfig::default());
         let mut done = vec![None; msgs.len()];
         for &i in &sequence {
-            match r.handle_fragment(&packets[i]) {
+            match r.handle_fragment(Instant::ZERO, &packets[i]) {
                 Ok(Some(a)) => {
                     prop_assert!(done[a.message as usize].is_none());
                     let id = a.message as usize;
@@ -52,24 +53,32 @@ proptest! {
             prop_assert_eq!(usize::from(a.fragments), m.len().div_ceil(usize::from(size)).max(1));
         }
         prop_assert_eq!(r.in_progress(), 0);
+        prop_assert_eq!(r.bytes_held(), 0);
+        prop_assert_eq!(r.stats().assembled, msgs.len() as u64);
     }
 
     #[test]
     fn arbitrary_bytes_never_panic_and_memory_stays_bounded(
         packets in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..80), 0..64),
     ) {
-        let cfg = ReassemblyConfig { max_messages: 3, max_message_len: 4096 };
+        let cfg = ReassemblyConfig {
+            max_messages: 3,
+            max_message_len: 4096,
+            max_bytes: 6000,
+            timeout: 50,
+        };
         let mut r = Reassembler::new(cfg);
-        for mut p in packets {
+        for (t, mut p) in (0u64..).zip(packets) {
             // Make about half of them plausible headers.
             if p.len() >= HEADER_LEN && p[0] % 2 == 0 {
                 p[0] = 1;
                 p[1] = 0;
             }
-            if let Ok(Some(a)) = r.handle_fragment(&p) {
+            if let Ok(Some(a)) = r.handle_fragment(Instant::from_micros(t * 7), &p) {
                 prop_assert!(a.payload.len() <= 4096);
             }
             prop_assert!(r.in_progress() <= 3);
+            prop_assert!(r.bytes_held() <= 6000);
         }
     }
 }

@@ -1,10 +1,12 @@
 //! Handlers that decide where messages go without changing them: content-based routing,
-//! mirroring, filtering and the per-destination (Tx-side) filter.
+//! mirroring, filtering and the per-destination (Tx-side) filter. Each needs only the
+//! prefix its fields lie in ([`Needs::Prefix`]), so it can decide on a message's first
+//! fragment.
 
 use alloc::vec::Vec;
 
 use crate::stream::{
-    Destination, Field, HandlerError, Message, Param, Predicate, StreamHandler, Work,
+    Destination, Field, HandlerError, Message, Needs, Param, Predicate, StreamHandler, Work,
 };
 
 /// Content-based routing: the destination is looked up from a field of the message.
@@ -59,6 +61,10 @@ impl StreamHandler for ContentRouter {
             sdram_words: 1,
             outputs: 1,
         }
+    }
+
+    fn needs(&self) -> Needs {
+        Needs::Prefix(self.field.end())
     }
 
     fn configure(&mut self, param: Param) -> Result<(), HandlerError> {
@@ -122,6 +128,10 @@ impl StreamHandler for Mirror {
         }
     }
 
+    fn needs(&self) -> Needs {
+        Needs::Prefix(0)
+    }
+
     fn configure(&mut self, param: Param) -> Result<(), HandlerError> {
         let Param::FanOut(n) = param else {
             return Err(HandlerError::UnsupportedParam);
@@ -163,6 +173,10 @@ impl StreamHandler for Filter {
             sdram_words: self.predicate.words_read(),
             outputs: 1,
         }
+    }
+
+    fn needs(&self) -> Needs {
+        Needs::Prefix(self.predicate.end())
     }
 
     fn configure(&mut self, param: Param) -> Result<(), HandlerError> {
@@ -225,12 +239,25 @@ impl StreamHandler for DestFilter {
         }
     }
 
+    fn needs(&self) -> Needs {
+        Needs::Prefix(self.filters.iter().map(|f| f.1.end()).max().unwrap_or(0))
+    }
+
+    /// [`Param::Predicate`] replaces every destination's predicate;
+    /// [`Param::DestPredicate`] sets one destination's (its first entry, the one
+    /// [`DestFilter::predicate`] reads), adding an entry if it has none.
     fn configure(&mut self, param: Param) -> Result<(), HandlerError> {
-        let Param::Predicate(p) = param else {
-            return Err(HandlerError::UnsupportedParam);
-        };
-        for f in &mut self.filters {
-            f.1 = p;
+        match param {
+            Param::Predicate(p) => {
+                for f in &mut self.filters {
+                    f.1 = p;
+                }
+            }
+            Param::DestPredicate(dest, p) => match self.filters.iter_mut().find(|f| f.0 == dest) {
+                Some(f) => f.1 = p,
+                None => self.filters.push((dest, p)),
+            },
+            _ => return Err(HandlerError::UnsupportedParam),
         }
         Ok(())
     }
@@ -239,6 +266,7 @@ impl StreamHandler for DestFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::boxed::Box;
     use alloc::vec;
 
     fn msg(key: u8) -> Message {
@@ -297,5 +325,30 @@ mod tests {
         assert_eq!(out.len(), 2);
         d.configure(Param::Predicate(Predicate::Eq(f, 3))).unwrap();
         assert_eq!(d.predicate(1), Predicate::Eq(f, 3));
+    }
+
+    #[test]
+    fn one_destination_is_re_parameterised_alone() {
+        let f = Field::new(0, 1);
+        let mut d = DestFilter::new(vec![(1, Predicate::Eq(f, 1)), (2, Predicate::Eq(f, 2))]);
+        d.configure(Param::DestPredicate(2, Predicate::Ge(f, 5)))
+            .unwrap();
+        assert_eq!(d.predicate(1), Predicate::Eq(f, 1));
+        assert_eq!(d.predicate(2), Predicate::Ge(f, 5));
+        d.configure(Param::DestPredicate(3, Predicate::Lt(f, 2)))
+            .unwrap();
+        assert_eq!(d.filters.len(), 3);
+        assert_eq!(d.predicate(3), Predicate::Lt(f, 2));
+        assert_eq!(d.predicate(1), Predicate::Eq(f, 1));
+        for mut h in [
+            Box::new(Filter::new(Predicate::All)) as Box<dyn StreamHandler>,
+            Box::new(Mirror::new(vec![1])),
+            Box::new(ContentRouter::new(f, None, 1)),
+        ] {
+            assert_eq!(
+                h.configure(Param::DestPredicate(1, Predicate::All)),
+                Err(HandlerError::UnsupportedParam)
+            );
+        }
     }
 }

@@ -10,4 +10,4 @@ mod transform;
 
 pub use forward::{ContentRouter, DestFilter, Filter, Mirror};
 pub use multicast::{CustomMulticast, naive_multicast};
-pub use transform::{Delta, Format};
+pub use transform::{ByteSwap, Delta};

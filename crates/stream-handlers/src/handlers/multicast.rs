@@ -5,7 +5,9 @@ use alloc::vec::Vec;
 
 use super::{DestFilter, Mirror};
 use crate::deploy::{Deployment, Point};
-use crate::stream::{Destination, HandlerError, Message, Param, Predicate, StreamHandler, Work};
+use crate::stream::{
+    Destination, HandlerError, Message, Needs, Param, Predicate, StreamHandler, Work,
+};
 
 /// Destination-customised multicast: every destination receives the copy its own filter
 /// lets through.
@@ -61,10 +63,16 @@ impl StreamHandler for CustomMulticast {
         }
     }
 
+    fn needs(&self) -> Needs {
+        self.mirror.needs().then(self.filters.needs())
+    }
+
+    /// [`Param::FanOut`] goes to the mirror; [`Param::Predicate`] (every destination) and
+    /// [`Param::DestPredicate`] (one destination) to the per-destination filters.
     fn configure(&mut self, param: Param) -> Result<(), HandlerError> {
         match param {
             Param::FanOut(_) => self.mirror.configure(param),
-            Param::Predicate(_) => self.filters.configure(param),
+            Param::Predicate(_) | Param::DestPredicate(..) => self.filters.configure(param),
             Param::Route(..) => Err(HandlerError::UnsupportedParam),
         }
     }

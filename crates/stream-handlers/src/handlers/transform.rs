@@ -1,9 +1,10 @@
-//! Handlers that change the message: delta (rewrites a fifth of it) and format (converts
-//! the whole payload).
+//! Handlers that change the message: delta (rewrites a fifth of it) and the format handler
+//! [`ByteSwap`] (converts the whole payload). Both need the whole message
+//! ([`Needs::Whole`]).
 
 use alloc::vec::Vec;
 
-use crate::stream::{HandlerError, Message, Param, StreamHandler, Work, words};
+use crate::stream::{HandlerError, Message, Needs, Param, StreamHandler, Work, words};
 
 /// The delta handler: updates a fraction of the message in place, 20% in the paper (§4).
 /// It adds `step` to every byte of the region `offset .. offset + len·percent/100` (an
@@ -68,18 +69,27 @@ impl StreamHandler for Delta {
         }
     }
 
+    fn needs(&self) -> Needs {
+        Needs::Whole
+    }
+
     fn configure(&mut self, _param: Param) -> Result<(), HandlerError> {
         Err(HandlerError::UnsupportedParam)
     }
 }
 
-/// The format handler: converts the whole payload between byte orders, word by word (a
-/// big-endian ↔ little-endian translation of 32-bit fields, as a binary format converter
-/// does for a heterogeneous receiver). Trailing bytes of an odd-length payload stay.
+/// The paper's format handler (its [`name`](StreamHandler::name) is "format"): converts
+/// the whole payload between byte orders, word by word (a big-endian ↔ little-endian
+/// translation of 32-bit fields, as a binary format converter does for a heterogeneous
+/// receiver). When the length is not a multiple of 4, the last `len % 4` bytes stay as
+/// they are.
+///
+/// Not to be confused with [`format::Format`](crate::format::Format), a declared message
+/// format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Format;
+pub struct ByteSwap;
 
-impl StreamHandler for Format {
+impl StreamHandler for ByteSwap {
     fn name(&self) -> &'static str {
         "format"
     }
@@ -103,6 +113,10 @@ impl StreamHandler for Format {
         }
     }
 
+    fn needs(&self) -> Needs {
+        Needs::Whole
+    }
+
     fn configure(&mut self, _param: Param) -> Result<(), HandlerError> {
         Err(HandlerError::UnsupportedParam)
     }
@@ -120,12 +134,12 @@ mod tests {
         d.handle(Message::new(0, vec![0; 100]), &mut out);
         let changed = out[0].payload.iter().filter(|&&b| b != 0).count();
         assert_eq!(changed, 20);
-        assert!(d.work(1000).sdram_words < Format.work(1000).sdram_words);
+        assert!(d.work(1000).sdram_words < ByteSwap.work(1000).sdram_words);
     }
 
     #[test]
     fn format_swaps_every_word_and_is_an_involution() {
-        let mut f = Format;
+        let mut f = ByteSwap;
         let mut out = Vec::new();
         f.handle(Message::new(0, vec![1, 2, 3, 4, 5, 6, 7, 8, 9]), &mut out);
         assert_eq!(out[0].payload, vec![4, 3, 2, 1, 8, 7, 6, 5, 9]);
