@@ -356,6 +356,7 @@ fuzz_target!(|input: Input| {
         routes: Vec::new(),
         groups: Vec::new(),
         originate: Vec::new(),
+        streams: None,
     };
     let mtus: Vec<usize> = config.ifaces.iter().map(|f| f.mtu).collect();
     let dv_links = config.ifaces.iter().filter(|f| f.dv_cost.is_some()).count();

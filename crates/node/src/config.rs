@@ -223,6 +223,21 @@ pub struct Config {
     /// Networks attached to the node, advertised through distance vector from the start
     /// ([`Node::originate`](crate::Node::originate); needs `dv`).
     pub originate: Vec<IpPrefix>,
+    /// The stream handlers' node on the node's own addresses (UDP data and control
+    /// ports), or `None`: such datagrams are delivered like any other.
+    pub streams: Option<StreamsConfig>,
+}
+
+/// The node's stream handlers (the network-processor paper's overlay node): the
+/// [`StreamNode`](stream_handlers::node::StreamNode)'s config and the streams deployed
+/// when the node starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamsConfig {
+    /// Ports, admission, host, limits.
+    pub node: stream_handlers::node::NodeConfig,
+    /// Stream id and its deployment, admitted in order when the node first runs its
+    /// streams ([`Node::run_streams`](crate::Node::run_streams)).
+    pub deploy: Vec<(u16, stream_handlers::spec::Spec)>,
 }
 
 impl Config {
@@ -242,6 +257,7 @@ impl Config {
             routes: Vec::new(),
             groups: Vec::new(),
             originate: Vec::new(),
+            streams: None,
         }
     }
 
@@ -310,6 +326,9 @@ impl Config {
         if !self.originate.is_empty() && self.dv.is_none() {
             return Err(ConfigError::OriginateWithoutRouting);
         }
+        if self.streams.is_some() && self.addrs.is_empty() {
+            return Err(ConfigError::StreamsNeedAddress);
+        }
         Ok(())
     }
 }
@@ -361,6 +380,8 @@ pub enum ConfigError {
     /// Distance vector's table has no room for a prefix to originate
     /// ([`dv::Config::max_destinations`]).
     RoutingTableFull,
+    /// Stream handlers on, but the node has no address to receive streams on.
+    StreamsNeedAddress,
 }
 
 impl fmt::Display for ConfigError {
@@ -381,6 +402,7 @@ impl fmt::Display for ConfigError {
                 write!(f, "interface {iface}: a routing cost but no [dv] config")
             }
             ConfigError::SnapNeedsAddress => f.write_str("SNAP needs a node address"),
+            ConfigError::StreamsNeedAddress => f.write_str("stream handlers need a node address"),
             ConfigError::SnapServicesWithoutSnap => f.write_str("SNAP services with SNAP off"),
             ConfigError::CacheSize(n) => write!(f, "route cache of 2^{n} slots (1..=24)"),
             ConfigError::EmptyRoute => f.write_str("a static route with no interface"),

@@ -117,7 +117,9 @@ pub mod deploy;
 pub mod envelope;
 pub mod format;
 pub mod handlers;
+pub mod node;
 pub mod rudp;
+pub mod spec;
 pub mod stream;
 
 pub use stream::{

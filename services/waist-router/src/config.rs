@@ -110,6 +110,12 @@ pub struct RouterFile {
     /// `[[group]]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group: Vec<GroupSection>,
+    /// `[streams]` (stream handlers; see [`crate::streams`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streams: Option<Spanned<crate::streams::StreamsSection>>,
+    /// `[[stream]]`: streams deployed at start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stream: Vec<crate::streams::StreamSection>,
 }
 
 /// `[node]`.
@@ -503,6 +509,7 @@ pub fn plan(source: &Source, file: &RouterFile) -> Result<Plan, ConfigError> {
         groups.push((addr, links));
     }
     (node.routes, node.groups, node.originate) = (routes, groups, originate);
+    node.streams = crate::streams::plan(source, file.streams.as_ref(), &file.stream)?;
     // The node the start builds, built once here (it is a value: no I/O), so whatever it
     // refuses (a zero cost, a route it cannot install) is refused by `--check` too.
     waist_node::Node::new(node.clone(), waist_node::Instant::ZERO)

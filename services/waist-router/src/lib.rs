@@ -29,6 +29,7 @@ pub mod events;
 mod metrics;
 pub mod reload;
 pub mod status;
+pub mod streams;
 
 use std::future::Future;
 use std::time::{Duration, Instant as StdInstant};
@@ -88,6 +89,9 @@ pub struct Router {
     log: events::LinkLog,
     /// Where a reload re-reads the config from ([`Router::reload_from`]).
     reload: Option<reload::Reload>,
+    /// Forwarding's own cost per frame, ns, averaged over batches (the stream handlers'
+    /// headroom is what it leaves of the budget).
+    base_ns: u64,
 }
 
 impl Router {
@@ -110,6 +114,7 @@ impl Router {
             unclaimed: 0,
             answers: Vec::new(),
             reload: None,
+            base_ns: 0,
         })
     }
 
@@ -159,6 +164,7 @@ impl Router {
         let (wall, now) = self.now();
         let mut answers = std::mem::take(&mut self.answers);
         answers.clear();
+        let taken = batch.last().datagrams;
         {
             // The same frames as `Batch::frames`, cut from each run by its stride (cheaper).
             let mut frames: Vec<(usize, &mut [u8])> = Vec::with_capacity(batch.last().datagrams);
@@ -167,6 +173,9 @@ impl Router {
             }
             self.node
                 .handle_packets(now, &mut frames, |_, sent, _| answers.push(sent));
+        }
+        if self.node.streams().is_some() {
+            self.measure_base(wall, taken);
         }
         let mut k = 0;
         for (_, stride, region) in batch.runs_mut() {
@@ -218,11 +227,33 @@ impl Router {
         true
     }
 
-    /// Passes on link changes; sends what the node queued (and flushes every link's
+    /// Forwarding's cost per frame from a batch of `frames` begun at `began`, averaged
+    /// (weight 1/8), handed to the stream node as its base cost.
+    fn measure_base(&mut self, began: StdInstant, frames: usize) {
+        let per =
+            u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX) / frames.max(1) as u64;
+        self.base_ns = if self.base_ns == 0 {
+            per
+        } else {
+            (7 * self.base_ns + per) / 8
+        };
+        if let Some(s) = self.node.streams_mut() {
+            s.set_base_cost(self.base_ns);
+        }
+    }
+
+    /// Passes on link changes; runs the stream handlers on what arrived for them (timed
+    /// with the monotonic clock); sends what the node queued (and flushes every link's
     /// queue); takes what it delivered.
     fn drain(&mut self, out: &mut [u8], wall: StdInstant) {
         if self.links.has_events() {
             self.link_events();
+        }
+        if self.node.streams().is_some() {
+            let origin = StdInstant::now();
+            let mut meter = move || u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.node.run_streams(self.clock.at(wall), &mut meter);
+            self.log_stream_events();
         }
         while let Some(t) = self.node.poll_transmit(out) {
             if let Some(bytes) = out.get(..t.len) {

@@ -62,6 +62,7 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
     for l in r.links().iter() {
         out.extend(l.samples("waist"));
     }
+    stream_samples(r, &mut out);
     for route in routes(r) {
         let mut sample = Sample::gauge(
             "waist_route",
@@ -79,6 +80,41 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
         out.push(sample);
     }
     out
+}
+
+/// The stream handlers' counters, headroom and, per stream, its placement and cost.
+fn stream_samples(r: &Router, out: &mut Vec<Sample>) {
+    let Some(sn) = r.node().streams() else { return };
+    for (name, help, v) in sn.stats().named() {
+        out.push(counter(&format!("waist_stream_{name}"), help, v));
+    }
+    if let Some(a) = sn.allowance_ns() {
+        out.push(Sample::gauge(
+            "waist_stream_headroom_ns",
+            "what handlers may spend per packet, ns (the budget's share less forwarding's cost)",
+            a as f64,
+        ));
+    }
+    for st in sn.streams() {
+        let placement = match st.placement {
+            stream_handlers::node::Placement::Node => "router",
+            stream_handlers::node::Placement::Host => "host",
+        };
+        let mode = match st.mode {
+            stream_handlers::node::Mode::CutThrough => "cut-through",
+            stream_handlers::node::Mode::Whole => "whole",
+        };
+        out.push(
+            Sample::gauge(
+                "waist_stream_cost_ns",
+                "a stream's measured handler cost per packet, ns",
+                st.cost_ns as f64,
+            )
+            .with_label("stream", st.stream.to_string())
+            .with_label("placement", placement)
+            .with_label("mode", mode),
+        );
+    }
 }
 
 /// The status of `r` now.

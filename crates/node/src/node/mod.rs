@@ -14,6 +14,7 @@ mod ip;
 mod queues;
 mod reconfigure;
 pub mod snap;
+pub(crate) mod streams;
 
 pub use queues::MAX_DELIVERIES;
 pub use reconfigure::{Diff, Reconfigured, RoutingFate, StoreFate};
@@ -93,6 +94,8 @@ pub struct Node {
     /// site (found there, or read with its frame), used by the others. A field, not a
     /// local, so that a node without ESP pays nothing for it per packet.
     pub(crate) esp_found: esp_proto::node::Found,
+    /// The stream handlers, if on.
+    pub(crate) streams: Option<streams::Streams>,
 }
 
 /// How one frame ended (each frame ends exactly one way; see [`Stats`]).
@@ -160,7 +163,9 @@ impl Node {
             stats: Stats::default(),
             reads: Vec::new(),
             esp_found: esp_proto::node::Found::NotEsp,
+            streams: None,
         };
+        node.streams = node.config.streams.as_ref().map(streams::Streams::new);
         node.drain_dv();
         node.install(now)?;
         Ok(node)

@@ -34,6 +34,11 @@ impl Node {
             self.send_own(packet.to_vec());
             return Fate::Delivered;
         }
+        match self.take_stream(packet) {
+            Some(true) => return Fate::Delivered,
+            Some(false) => return Fate::Dropped(Reason::Local),
+            None => {}
+        }
         if self.deliveries.len() >= MAX_DELIVERIES {
             return Fate::Dropped(Reason::Local);
         }
@@ -143,6 +148,9 @@ impl Node {
         self.drain_dv();
         if let Some(esp) = &mut self.esp {
             esp.handle_timeout(now);
+        }
+        if let Some(s) = self.streams_mut() {
+            s.handle_timeout(now);
         }
     }
 

@@ -167,6 +167,8 @@ impl Node {
     /// * Distance vector keeps its learned routes while its id and timers are the same: an
     ///   interface gone or renumbered goes down (its routes are relearned under the new
     ///   number), a new one comes up; otherwise routing restarts.
+    /// * The stream handlers are kept while [`Config::streams`] is the same; otherwise they
+    ///   start afresh from the new config (streams deployed by control messages are gone).
     /// * Interfaces that were down stay down; the counters carry on. Static routes,
     ///   groups, originated prefixes, addresses, ICMP and MTUs are the new config's.
     ///
@@ -229,6 +231,9 @@ impl Node {
                 .map(|j| *iface = j)
                 .is_some()
         });
+        if self.config.streams != config.streams {
+            self.streams = config.streams.as_ref().map(super::streams::Streams::new);
+        }
         let old = core::mem::replace(&mut self.config, config);
         done.routing = self.reconfigure_dv(now, &old, &from);
         let mut own: Vec<IpAddr> = self.config.addrs.clone();

@@ -149,6 +149,55 @@ impl Router {
         }
     }
 
+    /// Logs what the stream handlers did: deployments, refusals, overruns, changes.
+    pub(crate) fn log_stream_events(&mut self) {
+        use stream_handlers::node::{Event, Placement};
+        let router = self.name.clone();
+        while let Some(e) = self.node.poll_stream_event() {
+            match e {
+                Event::Deployed {
+                    stream,
+                    placement,
+                    cost_ns,
+                    allowance_ns,
+                } => {
+                    let on = if placement == Placement::Node {
+                        "router"
+                    } else {
+                        "host"
+                    };
+                    let headroom =
+                        allowance_ns.map_or("unlimited".to_string(), |a| format!("{a} ns"));
+                    info!(router = %router, event = "stream_deployed", stream, on, cost_ns,
+                        "stream {stream} deployed on the {on}: {cost_ns} ns per packet, headroom {headroom}");
+                }
+                Event::Refused { stream, why } => {
+                    warn!(router = %router, event = "stream_refused", stream, "stream {stream} refused: {why}");
+                }
+                Event::Overrun {
+                    stream,
+                    cost_ns,
+                    allowance_ns,
+                    moved,
+                } => {
+                    let what = if moved {
+                        "moved to the host"
+                    } else {
+                        "no host to move it to"
+                    };
+                    warn!(router = %router, event = "stream_overrun", stream, cost_ns, allowance_ns,
+                        "stream {stream} overran its headroom ({cost_ns} ns per packet > {allowance_ns} ns): {what}");
+                }
+                Event::Changed { stream, spec } => {
+                    info!(router = %router, event = "stream_changed", stream, "stream {stream} now runs `{spec}`");
+                }
+                Event::Terminated { stream } => {
+                    info!(router = %router, event = "stream_terminated", stream, "stream {stream} terminated");
+                }
+            }
+        }
+    }
+
     fn say(&self, iface: usize, say: Say) {
         let (router, link) = (&self.name, self.link_name(iface));
         let state = |up| if up { "up" } else { "down" };
