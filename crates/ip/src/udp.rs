@@ -126,14 +126,23 @@ mod tests {
     fn parse_reads_back_what_emit_wrote_and_refuses_a_bad_sum() {
         for (src, dst) in [
             (IpAddr::from([10, 1, 0, 1]), IpAddr::from([10, 0, 0, 2])),
-            (IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1]), IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 2])),
+            (
+                IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1]),
+                IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 2]),
+            ),
         ] {
             let mut out = [0u8; 80];
             let n = emit_datagram(src, dst, 64, 7400, 7401, b"hello", &mut out).unwrap_or(0);
             let d = parse_datagram(&out[..n]);
             assert_eq!(
                 d,
-                Some(Datagram { src, dst, sport: 7400, dport: 7401, data: b"hello" })
+                Some(Datagram {
+                    src,
+                    dst,
+                    sport: 7400,
+                    dport: 7401,
+                    data: b"hello"
+                })
             );
             out[n - 1] ^= 1;
             assert_eq!(parse_datagram(&out[..n]), None);
