@@ -151,6 +151,19 @@ pub fn plan(
     Ok(Some(StreamsConfig { node, deploy }))
 }
 
+/// The config of a stream host (`waist stream host`): a node at `addr` with one link
+/// (`link`, in the one link notation, e.g. `udp:LOCAL=PEER`) to its router, everything
+/// routed over it, and stream handlers that admit every deployment. The router hands it
+/// the streams it has no headroom for; it runs them on the same code and sends their
+/// output back through the router.
+pub fn host_config(name: &str, addr: IpAddr, link: &str) -> String {
+    let default = if addr.is_ipv4() { "0.0.0.0/0" } else { "::/0" };
+    format!(
+        "[node]\nname = {name:?}\naddresses = [\"{addr}\"]\n\n[streams]\nadmission = false\n\n\
+         [[link]]\nname = \"router\"\non = {link:?}\n\n[[route]]\nprefix = \"{default}\"\nlink = \"router\"\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +200,21 @@ spec = "to 10.3.0.10:7400 10.4.0.10:7400 | mirror"
         assert_eq!(c.node.host, "10.9.0.10".parse().ok());
         assert_eq!(c.deploy.len(), 1);
         assert_eq!(plan_of("").ok().flatten(), None);
+    }
+
+    #[test]
+    fn a_host_config_is_a_router_config_that_admits_everything() {
+        let text = host_config(
+            "sh",
+            "10.9.0.10".parse().expect("a"),
+            "udp:127.0.0.1:1=127.0.0.1:2",
+        );
+        let s = Source::new("host.toml", text);
+        let f: crate::config::RouterFile = s.parse().expect("parses");
+        let p = crate::config::plan(&s, &f).expect("plans");
+        let streams = p.node.streams.expect("streams on");
+        assert_eq!(streams.node.admission, None);
+        assert_eq!(p.node.routes.len(), 1);
     }
 
     #[test]
