@@ -24,6 +24,7 @@ pub mod link;
 pub mod route;
 pub mod scrape;
 pub mod snap;
+pub mod stream_host;
 
 use std::net::SocketAddr;
 use std::str::FromStr;

@@ -60,6 +60,15 @@
 //! address = "10.2.0.10"
 //! router = "r4"
 //! kind = "netns"                    # "udp" (default): the link above; "netns": below
+//!
+//! [[stream]]                        # a stream whose handlers run on a router
+//! id = 7                            # the RUDP stream id
+//! router = "r2"                     # gives it `[streams]` (settings: `streams = { … }`
+//!                                   #   inline on the router; `stream_host = "10.9.0.10"`
+//!                                   #   there starts a `waist stream host` process linked
+//!                                   #   to it, for streams without headroom)
+//! to = ["h1", "h2"]                 # destinations in order: hosts (port 7400) or ADDR:PORT
+//! handlers = "fields flight | multicast 0=status==2 1=all"   # the spec after `to`
 //! ```
 //!
 //! A `kind = "netns"` host is a network namespace named `waist-RUN-HOST`
@@ -126,6 +135,9 @@ pub struct TopologyFile {
     /// `[[host]]`.
     #[serde(default)]
     pub host: Vec<HostSection>,
+    /// `[[stream]]`.
+    #[serde(default)]
+    pub stream: Vec<StreamSection>,
 }
 
 /// `[defaults]`.
@@ -159,7 +171,7 @@ pub struct MachineSection {
 }
 
 /// The waist-router sections a router may give inline.
-const ROUTER_SECTIONS: [&str; 4] = ["esp", "snap", "dv", "route_cache"];
+const ROUTER_SECTIONS: [&str; 5] = ["esp", "snap", "dv", "route_cache", "streams"];
 
 /// `[[router]]`.
 #[derive(Clone, Debug, Deserialize)]
@@ -184,6 +196,11 @@ pub struct RouterSection {
     pub dv: Option<Spanned<toml::Table>>,
     /// `route_cache = {…}`.
     pub route_cache: Option<Spanned<toml::Table>>,
+    /// `streams = {…}`: the stream handlers' settings (rate, share, overruns).
+    pub streams: Option<Spanned<toml::Table>>,
+    /// The address of a stream host process (`waist stream host`) attached to this
+    /// router: the streams it has no headroom for run there.
+    pub stream_host: Option<Spanned<String>>,
 }
 
 /// `[[link]]`.
@@ -233,6 +250,22 @@ pub struct HostSection {
     pub host: Option<Spanned<String>>,
     /// `udp` (default: a link for waist's host tools) or `netns` (a network namespace).
     pub kind: Option<Spanned<String>>,
+}
+
+/// `[[stream]]`: a stream whose handlers run on a router.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSection {
+    /// The stream id (the RUDP header's).
+    pub id: Spanned<u16>,
+    /// The router its handlers run on (or its stream host, without headroom).
+    pub router: Spanned<String>,
+    /// Its destinations in order (destination `i` of the handlers): host names (their
+    /// address, port 7400) or `ADDR:PORT`.
+    pub to: Spanned<Vec<Spanned<String>>>,
+    /// The handlers, in the spec grammar after `to`: `fields flight | multicast 0=… 1=…`.
+    #[serde(default)]
+    pub handlers: Option<Spanned<String>>,
 }
 
 /// What a process is.
@@ -484,3 +517,5 @@ pub use capture::Capture;
 mod tests;
 #[cfg(test)]
 mod tests_netns;
+#[cfg(test)]
+mod tests_streams;

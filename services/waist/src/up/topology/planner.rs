@@ -107,6 +107,8 @@ impl<'a> Planner<'a> {
         self.links()?;
         self.hosts()?;
         self.servers()?;
+        self.stream_hosts()?;
+        self.streams()?;
         Ok(self.static_routes())
     }
 
@@ -247,6 +249,8 @@ impl<'a> Planner<'a> {
                 tuns: Vec::new(),
                 routes: Vec::new(),
                 originate: r.originate.iter().map(|p| p.get_ref().clone()).collect(),
+                stream_host: None,
+                streams: Vec::new(),
             };
             self.routers.push(draft);
         }
@@ -457,6 +461,93 @@ impl<'a> Planner<'a> {
                 names_of.push(rn);
             }
             self.servers.push((n, a, names_of));
+        }
+        Ok(())
+    }
+
+    /// Every router's `stream_host`: a stream host process (a waist-router run with
+    /// [`waist_router::streams::host_config`]) named `ROUTER-streams`, linked to it; the
+    /// router routes and announces its address and hands it the streams it cannot admit.
+    fn stream_hosts(&mut self) -> Result<(), ConfigError> {
+        for (ir, r) in self.file.router.iter().enumerate() {
+            let Some(at) = &r.stream_host else { continue };
+            let n = self.name(&Spanned::new(
+                at.span(),
+                format!("{}-streams", r.name.get_ref()),
+            ))?;
+            let a = self.address(at, &n)?;
+            let machine = self.routers[ir].machine.clone();
+            let local = self.take(&machine, at)?;
+            let peer = self.take(&machine, at)?;
+            let router = &mut self.routers[ir];
+            router.links.push((
+                LinkEnd {
+                    name: n.clone(),
+                    local: peer,
+                    peer: local,
+                    mtu: DEFAULT_MTU,
+                },
+                None,
+            ));
+            router.routes.push((host_prefix(a), n.clone()));
+            router.originate.push(host_prefix(a));
+            router.stream_host = Some(a);
+            let via = crate::host::Via::Udp { local, peer }.to_string();
+            self.replicas.push(Process {
+                name: n.clone(),
+                role: Role::Router,
+                machine,
+                links: vec![LinkEnd {
+                    name: "router".into(),
+                    local,
+                    peer,
+                    mtu: DEFAULT_MTU,
+                }],
+                config: Some(waist_router::streams::host_config(&n, a, &via)),
+                serves: None,
+                server: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Every `[[stream]]`: its spec (`to` the destinations' addresses, then its handlers),
+    /// checked by the stream handlers' own parser, deployed on its router at start.
+    fn streams(&mut self) -> Result<(), ConfigError> {
+        for st in &self.file.stream {
+            let ir = self.router_index(&st.router)?;
+            let mut to = Vec::new();
+            for d in st.to.get_ref() {
+                let named = self.hosts.iter().map(|h| (&h.name, h.address));
+                let netns = self.netns.iter().map(|h| (&h.name, h.address));
+                let addr = match named.chain(netns).find(|(n, _)| *n == d.get_ref()) {
+                    Some((_, a)) => SocketAddr::new(a, stream_handlers::node::DATA_PORT),
+                    None => d.get_ref().parse().map_err(|_| {
+                        self.err(
+                            d,
+                            format!("`{}` is neither a [[host]] nor ADDR:PORT", d.get_ref()),
+                        )
+                    })?,
+                };
+                to.push(addr.to_string());
+            }
+            if to.is_empty() {
+                return Err(self.err(&st.to, "a stream needs at least one destination".into()));
+            }
+            let mut spec = format!("to {}", to.join(" "));
+            if let Some(h) = &st.handlers {
+                spec = format!("{spec} | {}", h.get_ref());
+            }
+            if let Err(e) = spec.parse::<stream_handlers::spec::Spec>() {
+                let at = st.handlers.as_ref().map_or(st.to.span(), Spanned::span);
+                return Err(self.source.error_at(Some(at), e.to_string()));
+            }
+            let id = *st.id.get_ref();
+            if self.routers[ir].streams.iter().any(|(i, _)| *i == id) {
+                let e = format!("stream {id} is on router `{}` twice", st.router.get_ref());
+                return Err(self.err(&st.id, e));
+            }
+            self.routers[ir].streams.push((id, spec));
         }
         Ok(())
     }

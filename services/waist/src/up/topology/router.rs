@@ -33,6 +33,10 @@ pub(super) struct RouterDraft {
     pub(super) routes: Vec<(String, String)>,
     /// Prefixes it announces (if it runs distance vector).
     pub(super) originate: Vec<String>,
+    /// Its stream host's address, if it has one.
+    pub(super) stream_host: Option<IpAddr>,
+    /// Streams deployed at start: id and spec text.
+    pub(super) streams: Vec<(u16, String)>,
 }
 
 /// A value written by `waist up`, not read from a file (no place in one).
@@ -55,6 +59,7 @@ pub(super) fn refused(
         &section.snap,
         &section.dv,
         &section.route_cache,
+        &section.streams,
     ];
     let written = e.key.as_deref().and_then(|key| {
         let given = inline.into_iter().flatten().map(Spanned::span);
@@ -132,6 +137,18 @@ pub(super) fn router_file(
     for (name, device) in &router.tuns {
         f.link.push(tun_link(name, device));
     }
+    if router.stream_host.is_some() || !router.streams.is_empty() {
+        let s = f.streams.get_or_insert_with(|| at(no_settings()));
+        if let Some(h) = router.stream_host {
+            s.get_mut().host = Some(at(h.to_string()));
+        }
+        for (id, spec) in &router.streams {
+            f.stream.push(waist_router::streams::StreamSection {
+                id: at(*id),
+                spec: at(spec.clone()),
+            });
+        }
+    }
     let without_dv = if dv_on { &[][..] } else { computed };
     // Routes to one prefix over several links become one route with backups.
     let mut grouped: Vec<(&String, Vec<Spanned<String>>)> = Vec::new();
@@ -150,6 +167,19 @@ pub(super) fn router_file(
         });
     }
     Ok(f)
+}
+
+/// A `[streams]` section with every setting at its default.
+fn no_settings() -> waist_router::streams::StreamsSection {
+    waist_router::streams::StreamsSection {
+        rate_pps: None,
+        share_percent: None,
+        overrun_messages: None,
+        admission: None,
+        host: None,
+        control_from: None,
+        presets: Vec::new(),
+    }
 }
 
 /// A TUN link named `name` on `device` (created by the router, moved into a namespace
@@ -195,6 +225,7 @@ fn given_sections(
         &section.snap,
         &section.dv,
         &section.route_cache,
+        &section.streams,
     ];
     for (k, v) in ROUTER_SECTIONS.iter().zip(inline) {
         if let Some(v) = v {
