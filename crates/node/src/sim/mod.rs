@@ -165,13 +165,22 @@ pub fn send_packet(sim: &mut Simulator<SimNode>, id: NodeId, packet: Vec<u8>) {
     sim.act(id, |node, now, out| {
         if let SimNode::Router(r) = node {
             r.send(now, packet);
-            drain(r, out);
+            drain(r, now, out);
         }
     });
 }
 
-/// Hands everything the node queued to the simulator.
-fn drain(node: &mut Node, out: &mut Outbox) {
+/// Runs the node's stream handlers (timed by a virtual meter: every reading one
+/// nanosecond later, so a handler run costs 1 ns and admission admits), then hands
+/// everything the node queued to the simulator.
+fn drain(node: &mut Node, now: netsim::Instant, out: &mut Outbox) {
+    if node.streams().is_some() {
+        let mut t = 0u64;
+        node.run_streams(now, &mut || {
+            t += 1;
+            t
+        });
+    }
     while let Some((i, f)) = node.poll_transmit_owned() {
         out.send(i, f);
     }
@@ -190,12 +199,12 @@ impl netsim::Node for Node {
             frame.drain(..t.range.start);
             out.send(t.iface, frame);
         }
-        drain(self, out);
+        drain(self, now, out);
     }
 
     fn handle_timeout(&mut self, now: netsim::Instant, out: &mut Outbox) {
         Node::handle_timeout(self, now);
-        drain(self, out);
+        drain(self, now, out);
     }
 
     fn poll_timeout(&self) -> Option<netsim::Instant> {
