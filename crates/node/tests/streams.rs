@@ -2,6 +2,8 @@
 //! address go to its stream node, what it sends is routed like the node's own packets, and
 //! everything else is delivered as before.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use std::net::{IpAddr, SocketAddr};
 
 use stream_handlers::node::NodeConfig;

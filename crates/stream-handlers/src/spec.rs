@@ -177,13 +177,13 @@ impl Spec {
         if s == "all" {
             return Ok(Predicate::All);
         }
-        if let Some((f, range)) = s.split_once(" in ") {
-            if let Some((lo, hi)) = range.split_once("..") {
-                let f = self.field(f.trim())?;
-                let lo = number(lo.trim(), "range bound is not a u32")?;
-                let hi = number(hi.trim(), "range bound is not a u32")?;
-                return Ok(Predicate::Range(f, lo, hi));
-            }
+        if let Some((f, range)) = s.split_once(" in ")
+            && let Some((lo, hi)) = range.split_once("..")
+        {
+            let f = self.field(f.trim())?;
+            let lo = number(lo.trim(), "range bound is not a u32")?;
+            let hi = number(hi.trim(), "range bound is not a u32")?;
+            return Ok(Predicate::Range(f, lo, hi));
         }
         for op in ["==", ">=", "<=", "<", ">"] {
             if let Some((f, v)) = s.split_once(op) {

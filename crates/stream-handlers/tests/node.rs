@@ -1,6 +1,9 @@
 //! The stream node against what its handlers say: cut-through and whole messages, control
 //! at message boundaries, admission to the host with the same output, overruns.
 
+// Test harness: panics are the failure reports.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
@@ -59,11 +62,19 @@ fn delivered(outs: &[Output]) -> BTreeMap<SocketAddr, BTreeMap<u32, Vec<u8>>> {
             .entry((o.dst, h.message))
             .or_default()
             .insert(h.index, o.payload[24..].to_vec());
-        assert!(prev.is_none(), "fragment {} of {} sent twice to {}", h.index, h.message, o.dst);
+        assert!(
+            prev.is_none(),
+            "fragment {} of {} sent twice to {}",
+            h.index,
+            h.message,
+            o.dst
+        );
     }
     let mut out: BTreeMap<SocketAddr, BTreeMap<u32, Vec<u8>>> = BTreeMap::new();
     for ((dst, id), parts) in frags {
-        out.entry(dst).or_default().insert(id, parts.into_values().flatten().collect());
+        out.entry(dst)
+            .or_default()
+            .insert(id, parts.into_values().flatten().collect());
     }
     out
 }
@@ -71,9 +82,10 @@ fn delivered(outs: &[Output]) -> BTreeMap<SocketAddr, BTreeMap<u32, Vec<u8>>> {
 #[test]
 fn cut_through_multicast_sends_every_fragment_where_fragment_zero_decided() {
     let mut n = StreamNode::new(free());
-    let spec: Spec = "to 10.3.0.1:7400 10.3.0.2:7400 10.3.0.3:7400 | multicast 0=u8@0<10 1=u8@0>=10 2=all"
-        .parse()
-        .expect("a spec");
+    let spec: Spec =
+        "to 10.3.0.1:7400 10.3.0.2:7400 10.3.0.3:7400 | multicast 0=u8@0<10 1=u8@0>=10 2=all"
+            .parse()
+            .expect("a spec");
     n.deploy(5, spec.clone(), &mut meter(1)).expect("admitted");
     let mut expect: BTreeMap<SocketAddr, BTreeMap<u32, Vec<u8>>> = BTreeMap::new();
     for id in 0..6u32 {
@@ -85,7 +97,10 @@ fn cut_through_multicast_sends_every_fragment_where_fragment_zero_decided() {
             n.handle_datagram(NOW, sa(PUB), 7400, f, &mut meter(1));
         }
         for out in spec.deployment().run(Message::new(0, m.clone())) {
-            expect.entry(spec.dests[usize::from(out.dest)]).or_default().insert(id, out.payload);
+            expect
+                .entry(spec.dests[usize::from(out.dest)])
+                .or_default()
+                .insert(id, out.payload);
         }
     }
     let outs = outputs(&mut n);
@@ -95,13 +110,18 @@ fn cut_through_multicast_sends_every_fragment_where_fragment_zero_decided() {
     assert_eq!(st.messages, 6);
     assert_eq!(st.fragments_in, 18);
     assert_eq!(st.fragments_out, outs.len() as u64);
-    assert_eq!(n.streams().next().map(|s| s.mode), Some(stream_handlers::node::Mode::CutThrough));
+    assert_eq!(
+        n.streams().next().map(|s| s.mode),
+        Some(stream_handlers::node::Mode::CutThrough)
+    );
 }
 
 #[test]
 fn whole_messages_are_reassembled_handled_and_fragmented_again() {
     let mut n = StreamNode::new(free());
-    let spec: Spec = "to 10.3.0.1:7400 | delta 20 3 | byteswap".parse().expect("a spec");
+    let spec: Spec = "to 10.3.0.1:7400 | delta 20 3 | byteswap"
+        .parse()
+        .expect("a spec");
     n.deploy(9, spec.clone(), &mut meter(1)).expect("admitted");
     let m = message(4, 1, 2500);
     for f in fragment(9, 4, 0, &m, 700).expect("fragments").iter().rev() {
@@ -111,7 +131,13 @@ fn whole_messages_are_reassembled_handled_and_fragmented_again() {
     let got = delivered(&outputs(&mut n));
     assert_eq!(got[&sa("10.3.0.1:7400")][&4], want);
     // Other streams and broken datagrams are counted, not sent.
-    n.handle_datagram(NOW, sa(PUB), 7400, &fragment(8, 0, 0, b"x", 10).expect("f")[0], &mut meter(1));
+    n.handle_datagram(
+        NOW,
+        sa(PUB),
+        7400,
+        &fragment(8, 0, 0, b"x", 10).expect("f")[0],
+        &mut meter(1),
+    );
     n.handle_datagram(NOW, sa(PUB), 7400, b"junk", &mut meter(1));
     assert!(outputs(&mut n).is_empty());
     assert_eq!((n.stats().unknown_stream, n.stats().malformed), (1, 1));
@@ -131,7 +157,12 @@ fn control_costing(
     step: u64,
 ) -> (Status, String, Vec<Output>) {
     let mut b = Vec::new();
-    Envelope { stream, id: 77, request }.emit(&mut b);
+    Envelope {
+        stream,
+        id: 77,
+        request,
+    }
+    .emit(&mut b);
     n.handle_datagram(NOW, sa(PUB), 7401, &b, &mut meter(step));
     let (replies, others): (Vec<Output>, Vec<Output>) =
         outputs(n).into_iter().partition(|o| o.dst == sa(PUB));
@@ -168,7 +199,11 @@ fn a_predicate_changed_mid_message_applies_from_the_next_message_and_loses_nothi
         n.handle_datagram(NOW, sa(PUB), 7400, f, &mut meter(1));
     }
     outs.extend(outputs(&mut n));
-    let set = ControlMessage::SetDestPredicate { handler: 0, dest: 0, predicate: Predicate::Ge(f, 100) };
+    let set = ControlMessage::SetDestPredicate {
+        handler: 0,
+        dest: 0,
+        predicate: Predicate::Ge(f, 100),
+    };
     let (s, spec) = control(&mut n, 3, Request::Control(set));
     assert_eq!(s, Status::Applied, "{spec}");
     assert!(spec.contains("0=u8@0>=100 1=all"), "{spec}");
@@ -179,19 +214,41 @@ fn a_predicate_changed_mid_message_applies_from_the_next_message_and_loses_nothi
     }
     outs.extend(outputs(&mut n));
     let got = delivered(&outs);
-    assert_eq!(got[&sa("10.3.0.1:7400")].keys().copied().collect::<Vec<_>>(), vec![0, 1]);
-    assert_eq!(got[&sa("10.3.0.2:7400")].keys().copied().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert_eq!(
+        got[&sa("10.3.0.1:7400")]
+            .keys()
+            .copied()
+            .collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    assert_eq!(
+        got[&sa("10.3.0.2:7400")]
+            .keys()
+            .copied()
+            .collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
     for (id, body) in &got[&sa("10.3.0.1:7400")] {
         assert_eq!(body, &message(*id, 50, 2000), "message {id} whole");
     }
-    assert!(matches!(n.poll_event(), Some(Event::Deployed { stream: 3, .. })));
-    assert!(matches!(n.poll_event(), Some(Event::Changed { stream: 3, .. })));
+    assert!(matches!(
+        n.poll_event(),
+        Some(Event::Deployed { stream: 3, .. })
+    ));
+    assert!(matches!(
+        n.poll_event(),
+        Some(Event::Changed { stream: 3, .. })
+    ));
 }
 
 #[test]
 fn not_admitted_runs_on_the_host_with_the_same_output() {
     let host: IpAddr = HOST.parse().expect("an address");
-    let tight = Admission { rate_pps: 1_000_000, share_percent: 10, ..Admission::default() };
+    let tight = Admission {
+        rate_pps: 1_000_000,
+        share_percent: 10,
+        ..Admission::default()
+    };
     let mut router = StreamNode::new(NodeConfig {
         admission: Some(tight),
         host: Some(host),
@@ -204,16 +261,25 @@ fn not_admitted_runs_on_the_host_with_the_same_output() {
     assert!(detail.contains("headroom 100 ns"), "{detail}");
     let mut host_node = StreamNode::new(free());
     let mut direct = StreamNode::new(free());
-    direct.deploy(4, spec.parse().expect("a spec"), &mut meter(1)).expect("admitted");
+    direct
+        .deploy(4, spec.parse().expect("a spec"), &mut meter(1))
+        .expect("admitted");
     let mut via_host = Vec::new();
     let router_addr = SocketAddr::new("10.0.0.1".parse().expect("an address"), 7401);
-    let [d] = &deploy[..] else { panic!("one deploy for the host: {deploy:?}") };
+    let [d] = &deploy[..] else {
+        panic!("one deploy for the host: {deploy:?}")
+    };
     assert_eq!(d.dst, SocketAddr::new(host, 7401));
     host_node.handle_datagram(NOW, router_addr, 7401, &d.payload, &mut meter(1));
-    assert_eq!(host_node.streams().count(), 1, "the host took the deployment");
+    assert_eq!(
+        host_node.streams().count(),
+        1,
+        "the host took the deployment"
+    );
     let mut straight = Vec::new();
     for id in 0..5u32 {
-        let m = stream_handlers::format::shipped::FlightRecord::generate(id, 0, 9, 3000).expect("m");
+        let m =
+            stream_handlers::format::shipped::FlightRecord::generate(id, 0, 9, 3000).expect("m");
         for f in fragment(4, id, 0, &m, 1400).expect("f") {
             router.handle_datagram(NOW, sa(PUB), 7400, &f, &mut meter(1));
             direct.handle_datagram(NOW, sa(PUB), 7400, &f, &mut meter(1));
@@ -221,9 +287,19 @@ fn not_admitted_runs_on_the_host_with_the_same_output() {
         straight.extend(outputs(&mut direct));
         for o in outputs(&mut router) {
             assert_eq!(o.dst.ip(), host, "everything goes to the host");
-            host_node.handle_datagram(NOW, SocketAddr::new("10.0.0.1".parse().expect("a"), o.src_port), o.dst.port(), &o.payload, &mut meter(1));
+            host_node.handle_datagram(
+                NOW,
+                SocketAddr::new("10.0.0.1".parse().expect("a"), o.src_port),
+                o.dst.port(),
+                &o.payload,
+                &mut meter(1),
+            );
         }
-        via_host.extend(outputs(&mut host_node).into_iter().filter(|o| o.dst.port() == 7400));
+        via_host.extend(
+            outputs(&mut host_node)
+                .into_iter()
+                .filter(|o| o.dst.port() == 7400),
+        );
     }
     assert!(!straight.is_empty());
     assert_eq!(delivered(&via_host), delivered(&straight));
@@ -236,34 +312,60 @@ fn not_admitted_runs_on_the_host_with_the_same_output() {
 fn the_host_learns_the_deployment_before_the_data() {
     let host: IpAddr = HOST.parse().expect("an address");
     let mut router = StreamNode::new(NodeConfig {
-        admission: Some(Admission { rate_pps: 1_000_000, share_percent: 10, ..Admission::default() }),
+        admission: Some(Admission {
+            rate_pps: 1_000_000,
+            share_percent: 10,
+            ..Admission::default()
+        }),
         host: Some(host),
         ..NodeConfig::default()
     });
     let (p, _) = router
-        .deploy(4, "to 10.3.0.1:7400 | mirror".parse().expect("s"), &mut meter(5000))
+        .deploy(
+            4,
+            "to 10.3.0.1:7400 | mirror".parse().expect("s"),
+            &mut meter(5000),
+        )
         .expect("placed");
     assert_eq!(p, Placement::Host);
     let first = router.poll_output().expect("the deploy");
     assert_eq!(first.dst, SocketAddr::new(host, 7401));
-    assert!(matches!(Envelope::parse(&first.payload).map(|e| e.request), Ok(Request::Deploy(_))));
+    assert!(matches!(
+        Envelope::parse(&first.payload).map(|e| e.request),
+        Ok(Request::Deploy(_))
+    ));
 }
 
 #[test]
 fn without_a_host_a_costly_deployment_is_refused_and_the_reason_named() {
     let mut n = StreamNode::new(NodeConfig {
-        admission: Some(Admission { rate_pps: 1_000_000, share_percent: 10, ..Admission::default() }),
+        admission: Some(Admission {
+            rate_pps: 1_000_000,
+            share_percent: 10,
+            ..Admission::default()
+        }),
         ..NodeConfig::default()
     });
-    let (s, why, _) =
-        control_costing(&mut n, 1, Request::Deploy("to 10.3.0.1:7400 | byteswap".into()), 5000);
+    let (s, why, _) = control_costing(
+        &mut n,
+        1,
+        Request::Deploy("to 10.3.0.1:7400 | byteswap".into()),
+        5000,
+    );
     assert_eq!(s, Status::Refused);
     assert!(why.contains("exceeds the headroom of 100 ns"), "{why}");
-    assert!(matches!(n.poll_event(), Some(Event::Refused { stream: 1, .. })));
+    assert!(matches!(
+        n.poll_event(),
+        Some(Event::Refused { stream: 1, .. })
+    ));
     let (s, why) = control(&mut n, 1, Request::Deploy("to nowhere".into()));
     assert_eq!(s, Status::Refused);
     assert!(why.contains("not an address"), "{why}");
-    let (s, _) = control(&mut n, 1, Request::Control(ControlMessage::Terminate { stream: 1 }));
+    let (s, _) = control(
+        &mut n,
+        1,
+        Request::Control(ControlMessage::Terminate { stream: 1 }),
+    );
     assert_eq!(s, Status::Refused);
     assert_eq!(n.stats().control_refused, 3);
 }
@@ -272,19 +374,33 @@ fn without_a_host_a_costly_deployment_is_refused_and_the_reason_named() {
 fn an_overrunning_stream_moves_to_the_host_at_a_message_boundary() {
     let host: IpAddr = HOST.parse().expect("an address");
     let mut n = StreamNode::new(NodeConfig {
-        admission: Some(Admission { rate_pps: 100_000, share_percent: 50, overrun_messages: 3, trials: 1 }),
+        admission: Some(Admission {
+            rate_pps: 100_000,
+            share_percent: 50,
+            overrun_messages: 3,
+            trials: 1,
+        }),
         host: Some(host),
         ..NodeConfig::default()
     });
     // Cheap trials (10 ns): admitted on the node, 5000 ns of headroom.
-    n.deploy(2, "to 10.3.0.1:7400 | mirror".parse().expect("s"), &mut meter(10)).expect("admitted");
+    n.deploy(
+        2,
+        "to 10.3.0.1:7400 | mirror".parse().expect("s"),
+        &mut meter(10),
+    )
+    .expect("admitted");
     let mut to_host_from = None;
     for id in 0..12u32 {
         for f in fragment(2, id, 0, &message(id, 0, 100), 1400).expect("f") {
             // Now every run costs 1 ms.
             n.handle_datagram(NOW, sa(PUB), 7400, &f, &mut meter(1_000_000));
         }
-        if to_host_from.is_none() && outputs(&mut n).iter().any(|o| o.dst.ip() == host && o.dst.port() == 7400) {
+        if to_host_from.is_none()
+            && outputs(&mut n)
+                .iter()
+                .any(|o| o.dst.ip() == host && o.dst.port() == 7400)
+        {
             to_host_from = Some(id);
         }
     }
@@ -292,9 +408,23 @@ fn an_overrunning_stream_moves_to_the_host_at_a_message_boundary() {
     // message 2; message 3 is the first on the host.
     assert_eq!(to_host_from, Some(3));
     let moved = std::iter::from_fn(|| n.poll_event()).find(|e| matches!(e, Event::Overrun { .. }));
-    assert!(matches!(moved, Some(Event::Overrun { stream: 2, moved: true, allowance_ns: 5000, .. })), "{moved:?}");
+    assert!(
+        matches!(
+            moved,
+            Some(Event::Overrun {
+                stream: 2,
+                moved: true,
+                allowance_ns: 5000,
+                ..
+            })
+        ),
+        "{moved:?}"
+    );
     assert_eq!(n.stats().overruns, 1);
-    assert_eq!(n.streams().next().map(|s| s.placement), Some(Placement::Host));
+    assert_eq!(
+        n.streams().next().map(|s| s.placement),
+        Some(Placement::Host)
+    );
 }
 
 #[test]
@@ -303,7 +433,11 @@ fn control_from_others_is_refused() {
         control_from: Some(vec!["10.1.0.99".parse().expect("a")]),
         ..free()
     });
-    let (s, why) = control(&mut n, 1, Request::Deploy("to 10.3.0.1:7400 | mirror".into()));
+    let (s, why) = control(
+        &mut n,
+        1,
+        Request::Deploy("to 10.3.0.1:7400 | mirror".into()),
+    );
     assert_eq!(s, Status::Refused);
     assert!(why.contains("not allowed"), "{why}");
     assert_eq!(n.streams().count(), 0);
@@ -319,7 +453,11 @@ fn arb_pred() -> impl Strategy<Value = String> {
     ];
     prop_oneof![
         Just("all".to_string()),
-        (field.clone(), prop_oneof![Just("=="), Just("<"), Just(">="), Just("<="), Just(">")], any::<u32>())
+        (
+            field.clone(),
+            prop_oneof![Just("=="), Just("<"), Just(">="), Just("<="), Just(">")],
+            any::<u32>()
+        )
             .prop_map(|(f, op, v)| format!("{f}{op}{v}")),
         (field, any::<u32>(), any::<u32>()).prop_map(|(f, a, b)| format!("{f} in {a}..{b}")),
     ]
@@ -341,7 +479,10 @@ fn arb_clause(dests: usize) -> impl Strategy<Value = String> {
             let parts: Vec<String> = v.iter().map(ToString::to_string).collect();
             format!("mirror {}", parts.join(","))
         }),
-        (prop::collection::vec((any::<u32>(), d.clone()), 0..4), prop::option::of(d))
+        (
+            prop::collection::vec((any::<u32>(), d.clone()), 0..4),
+            prop::option::of(d)
+        )
             .prop_map(|(r, def)| {
                 let mut s = "route u16@2".to_string();
                 for (v, d) in r {

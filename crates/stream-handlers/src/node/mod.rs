@@ -34,7 +34,6 @@ use admission::Cost;
 use crate::deploy::Deployment;
 use crate::rudp::{Reassembler, ReassemblyConfig};
 use crate::spec::Spec;
-use crate::stream::Destination;
 
 /// The UDP port RUDP fragments travel to.
 pub const DATA_PORT: u16 = 7400;
@@ -303,7 +302,7 @@ enum Fate {
     /// Reassembled here.
     Whole,
     /// Cut-through to these destinations.
-    Cut(Vec<Destination>),
+    Cut(Vec<SocketAddr>),
 }
 
 pub(crate) struct Stream {
@@ -315,12 +314,39 @@ pub(crate) struct Stream {
     placement: Placement,
     cost: Cost,
     /// Fates of recent messages, (source, message id) → fate; the oldest forgotten first.
-    fates: VecDeque<((IpAddr, u32), Fate)>,
+    fates: Fates,
     overrun_reported: bool,
 }
 
 /// Fates remembered per stream.
 const FATES: usize = 128;
+
+/// The fates of a stream's recent messages: (source, message id) → fate, the oldest
+/// forgotten first. Keyed message id first: most comparisons end at an integer.
+#[derive(Default)]
+pub(crate) struct Fates {
+    map: BTreeMap<(u32, IpAddr), Fate>,
+    order: VecDeque<(u32, IpAddr)>,
+}
+
+impl Fates {
+    fn get(&self, (src, message): (IpAddr, u32)) -> Option<&Fate> {
+        self.map.get(&(message, src))
+    }
+
+    fn remember(&mut self, (src, message): (IpAddr, u32), fate: Fate) {
+        let key = (message, src);
+        if self.map.insert(key, fate).is_some() {
+            return;
+        }
+        if self.order.len() >= FATES
+            && let Some(old) = self.order.pop_front()
+        {
+            self.map.remove(&old);
+        }
+        self.order.push_back(key);
+    }
+}
 
 /// The stream node. See the [module docs](self).
 pub struct StreamNode {

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::net::{IpAddr, SocketAddr};
 
 use super::admission::{Cost, median};
-use super::{Event, FATES, Fate, Meter, Mode, Output, Placement, Stream, StreamNode};
+use super::{Event, Fate, Meter, Mode, Output, Placement, Stream, StreamNode};
 use crate::control::ControlMessage;
 use crate::envelope::{Envelope, Request, Status};
 use crate::format::shipped::{FlightRecord, ImageFrame};
@@ -33,7 +33,7 @@ fn build(spec: Spec) -> Stream {
         prefix,
         placement: Placement::Node,
         cost: Cost::default(),
-        fates: alloc::collections::VecDeque::new(),
+        fates: super::Fates::default(),
         overrun_reported: false,
     }
 }
@@ -103,7 +103,7 @@ impl StreamNode {
             _ => Placement::Node,
         };
         if placement == Placement::Host {
-            self.to_host_control(stream, Request::Deploy(s.spec.to_string()));
+            self.send_host_control(stream, Request::Deploy(s.spec.to_string()));
             self.stats.deployed_host += 1;
         } else {
             self.stats.deployed_node += 1;
@@ -144,7 +144,7 @@ impl StreamNode {
         median(&mut samples)
     }
 
-    fn to_host_control(&mut self, stream: u16, request: Request) {
+    fn send_host_control(&mut self, stream: u16, request: Request) {
         let Some(host) = self.cfg.host else { return };
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
@@ -185,17 +185,30 @@ impl StreamNode {
             return;
         };
         let key = (src, h.message);
-        let fate = match s.fates.iter().find(|f| f.0 == key) {
-            Some(f) => Some(f.1.clone()),
+        let known = s.fates.get(key);
+        let fate = match known {
+            Some(Fate::Cut(addrs)) => {
+                // Cut-through, decided: the fragment as it is, to each destination.
+                let port = self.cfg.data_port;
+                for &dst in addrs {
+                    self.stats.fragments_out += 1;
+                    self.out.push_back(Output {
+                        src_port: port,
+                        dst,
+                        payload: packet.to_vec(),
+                    });
+                }
+                return;
+            }
+            Some(f) => Some(f.clone()),
             // A message's fate is fixed by the first of its fragments to arrive.
             None if s.placement == Placement::Host => Some(Fate::Host),
             None if s.mode == Mode::Whole || s.prefix > usize::from(h.size) => Some(Fate::Whole),
             None => None,
         };
-        if let Some(f) = &fate
-            && !s.fates.iter().any(|x| x.0 == key)
-        {
-            remember(s, key, f.clone());
+        if let (Some(f), None) = (&fate, known) {
+            let f = f.clone();
+            s.fates.remember(key, f);
         }
         match fate {
             Some(Fate::Host) => {
@@ -205,7 +218,8 @@ impl StreamNode {
                 }
             }
             Some(Fate::Whole) => self.whole(now, src, h, packet, meter),
-            Some(Fate::Cut(dests)) => self.forward(h.stream, &dests, packet),
+            // Handled above.
+            Some(Fate::Cut(_)) => {}
             None if h.index == 0 => self.decide(src, h, packet, meter),
             None => self.hold(now, src, h, packet),
         }
@@ -218,43 +232,44 @@ impl StreamNode {
         let Some(s) = self.streams.get_mut(&h.stream) else {
             return;
         };
-        let body = packet.get(HEADER_LEN..).unwrap_or_default().to_vec();
+        // The handlers read only their prefix (`Needs::Prefix`): only it is copied.
+        let body = packet.get(HEADER_LEN..).unwrap_or_default();
+        let body = body.get(..s.prefix).unwrap_or(body).to_vec();
         let t0 = meter.now_ns();
         let outs = s.deployment.run(Message::new(0, body));
-        let dests: Vec<u16> = outs.iter().map(|m| m.dest).collect();
         let t1 = meter.now_ns();
+        let addrs: Vec<SocketAddr> = outs
+            .iter()
+            .filter_map(|m| s.spec.dests.get(usize::from(m.dest)).copied())
+            .collect();
         let overran = s
             .cost
             .record(t1.saturating_sub(t0), u64::from(h.count), allowance, limit);
-        remember(s, (src, h.message), Fate::Cut(dests.clone()));
+        s.fates.remember((src, h.message), Fate::Cut(addrs.clone()));
         self.stats.messages += 1;
-        self.stats.messages_out += dests.len() as u64;
-        self.forward(h.stream, &dests, packet);
+        self.stats.messages_out += addrs.len() as u64;
+        self.forward(&addrs, packet);
         let mut waiting = Vec::new();
-        self.held.retain(|x| {
-            let mine = x.1 == src && x.2 == h.stream && x.3 == h.message;
-            if mine {
-                waiting.push(x.4.clone());
-            }
-            !mine
-        });
+        // Nothing waits in the common case (fragments in order): no pass over the queue.
+        if !self.held.is_empty() {
+            self.held.retain(|x| {
+                let mine = x.1 == src && x.2 == h.stream && x.3 == h.message;
+                if mine {
+                    waiting.push(x.4.clone());
+                }
+                !mine
+            });
+        }
         for p in waiting {
-            self.forward(h.stream, &dests, &p);
+            self.forward(&addrs, &p);
         }
         if overran {
             self.overrun(h.stream);
         }
     }
 
-    fn forward(&mut self, stream: u16, dests: &[u16], packet: &[u8]) {
-        let Some(s) = self.streams.get(&stream) else {
-            return;
-        };
-        let addrs: Vec<SocketAddr> = dests
-            .iter()
-            .filter_map(|&d| s.spec.dests.get(usize::from(d)).copied())
-            .collect();
-        for a in addrs {
+    fn forward(&mut self, addrs: &[SocketAddr], packet: &[u8]) {
+        for &a in addrs {
             self.stats.fragments_out += 1;
             self.send(a, packet.to_vec());
         }
@@ -364,7 +379,7 @@ impl StreamNode {
             allowance_ns,
             moved: true,
         });
-        self.to_host_control(stream, Request::Deploy(spec));
+        self.send_host_control(stream, Request::Deploy(spec));
     }
 
     fn control(&mut self, src: SocketAddr, payload: &[u8], meter: &mut dyn Meter) {
@@ -472,7 +487,7 @@ impl StreamNode {
                 self.reassemblers.retain(|k, _| k.1 != stream);
                 self.held.retain(|h| h.2 != stream);
                 if s.placement == Placement::Host {
-                    self.to_host_control(stream, Request::Control(m));
+                    self.send_host_control(stream, Request::Control(m));
                 }
                 self.events.push_back(Event::Terminated { stream });
                 Ok((Status::Applied, "terminated".into()))
@@ -508,7 +523,7 @@ impl StreamNode {
                 let text = rebuilt.spec.to_string();
                 self.streams.insert(stream, rebuilt);
                 if placement == Placement::Host {
-                    self.to_host_control(stream, Request::Control(m));
+                    self.send_host_control(stream, Request::Control(m));
                 }
                 self.events.push_back(Event::Changed {
                     stream,
@@ -518,11 +533,4 @@ impl StreamNode {
             }
         }
     }
-}
-
-fn remember(s: &mut Stream, key: (IpAddr, u32), fate: Fate) {
-    if s.fates.len() >= FATES {
-        s.fates.pop_front();
-    }
-    s.fates.push_back((key, fate));
 }
