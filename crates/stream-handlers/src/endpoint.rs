@@ -19,8 +19,13 @@
 //! * [`Verify::Content`]: every byte (the timestamp's bytes are the message's own, so a
 //!   corrupted timestamp shows only as a wrong latency);
 //! * [`Verify::Header`]: the `seq` field is the message id and the length is the size (for
-//!   handlers that rewrite the body, such as `byteswap` or `delta` past the header);
+//!   handlers that rewrite bytes past the header in ways the subscriber cannot undo);
 //! * [`Verify::Off`]: nothing (`intact` is `None`).
+//!
+//! Handlers that rewrite messages on the way (`delta`, `byteswap`: [`Transform`]) are
+//! undone first, in reverse order, when the subscriber is told of them
+//! ([`SubscriberConfig::undo`], [`parse_transforms`]): both are invertible, so a message
+//! that passed them is still checked byte for byte.
 //!
 //! Time is the caller's: the publisher takes the timestamp to write, the subscriber the
 //! wall-clock time of arrival (ns since the epoch, the same clock as the publisher's
@@ -58,9 +63,10 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::format::shipped::{FlightRecord, GenerateError, ImageFrame};
+use crate::handlers::{ByteSwap, Delta};
 use crate::rudp::{self, FragmentError, Reassembler, ReassemblyConfig, ReassemblyError};
 use crate::spec::{Fields, HandlerSpec, Spec, SpecError};
-use crate::stream::Predicate;
+use crate::stream::{Message, Predicate, StreamHandler};
 
 /// Bytes of the header every message starts with: `seq: u32`, `timestamp_ns: u64`.
 pub const HEADER: usize = 12;
@@ -132,6 +138,69 @@ pub fn parse_predicate(fields: Option<Fields>, text: &str) -> Result<Predicate, 
             why: "not one predicate",
         }),
     }
+}
+
+/// A handler that rewrites a message on the way, as a subscriber undoes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transform {
+    /// `delta PERCENT STEP`: `step` added to each byte of the message's first `percent` %.
+    Delta {
+        /// Percent of the message rewritten.
+        percent: u8,
+        /// Added to each byte.
+        step: u8,
+    },
+    /// `byteswap`: every 32-bit word's byte order reversed.
+    ByteSwap,
+}
+
+impl Transform {
+    /// Undoes the transform on `payload` (delta subtracts its step again; a byte swap is
+    /// its own inverse).
+    pub fn undo(self, payload: Vec<u8>) -> Vec<u8> {
+        let msg = Message::new(0, payload);
+        let mut out = Vec::with_capacity(1);
+        match self {
+            Self::Delta { percent, step } => Delta {
+                offset: 0,
+                percent,
+                step: step.wrapping_neg(),
+            }
+            .handle(msg, &mut out),
+            Self::ByteSwap => ByteSwap.handle(msg, &mut out),
+        }
+        out.pop().map(|m| m.payload).unwrap_or_default()
+    }
+}
+
+/// The transforms of spec clauses (`delta 20 1 | byteswap`), in order.
+///
+/// # Errors
+///
+/// The [`SpecError`] of a clause that does not parse, or that is another handler than
+/// `delta` or `byteswap`.
+pub fn parse_transforms(text: &str) -> Result<Vec<Transform>, SpecError> {
+    let mut spec = alloc::string::String::from("to 0.0.0.0:1 | ");
+    spec.push_str(text);
+    let parsed: Spec = spec.parse()?;
+    if parsed.fields.is_some() || parsed.size.is_some() {
+        return Err(SpecError {
+            token: text.into(),
+            why: "only delta and byteswap clauses rewrite messages",
+        });
+    }
+    parsed
+        .handlers
+        .iter()
+        .map(|h| match *h {
+            HandlerSpec::Delta { percent, step } => Ok(Transform::Delta { percent, step }),
+            HandlerSpec::ByteSwap => Ok(Transform::ByteSwap),
+            _ => Err(SpecError {
+                token: alloc::string::ToString::to_string(h),
+                why: "not a handler that rewrites messages (delta, byteswap)",
+            }),
+        })
+        .collect()
 }
 
 /// Why a publisher cannot make its next message.
@@ -260,7 +329,7 @@ impl fmt::Display for SubscribeError {
 impl core::error::Error for SubscribeError {}
 
 /// What a [`Subscriber`] expects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubscriberConfig {
     /// The stream it takes (fragments of others are ignored, counted).
     pub stream: u16,
@@ -272,6 +341,9 @@ pub struct SubscriberConfig {
     pub seed: u64,
     /// What is checked.
     pub verify: Verify,
+    /// The handlers that rewrote each message on the way, in order: undone (last first)
+    /// before it is read and checked.
+    pub undo: Vec<Transform>,
     /// Reassembly limits.
     pub reassembly: ReassemblyConfig,
 }
@@ -285,6 +357,7 @@ impl SubscriberConfig {
             size,
             seed,
             verify: Verify::Content,
+            undo: Vec::new(),
             reassembly: ReassemblyConfig::default(),
         }
     }
@@ -295,7 +368,7 @@ impl SubscriberConfig {
 pub struct Received {
     /// Its message id.
     pub message: u32,
-    /// Its `seq` field (0 if it is shorter than that).
+    /// Its `seq` field (0 if it is shorter than that), transforms undone.
     pub seq: u32,
     /// Its length, bytes.
     pub len: usize,
@@ -306,7 +379,7 @@ pub struct Received {
     pub intact: Option<bool>,
     /// It arrived after a message with a higher id.
     pub reordered: bool,
-    /// Its bytes.
+    /// Its bytes, as received.
     pub payload: Vec<u8>,
 }
 
@@ -372,16 +445,16 @@ impl Subscriber {
     /// A subscriber that has received nothing.
     pub fn new(cfg: SubscriberConfig) -> Self {
         Self {
-            cfg,
             reassembler: Reassembler::new(cfg.reassembly),
+            cfg,
             summary: Summary::default(),
             latencies: Vec::new(),
         }
     }
 
     /// Its configuration.
-    pub fn config(&self) -> SubscriberConfig {
-        self.cfg
+    pub fn config(&self) -> &SubscriberConfig {
+        &self.cfg
     }
 
     /// Takes one UDP payload arriving at `now_ns` (wall clock, ns since the epoch); the
@@ -431,25 +504,32 @@ impl Subscriber {
     }
 
     fn check(&self, now_ns: u64, message: u32, payload: Vec<u8>) -> Received {
-        let c = self.cfg;
+        let c = &self.cfg;
+        let undone;
+        let restored: &[u8] = if c.undo.is_empty() {
+            &payload
+        } else {
+            undone = c.undo.iter().rev().fold(payload.clone(), |p, t| t.undo(p));
+            &undone
+        };
         let u32_at = |p: &[u8]| {
             p.get(..4)
                 .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
         };
-        let ts = payload
+        let ts = restored
             .get(4..HEADER)
             .and_then(|b| b.try_into().ok())
             .map(u64::from_be_bytes);
-        let seq = u32_at(&payload);
-        let right_len = payload.len() == c.size as usize;
+        let seq = u32_at(restored);
+        let right_len = restored.len() == c.size as usize;
         let intact = match c.verify {
             Verify::Off => None,
             Verify::Header => Some(seq == Some(message) && right_len),
             Verify::Content => Some(
                 right_len
                     && ts.is_some_and(|ts| {
-                        generate(c.fields, message, ts, c.seed, payload.len())
-                            .is_ok_and(|want| want == payload)
+                        generate(c.fields, message, ts, c.seed, restored.len())
+                            .is_ok_and(|want| want.as_slice() == restored)
                     }),
             ),
         };

@@ -95,7 +95,7 @@ proptest! {
         let f = &mut frags[offset / usize::from(fragment)];
         f[HEADER_LEN + offset % usize::from(fragment)] ^= flip;
         let mut cfg = SubscriberConfig::new(9, fields, size, seed);
-        let mut s = Subscriber::new(cfg);
+        let mut s = Subscriber::new(cfg.clone());
         let got: Vec<_> = frags.iter().filter_map(|f| s.handle_fragment(10, f).unwrap()).collect();
         prop_assert_eq!(got.len(), 1);
         prop_assert_eq!(got[0].intact, Some(false));

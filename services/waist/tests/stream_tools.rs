@@ -240,6 +240,25 @@ fn sub_reports_intact_corrupt_and_lost_messages() {
         "{out}"
     );
 
+    // A message byte-swapped on the way (as a `byteswap` handler does): intact once undone.
+    let child = sub("1", &["--undo", "byteswap"]);
+    let mut body: Vec<u8> = image_fragments(&[0], None)
+        .iter()
+        .flat_map(|f| f[HEADER_LEN..].to_vec())
+        .collect();
+    for w in body.chunks_exact_mut(4) {
+        w.reverse();
+    }
+    for f in stream_handlers::rudp::fragment(6, 0, 0, &body, 1400).unwrap() {
+        r.send(from, to, &f);
+    }
+    let (code, out) = finish(child);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.starts_with("stream 6: 1 received, 1 intact, 0 not intact"),
+        "{out}"
+    );
+
     // One of three, then the timeout.
     let child = r.tool(&[
         "sub",

@@ -81,7 +81,7 @@ fn each_verification_checks_what_it_says() {
     ] {
         let mut cfg = SubscriberConfig::new(3, Some(Fields::Flight), 250, 11);
         cfg.verify = verify;
-        let mut s = Subscriber::new(cfg);
+        let mut s = Subscriber::new(cfg.clone());
         let got = bad
             .iter()
             .filter_map(|f| s.handle_fragment(2_000, f).unwrap())
@@ -157,7 +157,7 @@ fn gaps_reordering_and_latency_statistics() {
         (l.min_ns, l.avg_ns, l.p50_ns, l.p99_ns, l.max_ns),
         (100, 200, 200, 300, 300)
     );
-    assert_eq!(Subscriber::new(s.config()).summary().latency, None);
+    assert_eq!(Subscriber::new(s.config().clone()).summary().latency, None);
     let many: Vec<u64> = (1..=200).collect();
     let l = latency(&many).unwrap();
     assert_eq!((l.p50_ns, l.p99_ns, l.avg_ns), (100, 198, 100));
@@ -180,4 +180,65 @@ fn predicates_parse_as_the_spec_writes_them() {
     assert!(parse_predicate(Some(Fields::Image), "width>>2").is_err());
     // A second clause smuggled into the text is not one predicate.
     assert!(parse_predicate(None, "all | mirror").is_err());
+}
+
+/// A message that passed delta and then byteswap is checked byte for byte once both are
+/// undone, in reverse order; not undone (or undone wrong) it is not intact.
+#[test]
+fn transforms_on_the_way_are_undone_before_checking() {
+    let mut p = Publisher::new(flight(250)).unwrap();
+    let frags = p.next(1_000).unwrap();
+    let mut body: Vec<u8> = frags
+        .iter()
+        .flat_map(|f| f[rudp::HEADER_LEN..].to_vec())
+        .collect();
+    let mut out = Vec::new();
+    Delta::paper(3).handle(Message::new(0, core::mem::take(&mut body)), &mut out);
+    ByteSwap.handle(out.pop().unwrap(), &mut out);
+    let changed = out.pop().unwrap().payload;
+    let wire = rudp::fragment(3, 0, 0, &changed, 100).unwrap();
+    let run = |undo: Vec<Transform>| {
+        let mut cfg = SubscriberConfig::new(3, Some(Fields::Flight), 250, 11);
+        cfg.undo = undo;
+        let mut s = Subscriber::new(cfg);
+        let got: Vec<Received> = wire
+            .iter()
+            .filter_map(|f| s.handle_fragment(2_000, f).unwrap())
+            .collect();
+        (
+            got[0].intact,
+            got[0].seq,
+            got[0].latency_ns,
+            got[0].payload == changed,
+        )
+    };
+    let both = parse_transforms("delta 20 3 | byteswap").unwrap();
+    assert_eq!(
+        both,
+        [
+            Transform::Delta {
+                percent: 20,
+                step: 3
+            },
+            Transform::ByteSwap
+        ]
+    );
+    assert_eq!(run(both), (Some(true), 0, 1_000, true));
+    assert_eq!(run(Vec::new()).0, Some(false));
+    let reversed = parse_transforms("byteswap | delta 20 3").unwrap();
+    assert_eq!(run(reversed).0, Some(false));
+    assert!(
+        parse_transforms("mirror")
+            .unwrap_err()
+            .why
+            .contains("delta, byteswap")
+    );
+    assert!(parse_transforms("fields flight").is_err());
+    assert_eq!(
+        parse_transforms("delta").unwrap(),
+        [Transform::Delta {
+            percent: 20,
+            step: 1
+        }]
+    );
 }

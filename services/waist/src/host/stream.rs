@@ -9,9 +9,10 @@
 //! Messages are generated and checked by `stream_handlers::endpoint` (message `i` has id
 //! `i`, its `seq` field `i`, its timestamp the publisher's wall clock in ns since the
 //! epoch): a subscriber given the publisher's `--fields`, `--size` and `--seed` checks each
-//! message byte for byte (`--verify content`), or only its header when the handlers rewrite
-//! the body (`--verify header`), and reports latency from the timestamps (publisher and
-//! subscriber on one machine, or on clocks kept in step). Packets are built and read by
+//! message byte for byte (`--verify content`; handlers that rewrite messages on the way,
+//! `delta` and `byteswap`, are undone first when `--undo` names them), or only its header
+//! (`--verify header`), and reports latency from the timestamps (publisher and subscriber
+//! on one machine, or on clocks kept in step). Packets are built and read by
 //! `waist_ip::udp`; the link is a [`HostLink`], as for every host tool.
 
 pub mod control;
@@ -24,6 +25,7 @@ use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use stream_handlers::endpoint::{
     Publisher, PublisherConfig, Received, Subscriber, SubscriberConfig, Summary, Verify,
+    parse_transforms,
 };
 use stream_handlers::node::DATA_PORT;
 use stream_handlers::spec::Fields;
@@ -180,6 +182,10 @@ pub struct SubArgs {
     /// What is checked of each message.
     #[arg(long, value_enum, default_value_t = VerifyArg::Content)]
     pub verify: VerifyArg,
+    /// The handlers that rewrite messages on the way, as spec clauses (`delta 20 1 |
+    /// byteswap`): undone, last first, before each message is checked.
+    #[arg(long, value_name = "CLAUSES")]
+    pub undo: Option<String>,
     /// Messages expected: stop once they are in; fewer before the timeout fails.
     #[arg(long)]
     pub count: Option<u64>,
@@ -286,6 +292,9 @@ pub async fn subscribe(
 ) -> anyhow::Result<Subscriber> {
     let mut cfg = SubscriberConfig::new(a.stream, a.fields.map(Fields::from), a.size, a.seed);
     cfg.verify = a.verify.into();
+    if let Some(text) = &a.undo {
+        cfg.undo = parse_transforms(text).map_err(|e| anyhow!("--undo: {e}"))?;
+    }
     let mut sub = Subscriber::new(cfg);
     let timeout = Duration::try_from_secs_f64(a.timeout)
         .map_err(|_| anyhow!("--timeout {}: not a number of seconds", a.timeout))?;
