@@ -37,6 +37,10 @@
 //! * [`format`]: declared message formats (§3.1): named fields of ten number types, a
 //!   text form (`seq:u32@0 ts:u64@4 lat:f32le@12`), typed reads and writes, the [`Field`]
 //!   a predicate reads by name; the image frame and flight record formats and generators.
+//! * [`endpoint`]: a stream's two ends, sans-IO: the [`Publisher`](endpoint::Publisher)
+//!   (generated messages as RUDP fragments) and the [`Subscriber`](endpoint::Subscriber)
+//!   (reassembly; each message checked against what was generated, latency, gaps,
+//!   duplicates, reordering), as `waist stream pub` and `waist stream sub` run them.
 //!
 //! ## A tour
 //!
@@ -114,6 +118,7 @@ extern crate std;
 
 pub mod control;
 pub mod deploy;
+pub mod endpoint;
 pub mod envelope;
 pub mod format;
 pub mod handlers;

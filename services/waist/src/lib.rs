@@ -10,6 +10,7 @@
 //!  waist esp send       host/      an end host on a link to a router: esp, snap ping,
 //!  waist snap ping                 route show (a router by name or metrics address); the
 //!  waist route show                link (link), metrics pages and the JSON view (scrape)
+//!  waist stream pub|sub|deploy|…   stream handlers: publish, subscribe, deploy, control
 //!  waist snap asm|…     snap.rs    SNAP programs: assemble, disassemble, verify, run
 //!  waist plan compile   plan.rs    PLAN compiled to SNAP
 //!  waist repro NAME     reproduce/ the papers' tables and figures (the waist-repro crate),
@@ -30,8 +31,8 @@
 //!
 //! `--json` on `waist status`, `waist route show`, `waist snap ping` and `waist esp send`
 //! prints one JSON document instead of text (its fields are documented with each command).
-//! * [`host`]: the host tools (`esp send`, `snap ping`, `route show`) over a real link, and
-//!   the client side of the daemons' metrics ([`host::scrape`]) that `up` uses too.
+//! * [`host`]: the host tools (`esp send`, `snap ping`, `route show`, `stream …`) over a
+//!   real link, and the client side of the daemons' metrics ([`host::scrape`]) that `up` uses too.
 //! * [`snap`] and [`plan`]: the SNAP and PLAN tools, which run no network.
 //! * [`reproduce`]: `waist repro`, handing the options to the `waist-repro` crate
 //!   ([`repro`]).
@@ -116,6 +117,13 @@ pub enum Command {
         #[command(subcommand)]
         command: snap::SnapCommand,
     },
+    /// Stream handler tools: publish and subscribe to a stream through a stream node,
+    /// deploy handlers on it and change them at run time.
+    Stream {
+        /// Which tool.
+        #[command(subcommand)]
+        command: host::stream::StreamCommand,
+    },
     /// Bring a network of routers and Trickles servers up from a topology file, each
     /// daemon its own process, until Ctrl-C (or --detach).
     Up(up::UpArgs),
@@ -178,6 +186,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<u8> {
         Command::Esp { command } => return host::esp::run(command, out),
         Command::Route { command } => return host::route::run(command, out),
         Command::Snap { command } => return snap::run(command, out),
+        Command::Stream { command } => return host::stream::run(command, out),
         Command::Plan { command } => return plan::run(command, out),
         Command::Up(mut args) => {
             // The daemons log as `waist` was asked to.

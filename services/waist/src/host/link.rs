@@ -157,6 +157,41 @@ impl HostLink {
         Ok(())
     }
 
+    /// Sends whole IP packets as one batch: on a UDP link queued and flushed together (one
+    /// `sendmmsg`, or GSO runs), in raw mode one after another. Returns how many the UDP
+    /// socket dropped (full, or a send error): a sender at a high rate counts them rather
+    /// than stopping. Refusals count as in [`send`](Self::send).
+    ///
+    /// # Errors
+    ///
+    /// In raw mode, as [`send`](Self::send).
+    pub async fn send_all<'a>(
+        &mut self,
+        packets: impl IntoIterator<Item = &'a [u8]>,
+    ) -> anyhow::Result<u64> {
+        match &mut self.kind {
+            Kind::Udp { links, .. } => {
+                let lost = |l: &Links| {
+                    l.get(IFACE)
+                        .map_or(0, |l| l.counters().tx_errors + l.counters().tx_full)
+                };
+                let before = lost(links);
+                let now = std::time::Instant::now();
+                for p in packets {
+                    links.send(IFACE, p, now);
+                }
+                links.flush();
+                Ok(lost(links) - before)
+            }
+            Kind::Raw(_) => {
+                for p in packets {
+                    self.send(p).await?;
+                }
+                Ok(0)
+            }
+        }
+    }
+
     /// Receives the next IP packet into `buf` (of at least [`waist_node::MAX_FRAME`]
     /// bytes) and returns where it lies, or `None` at `deadline`.
     ///

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //!  waist esp send ─► esp_proto::endpoint::Endpoint ─┐                ┌─► router ─► …
-//!  waist snap ping ─► waist_node::host::SnapPinger ─┴─► HostLink ────┤
-//!                                                     (IP-in-UDP or  └─◄ answers
+//!  waist snap ping ─► waist_node::host::SnapPinger ─┤                │
+//!  waist stream … ─► stream_handlers::endpoint,     ─┴─► HostLink ────┤
+//!                    envelope (UDP 7400, 7401)        (IP-in-UDP or  └─◄ answers
 //!                                                      raw IPv4)
 //! ```
 //!
@@ -24,6 +25,7 @@ pub mod link;
 pub mod route;
 pub mod scrape;
 pub mod snap;
+pub mod stream;
 pub mod stream_host;
 
 use std::net::SocketAddr;

@@ -7,10 +7,11 @@ use std::time::{Duration, SystemTime};
 use netio::pcap::PcapWriter;
 
 /// The dissector scripts, in load order (the shim last: it takes raw IP over).
-pub(crate) const SCRIPTS: [&str; 4] = [
+pub(crate) const SCRIPTS: [&str; 5] = [
     "waist_esp.lua",
     "waist_snap.lua",
     "waist_trickles.lua",
+    "waist_stream.lua",
     "waist_shim.lua",
 ];
 

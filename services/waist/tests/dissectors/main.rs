@@ -13,6 +13,7 @@ mod harness;
 mod esp;
 mod shim;
 mod snap;
+mod stream;
 mod trickles;
 
 /// A plain IPv4/UDP packet and an IPv6 one pass through the scripts untouched: no waist
