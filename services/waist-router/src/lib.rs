@@ -47,6 +47,9 @@ use crate::config::Plan;
 /// Frames taken from the links in one turn before timers are looked at again.
 pub const ROUND: usize = 2048;
 
+/// Batches over which the forwarding cost per frame is measured (the least counts).
+pub const BASE_WINDOW: u32 = 64;
+
 /// The one link every frame of a run of `len` bytes (frames of `stride`, the last maybe
 /// shorter) leaves by whole, if there is one: then the run can go on as it came.
 fn whole_to(answers: &[Option<waist_node::InPlace>], len: usize, stride: usize) -> Option<usize> {
@@ -89,9 +92,11 @@ pub struct Router {
     log: events::LinkLog,
     /// Where a reload re-reads the config from ([`Router::reload_from`]).
     reload: Option<reload::Reload>,
-    /// Forwarding's own cost per frame, ns, averaged over batches (the stream handlers'
-    /// headroom is what it leaves of the budget).
+    /// Forwarding's own cost per frame, ns: the least per-frame cost of a batch in the
+    /// last window of batches (the stream handlers' headroom is what it leaves of the
+    /// budget), and the window's least so far with its batch count.
     base_ns: u64,
+    base_window: (u64, u32),
 }
 
 impl Router {
@@ -103,8 +108,14 @@ impl Router {
     pub async fn open(plan: &Plan, source: &netio::config::Source) -> anyhow::Result<Router> {
         let clock = Clock::monotonic();
         let links = Links::open(&plan.links, source, clock.origin()).await?;
-        let node = Node::new(plan.node.clone(), Instant::ZERO)
+        let mut node = Node::new(plan.node.clone(), Instant::ZERO)
             .map_err(|e| anyhow::anyhow!("{}: {e}", source.file().display()))?;
+        // The config's streams are admitted now, timed like every handler run.
+        if node.streams().is_some() {
+            let origin = StdInstant::now();
+            let mut meter = move || u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            node.run_streams(Instant::ZERO, &mut meter);
+        }
         Ok(Router {
             log: events::LinkLog::new(links.len()),
             name: plan.name.clone(),
@@ -115,6 +126,7 @@ impl Router {
             answers: Vec::new(),
             reload: None,
             base_ns: 0,
+            base_window: (u64::MAX, 0),
         })
     }
 
@@ -227,18 +239,21 @@ impl Router {
         true
     }
 
-    /// Forwarding's cost per frame from a batch of `frames` begun at `began`, averaged
-    /// (weight 1/8), handed to the stream node as its base cost.
+    /// Forwarding's cost per frame from a batch of `frames` begun at `began`. The base
+    /// cost handed to the stream node is the least per-frame cost of the last
+    /// [`BASE_WINDOW`] batches: what forwarding costs when nothing else (a cold cache, a
+    /// page fault, a preempted thread) is in the way. Until a window is complete it is 0.
     fn measure_base(&mut self, began: StdInstant, frames: usize) {
         let per =
             u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX) / frames.max(1) as u64;
-        self.base_ns = if self.base_ns == 0 {
-            per
-        } else {
-            (7 * self.base_ns + per) / 8
-        };
-        if let Some(s) = self.node.streams_mut() {
-            s.set_base_cost(self.base_ns);
+        let (least, n) = self.base_window;
+        self.base_window = (least.min(per), n + 1);
+        if n + 1 >= BASE_WINDOW {
+            self.base_ns = self.base_window.0;
+            self.base_window = (u64::MAX, 0);
+            if let Some(s) = self.node.streams_mut() {
+                s.set_base_cost(self.base_ns);
+            }
         }
     }
 
@@ -305,6 +320,7 @@ impl Router {
         let mut out = vec![0u8; MAX_FRAME];
         let mut batch = Batch::new();
         info!(router = %self.name, links = self.links.len(), "running");
+        self.log_stream_events();
         tokio::pin!(shutdown);
         let mut flush = tokio::time::interval(Duration::from_secs(1));
         loop {

@@ -161,15 +161,14 @@ impl Router {
                     cost_ns,
                     allowance_ns,
                 } => {
-                    let on = if placement == Placement::Node {
-                        "router"
-                    } else {
-                        "host"
+                    let (on, place) = match placement {
+                        Placement::Node => ("here", "runs here"),
+                        Placement::Host => ("host", "goes to the stream host"),
                     };
-                    let headroom =
-                        allowance_ns.map_or("unlimited".to_string(), |a| format!("{a} ns"));
+                    let headroom = allowance_ns
+                        .map_or("no admission".to_string(), |a| format!("headroom {a} ns"));
                     info!(router = %router, event = "stream_deployed", stream, on, cost_ns,
-                        "stream {stream} deployed on the {on}: {cost_ns} ns per packet, headroom {headroom}");
+                        "stream {stream} {place}: {cost_ns} ns per packet, {headroom}");
                 }
                 Event::Refused { stream, why } => {
                     warn!(router = %router, event = "stream_refused", stream, "stream {stream} refused: {why}");
