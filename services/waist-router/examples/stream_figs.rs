@@ -121,8 +121,14 @@ fn run() -> anyhow::Result<()> {
         .build()?;
     let dir = std::env::temp_dir().join(format!("stream-figs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // On SIGINT or SIGTERM the measurement is dropped, and with it the daemons.
     let report = rt
-        .block_on(figs(&bin, &dir, &opts))
+        .block_on(async {
+            tokio::select! {
+                r = figs(&bin, &dir, &opts) => r,
+                () = interrupted() => Err(anyhow::anyhow!("interrupted")),
+            }
+        })
         .with_context(|| format!("configs and logs of the daemons in {}", dir.display()))?;
     let _ = std::fs::remove_dir_all(&dir);
     println!("{report}");
@@ -130,6 +136,18 @@ fn run() -> anyhow::Result<()> {
         std::fs::write(path, &report).with_context(|| format!("writing {path}"))?;
     }
     Ok(())
+}
+
+/// Returns on SIGINT or SIGTERM (never, if they cannot be caught).
+async fn interrupted() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }
 
 fn free() -> anyhow::Result<SocketAddr> {

@@ -347,6 +347,7 @@ impl Bench {
         let start = Instant::now();
         let mut last = start;
         let mut next = 0;
+        let mut stalls = 0;
         loop {
             if pending.is_empty() {
                 // Nothing can arrive to show the quiet ones through.
@@ -380,6 +381,15 @@ impl Bench {
                 Ok(Some(a)) => a,
                 Ok(None) => bail!("the subscribers' readers stopped"),
                 Err(_) => {
+                    stalls += 1;
+                    if stalls >= 3 {
+                        bail!(
+                            "stream {stream}: nothing arrived for {:?} with {} messages under way \
+                             (has a daemon stopped?)",
+                            STALL * 3,
+                            pending.len() + quiet.len()
+                        );
+                    }
                     b.lost += pending.len();
                     pending.clear();
                     b.completed += quiet.len();
@@ -403,6 +413,7 @@ impl Bench {
                 p.left -= 1;
                 b.copies += 1;
                 if p.left == 0 {
+                    stalls = 0;
                     b.latencies.push(a.at.saturating_duration_since(p.sent));
                     b.completed += 1;
                     while quiet.front().is_some_and(|&q| q < a.message) {
