@@ -242,3 +242,63 @@ fn transforms_on_the_way_are_undone_before_checking() {
         }]
     );
 }
+
+#[test]
+fn a_filtered_subscriber_expects_only_what_its_filter_passes() {
+    use crate::spec::Fields;
+    let fields = Some(Fields::Flight);
+    let mut p = Publisher::new(PublisherConfig {
+        stream: 3,
+        fields,
+        size: 200,
+        seed: 5,
+        fragment: 64,
+    })
+    .unwrap();
+    let status2 = parse_predicate(fields, "status==2").unwrap();
+    let mut cfg = SubscriberConfig::new(3, fields, 200, 5);
+    cfg.expect = Some(status2);
+    let mut sub = Subscriber::new(cfg);
+    let mut passing = 0;
+    for id in 0..40u32 {
+        let frags = p.next(1_000).unwrap();
+        let whole: Vec<u8> = frags.iter().flat_map(|f| f[24..].to_vec()).collect();
+        if !status2.matches(&whole) {
+            continue;
+        }
+        passing += 1;
+        // The filter passes it; the subscriber loses the third such message.
+        if passing == 3 {
+            continue;
+        }
+        for f in &frags {
+            sub.handle_fragment(2_000, f).unwrap();
+        }
+        assert!(sub.passes(id));
+    }
+    assert!(
+        passing > 3 && passing < 40,
+        "status==2 passes some: {passing}"
+    );
+    let e = sub.expected(40);
+    assert_eq!((e.expected, e.lost, e.filtered), (passing, 1, 40 - passing));
+    assert_eq!(sub.summary().lost, 1);
+    assert_eq!(sub.summary().unexpected, 0);
+    // A message the filter should have kept back is flagged.
+    let mut leaky = Subscriber::new(SubscriberConfig {
+        expect: Some(parse_predicate(fields, "status==99").unwrap()),
+        ..SubscriberConfig::new(3, fields, 200, 5)
+    });
+    let mut p = Publisher::new(PublisherConfig {
+        stream: 3,
+        fields,
+        size: 200,
+        seed: 5,
+        fragment: 64,
+    })
+    .unwrap();
+    for f in p.next(1_000).unwrap() {
+        leaky.handle_fragment(2_000, &f).unwrap();
+    }
+    assert_eq!(leaky.summary().unexpected, 1);
+}

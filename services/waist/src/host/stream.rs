@@ -190,9 +190,17 @@ pub struct SubArgs {
     /// byteswap`): undone, last first, before each message is checked.
     #[arg(long, value_name = "CLAUSES")]
     pub undo: Option<String>,
-    /// Messages expected: stop once they are in; fewer before the timeout fails.
+    /// Messages expected: stop once they are in; fewer before the timeout fails. With
+    /// `--expect`, how many the publisher sends (ids 0..N), of which the filter's share is
+    /// expected.
     #[arg(long)]
     pub count: Option<u64>,
+    /// The filter between the publisher and us, as the spec grammar writes a predicate
+    /// (`status==2`, `altitude_ft>=30000`, `status in 2..3`; names from `--fields`): only
+    /// the messages it passes are expected, the others count as filtered, not lost, and
+    /// one that arrives without passing it fails the check.
+    #[arg(long, value_name = "PRED")]
+    pub expect: Option<String>,
     /// Seconds to receive for (at most).
     #[arg(long, default_value_t = 10.0)]
     pub timeout: f64,
@@ -299,13 +307,25 @@ pub async fn subscribe(
     if let Some(text) = &a.undo {
         cfg.undo = parse_transforms(text).map_err(|e| anyhow!("--undo: {e}"))?;
     }
+    if let Some(text) = &a.expect {
+        let fields = a.fields.map(Fields::from);
+        cfg.expect = Some(
+            stream_handlers::endpoint::parse_predicate(fields, text)
+                .map_err(|e| anyhow!("--expect: {e}"))?,
+        );
+    }
     let mut sub = Subscriber::new(cfg);
+    // With a filter, the messages it passes among the publisher's.
+    let target = match (a.count, &a.expect) {
+        (Some(n), Some(_)) => Some(sub.expected(n).expected),
+        (n, _) => n,
+    };
     let timeout = Duration::try_from_secs_f64(a.timeout)
         .map_err(|_| anyhow!("--timeout {}: not a number of seconds", a.timeout))?;
     let deadline = Instant::now() + timeout;
     let mut buf = buffer();
     let mut received = 0u64;
-    while a.count.is_none_or(|n| received < n) {
+    while target.is_none_or(|n| received < n) {
         let Some(r) = link.recv_until(&mut buf, deadline).await? else {
             break;
         };
@@ -345,29 +365,71 @@ pub fn message_line(m: &Received) -> String {
     )
 }
 
-/// Whether a subscription succeeded: nothing found not intact, and at least `expected`
-/// messages received.
-pub fn sub_ok(s: &Summary, expected: Option<u64>) -> bool {
-    s.corrupt == 0 && expected.is_none_or(|n| s.received >= n)
+/// How a subscription went, against the publisher's `count` messages if given.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    /// The subscriber's summary.
+    pub summary: Summary,
+    /// Messages expected (all of `count`, or the filter's share of them).
+    pub expected: Option<u64>,
+    /// Expected messages that never arrived.
+    pub lost: u64,
+    /// Messages the filter rightly kept back (0 without `--expect`).
+    pub filtered: u64,
+}
+
+impl Outcome {
+    /// The outcome of `sub` after the publisher sent `count` messages (if known).
+    pub fn of(sub: &Subscriber, count: Option<u64>) -> Outcome {
+        let summary = sub.summary();
+        match sub.config().expect {
+            Some(_) => {
+                let e = sub.expected(count.unwrap_or(0));
+                Outcome {
+                    summary,
+                    expected: count.map(|_| e.expected),
+                    lost: e.lost,
+                    filtered: e.filtered,
+                }
+            }
+            None => Outcome {
+                summary,
+                expected: count,
+                lost: summary.lost_of(count.unwrap_or(0)),
+                filtered: 0,
+            },
+        }
+    }
+
+    /// Whether it succeeded: nothing found not intact, nothing the filter should have kept,
+    /// and every expected message received.
+    pub fn ok(&self) -> bool {
+        let s = &self.summary;
+        s.corrupt == 0 && s.unexpected == 0 && self.expected.is_none_or(|n| s.received >= n)
+    }
 }
 
 /// The one JSON document of `waist stream sub --json`: `{"stream", "expected" (or null),
-/// "received", "intact", "corrupt", "lost", "duplicates", "reordered", "refused",
-/// "other_streams", "ok", "latency_us": {"min", "avg", "p50", "p99", "max"} or null}`.
-pub fn summary_json(stream: u16, s: &Summary, expected: Option<u64>) -> serde_json::Value {
+/// "received", "intact", "corrupt", "lost", "filtered", "unexpected", "duplicates",
+/// "reordered", "refused", "other_streams", "ok", "latency_us": {"min", "avg", "p50",
+/// "p99", "max"} or null}`.
+pub fn summary_json(stream: u16, o: &Outcome) -> serde_json::Value {
     let f = |ns: u64| ns as f64 / 1000.0;
+    let s = &o.summary;
     serde_json::json!({
         "stream": stream,
-        "expected": expected,
+        "expected": o.expected,
         "received": s.received,
         "intact": s.intact,
         "corrupt": s.corrupt,
-        "lost": s.lost_of(expected.unwrap_or(0)),
+        "lost": o.lost,
+        "filtered": o.filtered,
+        "unexpected": s.unexpected,
         "duplicates": s.duplicates,
         "reordered": s.reordered,
         "refused": s.refused,
         "other_streams": s.other_streams,
-        "ok": sub_ok(s, expected),
+        "ok": o.ok(),
         "latency_us": s.latency.map(|l| serde_json::json!({
             "min": f(l.min_ns), "avg": f(l.avg_ns), "p50": f(l.p50_ns),
             "p99": f(l.p99_ns), "max": f(l.max_ns),
@@ -403,26 +465,24 @@ fn run_sub(a: &SubArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         })
         .await
     })?;
-    let s = sub.summary();
-    let code = if sub_ok(&s, a.count) {
-        EXIT_ANSWER
-    } else {
-        EXIT_FAILED
-    };
+    let o = Outcome::of(&sub, a.count);
+    let s = o.summary;
+    let code = if o.ok() { EXIT_ANSWER } else { EXIT_FAILED };
     if a.json {
-        writeln!(out, "{:#}", summary_json(a.stream, &s, a.count))?;
+        writeln!(out, "{:#}", summary_json(a.stream, &o))?;
         return Ok(code);
     }
+    let filtered = match a.expect {
+        Some(_) => format!(
+            " ({} filtered out, {} that should have been)",
+            o.filtered, s.unexpected
+        ),
+        None => String::new(),
+    };
     writeln!(
         out,
-        "stream {}: {} received, {} intact, {} not intact, {} lost, {} duplicates, {} reordered",
-        a.stream,
-        s.received,
-        s.intact,
-        s.corrupt,
-        s.lost_of(a.count.unwrap_or(0)),
-        s.duplicates,
-        s.reordered
+        "stream {}: {} received{filtered}, {} intact, {} not intact, {} lost, {} duplicates, {} reordered",
+        a.stream, s.received, s.intact, s.corrupt, o.lost, s.duplicates, s.reordered
     )?;
     if let Some(l) = s.latency {
         writeln!(
@@ -435,7 +495,7 @@ fn run_sub(a: &SubArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
             us(l.max_ns)
         )?;
     }
-    if let Some(n) = a.count.filter(|&n| s.received < n) {
+    if let Some(n) = o.expected.filter(|&n| s.received < n) {
         writeln!(
             out,
             "only {} of {n} messages within {} s",
@@ -503,13 +563,20 @@ mod tests {
             }),
             ..Summary::default()
         };
-        assert!(sub_ok(&s, Some(3)));
-        assert!(!sub_ok(&s, Some(5)));
-        assert!(!sub_ok(&Summary { corrupt: 1, ..s }, None));
-        let v = summary_json(4, &s, Some(5));
+        let o = |summary: Summary, expected: Option<u64>| Outcome {
+            summary,
+            expected,
+            lost: expected.map_or(0, |n| n.saturating_sub(summary.received)),
+            filtered: 0,
+        };
+        assert!(o(s, Some(3)).ok());
+        assert!(!o(s, Some(5)).ok());
+        assert!(!o(Summary { corrupt: 1, ..s }, None).ok());
+        assert!(!o(Summary { unexpected: 1, ..s }, None).ok());
+        let v = summary_json(4, &o(s, Some(5)));
         assert_eq!((&v["lost"], &v["ok"]), (&2.into(), &false.into()));
         assert_eq!(v["latency_us"]["p99"], 2.5);
-        assert!(summary_json(4, &Summary::default(), None)["latency_us"].is_null());
+        assert!(summary_json(4, &o(Summary::default(), None))["latency_us"].is_null());
         let m = Received {
             message: 2,
             seq: 2,
