@@ -526,3 +526,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_publisher_starting_again_from_id_zero_is_decided_afresh_once_its_old_fates_are_over() {
+    let mut n = StreamNode::new(free());
+    let spec: Spec = "to 10.3.0.1:7400 | filter u8@0<10".parse().expect("a spec");
+    n.deploy(1, spec, &mut meter(1)).expect("admitted");
+    let send = |n: &mut StreamNode, at: u64| {
+        let now = sansio::Instant::from_micros(at);
+        for f in fragment(1, 0, 0, &message(0, 50, 100), 1400).expect("f") {
+            n.handle_datagram(now, sa(PUB), 7400, &f, &mut meter(1));
+        }
+        outputs(n).len()
+    };
+    assert_eq!(send(&mut n, 0), 0, "50 is not below 10");
+    let p = stream_handlers::control::ControlMessage::SetPredicate {
+        handler: 0,
+        predicate: Predicate::All,
+    };
+    let (s, _) = control(&mut n, 1, Request::Control(p));
+    assert_eq!(s, Status::Applied);
+    // Within the reassembly timeout the id is the same message: its fate holds.
+    assert_eq!(send(&mut n, 1_000_000), 0);
+    // Past it, id 0 is a new message, decided by the new filter.
+    assert_eq!(send(&mut n, 3_000_000), 1);
+}

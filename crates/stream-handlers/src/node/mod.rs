@@ -321,22 +321,28 @@ pub(crate) struct Stream {
 /// Fates remembered per stream.
 const FATES: usize = 128;
 
-/// The fates of a stream's recent messages: (source, message id) → fate, the oldest
-/// forgotten first. Keyed message id first: most comparisons end at an integer.
+/// The fates of a stream's recent messages: (source, message id) → fate and when it was
+/// fixed (µs), the oldest forgotten first. Keyed message id first: most comparisons end
+/// at an integer. A fate older than the reassembly timeout is over (its message's
+/// fragments would have arrived): a publisher that starts again from id 0 is decided
+/// afresh.
 #[derive(Default)]
 pub(crate) struct Fates {
-    map: BTreeMap<(u32, IpAddr), Fate>,
+    map: BTreeMap<(u32, IpAddr), (Fate, u64)>,
     order: VecDeque<(u32, IpAddr)>,
 }
 
 impl Fates {
-    fn get(&self, (src, message): (IpAddr, u32)) -> Option<&Fate> {
-        self.map.get(&(message, src))
+    fn get(&self, (src, message): (IpAddr, u32), now: u64, ttl: u64) -> Option<&Fate> {
+        self.map
+            .get(&(message, src))
+            .filter(|(_, at)| now.saturating_sub(*at) <= ttl)
+            .map(|(f, _)| f)
     }
 
-    fn remember(&mut self, (src, message): (IpAddr, u32), fate: Fate) {
+    fn remember(&mut self, (src, message): (IpAddr, u32), fate: Fate, now: u64) {
         let key = (message, src);
-        if self.map.insert(key, fate).is_some() {
+        if self.map.insert(key, (fate, now)).is_some() {
             return;
         }
         if self.order.len() >= FATES

@@ -185,7 +185,8 @@ impl StreamNode {
             return;
         };
         let key = (src, h.message);
-        let known = s.fates.get(key);
+        let ttl = self.cfg.reassembly.timeout;
+        let known = s.fates.get(key, now.micros(), ttl);
         let fate = match known {
             Some(Fate::Cut(addrs)) => {
                 // Cut-through, decided: the fragment as it is, to each destination.
@@ -208,7 +209,7 @@ impl StreamNode {
         };
         if let (Some(f), None) = (&fate, known) {
             let f = f.clone();
-            s.fates.remember(key, f);
+            s.fates.remember(key, f, now.micros());
         }
         match fate {
             Some(Fate::Host) => {
@@ -220,13 +221,20 @@ impl StreamNode {
             Some(Fate::Whole) => self.whole(now, src, h, packet, meter),
             // Handled above.
             Some(Fate::Cut(_)) => {}
-            None if h.index == 0 => self.decide(src, h, packet, meter),
+            None if h.index == 0 => self.decide(now, src, h, packet, meter),
             None => self.hold(now, src, h, packet),
         }
     }
 
     /// Runs the handlers on the first fragment; sends it and the fragments that waited.
-    fn decide(&mut self, src: IpAddr, h: Header, packet: &[u8], meter: &mut dyn Meter) {
+    fn decide(
+        &mut self,
+        now: sansio::Instant,
+        src: IpAddr,
+        h: Header,
+        packet: &[u8],
+        meter: &mut dyn Meter,
+    ) {
         let allowance = self.allowance_ns();
         let limit = self.cfg.admission.map_or(u32::MAX, |a| a.overrun_messages);
         let Some(s) = self.streams.get_mut(&h.stream) else {
@@ -245,7 +253,8 @@ impl StreamNode {
         let overran = s
             .cost
             .record(t1.saturating_sub(t0), u64::from(h.count), allowance, limit);
-        s.fates.remember((src, h.message), Fate::Cut(addrs.clone()));
+        s.fates
+            .remember((src, h.message), Fate::Cut(addrs.clone()), now.micros());
         self.stats.messages += 1;
         self.stats.messages_out += addrs.len() as u64;
         self.forward(&addrs, packet);
