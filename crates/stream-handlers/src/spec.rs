@@ -20,7 +20,8 @@
 //!
 //! Handler indices (what control messages name) are the clauses' positions among the
 //! handler clauses, from 0; `multicast` counts as one handler. A [`Spec`] prints back in
-//! this form (fields by offset), and parses back to itself.
+//! this form (fields by their declared names, others by offset), and parses back to
+//! itself.
 //!
 //! ```
 //! use stream_handlers::spec::Spec;
@@ -445,7 +446,18 @@ impl FromStr for Spec {
     }
 }
 
-fn write_field(f: &mut fmt::Formatter<'_>, field: Field) -> fmt::Result {
+/// Writes a field: by its declared name if `names` has a 1-, 2- or 4-byte unsigned field
+/// at the same place (it parses back to the same field), else as `uW@OFFSET`.
+fn write_field(f: &mut fmt::Formatter<'_>, field: Field, names: Option<&Format>) -> fmt::Result {
+    let named = names.and_then(|fmt| {
+        fmt.fields()
+            .iter()
+            .find(|d| fmt.field(&d.name) == Ok(field))
+            .map(|d| d.name.as_str())
+    });
+    if let Some(n) = named {
+        return f.write_str(n);
+    }
     let w = match field.width {
         1 => 8,
         2 => 16,
@@ -454,27 +466,28 @@ fn write_field(f: &mut fmt::Formatter<'_>, field: Field) -> fmt::Result {
     write!(f, "u{w}@{}", field.offset)
 }
 
-fn write_pred(f: &mut fmt::Formatter<'_>, p: &Predicate) -> fmt::Result {
+fn write_pred(f: &mut fmt::Formatter<'_>, p: &Predicate, names: Option<&Format>) -> fmt::Result {
     let (field, op, v) = match *p {
         Predicate::All => return f.write_str("all"),
         Predicate::Eq(x, v) => (x, "==", v),
         Predicate::Lt(x, v) => (x, "<", v),
         Predicate::Ge(x, v) => (x, ">=", v),
         Predicate::Range(x, lo, hi) => {
-            write_field(f, x)?;
+            write_field(f, x, names)?;
             return write!(f, " in {lo}..{hi}");
         }
     };
-    write_field(f, field)?;
+    write_field(f, field, names)?;
     write!(f, "{op}{v}")
 }
 
-impl fmt::Display for HandlerSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl HandlerSpec {
+    /// Writes the clause, fields by their names in `names` where it has them.
+    fn write(&self, f: &mut fmt::Formatter<'_>, names: Option<&Format>) -> fmt::Result {
         let per_dest = |f: &mut fmt::Formatter<'_>, list: &[(Destination, Predicate)]| {
             list.iter().try_for_each(|(d, p)| {
                 write!(f, " {d}=")?;
-                write_pred(f, p)
+                write_pred(f, p, names)
             })
         };
         match self {
@@ -484,7 +497,7 @@ impl fmt::Display for HandlerSpec {
                 default,
             } => {
                 f.write_str("route ")?;
-                write_field(f, *field)?;
+                write_field(f, *field, names)?;
                 routes.iter().try_for_each(|(v, d)| write!(f, " {v}={d}"))?;
                 default.map_or(Ok(()), |d| write!(f, " default={d}"))
             }
@@ -495,7 +508,7 @@ impl fmt::Display for HandlerSpec {
             }
             Self::Filter(p) => {
                 f.write_str("filter ")?;
-                write_pred(f, p)
+                write_pred(f, p, names)
             }
             Self::DestFilter(l) => {
                 f.write_str("dest-filter")?;
@@ -511,6 +524,13 @@ impl fmt::Display for HandlerSpec {
     }
 }
 
+/// A clause alone: fields by offset (`u8@30`).
+impl fmt::Display for HandlerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
 impl fmt::Display for Spec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("to")?;
@@ -521,8 +541,10 @@ impl fmt::Display for Spec {
         if let Some(n) = self.size {
             write!(f, " | size {n}")?;
         }
+        let names = self.fields.map(Fields::format);
         for h in &self.handlers {
-            write!(f, " | {h}")?;
+            f.write_str(" | ")?;
+            h.write(f, names.as_ref())?;
         }
         Ok(())
     }

@@ -194,7 +194,12 @@ fn expected(spec: &str, sent: &[Vec<u8>], first: u32) -> Vec<BTreeMap<u32, Vec<u
 
 #[tokio::test]
 async fn customised_multicast_in_the_router_re_parameterised_while_it_runs() {
-    let n = net("", &format!("[[stream]]\nid = 7\nspec = \"{SPEC}\"\n")).await;
+    // 1000 packets a second: a millisecond each, room for a debug build's handlers.
+    let n = net(
+        "rate_pps = 1000\n",
+        &format!("[[stream]]\nid = 7\nspec = \"{SPEC}\"\n"),
+    )
+    .await;
     let sent = n.publish(7, 0..20).await;
     let got = n.received().await;
     assert_eq!(got, expected(SPEC, &sent, 0));

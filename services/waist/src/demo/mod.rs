@@ -3,7 +3,7 @@
 //! ```text
 //!  waist demo ──────► net: examples/topologies/demo.toml as real processes (up::fleet),
 //!                     │    exercised by the host tools (host), trickles-get/-proxy, curl
-//!                     ├─ steps: the six steps, each measured in this run
+//!                     ├─ steps: the seven steps, each measured in this run
 //!                     └─ tun (--tun, root): namespaces at the edges; the kernel's ping, curl
 //!  waist demo --sim ─► sim: the cores on a virtual clock, no processes:
 //!                          the ESS store, then esp, trickles, fastpath, ixp
@@ -15,6 +15,7 @@
 //! is the older tour of the cores on the simulator's virtual clock: numbers that repeat
 //! exactly from run to run.
 
+pub mod multicast;
 pub mod net;
 pub mod sim;
 pub mod steps;

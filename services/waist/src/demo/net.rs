@@ -7,8 +7,11 @@
 //! 3. Trickles: `trickles-get` of a few MB from the two-replica server across the lossy
 //!    link (throughput, byte-exact check);
 //! 4. `curl` through `trickles-proxy` on h2;
-//! 5. r2 killed while h1 pings r4: the traffic rerouted over r3 (time to reroute);
-//! 6. a replica killed in the middle of a transfer, which completes from the other;
+//! 5. stream handlers in r1: destination-customised multicast of flight records from h1 to
+//!    h2, h3 and h4, each with its own filter, h2's changed by a control message while
+//!    the stream runs (per-subscriber counts and latency);
+//! 6. r2 killed while h1 pings r4: the traffic rerouted over r3 (time to reroute);
+//! 7. a replica killed in the middle of a transfer, which completes from the other;
 //!
 //! then where the captures are and how to read them with our dissectors, each daemon's
 //! counters, and a stop of every process it started. No root is needed. `waist demo --sim`
@@ -143,7 +146,7 @@ fn record(
     steps.push(Step { name, result });
 }
 
-/// Steps 1 to 6, in order, each under its header.
+/// Steps 1 to 7, in order, each under its header.
 fn exercise(
     plan: &Plan,
     fleet: &mut Fleet,
@@ -186,17 +189,26 @@ fn exercise(
     let r = steps::proxy(bins, dir, &h2, web, out);
     record(&mut done, "curl through trickles-proxy", r, out);
 
-    header(out, "5. r2 killed while h1 pings r4 every 20 ms")?;
+    header(
+        out,
+        "5. Stream handlers: customised multicast in r1 from h1 to h2, h3 and h4, re-parameterised while it runs",
+    )?;
+    let subs = [&h2, &host(plan, "h3")?, &host(plan, "h4")?];
+    let r1: std::net::IpAddr = "10.0.0.1".parse()?;
+    let r = super::multicast::multicast(bins, dir, &h1, subs, r1, out);
+    record(&mut done, "customised multicast in r1", r, out);
+
+    header(out, "6. r2 killed while h1 pings r4 every 20 ms")?;
     let r = steps::reroute(&h1, r4, fleet, out);
     record(&mut done, "reroute around a dead router", r, out);
 
-    header(out, "6. web-1 killed in the middle of an 8 MiB transfer")?;
+    header(out, "7. web-1 killed in the middle of an 8 MiB transfer")?;
     let r = steps::get(bins, dir, &h1, web, HUGE, Some(fleet), out);
     record(&mut done, "replica killed mid-transfer", r, out);
     Ok(done)
 }
 
-/// Steps 7 and 8 (`--tun`): the kernel's ping and curl across the routers.
+/// Steps 8 and 9 (`--tun`): the kernel's ping and curl across the routers.
 fn kernel_steps(
     k: &Kernel,
     dir: &Path,
@@ -205,13 +217,13 @@ fn kernel_steps(
 ) -> anyhow::Result<()> {
     header(
         out,
-        "7. The kernel's ping from a namespace behind r1 to one behind r4",
+        "8. The kernel's ping from a namespace behind r1 to one behind r4",
     )?;
     let r = k.ping(out);
     record(done, "kernel ping across the routers", r, out);
     header(
         out,
-        "8. The kernel's curl from that namespace to a kernel TCP server behind r4",
+        "9. The kernel's curl from that namespace to a kernel TCP server behind r4",
     )?;
     let expected = std::fs::read(dir.join("site").join("index.html"))?;
     let r = k.curl(&expected, out);
