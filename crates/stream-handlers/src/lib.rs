@@ -21,6 +21,9 @@
 //!  control (ControlMessage: set rate, predicate, a destination's predicate, fan-out,
 //!           route; select; terminate)
 //!  format (Format: named, typed fields ─► values, and Fields for predicates)
+//!  spec (a deployment as one line) ─► node (StreamNode: UDP 7400/7401 in, datagrams out;
+//!        cut-through or whole; admission by measured headroom) ◄─ envelope (control)
+//!  endpoint (Publisher, Subscriber: a stream's two ends)
 //! ```
 //!
 //! * [`stream`]: the [`StreamHandler`] trait, [`Message`] and its [`Destination`], [`Field`]s
@@ -37,6 +40,12 @@
 //! * [`format`]: declared message formats (§3.1): named fields of ten number types, a
 //!   text form (`seq:u32@0 ts:u64@4 lat:f32le@12`), typed reads and writes, the [`Field`]
 //!   a predicate reads by name; the image frame and flight record formats and generators.
+//! * [`spec`]: a deployment as one line of text (`to ADDR:PORT… | fields flight |
+//!   multicast 0=status==2 1=all`), printed back in its grammar.
+//! * [`envelope`]: the control channel's datagrams (deploy, control, reply).
+//! * [`node`]: the overlay node, sans-IO: streams through their handlers, cut-through on
+//!   the first fragment or whole, control at message boundaries, admission by headroom
+//!   measured with the caller's [`Meter`](node::Meter), overruns moved to the host.
 //! * [`endpoint`]: a stream's two ends, sans-IO: the [`Publisher`](endpoint::Publisher)
 //!   (generated messages as RUDP fragments) and the [`Subscriber`](endpoint::Subscriber)
 //!   (reassembly; each message checked against what was generated, latency, gaps,
