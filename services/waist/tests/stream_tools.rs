@@ -168,7 +168,7 @@ fn sub_reports_intact_corrupt_and_lost_messages() {
         SocketAddr::from((NODE, 7400)),
         SocketAddr::from((TOOL, 7400)),
     );
-    let sub = |count: &str, extra: &[&str]| {
+    let sub_for = |count: &str, timeout: &str, extra: &[&str]| {
         let mut args = vec![
             "sub",
             "--src",
@@ -184,13 +184,14 @@ fn sub_reports_intact_corrupt_and_lost_messages() {
             "--count",
             count,
             "--timeout",
-            "20",
+            timeout,
         ];
         args.extend_from_slice(extra);
         let child = r.tool(&args);
         r.wait_bound();
         child
     };
+    let sub = |count: &str, extra: &[&str]| sub_for(count, "20", extra);
 
     // 0, 1, 2 (corrupt), 4, 5: five messages received, one not intact, id 3 lost.
     let child = sub("5", &["--json"]);
@@ -260,24 +261,7 @@ fn sub_reports_intact_corrupt_and_lost_messages() {
     );
 
     // One of three, then the timeout.
-    let child = r.tool(&[
-        "sub",
-        "--src",
-        "10.1.0.1",
-        "--stream",
-        "6",
-        "--fields",
-        "image",
-        "--size",
-        "2000",
-        "--seed",
-        "9",
-        "--count",
-        "3",
-        "--timeout",
-        "1",
-    ]);
-    r.wait_bound();
+    let child = sub_for("3", "1", &[]);
     for f in image_fragments(&[0], None) {
         r.send(from, to, &f);
     }

@@ -71,18 +71,30 @@ fn link(h: &HostPlan) -> [String; 4] {
     ]
 }
 
+/// The step's parts: where the tools are and log, the publisher, the subscribers, r1.
+struct Parts<'a> {
+    bins: &'a Path,
+    logs: &'a Path,
+    h1: &'a HostPlan,
+    subs: [&'a HostPlan; 3],
+    router: IpAddr,
+}
+
 /// One phase: the three subscribers started, the publisher's messages sent, each
 /// subscriber's JSON summary checked against its filter; a line per subscriber.
 fn phase(
-    bins: &Path,
-    logs: &Path,
+    p: &Parts<'_>,
     tag: &str,
-    h1: &HostPlan,
-    subs: &[&HostPlan; 3],
     filters: [&str; 3],
-    router: IpAddr,
     out: &mut dyn Write,
 ) -> anyhow::Result<Vec<String>> {
+    let Parts {
+        bins,
+        logs,
+        h1,
+        subs,
+        router,
+    } = *p;
     let mut running = Vec::new();
     for (h, filter) in subs.iter().zip(filters) {
         let mut args: Vec<String> = ["stream", "sub"].map(String::from).to_vec();
@@ -179,7 +191,14 @@ pub(super) fn multicast(
         out,
         "  r1 runs stream {STREAM}: mirror to h2, h3, h4 (Rx side), each copy filtered for its subscriber (Tx side)"
     )?;
-    phase(bins, &logs, "1", h1, &subs, FILTERS, router, out)?;
+    let parts = Parts {
+        bins,
+        logs: &logs,
+        h1,
+        subs,
+        router,
+    };
+    phase(&parts, "1", FILTERS, out)?;
     let mut args: Vec<String> = ["stream", "set"].map(String::from).to_vec();
     args.extend(link(h1));
     args.extend(
@@ -208,7 +227,7 @@ pub(super) fn multicast(
     // first run's decisions are over (its reassembly timeout, 2 s).
     std::thread::sleep(Duration::from_millis(2_100));
     let [_, f3, f4] = FILTERS;
-    let lines = phase(bins, &logs, "2", h1, &subs, [CHANGED, f3, f4], router, out)?;
+    let lines = phase(&parts, "2", [CHANGED, f3, f4], out)?;
     Ok(format!(
         "{MESSAGES} flight records to three subscribers, each its own filter, twice; after the change {}",
         lines.first().map_or("", String::as_str)
