@@ -238,6 +238,11 @@ pub struct StreamsConfig {
     /// Stream id and its deployment, admitted in order when the node first runs its
     /// streams ([`Node::run_streams`](crate::Node::run_streams)).
     pub deploy: Vec<(u16, stream_handlers::spec::Spec)>,
+    /// Whether streams passing *through* the node are taken too: a UDP datagram to the
+    /// data port of another address, carrying a fragment of a stream deployed here, runs
+    /// through the stream's handlers instead of being forwarded (the node as an
+    /// on-path overlay node). Datagrams of other streams are forwarded as usual.
+    pub through: bool,
 }
 
 impl Config {

@@ -15,6 +15,10 @@ use waist_node::{Config, Delivery, Instant, Node, StreamsConfig};
 const ME: [u8; 4] = [10, 0, 0, 1];
 
 fn node() -> Node {
+    node_with(false)
+}
+
+fn node_with(through: bool) -> Node {
     let mut c = Config::router(IpAddr::from(ME), 3);
     let spec = "to 10.3.0.1:7400 10.4.0.1:7500 | multicast 0=u8@0<10 1=all"
         .parse()
@@ -22,6 +26,7 @@ fn node() -> Node {
     c.streams = Some(StreamsConfig {
         node: NodeConfig::default(),
         deploy: vec![(7, spec)],
+        through,
     });
     let mut n = Node::new(c, Instant::ZERO).unwrap();
     n.add_route(prefix([10, 3, 0, 0].into(), 16).unwrap(), 1);
@@ -117,4 +122,56 @@ fn a_full_inbox_drops_and_counts() {
     }
     assert_eq!(n.stats().dropped.local, 4);
     assert!(n.stats().balanced());
+}
+
+/// A datagram from 10.1.0.10 to `dst:7400` carrying `data`.
+fn datagram_to(dst: [u8; 4], data: &[u8]) -> Vec<u8> {
+    let mut b = vec![0u8; 64 + data.len()];
+    let n = udp::emit_datagram(
+        [10, 1, 0, 10].into(),
+        dst.into(),
+        64,
+        40_000,
+        7400,
+        data,
+        &mut b,
+    )
+    .unwrap();
+    b.truncate(n);
+    b
+}
+
+#[test]
+fn with_through_a_deployed_stream_passing_through_runs_its_handlers_others_pass() {
+    let body = vec![3u8; 500];
+    let f7 = fragment(7, 1, 0, &body, 1400).unwrap().remove(0);
+    let f8 = fragment(8, 1, 0, &body, 1400).unwrap().remove(0);
+    // Addressed to a host behind the node, not to the node.
+    let to = [10, 3, 0, 9];
+    for (through, stream, forwarded) in [(true, &f7, false), (true, &f8, true), (false, &f7, true)]
+    {
+        let mut n = node_with(through);
+        let mut frame = datagram_to(to, stream);
+        let fwd = n.handle_packet(Instant::ZERO, 0, &mut frame);
+        assert_eq!(fwd.is_some(), forwarded, "through {through}");
+        n.run_streams(Instant::ZERO, &mut meter());
+        let mut buf = vec![0u8; 70_000];
+        let mut sent = Vec::new();
+        while let Some(t) = n.poll_transmit(&mut buf) {
+            let d = udp::parse_datagram(&buf[..t.len]).unwrap();
+            sent.push((d.src, SocketAddr::new(d.dst, d.dport)));
+        }
+        if forwarded {
+            assert!(sent.is_empty());
+        } else {
+            // Both destinations of the spec, from the node's address.
+            assert_eq!(
+                sent,
+                vec![
+                    (IpAddr::from(ME), "10.3.0.1:7400".parse().unwrap()),
+                    (IpAddr::from(ME), "10.4.0.1:7500".parse().unwrap()),
+                ]
+            );
+        }
+    }
 }

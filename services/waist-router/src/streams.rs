@@ -8,6 +8,7 @@
 //! share_percent = 50               # of each packet's budget (10⁹/rate ns) for handlers
 //! overrun_messages = 16            # messages over the headroom before a move to the host
 //! admission = true                 # false: admit every deployment on the router
+//! through = false                  # true: also take deployed streams passing through
 //! host = "10.9.0.10"               # the `waist stream host` process for streams not admitted
 //! control_from = ["10.1.0.10"]     # who may send control envelopes (absent: anyone)
 //! presets = ["to 10.3.0.10:7400 | mirror"]   # what a Select control message chooses among
@@ -45,6 +46,10 @@ pub struct StreamsSection {
     /// Admission by headroom (default true); false admits everything here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admission: Option<bool>,
+    /// Take streams passing through too (default false): a datagram to another address's
+    /// port 7400 carrying a stream deployed here runs through its handlers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub through: Option<bool>,
     /// The host process's address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<Spanned<String>>,
@@ -148,7 +153,11 @@ pub fn plan(
             format!("more than {} [[stream]] sections", node.max_streams),
         ));
     }
-    Ok(Some(StreamsConfig { node, deploy }))
+    Ok(Some(StreamsConfig {
+        node,
+        deploy,
+        through: s.through.unwrap_or(false),
+    }))
 }
 
 /// The config of a stream host (`waist stream host`): a node at `addr` with one link

@@ -18,6 +18,7 @@ fn node(spec: &str) -> Node {
             ..NodeConfig::default()
         },
         deploy: vec![(7, spec.parse().unwrap())],
+        through: false,
     });
     let mut n = Node::new(c, Instant::ZERO).unwrap();
     n.add_route(prefix([10, 3, 0, 0].into(), 16).unwrap(), 1);

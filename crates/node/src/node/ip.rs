@@ -58,6 +58,13 @@ impl Node {
         if !originated && self.own.contains(&h.dst) {
             return (self.deliver_local(iface, packet), None);
         }
+        if !originated
+            && h.protocol == waist_ip::udp::PROTOCOL_UDP
+            && self.streams_through
+            && let Some(taken) = self.take_stream_through(packet)
+        {
+            return (taken, None);
+        }
         // The ESP instruction is found at the packet's first ESP site (or was read with its
         // frame) and kept for the others.
         if !originated {

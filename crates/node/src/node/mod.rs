@@ -96,6 +96,8 @@ pub struct Node {
     pub(crate) esp_found: esp_proto::node::Found,
     /// The stream handlers, if on.
     pub(crate) streams: Option<streams::Streams>,
+    /// Whether they take streams passing through ([`StreamsConfig::through`](crate::StreamsConfig::through)).
+    pub(crate) streams_through: bool,
 }
 
 /// How one frame ended (each frame ends exactly one way; see [`Stats`]).
@@ -164,8 +166,10 @@ impl Node {
             reads: Vec::new(),
             esp_found: esp_proto::node::Found::NotEsp,
             streams: None,
+            streams_through: false,
         };
         node.streams = node.config.streams.as_ref().map(streams::Streams::new);
+        node.streams_through = node.config.streams.as_ref().is_some_and(|s| s.through);
         node.drain_dv();
         node.install(now)?;
         Ok(node)

@@ -233,6 +233,7 @@ impl Node {
         });
         if self.config.streams != config.streams {
             self.streams = config.streams.as_ref().map(super::streams::Streams::new);
+            self.streams_through = config.streams.as_ref().is_some_and(|s| s.through);
         }
         let old = core::mem::replace(&mut self.config, config);
         done.routing = self.reconfigure_dv(now, &old, &from);

@@ -66,6 +66,25 @@ impl Node {
         Some(true)
     }
 
+    /// A datagram passing through (`packet`, a UDP packet for another address): taken
+    /// into the inbox if it is a fragment of a stream deployed here, for the data port
+    /// (the fate: delivered, or dropped with a full inbox); `None`: forward it.
+    pub(crate) fn take_stream_through(&mut self, packet: &[u8]) -> Option<super::Fate> {
+        let s = self.streams.as_mut()?;
+        let d = udp::parse_datagram(packet)?;
+        if d.dport != s.ports[0] {
+            return None;
+        }
+        let h = stream_handlers::rudp::Header::parse(d.data).ok()?;
+        if !s.node.deploys(h.stream) && !s.pending.iter().any(|(id, _)| *id == h.stream) {
+            return None;
+        }
+        Some(match self.take_stream(packet) {
+            Some(true) => super::Fate::Delivered,
+            _ => super::Fate::Dropped(super::Reason::Local),
+        })
+    }
+
     /// Runs the stream handlers on what arrived for them (admitting the config's
     /// deployments first, on the first call), timing each handler with `meter`; what they
     /// send is routed and waits in [`poll_transmit`](Node::poll_transmit). Call after each

@@ -415,6 +415,11 @@ impl StreamNode {
         self.cfg.admission.map(|a| a.allowance_ns(self.base_ns))
     }
 
+    /// Whether `stream` is deployed here (on this node or its host).
+    pub fn deploys(&self, stream: u16) -> bool {
+        self.streams.contains_key(&stream)
+    }
+
     /// The deployed streams.
     pub fn streams(&self) -> impl Iterator<Item = StreamInfo> + '_ {
         self.streams.iter().map(|(&stream, s)| StreamInfo {

@@ -176,6 +176,7 @@ fn no_settings() -> waist_router::streams::StreamsSection {
         share_percent: None,
         overrun_messages: None,
         admission: None,
+        through: None,
         host: None,
         control_from: None,
         presets: Vec::new(),
