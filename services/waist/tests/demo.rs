@@ -157,7 +157,7 @@ fn with_tun_the_kernels_ping_and_curl_cross_the_routers() {
         return;
     }
     let (said, pid, dir) = demo("demo-tun-test", &["--tun"]);
-    assert!(said.contains("8 of 8 steps succeeded"), "{said}");
+    assert!(said.contains("9 of 9 steps succeeded"), "{said}");
     assert!(
         said.contains("  ok     kernel ping across the routers"),
         "{said}"
