@@ -13,6 +13,19 @@
 //! Forward-only branches (checked as the program runs) make every instruction run at most
 //! once, so a program with at most [`Limits::instructions`] instructions from its entry
 //! point executes at most that many; a longer one is refused before it runs.
+//!
+//! ```
+//! use snap_vm::asm::assemble;
+//! use snap_vm::vm::{End, Limits, MicroProgram, Scratch, Services};
+//!
+//! // a b -> a, b, a - b
+//! let p = MicroProgram::new(&assemble("pull 1\npull 1\nwsub")?)?;
+//! let limits = Limits::from_bounds(&p.bounds().unwrap_or_default(), 2);
+//! let out = p.run(&mut Scratch::new(), &mut Services::new(), 0, &[10, 1 << 40], limits);
+//! assert_eq!(out.end, End::Exit);
+//! assert_eq!(out.stack, vec![10, 1 << 40, 10 - (1 << 40)]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
