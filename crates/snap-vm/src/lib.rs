@@ -16,6 +16,7 @@
 //! * [`program`]: programs as values, to build packets from;
 //! * [`verify`]: the one-pass linear-resource verifier and its [`Bounds`](verify::Bounds);
 //! * [`vm`]: the interpreter — in place, checks interleaved, output returned not performed;
+//!   and bare runs ([`vm::MicroProgram`]: code on a frame without a packet, ESP microcode);
 //! * [`asm`]: the assembler and disassembler (the paper's notation, plus data directives);
 //! * [`paper`]: the paper's programs, ready-made — Figs. 1 and 2's pings — and a
 //!   traceroute and a multicast in their style (formerly `fixtures`);

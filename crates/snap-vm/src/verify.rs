@@ -58,6 +58,9 @@ pub enum Rule {
     EntryPoint,
     /// The program has no code.
     Empty,
+    /// A send or a delivery (`forw`, `forwto`, `send`, `demux`) in a program for bare runs
+    /// ([`verify_micro`]).
+    Network,
 }
 
 impl fmt::Display for Rule {
@@ -73,6 +76,7 @@ impl fmt::Display for Rule {
             Rule::BadTag => f.write_str("no such tag"),
             Rule::EntryPoint => f.write_str("entry point outside the code"),
             Rule::Empty => f.write_str("no code"),
+            Rule::Network => f.write_str("microcode may not send or deliver"),
         }
     }
 }
@@ -197,4 +201,43 @@ pub fn verify(program: &Program, node: &NodeConfig) -> Result<Bounds, VerifyErro
     b.sends = net.min(node.ifaces);
     b.bandwidth = program.packet_len() as u64 * u64::from(program.rb);
     Ok(b)
+}
+
+/// Verifies `program` for bare runs ([`MicroProgram`](crate::vm::MicroProgram)): its code
+/// and heap as [`verify`] does (its stack is not used: a bare run starts with the caller's
+/// operands), and no `forw`, `forwto`, `send` or `demux` anywhere in the code. The bounds do
+/// not count the operands: each adds one stack value and three heap words
+/// ([`Limits::from_bounds`](crate::vm::Limits::from_bounds)).
+///
+/// # Errors
+///
+/// [`VerifyError`] for the first instruction that breaks a rule ([`Rule::Network`] for a
+/// send or delivery, after [`verify`]'s rules).
+pub fn verify_micro(program: &Program) -> Result<Bounds, VerifyError> {
+    let bare = Program {
+        code: program.code.clone(),
+        heap: program.heap.clone(),
+        entry: program.entry,
+        ..Program::default()
+    };
+    let node = NodeConfig {
+        address: [0; 4],
+        ifaces: 0,
+        mtu: 0,
+    };
+    let bounds = verify(&bare, &node)?;
+    for (pc, w) in program.code.iter().enumerate() {
+        if let Some(op @ (Op::Forw | Op::Forwto | Op::Send | Op::Demux)) = Op::from_code(w.opcode())
+        {
+            return Err(VerifyError {
+                pc,
+                op: Some(op),
+                rule: Rule::Network,
+            });
+        }
+    }
+    Ok(Bounds {
+        bandwidth: 0,
+        ..bounds
+    })
 }

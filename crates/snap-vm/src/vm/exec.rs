@@ -5,7 +5,7 @@ use core::net::IpAddr;
 
 use super::frame::Frame;
 use super::send::{ChildHeader, child, deliver, heap_unchanged};
-use super::services::Services;
+use super::services::ServiceSet;
 use super::{Delivery, End, Fault, NodeConfig, Outcome, Stop, Transmit};
 use crate::op::{MAX_SERVICE_ALLOC, Op};
 use crate::value::{DATA_MASK, Tag, Value, Word};
@@ -14,7 +14,7 @@ use crate::value::{DATA_MASK, Tag, Value, Word};
 pub(super) struct Exec<'v> {
     pub(super) out: &'v mut Outcome,
     pub(super) config: &'v NodeConfig,
-    pub(super) services: &'v mut Services,
+    pub(super) services: &'v mut dyn ServiceSet,
     pub(super) now: u64,
     pub(super) iface: u32,
     pub(super) rb: u16,
@@ -28,6 +28,25 @@ pub(super) struct Exec<'v> {
     pub(super) code_len: u32,
     pub(super) pc: u32,
     pub(super) mktup_until: u32,
+    /// A bare run ([`MicroProgram::run`](super::MicroProgram::run)): no packet to send or deliver, so
+    /// `forw`, `forwto`, `send` and `demux` fault.
+    pub(super) bare: bool,
+}
+
+/// Where an execution runs: the registers a packet's header and the node give it.
+pub(super) struct Registers {
+    /// The interface it arrived on.
+    pub(super) iface: u32,
+    /// Resource bound left (already decremented on arrival).
+    pub(super) rb: u16,
+    /// Entry point.
+    pub(super) entry: u16,
+    /// The packet's destination (its family is the packet's).
+    pub(super) dst: IpAddr,
+    /// The node's address in the packet's family.
+    pub(super) here: IpAddr,
+    /// The node's IPv6 address, if it has one.
+    pub(super) here6: Option<[u8; 16]>,
 }
 
 /// `a`'s first `bits` bits (clamped to its length), the rest zero.
@@ -50,7 +69,43 @@ fn bool_value(b: bool) -> Value {
     Value::int(i32::from(b))
 }
 
-impl Exec<'_> {
+impl<'v> Exec<'v> {
+    /// An execution starting at the entry point, recording into `out`.
+    pub(super) fn new(
+        out: &'v mut Outcome,
+        config: &'v NodeConfig,
+        services: &'v mut dyn ServiceSet,
+        now: u64,
+        at: Registers,
+        bare: bool,
+    ) -> Exec<'v> {
+        Exec {
+            out,
+            config,
+            services,
+            now,
+            iface: at.iface,
+            rb: at.rb,
+            entry: at.entry,
+            dst: at.dst,
+            here: at.here,
+            here6: at.here6,
+            code_len: 0,
+            pc: u32::from(at.entry),
+            mktup_until: 0,
+            bare,
+        }
+    }
+
+    /// Faults in a bare run: `forw`, `forwto`, `send` and `demux` need a packet.
+    #[inline]
+    fn network(&self) -> Result<(), Fault> {
+        if self.bare {
+            return Err(Fault::Network);
+        }
+        Ok(())
+    }
+
     fn branch(&mut self, offset: i64) -> Result<(), Fault> {
         let target = i64::from(self.pc) + offset;
         if offset <= 0 || target > i64::from(self.code_len) {
@@ -207,17 +262,20 @@ impl Exec<'_> {
                     self.branch(off)?;
                 }
                 Op::Forw => {
+                    self.network()?;
                     if self.dst != self.here {
                         return self.forward(frame, self.dst);
                     }
                 }
                 Op::Forwto => {
+                    self.network()?;
                     let d = self.pop_own_family(frame)?;
                     if d != self.here {
                         return self.forward(frame, d);
                     }
                 }
                 Op::Send => {
+                    self.network()?;
                     let d = self.pop_own_family(frame)?;
                     let r = frame.pop()?.as_int();
                     let s = frame.pop()?.as_int();
@@ -243,6 +301,7 @@ impl Exec<'_> {
                     frame.push(Value::int(1))?;
                 }
                 Op::Demux => {
+                    self.network()?;
                     let p = frame.pop()?.as_int();
                     let v = frame.pop()?;
                     // A byte array inside the packet heap (a ping's payload): what `deliver`
@@ -520,9 +579,8 @@ impl Exec<'_> {
             }
         }
         let name = name.get(..len as usize).unwrap_or(&[]);
-        let service = self.services.get_mut(name).ok_or(Fault::NoService)?;
         let (depth, heap) = (frame.depth(), frame.extra.len());
-        service.call(self.now, frame)?;
+        self.services.call(name, self.now, frame)?;
         // A service, like an instruction, may grow the stack by one value and the heap by
         // a constant: the verifier's bounds rely on it.
         if frame.depth() > depth + 1 {

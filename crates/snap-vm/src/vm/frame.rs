@@ -59,6 +59,78 @@ pub struct Frame<'a> {
     pub(crate) forward: &'a mut Vec<u32>,
 }
 
+/// A VM's reusable working space: the scratch stack, the allocation heap, a spare buffer
+/// for building children in and the copying collection's forwarding table. A node keeps one
+/// across executions so the common paths allocate nothing.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// The working stack, bottom first.
+    pub(crate) stack: Vec<u32>,
+    /// Allocated objects.
+    pub(crate) extra: Vec<u32>,
+    /// A buffer a packet left here, for the next child.
+    pub(crate) spare: Vec<u8>,
+    /// The copying collection's forwarding table.
+    pub(crate) forward: Vec<u32>,
+}
+
+impl Scratch {
+    /// Empty working space (allocates nothing until used).
+    pub fn new() -> Scratch {
+        Scratch::default()
+    }
+}
+
+/// How large one execution's stack and heap may grow, and the buffer it may send.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FrameLimits {
+    /// Most values the stack may hold.
+    pub(crate) stack: usize,
+    /// Most words it may allocate.
+    pub(crate) extra: usize,
+    /// Most bytes a packet it sends may have.
+    pub(crate) max_len: usize,
+}
+
+impl<'a> Frame<'a> {
+    /// A frame over `code` and `heap` working in `scratch`, whose stack already holds the
+    /// initial values (the allocation heap is cleared). `packet_len` is what `getlen` reads;
+    /// `src` and `port` name the computation.
+    pub(crate) fn new(
+        code: &'a [[u8; 4]],
+        heap: &'a [[u8; 4]],
+        scratch: &'a mut Scratch,
+        limits: FrameLimits,
+        packet_len: usize,
+        src: IpAddr,
+        port: u16,
+    ) -> Frame<'a> {
+        scratch.extra.clear();
+        let Scratch {
+            stack,
+            extra,
+            spare,
+            forward,
+        } = scratch;
+        Frame {
+            code,
+            heap,
+            stack_limit: limits.stack,
+            dirty: false,
+            extra_limit: limits.extra,
+            max_len: limits.max_len,
+            max_depth: stack.len() as u32,
+            packet_len,
+            stack,
+            extra,
+            src,
+            port,
+            spare,
+            forward,
+        }
+    }
+}
+
 impl Frame<'_> {
     /// Values on the stack.
     #[inline]

@@ -14,6 +14,7 @@
 mod arrival;
 mod exec;
 mod frame;
+mod micro;
 mod send;
 mod services;
 
@@ -22,11 +23,13 @@ use core::fmt;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use arrival::{Arrival, arrive};
-use exec::Exec;
-pub use frame::Frame;
+use exec::{Exec, Registers};
+use frame::FrameLimits;
 pub(crate) use frame::header as frame_header;
 pub(crate) use frame::payload_words as payload_words_of;
-pub use services::{Service, Services};
+pub use frame::{Frame, Scratch};
+pub use micro::{Limits, MicroOutcome, MicroProgram};
+pub use services::{Service, ServiceSet, Services};
 
 use crate::op::Op;
 use crate::value::Word;
@@ -94,6 +97,9 @@ pub enum Fault {
     /// A send to, or an `snet` of, an address of the other family than the packet's (a
     /// packet never changes family: its IP framing could not carry both).
     AddressFamily,
+    /// A send or a delivery (`forw`, `forwto`, `send`, `demux`) in a bare run
+    /// ([`MicroProgram::run`]), which has no packet to send or deliver.
+    Network,
 }
 
 impl fmt::Display for Fault {
@@ -124,6 +130,7 @@ impl fmt::Display for Fault {
             Fault::ServicePush => f.write_str("service pushed more than one value"),
             Fault::ServiceAlloc => f.write_str("service allocated past its allowance"),
             Fault::AddressFamily => f.write_str("address of the other family than the packet's"),
+            Fault::Network => f.write_str("send or delivery without a packet (microcode)"),
         }
     }
 }
@@ -251,7 +258,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn ended(end: End) -> Outcome {
+    pub(crate) fn ended(end: End) -> Outcome {
         Outcome {
             end,
             transmits: Vec::new(),
@@ -269,12 +276,9 @@ pub struct Vm {
     address6: Option<[u8; 16]>,
     /// The node's services.
     pub services: Services,
-    extra: Vec<u32>,
-    stack: Vec<u32>,
-    /// A buffer a packet left here, for the next child (see [`SPARE_LIMIT`]).
-    spare: Vec<u8>,
-    /// The copying collection's forwarding table.
-    forward: Vec<u32>,
+    /// Working space reused across packets; its spare buffer is one a packet left here,
+    /// for the next child (see [`SPARE_LIMIT`]).
+    scratch: Scratch,
 }
 
 /// The largest buffer a VM keeps for building children in, in units of the MTU: a buffer
@@ -289,10 +293,7 @@ impl Vm {
             config,
             address6: None,
             services: Services::new(),
-            extra: Vec::new(),
-            stack: Vec::new(),
-            spare: Vec::new(),
-            forward: Vec::new(),
+            scratch: Scratch::new(),
         }
     }
 
@@ -461,8 +462,8 @@ impl Vm {
             out.transmits.push(Transmit::to(dst, packet));
             return;
         }
-        self.extra.clear();
-        self.stack.clear();
+        let scratch = &mut self.scratch;
+        scratch.stack.clear();
         let (front, stack_bytes) = packet.split_at(stack_at);
         let code = front
             .get(header_len..heap_at)
@@ -470,7 +471,7 @@ impl Vm {
             .as_chunks::<4>()
             .0;
         let heap = front.get(heap_at..).unwrap_or_default().as_chunks::<4>().0;
-        self.stack.extend(
+        scratch.stack.extend(
             stack_bytes
                 .as_chunks::<4>()
                 .0
@@ -480,41 +481,26 @@ impl Vm {
         // Each instruction pushes at most one value, and runs at most once; the stack must
         // also fit the 16-bit length field and, with the packet, the 4 × MTU buffer.
         let max_len = (4 * self.config.mtu).max(packet.len());
-        let stack_limit = (self.stack.len() + code.len() + 1)
+        let depth = scratch.stack.len();
+        let stack_limit = (depth + code.len() + 1)
             .min(usize::from(u16::MAX))
-            .min(self.stack.len() + (max_len - packet.len()) / 4);
-        self.stack.reserve(code.len() + 1);
-        let mut frame = Frame {
-            code,
-            heap,
-            stack_limit,
-            dirty: false,
-            extra_limit: max_len / 4,
+            .min(depth + (max_len - packet.len()) / 4);
+        scratch.stack.reserve(code.len() + 1);
+        let limits = FrameLimits {
+            stack: stack_limit,
+            extra: max_len / 4,
             max_len,
-            max_depth: self.stack.len() as u32,
-            packet_len: packet.len(),
-            stack: &mut self.stack,
-            extra: &mut self.extra,
-            src,
-            port,
-            spare: &mut self.spare,
-            forward: &mut self.forward,
         };
-        let mut exec = Exec {
-            out,
-            config: &self.config,
-            services: &mut self.services,
-            now,
+        let mut frame = Frame::new(code, heap, scratch, limits, packet.len(), src, port);
+        let at = Registers {
             iface,
             rb,
             entry,
             dst,
             here,
             here6: self.address6,
-            code_len: 0,
-            pc: u32::from(entry),
-            mktup_until: 0,
         };
+        let mut exec = Exec::new(out, &self.config, &mut self.services, now, at, false);
         // At its destination an entry `forw` only falls through (the ping's and every
         // compiled PLAN program's first instruction): count it and start after it.
         let end = if forw_first && dst == here {
@@ -544,14 +530,14 @@ impl Vm {
                 // §VI.D's best case: the packet leaves in its own buffer; only the header
                 // changes, and the stack if the program changed it.
                 if dirty {
-                    write_stack(&mut packet, stack_at, &self.stack);
+                    write_stack(&mut packet, stack_at, &self.scratch.stack);
                 }
                 let mut p = Packet::wrap(&mut packet[..]);
                 // Of the packet's family: the VM sends to no other.
                 p.set_dst_addr(to);
                 // All that is left: less than arrived if the program sent children.
                 p.set_rb(rb);
-                p.set_stack_len(self.stack.len() as u16);
+                p.set_stack_len(self.scratch.stack.len() as u16);
                 if matches!(stop, Stop::ReuseAsChild(..))
                     && let Some(h) = packet.first_chunk_mut::<HEADER_LEN>()
                 {
@@ -599,10 +585,10 @@ impl Vm {
     /// larger than the spare buffer the VM has and within [`SPARE_LIMIT`].
     fn keep_spare(&mut self, buf: Vec<u8>) {
         let cap = buf.capacity();
-        if cap > self.spare.capacity()
+        if cap > self.scratch.spare.capacity()
             && cap <= SPARE_LIMIT.saturating_mul(self.config.mtu.max(HEADER_LEN_V6))
         {
-            self.spare = buf;
+            self.scratch.spare = buf;
         }
     }
 }

@@ -20,6 +20,25 @@ pub trait Service {
     fn call(&mut self, now: u64, frame: &mut Frame<'_>) -> Result<(), Fault>;
 }
 
+/// A set of services `calls` can reach, by name. [`Services`] is the node's; a caller
+/// running a program on a bare frame ([`MicroProgram::run`](super::MicroProgram::run)) may offer its own,
+/// borrowing state only for the run.
+pub trait ServiceSet {
+    /// Runs the service named `name` against `frame` at `now`.
+    ///
+    /// # Errors
+    ///
+    /// [`Fault::NoService`] if the set has no service of that name; whatever the service
+    /// returns otherwise.
+    fn call(&mut self, name: &[u8], now: u64, frame: &mut Frame<'_>) -> Result<(), Fault>;
+}
+
+impl ServiceSet for Services {
+    fn call(&mut self, name: &[u8], now: u64, frame: &mut Frame<'_>) -> Result<(), Fault> {
+        self.get_mut(name).ok_or(Fault::NoService)?.call(now, frame)
+    }
+}
+
 /// The services a node offers.
 #[derive(Default)]
 pub struct Services {

@@ -1,0 +1,152 @@
+//! The shipped microcoded COUNT (`examples/esp-microcode/count.snap`) against the built-in
+//! (`esp_proto::exec::execute`): two stores built alike, random pre-populated counters
+//! (saturation included), random counter tags and thresholds (the whole u64 range), time
+//! advancing so bindings expire, a store small enough to fill. Equal verdicts, aborts and
+//! operands, and equal store contents after every packet.
+
+// Test harness: panics are the failure reports.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use esp_micro::Microcode;
+use esp_proto::exec::{Context, Env, execute};
+use esp_proto::instr::Instruction;
+use ess::{Ess, EssConfig, HashKey, Instant, Tag, Value};
+use proptest::prelude::*;
+
+const COUNT: &str = include_str!("../../../examples/esp-microcode/count.snap");
+
+/// The tags packets and pre-population use: more than the store holds.
+const TAGS: [u64; 14] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1 << 63, u64::MAX];
+
+fn store() -> Ess {
+    // 8 bindings living 40 ticks.
+    Ess::new(EssConfig::new(3, 40, 1, HashKey::from_seed(0xc0de)).unwrap())
+}
+
+/// (tag index, value, tick) puts, applied to both stores.
+type Pre = Vec<(usize, u64, u64)>;
+/// (tag index, threshold, ticks since the last packet).
+type Packets = Vec<(usize, u64, u64)>;
+
+/// Runs `packets` through the built-in COUNT and through `micro` on two stores pre-populated
+/// by `pre`; the first difference, if any.
+fn differ(micro: &Microcode, pre: &Pre, packets: &Packets) -> Result<(), String> {
+    let (mut a, mut b) = (store(), store());
+    let mut now = 0u64;
+    for &(t, v, at) in pre {
+        now = now.max(at);
+        let at = Instant::from_ticks(now);
+        let ra = a.put(at, Tag(TAGS[t]), Value(v));
+        let rb = b.put(at, Tag(TAGS[t]), Value(v));
+        assert_eq!(ra, rb, "pre-population diverged");
+    }
+    let env = Env::new(1, HashKey::from_seed(9));
+    for (i, &(t, thresh, dt)) in packets.iter().enumerate() {
+        now += dt;
+        let at = Instant::from_ticks(now);
+        let counter = Tag(TAGS[t]);
+        let mut instr = Instruction::Count { counter, thresh };
+        let built_in = execute(&mut Context::new(&mut a, &env, 5), at, &mut instr);
+        let mut operands = [counter.0, thresh];
+        let microcoded = micro.run(&mut Context::new(&mut b, &env, 5), at, &mut operands);
+        if built_in != microcoded {
+            return Err(format!(
+                "packet {i} (tag {:#x}, thresh {thresh}): built-in {built_in:?}, microcode {microcoded:?}",
+                counter.0
+            ));
+        }
+        let Instruction::Count {
+            counter: c,
+            thresh: h,
+        } = instr
+        else {
+            unreachable!()
+        };
+        if [c.0, h] != operands {
+            return Err(format!(
+                "packet {i}: operands {:?} vs {operands:?}",
+                [c.0, h]
+            ));
+        }
+        for tag in TAGS {
+            let (x, y) = (a.get(at, Tag(tag)), b.get(at, Tag(tag)));
+            if x != y {
+                return Err(format!("packet {i}: tag {tag:#x} holds {x:?} vs {y:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn value() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        0u64..6,
+        Just(u64::MAX),
+        Just(u64::MAX - 1),
+        Just(1 << 63),
+        Just((1 << 63) - 1),
+        any::<u64>(),
+    ]
+}
+
+fn pre() -> impl Strategy<Value = Pre> {
+    proptest::collection::vec((0..TAGS.len(), value(), 0u64..30), 0..12)
+}
+
+fn packets() -> impl Strategy<Value = Packets> {
+    proptest::collection::vec((0..TAGS.len(), value(), 0u64..12), 1..40)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn microcoded_count_is_the_built_in(pre in pre(), packets in packets()) {
+        let micro = Microcode::assemble(COUNT).unwrap();
+        prop_assert_eq!(differ(&micro, &pre, &packets), Ok(()));
+    }
+}
+
+/// The comparison can fail: wrong microcode is caught on a plain stream.
+#[test]
+fn wrong_microcode_is_caught() {
+    let stream: Packets = (0..6).map(|_| (3, 2, 1)).collect();
+    let right = Microcode::assemble(COUNT).unwrap();
+    assert_eq!(differ(&right, &Vec::new(), &stream), Ok(()));
+    // Off by one: forward while count < thresh (drop when thresh <= count).
+    let compare = "    swap                ; [c, t, t', n']\n    wlt ";
+    assert!(COUNT.contains(compare));
+    let off_by_one = COUNT.replace(compare, "    wlt\n    lnot ");
+    let wrong = Microcode::assemble(&off_by_one).unwrap();
+    assert!(differ(&wrong, &Vec::new(), &stream).is_err());
+    // Signed compare: right for small thresholds, wrong for thresholds from 2^63 on.
+    let signed = COUNT.replace("    pushh @bias\n    wadd", "");
+    let wrong = Microcode::assemble(&signed).unwrap();
+    assert_eq!(differ(&wrong, &Vec::new(), &stream), Ok(()));
+    assert!(differ(&wrong, &Vec::new(), &vec![(3, u64::MAX, 1)]).is_err());
+}
+
+/// A full store: both abort with StoreFull and leave the store as it was.
+#[test]
+fn store_full_aborts_alike() {
+    let pre: Pre = (0..8).map(|t| (t, 1, 0)).collect();
+    let micro = Microcode::assemble(COUNT).unwrap();
+    // Tags 8 and 9 find no room until the pre-populated bindings expire at tick 40.
+    let stream: Packets = vec![(8, 5, 1), (9, 5, 1), (0, 5, 1), (8, 5, 40)];
+    assert_eq!(differ(&micro, &pre, &stream), Ok(()));
+    let mut b = store();
+    for &t in &TAGS[..8] {
+        b.put(Instant::from_ticks(0), Tag(t), Value(1)).unwrap();
+    }
+    let env = Env::new(1, HashKey::from_seed(9));
+    let mut operands = [8, 5];
+    assert_eq!(
+        micro.run(
+            &mut Context::new(&mut b, &env, 5),
+            Instant::from_ticks(1),
+            &mut operands
+        ),
+        Err(esp_proto::exec::Abort::StoreFull)
+    );
+    assert_eq!(b.get(Instant::from_ticks(1), Tag(8)), None);
+}
