@@ -1,7 +1,8 @@
-//! The store as microcode sees it: `ess.get`, `ess.put` and `ess.count` read an ESP
+//! The services microcode calls. `ess.get`, `ess.put` and `ess.count` read an ESP
 //! context's store and buffer their writes in a journal, applied only when the program ends
 //! without aborting — so, like a built-in instruction, a microcoded one either changes the
-//! store as a whole or not at all.
+//! store as a whole or not at all. `wide.and`, `wide.or` and `wide.xor` are the 64-bit
+//! bitwise operators SNAP lacks.
 
 use alloc::vec::Vec;
 
@@ -78,6 +79,19 @@ impl<T: Tables> ServiceSet for Journal<'_, T> {
                 let n = self.read(tag).map_or(0, |v| v.0).saturating_add(1);
                 self.write(tag, Value(n));
                 let w = frame.alloc_wide(n as i64)?;
+                frame.push(w)
+            }
+            b"wide.and" | b"wide.or" | b"wide.xor" => {
+                // SNAP has no bitwise instructions on wide integers (and no wide shift to
+                // build them from), yet ESP's COLLECT folds with and/or/xor on 64 bits.
+                let b = frame.pop_wide()?;
+                let a = frame.pop_wide()?;
+                let r = match name {
+                    b"wide.and" => a & b,
+                    b"wide.or" => a | b,
+                    _ => a ^ b,
+                };
+                let w = frame.alloc_wide(r)?;
                 frame.push(w)
             }
             _ => Err(Fault::NoService),

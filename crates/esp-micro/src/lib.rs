@@ -23,6 +23,12 @@
 //!   * `ess.put`: pops a value, then a tag; binds them; pushes 1;
 //!   * `ess.count`: pops a tag; increments its value (nil = 0, saturating at 2^64 − 1, as
 //!     COUNT does); pushes the new count as a wide integer.
+//!
+//!   None of them changes a binding's lifetime: a write to an existing binding keeps its
+//!   expiry, as the built-ins' `find_create` and `write` do.
+//! * **Wide bitwise operators.** SNAP has none on 64-bit integers (nor a wide shift to build
+//!   them from), so `calls "wide.and"`, `"wide.or"` and `"wide.xor"` pop `b`, then `a`, and
+//!   push `a & b`, `a | b`, `a ^ b` as a wide integer.
 //! * **Atomicity.** Writes go to a journal the program's own reads see; when it ends with a
 //!   forward or drop verdict the journal is applied, room for every new binding made first
 //!   ([`Ess::make_room`](ess::Ess::make_room)) — no room is [`Abort::StoreFull`] with the
@@ -38,6 +44,21 @@
 //!   at most that many instructions. A program that faults, leaves too short a stack or a
 //!   verdict outside 0..=3 fails ([`Failure`]); [`Microcode::run`] reports that as
 //!   [`Abort::Malformed`], the abort a malformed built-in gets.
+//!
+//! # Shipped microcode
+//!
+//! `examples/esp-microcode/` in the repository holds the paper's instructions in SNAP
+//! assembly, each proven equal to the built-in by a differential property test
+//! (`tests/count.rs`, `tests/compare.rs`, `tests/collect.rs`: verdicts, aborts, operands and
+//! the store left behind):
+//!
+//! | file | operands | instruction |
+//! |---|---|---|
+//! | `count.snap` | `[counter, thresh]` | COUNT (Fig. 3) |
+//! | `compare.snap` | `[value, current, op]` | COMPARE (Fig. 6); `op` indexes [`CompareOp::ALL`](esp_proto::instr::CompareOp::ALL) |
+//! | `collect.snap` | `[value, val, counter, op]` | COLLECT (Fig. 6); `op` indexes [`CombineOp::ALL`](esp_proto::instr::CombineOp::ALL) |
+//!
+//! An `op` outside 0..=5 ends with verdict 4, reported as [`Abort::Malformed`].
 //!
 //! `#![no_std]` with `alloc`; no I/O, no clock: the caller passes `now`.
 //!

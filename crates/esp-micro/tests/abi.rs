@@ -136,3 +136,32 @@ fn a_full_store_refuses_the_journal_whole() {
     assert_eq!(run(one, &mut s, &mut []), Ok(Verdict::Forward));
     assert_eq!(s.get(NOW, Tag(1)), Some(Value(1)));
 }
+
+/// `wide.and`, `wide.or` and `wide.xor` on all 64 bits, small integers read as 64 bits;
+/// an unknown service faults.
+#[test]
+fn wide_bitwise_services() {
+    let a = 0xf0f0_0000_ffff_0001_u64;
+    let b = 0x8ff0_0000_0f0f_0003_u64;
+    for (service, want) in [("wide.and", a & b), ("wide.or", a | b), ("wide.xor", a ^ b)] {
+        let mut s = store();
+        // [a, b, r] with r = a op b stored back into operand 1.
+        let text = format!("pull 1\npull 1\ncalls \"{service}\"\nstore 1\npush 0");
+        let mut operands = [a, b];
+        assert_eq!(run(&text, &mut s, &mut operands), Ok(Verdict::Forward));
+        assert_eq!(operands, [a, want], "{service}");
+    }
+    let mut operands = [a];
+    let text = "pull 0\npush 6\ncalls \"wide.and\"\nstore 1\npush 0";
+    assert_eq!(run(text, &mut store(), &mut operands), Ok(Verdict::Forward));
+    assert_eq!(operands, [a & 6]);
+    let mut operands = [a, b];
+    assert_eq!(
+        run(
+            "pull 1\npull 1\ncalls \"wide.nand\"\npush 0",
+            &mut store(),
+            &mut operands
+        ),
+        Err(Failure::Fault(Fault::NoService))
+    );
+}
