@@ -7,39 +7,24 @@
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod support;
+
 use esp_micro::Microcode;
 use esp_proto::exec::{Context, Env, execute};
 use esp_proto::instr::Instruction;
-use ess::{Ess, EssConfig, HashKey, Instant, Tag, Value};
+use ess::{HashKey, Instant, Tag, Value};
 use proptest::prelude::*;
+use support::{Pre, TAGS, populated, pre, same_contents, store, value};
 
 const COUNT: &str = include_str!("../../../examples/esp-microcode/count.snap");
 
-/// The tags packets and pre-population use: more than the store holds.
-const TAGS: [u64; 14] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1 << 63, u64::MAX];
-
-fn store() -> Ess {
-    // 8 bindings living 40 ticks.
-    Ess::new(EssConfig::new(3, 40, 1, HashKey::from_seed(0xc0de)).unwrap())
-}
-
-/// (tag index, value, tick) puts, applied to both stores.
-type Pre = Vec<(usize, u64, u64)>;
 /// (tag index, threshold, ticks since the last packet).
 type Packets = Vec<(usize, u64, u64)>;
 
 /// Runs `packets` through the built-in COUNT and through `micro` on two stores pre-populated
 /// by `pre`; the first difference, if any.
 fn differ(micro: &Microcode, pre: &Pre, packets: &Packets) -> Result<(), String> {
-    let (mut a, mut b) = (store(), store());
-    let mut now = 0u64;
-    for &(t, v, at) in pre {
-        now = now.max(at);
-        let at = Instant::from_ticks(now);
-        let ra = a.put(at, Tag(TAGS[t]), Value(v));
-        let rb = b.put(at, Tag(TAGS[t]), Value(v));
-        assert_eq!(ra, rb, "pre-population diverged");
-    }
+    let (mut a, mut b, mut now) = populated(pre);
     let env = Env::new(1, HashKey::from_seed(9));
     for (i, &(t, thresh, dt)) in packets.iter().enumerate() {
         now += dt;
@@ -68,40 +53,20 @@ fn differ(micro: &Microcode, pre: &Pre, packets: &Packets) -> Result<(), String>
                 [c.0, h]
             ));
         }
-        for tag in TAGS {
-            let (x, y) = (a.get(at, Tag(tag)), b.get(at, Tag(tag)));
-            if x != y {
-                return Err(format!("packet {i}: tag {tag:#x} holds {x:?} vs {y:?}"));
-            }
-        }
+        same_contents(i, &mut a, &mut b, at)?;
     }
     Ok(())
 }
 
-fn value() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        0u64..6,
-        Just(u64::MAX),
-        Just(u64::MAX - 1),
-        Just(1 << 63),
-        Just((1 << 63) - 1),
-        any::<u64>(),
-    ]
-}
-
-fn pre() -> impl Strategy<Value = Pre> {
-    proptest::collection::vec((0..TAGS.len(), value(), 0u64..30), 0..12)
-}
-
 fn packets() -> impl Strategy<Value = Packets> {
-    proptest::collection::vec((0..TAGS.len(), value(), 0u64..12), 1..40)
+    proptest::collection::vec((0..TAGS.len(), value(6), 0u64..12), 1..40)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn microcoded_count_is_the_built_in(pre in pre(), packets in packets()) {
+    fn microcoded_count_is_the_built_in(pre in pre(6), packets in packets()) {
         let micro = Microcode::assemble(COUNT).unwrap();
         prop_assert_eq!(differ(&micro, &pre, &packets), Ok(()));
     }

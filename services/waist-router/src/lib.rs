@@ -47,6 +47,12 @@ use crate::config::Plan;
 /// Frames taken from the links in one turn before timers are looked at again.
 pub const ROUND: usize = 2048;
 
+/// The stream handlers' meter: monotonic nanoseconds since `origin` (the router's clock's,
+/// fixed: reading it costs no clock call).
+fn meter(origin: StdInstant) -> impl FnMut() -> u64 {
+    move || u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Batches over which the forwarding cost per frame is measured (the least counts).
 pub const BASE_WINDOW: u32 = 64;
 
@@ -112,9 +118,7 @@ impl Router {
             .map_err(|e| anyhow::anyhow!("{}: {e}", source.file().display()))?;
         // The config's streams are admitted now, timed like every handler run.
         if node.streams().is_some() {
-            let origin = StdInstant::now();
-            let mut meter = move || u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            node.run_streams(Instant::ZERO, &mut meter);
+            node.run_streams(Instant::ZERO, &mut meter(clock.origin()));
         }
         Ok(Router {
             log: events::LinkLog::new(links.len()),
@@ -265,9 +269,8 @@ impl Router {
             self.link_events();
         }
         if self.node.streams().is_some() {
-            let origin = StdInstant::now();
-            let mut meter = move || u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            self.node.run_streams(self.clock.at(wall), &mut meter);
+            let now = self.clock.at(wall);
+            self.node.run_streams(now, &mut meter(self.clock.origin()));
             self.log_stream_events();
         }
         while let Some(t) = self.node.poll_transmit(out) {

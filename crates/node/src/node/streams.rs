@@ -49,21 +49,30 @@ impl Streams {
     }
 }
 
+impl Streams {
+    /// Queues datagram `d` for the stream node: whether there was room.
+    fn queue(&mut self, d: &udp::Datagram<'_>) -> bool {
+        if self.inbox.len() >= MAX_INBOX {
+            return false;
+        }
+        self.inbox
+            .push_back((SocketAddr::new(d.src, d.sport), d.dport, d.data.to_vec()));
+        true
+    }
+
+    /// Whether `stream` is deployed, or waits in the config to be at the first run.
+    fn deploys(&self, stream: u16) -> bool {
+        self.node.deploys(stream) || self.pending.iter().any(|(id, _)| *id == stream)
+    }
+}
+
 impl Node {
     /// Takes `packet` (for the node) into the streams' inbox if it is a UDP datagram for
     /// their ports; whether it did (`Some(false)`: it was theirs but the inbox is full).
     pub(crate) fn take_stream(&mut self, packet: &[u8]) -> Option<bool> {
         let s = self.streams.as_mut()?;
         let d = udp::parse_datagram(packet)?;
-        if !s.ports.contains(&d.dport) {
-            return None;
-        }
-        if s.inbox.len() >= MAX_INBOX {
-            return Some(false);
-        }
-        s.inbox
-            .push_back((SocketAddr::new(d.src, d.sport), d.dport, d.data.to_vec()));
-        Some(true)
+        s.ports.contains(&d.dport).then(|| s.queue(&d))
     }
 
     /// A datagram passing through (`packet`, a UDP packet for another address): taken
@@ -76,12 +85,12 @@ impl Node {
             return None;
         }
         let h = stream_handlers::rudp::Header::parse(d.data).ok()?;
-        if !s.node.deploys(h.stream) && !s.pending.iter().any(|(id, _)| *id == h.stream) {
+        if !s.deploys(h.stream) {
             return None;
         }
-        Some(match self.take_stream(packet) {
-            Some(true) => super::Fate::Delivered,
-            _ => super::Fate::Dropped(super::Reason::Local),
+        Some(match s.queue(&d) {
+            true => super::Fate::Delivered,
+            false => super::Fate::Dropped(super::Reason::Local),
         })
     }
 

@@ -190,15 +190,13 @@ impl StreamNode {
         let fate = match known {
             Some(Fate::Cut(addrs)) => {
                 // Cut-through, decided: the fragment as it is, to each destination.
-                let port = self.cfg.data_port;
-                for &dst in addrs {
-                    self.stats.fragments_out += 1;
-                    self.out.push_back(Output {
-                        src_port: port,
-                        dst,
-                        payload: packet.to_vec(),
-                    });
-                }
+                copies(
+                    &mut self.out,
+                    &mut self.stats,
+                    self.cfg.data_port,
+                    addrs,
+                    packet,
+                );
                 return;
             }
             Some(f) => Some(f.clone()),
@@ -278,10 +276,13 @@ impl StreamNode {
     }
 
     fn forward(&mut self, addrs: &[SocketAddr], packet: &[u8]) {
-        for &a in addrs {
-            self.stats.fragments_out += 1;
-            self.send(a, packet.to_vec());
-        }
+        copies(
+            &mut self.out,
+            &mut self.stats,
+            self.cfg.data_port,
+            addrs,
+            packet,
+        );
     }
 
     fn hold(&mut self, now: sansio::Instant, src: IpAddr, h: Header, packet: &[u8]) {
@@ -541,5 +542,24 @@ impl StreamNode {
                 Ok((Status::Applied, text))
             }
         }
+    }
+}
+
+/// Queues `packet` unchanged from the data port `port` to each of `addrs`, counted. (Free
+/// of `self`: the cut-through path calls it while it borrows the stream.)
+fn copies(
+    out: &mut alloc::collections::VecDeque<Output>,
+    stats: &mut super::Stats,
+    port: u16,
+    addrs: &[SocketAddr],
+    packet: &[u8],
+) {
+    for &dst in addrs {
+        stats.fragments_out += 1;
+        out.push_back(Output {
+            src_port: port,
+            dst,
+            payload: packet.to_vec(),
+        });
     }
 }

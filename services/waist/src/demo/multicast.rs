@@ -5,13 +5,12 @@
 
 use std::io::Write;
 use std::net::IpAddr;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::up::fleet;
+use super::steps::{Reap, spawn_logged};
 use crate::up::topology::HostPlan;
 
 /// The stream the demo topology deploys on r1 (`examples/topologies/demo.toml`).
@@ -24,41 +23,25 @@ const RATE: u32 = 200;
 const FILTERS: [&str; 3] = ["status==2", "status<2", "all"];
 const CHANGED: &str = "status in 3..4";
 
-/// A `waist stream` tool running, reaped on every path out; its stdout in a file.
+/// A `waist stream` tool running, reaped on every path out; its stdout in
+/// `DIR/run/logs/NAME.out`.
 struct Tool {
-    child: Child,
-    out: std::path::PathBuf,
+    child: Reap,
+    out: PathBuf,
 }
 
 impl Tool {
-    fn start(bins: &Path, logs: &Path, name: &str, args: &[String]) -> anyhow::Result<Tool> {
-        let path = fleet::find_binary(bins, "waist")?;
-        let out = logs.join(format!("{name}.out"));
-        let stdout = std::fs::File::create(&out)?;
-        let child = Command::new(&path)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("cannot start {}", path.display()))?;
+    fn start(bins: &Path, dir: &Path, name: &str, args: &[String]) -> anyhow::Result<Tool> {
+        let child = Reap(spawn_logged(bins, dir, "waist", name, args)?);
+        let out = dir.join("run").join("logs").join(format!("{name}.out"));
         Ok(Tool { child, out })
     }
 
     /// Waits for it; its exit code and standard output.
     fn finish(mut self) -> anyhow::Result<(i32, String)> {
-        let status = self.child.wait()?;
+        let status = self.child.0.wait()?;
         let text = std::fs::read_to_string(&self.out)?;
         Ok((status.code().unwrap_or(-1), text))
-    }
-}
-
-impl Drop for Tool {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
     }
 }
 
@@ -74,7 +57,7 @@ fn link(h: &HostPlan) -> [String; 4] {
 /// The step's parts: where the tools are and log, the publisher, the subscribers, r1.
 struct Parts<'a> {
     bins: &'a Path,
-    logs: &'a Path,
+    dir: &'a Path,
     h1: &'a HostPlan,
     subs: [&'a HostPlan; 3],
     router: IpAddr,
@@ -90,7 +73,7 @@ fn phase(
 ) -> anyhow::Result<Vec<String>> {
     let Parts {
         bins,
-        logs,
+        dir,
         h1,
         subs,
         router,
@@ -119,7 +102,7 @@ fn phase(
         );
         running.push(Tool::start(
             bins,
-            logs,
+            dir,
             &format!("stream-sub-{}-{tag}", h.name),
             &args,
         )?);
@@ -145,7 +128,7 @@ fn phase(
         ]
         .map(String::from),
     );
-    let (code, said) = Tool::start(bins, logs, &format!("stream-pub-{tag}"), &args)?.finish()?;
+    let (code, said) = Tool::start(bins, dir, &format!("stream-pub-{tag}"), &args)?.finish()?;
     if code != 0 {
         bail!("waist stream pub failed ({code}): {said}");
     }
@@ -185,15 +168,13 @@ pub(super) fn multicast(
     router: IpAddr,
     out: &mut dyn Write,
 ) -> anyhow::Result<String> {
-    let logs = dir.join("run").join("logs");
-    std::fs::create_dir_all(&logs)?;
     writeln!(
         out,
         "  r1 runs stream {STREAM}: mirror to h2, h3, h4 (Rx side), each copy filtered for its subscriber (Tx side)"
     )?;
     let parts = Parts {
         bins,
-        logs: &logs,
+        dir,
         h1,
         subs,
         router,
@@ -218,7 +199,7 @@ pub(super) fn multicast(
         ]
         .map(String::from),
     );
-    let (code, said) = Tool::start(bins, &logs, "stream-set", &args)?.finish()?;
+    let (code, said) = Tool::start(bins, dir, "stream-set", &args)?.finish()?;
     if code != 0 {
         bail!("waist stream set failed ({code}): {said}");
     }

@@ -150,13 +150,24 @@ pub(super) fn ping(h1: &HostPlan, dst: Ipv4Addr, out: &mut dyn Write) -> anyhow:
     ))
 }
 
-/// Starts `program` with `args`, stdout to `DIR/logs/NAME.out`, stderr inherited (its
-/// progress bar shows on a terminal).
+/// Starts `program` with `args`, stdout to `DIR/run/logs/PROGRAM.out`, stderr inherited
+/// (its progress bar shows on a terminal).
 fn spawn_tool(bins: &Path, dir: &Path, program: &str, args: &[String]) -> anyhow::Result<Child> {
+    spawn_logged(bins, dir, program, program, args)
+}
+
+/// Starts `program` with `args`, stdout to `DIR/run/logs/LOG.out`, stderr inherited.
+pub(super) fn spawn_logged(
+    bins: &Path,
+    dir: &Path,
+    program: &str,
+    log: &str,
+    args: &[String],
+) -> anyhow::Result<Child> {
     let path = fleet::find_binary(bins, program)?;
     let logs = dir.join("run").join("logs");
     std::fs::create_dir_all(&logs)?;
-    let stdout = std::fs::File::create(logs.join(format!("{program}.out")))?;
+    let stdout = std::fs::File::create(logs.join(format!("{log}.out")))?;
     Command::new(&path)
         .args(args)
         .stdin(Stdio::null())
@@ -167,7 +178,7 @@ fn spawn_tool(bins: &Path, dir: &Path, program: &str, args: &[String]) -> anyhow
 }
 
 /// Kills and reaps a tool on every path out.
-struct Reap(Child);
+pub(super) struct Reap(pub(super) Child);
 
 impl Drop for Reap {
     fn drop(&mut self) {

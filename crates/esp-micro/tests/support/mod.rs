@@ -1,0 +1,61 @@
+//! What the differential tests share: the tags, two stores built alike and pre-populated
+//! alike, the comparison of what they hold, and the value strategy.
+
+// Each test file uses its own part of the support.
+#![allow(dead_code)]
+
+use ess::{Ess, EssConfig, HashKey, Instant, Tag, Value};
+use proptest::prelude::*;
+
+/// The tags packets and pre-population use: more than the store holds.
+pub(crate) const TAGS: [u64; 14] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1 << 63, u64::MAX];
+
+/// A store of 8 bindings living 40 ticks.
+pub(crate) fn store() -> Ess {
+    Ess::new(EssConfig::new(3, 40, 1, HashKey::from_seed(0xc0de)).unwrap())
+}
+
+/// (tag index, value, tick) puts, applied to both stores.
+pub(crate) type Pre = Vec<(usize, u64, u64)>;
+
+/// Two stores populated alike by `pre`, and the tick the last put happened at.
+pub(crate) fn populated(pre: &Pre) -> (Ess, Ess, u64) {
+    let (mut a, mut b) = (store(), store());
+    let mut now = 0u64;
+    for &(t, v, at) in pre {
+        now = now.max(at);
+        let at = Instant::from_ticks(now);
+        let ra = a.put(at, Tag(TAGS[t]), Value(v));
+        let rb = b.put(at, Tag(TAGS[t]), Value(v));
+        assert_eq!(ra, rb, "pre-population diverged");
+    }
+    (a, b, now)
+}
+
+/// Whether `a` and `b` hold the same for every tag at `at` (after packet `i`).
+pub(crate) fn same_contents(i: usize, a: &mut Ess, b: &mut Ess, at: Instant) -> Result<(), String> {
+    for tag in TAGS {
+        let (x, y) = (a.get(at, Tag(tag)), b.get(at, Tag(tag)));
+        if x != y {
+            return Err(format!("packet {i}: tag {tag:#x} holds {x:?} vs {y:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Values near the edges of u64 (and small ones, below `small`), or any.
+pub(crate) fn value(small: u64) -> impl Strategy<Value = u64> + Clone {
+    prop_oneof![
+        0u64..small,
+        Just(u64::MAX),
+        Just(u64::MAX - 1),
+        Just(1 << 63),
+        Just((1 << 63) - 1),
+        any::<u64>(),
+    ]
+}
+
+/// Pre-populations of up to 12 puts.
+pub(crate) fn pre(small: u64) -> impl Strategy<Value = Pre> {
+    proptest::collection::vec((0..TAGS.len(), value(small), 0u64..30), 0..12)
+}
