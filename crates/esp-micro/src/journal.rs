@@ -1,8 +1,8 @@
 //! The services microcode calls. `ess.get`, `ess.put` and `ess.count` read an ESP
 //! context's store and buffer their writes in a journal, applied only when the program ends
 //! without aborting — so, like a built-in instruction, a microcoded one either changes the
-//! store as a whole or not at all. `wide.and`, `wide.or` and `wide.xor` are the 64-bit
-//! bitwise operators SNAP lacks.
+//! store as a whole or not at all. `esp.param` reads the context's node parameters;
+//! `wide.and`, `wide.or` and `wide.xor` are the 64-bit bitwise operators SNAP lacks.
 
 use alloc::vec::Vec;
 
@@ -10,20 +10,23 @@ use ess::{Ess, Instant, Tables, Tag, Value};
 use snap_vm::value::Value as SnapValue;
 use snap_vm::vm::{Fault, Frame, ServiceSet};
 
-use esp_proto::exec::Abort;
+use esp_proto::exec::{Abort, Env};
+use esp_proto::instr::Param;
 
 /// The services of one run over `store`, at `now`, with the writes it made so far.
 pub(crate) struct Journal<'s, T: Tables> {
     store: &'s Ess<T>,
+    env: &'s Env,
     now: Instant,
     /// Tags written and their latest values, in the order first written.
     writes: Vec<(Tag, Value)>,
 }
 
 impl<'s, T: Tables> Journal<'s, T> {
-    pub(crate) fn new(store: &'s Ess<T>, now: Instant) -> Self {
+    pub(crate) fn new(store: &'s Ess<T>, env: &'s Env, now: Instant) -> Self {
         Journal {
             store,
+            env,
             now,
             writes: Vec::new(),
         }
@@ -81,6 +84,15 @@ impl<T: Tables> ServiceSet for Journal<'_, T> {
                 let w = frame.alloc_wide(n as i64)?;
                 frame.push(w)
             }
+            b"esp.param" => {
+                let index = frame.pop_wide()?;
+                let param = usize::try_from(index)
+                    .ok()
+                    .and_then(|i| Param::ALL.get(i))
+                    .ok_or(Fault::Service)?;
+                let w = frame.alloc_wide(self.env.param(*param) as i64)?;
+                frame.push(w)
+            }
             b"wide.and" | b"wide.or" | b"wide.xor" => {
                 // SNAP has no bitwise instructions on wide integers (and no wide shift to
                 // build them from), yet ESP's COLLECT folds with and/or/xor on 64 bits.
@@ -99,8 +111,11 @@ impl<T: Tables> ServiceSet for Journal<'_, T> {
     }
 }
 
-/// Applies `writes` to `store` at `now`, all or nothing: room for every binding to create
-/// is made first ([`Ess::make_room`]), as the built-in instructions do.
+/// Applies `writes` to `store` at `now`, all or nothing, with the store calls a built-in
+/// makes: each binding is reached with [`Ess::find_create`]. A single creation is its own
+/// room check, as in COUNT or COMPARE (a refusal counted once); several are checked first
+/// with [`Ess::reserve`], as RCHLD does. Creations come before the other writes, so a
+/// refusal leaves the store unchanged.
 ///
 /// # Errors
 ///
@@ -110,15 +125,17 @@ pub(crate) fn commit<T: Tables>(
     now: Instant,
     writes: &[(Tag, Value)],
 ) -> Result<(), Abort> {
-    let need = writes
+    let fresh: Vec<bool> = writes
         .iter()
-        .filter(|(t, _)| store.find(now, *t).is_none())
-        .count();
-    if need > 0 && !store.make_room(now, need) {
-        return Err(Abort::StoreFull);
+        .map(|(t, _)| store.find(now, *t).is_none())
+        .collect();
+    let need = fresh.iter().filter(|f| **f).count();
+    if need > 1 {
+        store.reserve(now, need)?;
     }
-    for &(tag, value) in writes {
-        // Cannot fail: room for every creation was made above at the same `now`.
+    let creations = writes.iter().zip(&fresh).filter(|(_, f)| **f);
+    let updates = writes.iter().zip(&fresh).filter(|(_, f)| !**f);
+    for (&(tag, value), _) in creations.chain(updates) {
         let h = store.find_create(now, tag)?;
         store.write(h, value);
     }

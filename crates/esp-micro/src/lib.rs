@@ -97,7 +97,11 @@
 
 extern crate alloc;
 
+pub mod body;
+mod ext;
 mod journal;
+
+pub use ext::{Gate, INLINE_CACHE, InlinePolicy, InstallError, Installed, Micro, MicroStats};
 
 use core::fmt;
 
@@ -127,9 +131,7 @@ pub const MAX_OPERANDS: usize = 8;
 /// executes (SNAP's branches only go forward).
 pub const MAX_INSTRUCTIONS: u32 = 256;
 
-/// The opcode [`Microcode::run`] names in [`InstrError::Opcode`] when a program fails: the
-/// opcode the plan reserves for inline microcode.
-pub const OP_MICRO: u8 = 32;
+pub use esp_proto::instr::{INSTALLED, OP_MICRO};
 
 /// Why a program was not accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,7 +180,7 @@ pub enum Failure {
 
 impl Failure {
     /// The abort a router reports: the program's own, else [`Abort::Malformed`] naming
-    /// [`OP_MICRO`].
+    /// [`OP_MICRO`] (the opcode of inline microcode).
     pub const fn abort(self) -> Abort {
         match self {
             Failure::Abort(a) => a,
@@ -269,48 +271,78 @@ impl Microcode {
         now: Instant,
         operands: &mut [u64],
     ) -> Result<Verdict, Failure> {
+        self.run_in(&mut Scratch::new(), ctx, now, operands).result
+    }
+
+    /// [`run_detailed`](Self::run_detailed) working in `scratch` (reuse one across runs to
+    /// allocate less), also telling how many instructions ran.
+    pub fn run_in<T: Tables>(
+        &self,
+        scratch: &mut Scratch,
+        ctx: &mut Context<'_, T>,
+        now: Instant,
+        operands: &mut [u64],
+    ) -> Run {
         let n = operands.len();
         if n > MAX_OPERANDS {
-            return Err(Failure::TooManyOperands);
+            return Run {
+                result: Err(Failure::TooManyOperands),
+                executed: 0,
+            };
         }
-        let mut journal = Journal::new(&*ctx.store, now);
+        let mut journal = Journal::new(&*ctx.store, ctx.env, now);
         let limits = Limits::from_bounds(&self.bounds, n);
-        let out = self.program.run(
-            &mut Scratch::new(),
-            &mut journal,
-            now.ticks(),
-            operands,
-            limits,
-        );
+        let out = self
+            .program
+            .run(scratch, &mut journal, now.ticks(), operands, limits);
         let writes = journal.into_writes();
-        match out.end {
-            End::Exit => {}
-            End::Fault(fault) => return Err(Failure::Fault(fault)),
-            // A bare run ends no other way; were it to, it produced no verdict.
-            _ => return Err(Failure::Fault(Fault::Network)),
+        let result = finish(out.end, &out.stack, operands).and_then(|verdict| {
+            commit(ctx.store, now, &writes).map_err(Failure::Abort)?;
+            Ok(verdict)
+        });
+        if result.is_ok() {
+            let updated = out
+                .stack
+                .get(out.stack.len().saturating_sub(n + 1)..)
+                .unwrap_or_default();
+            for (slot, &v) in operands.iter_mut().zip(updated) {
+                *slot = v as u64;
+            }
         }
-        let at = out
-            .stack
-            .len()
-            .checked_sub(n + 1)
-            .ok_or(Failure::ShortStack)?;
-        let (updated, verdict) = out
-            .stack
-            .get(at..)
-            .and_then(|s| s.split_last())
-            .map(|(v, ops)| (ops, *v))
-            .ok_or(Failure::ShortStack)?;
-        let verdict = match verdict {
-            VERDICT_FORWARD => Verdict::Forward,
-            VERDICT_DROP => Verdict::Drop,
-            VERDICT_MISSING_STATE => return Err(Failure::Abort(Abort::MissingState)),
-            VERDICT_STORE_FULL => return Err(Failure::Abort(Abort::StoreFull)),
-            v => return Err(Failure::BadVerdict(v)),
-        };
-        commit(ctx.store, now, &writes).map_err(Failure::Abort)?;
-        for (slot, &v) in operands.iter_mut().zip(updated) {
-            *slot = v as u64;
+        Run {
+            result,
+            executed: out.executed,
         }
-        Ok(verdict)
+    }
+}
+
+/// One run of a [`Microcode`]: its result and the instructions it executed (at most
+/// [`Bounds::instructions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// The verdict, or how the run failed (the store and operands then unchanged).
+    pub result: Result<Verdict, Failure>,
+    /// Instructions executed.
+    pub executed: u32,
+}
+
+/// The verdict of a run that ended as `end` with `stack`, for `operands` operands.
+fn finish(end: End, stack: &[i64], operands: &[u64]) -> Result<Verdict, Failure> {
+    match end {
+        End::Exit => {}
+        End::Fault(fault) => return Err(Failure::Fault(fault)),
+        // A bare run ends no other way; were it to, it produced no verdict.
+        _ => return Err(Failure::Fault(Fault::Network)),
+    }
+    if stack.len() < operands.len() + 1 {
+        return Err(Failure::ShortStack);
+    }
+    match stack.last().copied() {
+        Some(VERDICT_FORWARD) => Ok(Verdict::Forward),
+        Some(VERDICT_DROP) => Ok(Verdict::Drop),
+        Some(VERDICT_MISSING_STATE) => Err(Failure::Abort(Abort::MissingState)),
+        Some(VERDICT_STORE_FULL) => Err(Failure::Abort(Abort::StoreFull)),
+        Some(v) => Err(Failure::BadVerdict(v)),
+        None => Err(Failure::ShortStack),
     }
 }

@@ -47,6 +47,12 @@
 //! side; aggregation (§3.2) is COUNT then COLLECT, and its robust form (§4.3.3) RCHLD then
 //! RCOLLECT.
 //!
+//! Beyond the table, [`OP_MICRO`] (32) carries a SNAP program and its operands, and
+//! opcodes in [`INSTALLED`] (64–127) name programs a router's operator installed; both run
+//! through an [`Extension`](crate::exec::Extension) (the `esp-micro` crate) and are
+//! reported as the built-ins are. A router without one aborts them as
+//! [`Malformed`](crate::exec::Abort::Malformed).
+//!
 //! Which fit a piggybacked IPv4 option (26 operand bytes, see
 //! [`MAX_IPV4_OPTION_OPERANDS`](crate::consts::MAX_IPV4_OPTION_OPERANDS)): every
 //! instruction except RCHLD (28 bytes and up) and RCOLLECT (53 and up), which need a
@@ -93,7 +99,22 @@ pub const OP_ABSENT: u8 = 16;
 /// Opcode of CSWAP.
 pub const OP_CSWAP: u8 = 17;
 
-/// Every opcode, in order.
+/// Opcode of inline microcode (§8): the operand field carries a SNAP program and its
+/// operands, run by an [`Extension`](crate::exec::Extension) (the `esp-micro` crate) where
+/// the router offers one.
+pub const OP_MICRO: u8 = 32;
+/// Opcodes a router maps to instructions its operator installed (§8: the instruction set
+/// extended without a new router release). Packets naming one carry operands only.
+pub const INSTALLED: core::ops::RangeInclusive<u8> = 64..=127;
+
+/// Whether `opcode` is one of the built-in instructions ([`OPCODES`]); anything else goes to
+/// the router's [`Extension`](crate::exec::Extension), if it has one.
+#[inline]
+pub const fn is_builtin(opcode: u8) -> bool {
+    opcode >= OP_COUNT && opcode <= OP_CSWAP
+}
+
+/// Every built-in opcode, in order.
 pub const OPCODES: [u8; 17] = [
     OP_COUNT,
     OP_COMPARE,

@@ -20,9 +20,9 @@
 
 use alloc::vec::Vec;
 
-use ess::{EssConfig, HashKey, Instant, ShardedEss};
+use ess::{DefaultTables, EssConfig, HashKey, Instant, ShardedEss};
 
-use crate::exec::{Context, Env, Processed, Verdict, process};
+use crate::exec::{Context, Env, Extension, NoExtension, Processed, Verdict, process_with};
 use crate::instr::Instruction;
 use crate::wire::{Form, Header, Loc, Located, locate, locate_in};
 
@@ -311,6 +311,19 @@ impl EspNode {
         packet: &mut [u8],
         found: &Found,
     ) -> Outcome {
+        self.process_found_with(now, site, packet, found, &mut NoExtension)
+    }
+
+    /// As [`process_found`](Self::process_found), with opcodes that are not built in run by
+    /// `ext` (inline microcode, installed instructions: the `esp-micro` crate).
+    pub fn process_found_with<E: Extension<DefaultTables> + ?Sized>(
+        &mut self,
+        now: Instant,
+        site: Site,
+        packet: &mut [u8],
+        found: &Found,
+        ext: &mut E,
+    ) -> Outcome {
         let located = match found {
             Found::Instruction(l) => l,
             Found::NotEsp => {
@@ -332,7 +345,7 @@ impl EspNode {
                 .map(|()| located.range.len()),
             Form::Dedicated | Form::Ipv6HopByHop => None,
         };
-        let outcome = self.process_located(now, site, packet, located.range.clone());
+        let outcome = self.process_located(now, site, packet, located.range.clone(), ext);
         if let (Some(n), Outcome::Ran(_)) = (saved, &outcome) {
             waist_ip::rewrite::note_rewrite(
                 packet,
@@ -343,12 +356,13 @@ impl EspNode {
         outcome
     }
 
-    fn process_located(
+    fn process_located<E: Extension<DefaultTables> + ?Sized>(
         &mut self,
         now: Instant,
         site: Site,
         packet: &mut [u8],
         range: core::ops::Range<usize>,
+        ext: &mut E,
     ) -> Outcome {
         let Some(Ok(mut header)) = packet.get_mut(range).map(Header::new_checked) else {
             self.stats.malformed += 1;
@@ -368,7 +382,7 @@ impl EspNode {
         let processed = match site {
             Site::Central => {
                 let store = self.central.shard_mut(u64::from(cid));
-                process(&mut Context::new(store, &env, cid), now, &mut header)
+                process_with(&mut Context::new(store, &env, cid), now, &mut header, ext)
             }
             Site::Input(i) | Site::Output(i) => {
                 let Some(port) = self.ports.get_mut(i) else {
@@ -388,7 +402,7 @@ impl EspNode {
                 } else {
                     Context::new(port.input.shard_mut(u64::from(cid)), &env, cid)
                 };
-                process(&mut ctx, now, &mut header)
+                process_with(&mut ctx, now, &mut header, ext)
             }
         };
         self.stats.executed += 1;
@@ -517,10 +531,24 @@ impl EspNode {
         packet: &mut [u8],
         found: &Found,
     ) -> bool {
-        self.process_found(now, Site::Input(iface), packet, found)
+        self.ingress_found_with(now, iface, packet, found, &mut NoExtension)
+    }
+
+    /// As [`ingress_found`](Self::ingress_found), with `ext` for the opcodes that are not
+    /// built in.
+    #[inline]
+    pub fn ingress_found_with<E: Extension<DefaultTables> + ?Sized>(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        packet: &mut [u8],
+        found: &Found,
+        ext: &mut E,
+    ) -> bool {
+        self.process_found_with(now, Site::Input(iface), packet, found, ext)
             .forwards()
             && self
-                .process_found(now, Site::Central, packet, found)
+                .process_found_with(now, Site::Central, packet, found, ext)
                 .forwards()
     }
 
@@ -540,7 +568,21 @@ impl EspNode {
         packet: &mut [u8],
         found: &Found,
     ) -> bool {
-        self.process_found(now, Site::Output(iface), packet, found)
+        self.egress_found_with(now, iface, packet, found, &mut NoExtension)
+    }
+
+    /// As [`egress_found`](Self::egress_found), with `ext` for the opcodes that are not
+    /// built in.
+    #[inline]
+    pub fn egress_found_with<E: Extension<DefaultTables> + ?Sized>(
+        &mut self,
+        now: Instant,
+        iface: usize,
+        packet: &mut [u8],
+        found: &Found,
+        ext: &mut E,
+    ) -> bool {
+        self.process_found_with(now, Site::Output(iface), packet, found, ext)
             .forwards()
     }
 

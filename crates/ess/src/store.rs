@@ -73,7 +73,8 @@ impl core::error::Error for Full {}
 pub struct Counters {
     /// Bindings created.
     pub created: u64,
-    /// Creations refused with [`Full`].
+    /// Creations refused with [`Full`] (by [`Ess::find_create`], or a whole
+    /// [`Ess::reserve`]).
     pub refused: u64,
     /// Expired entries reclaimed (by creations and by the cleaners).
     pub reclaimed: u64,
@@ -341,6 +342,22 @@ impl<T: Tables> Ess<T> {
         let units = self.clock.advance(now);
         self.reclaim(self.cut(units), n);
         self.capacity() - self.len as usize >= n
+    }
+
+    /// [`make_room`](Self::make_room) for `n` creations that stand or fall together (one
+    /// instruction's): no room counts once in [`Counters::refused`], as one refused
+    /// [`find_create`](Self::find_create) would.
+    ///
+    /// # Errors
+    ///
+    /// [`Full`] if the `n` bindings do not fit beside the live ones; nothing is created.
+    pub fn reserve(&mut self, now: Instant, n: usize) -> Result<(), Full> {
+        if self.make_room(now, n) {
+            Ok(())
+        } else {
+            self.counters.refused += 1;
+            Err(Full)
+        }
     }
 
     // ---- the cleaner --------------------------------------------------------------------

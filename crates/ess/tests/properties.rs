@@ -208,5 +208,12 @@ proptest! {
                 prop_assert!(ess.find_create(at(now), Tag(1000 + j as u64)).is_ok());
             }
         }
+        // `reserve` answers the same and counts a refusal once, creating nothing.
+        let before = ess.counters();
+        let reserved = ess.reserve(at(now), n);
+        prop_assert_eq!(reserved.is_ok(), room && alive + 2 * n <= 16);
+        let after = ess.counters();
+        prop_assert_eq!(after.created, before.created);
+        prop_assert_eq!(after.refused, before.refused + u64::from(reserved.is_err()));
     }
 }

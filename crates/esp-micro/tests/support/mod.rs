@@ -32,13 +32,20 @@ pub(crate) fn populated(pre: &Pre) -> (Ess, Ess, u64) {
     (a, b, now)
 }
 
-/// Whether `a` and `b` hold the same for every tag at `at` (after packet `i`).
+/// Whether `a` and `b` hold the same for every tag at `at` (after packet `i`), and have
+/// created and refused as many bindings.
 pub(crate) fn same_contents(i: usize, a: &mut Ess, b: &mut Ess, at: Instant) -> Result<(), String> {
     for tag in TAGS {
         let (x, y) = (a.get(at, Tag(tag)), b.get(at, Tag(tag)));
         if x != y {
             return Err(format!("packet {i}: tag {tag:#x} holds {x:?} vs {y:?}"));
         }
+    }
+    // Bindings created and creations refused are counted alike. (`reclaimed` may differ:
+    // expired entries are reclaimed a little earlier or later, which no lookup sees.)
+    let (x, y) = (a.counters(), b.counters());
+    if (x.created, x.refused) != (y.created, y.refused) {
+        return Err(format!("packet {i}: counters {x:?} vs {y:?}"));
     }
     Ok(())
 }

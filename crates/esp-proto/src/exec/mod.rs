@@ -362,8 +362,8 @@ fn rchld<T: Tables>(
     let filter = find_words(ess, now, children, w);
     let counter_h = ess.find(now, counter);
     let need = missing(&filter, w, &[counter_h]);
-    if need > 0 && !ess.make_room(now, need) {
-        return Err(Abort::StoreFull);
+    if need > 0 {
+        ess.reserve(now, need)?;
     }
     or_into_filter(ess, now, children, &robust.idmap, &filter)?;
     // Found before the writes: if C is one of T0's words, the handle sees them (Fig. 9
@@ -423,8 +423,8 @@ fn rcollect<T: Tables>(
     } else {
         missing(&heard_h, w, &[value_h])
     } + usize::from(forwarded_h.is_none());
-    if need > 0 && !ess.make_room(now, need) {
-        return Err(Abort::StoreFull);
+    if need > 0 {
+        ess.reserve(now, need)?;
     }
 
     // α stays the local copy the figure keeps; β is read after the writes, as the figure
@@ -471,10 +471,46 @@ impl Processed {
     };
 }
 
+/// Instructions beyond the built-in set: inline microcode ([`OP_MICRO`](crate::instr::OP_MICRO))
+/// and instructions installed under opcodes in [`INSTALLED`](crate::instr::INSTALLED) (§8).
+/// The `esp-micro` crate implements it with SNAP programs; esp-proto only hands it the
+/// opcodes it does not know.
+pub trait Extension<T: Tables> {
+    /// Runs the instruction `opcode` (not a built-in one) whose operand bytes are `operands`
+    /// in `ctx` at `now`. On `Some(Ok(_))` the extension has written any changed operands
+    /// into `operands`; on `Some(Err(_))` it must have left them and the store unchanged,
+    /// as a built-in's abort does. `None`: no such instruction here (reported as
+    /// [`Abort::Malformed`] naming the opcode).
+    fn execute(
+        &mut self,
+        ctx: &mut Context<'_, T>,
+        now: Instant,
+        opcode: u8,
+        operands: &mut [u8],
+    ) -> Option<Result<Verdict, Abort>>;
+}
+
+/// A router with the built-in instructions only.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoExtension;
+
+impl<T: Tables> Extension<T> for NoExtension {
+    #[inline]
+    fn execute(
+        &mut self,
+        _: &mut Context<'_, T>,
+        _: Instant,
+        _: u8,
+        _: &mut [u8],
+    ) -> Option<Result<Verdict, Abort>> {
+        None
+    }
+}
+
 /// Processes an ESP header in one context, as a router does: packets with Err or RB set
 /// pass untouched; otherwise the instruction runs, changed operands are written back, and an
 /// abort sets Err and its code, clears Loc and forwards. Only operands and control bits
-/// change.
+/// change. Only the built-in instructions run ([`process_with`] takes an [`Extension`]).
 ///
 /// The caller checks Loc selects this context (as `node::EspNode` does); `ctx.cid` should be
 /// the header's CID.
@@ -483,8 +519,30 @@ pub fn process<T: Tables, B: AsRef<[u8]> + AsMut<[u8]>>(
     now: Instant,
     header: &mut Header<B>,
 ) -> Processed {
+    process_with(ctx, now, header, &mut NoExtension)
+}
+
+/// [`process`], with opcodes that are not built in run by `ext`, reported exactly as a
+/// built-in's outcome is.
+pub fn process_with<T: Tables, B: AsRef<[u8]> + AsMut<[u8]>, E: Extension<T> + ?Sized>(
+    ctx: &mut Context<'_, T>,
+    now: Instant,
+    header: &mut Header<B>,
+    ext: &mut E,
+) -> Processed {
     if header.err() || header.rb() {
         return Processed::PASS;
+    }
+    let opcode = header.opcode();
+    if !crate::instr::is_builtin(opcode) {
+        return match ext.execute(ctx, now, opcode, header.operands_mut()) {
+            Some(Ok(verdict)) => Processed {
+                verdict,
+                abort: None,
+            },
+            Some(Err(abort)) => aborted(header, abort),
+            None => aborted(header, Abort::Malformed(InstrError::Opcode { opcode })),
+        };
     }
     let mut instr = match Instruction::parse(header.opcode(), header.operands()) {
         Ok(instr) => instr,
