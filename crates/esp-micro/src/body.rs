@@ -117,7 +117,7 @@ impl<'a> Body<'a> {
             });
         }
         let (program, operands) = field.split_at(needed);
-        if operands.len() % 8 != 0 {
+        if !operands.len().is_multiple_of(8) {
             return Err(BodyError::Operands {
                 bytes: operands.len(),
             });

@@ -336,7 +336,7 @@ impl<T: Tables> Extension<T> for Gate<'_> {
             stats.unknown_opcode += 1;
             return None;
         };
-        if operands.len() % 8 != 0 || operands.len() / 8 > MAX_OPERANDS {
+        if !operands.len().is_multiple_of(8) || operands.len() / 8 > MAX_OPERANDS {
             stats.refused_operands += 1;
             return Some(Err(Abort::Malformed(InstrError::Length {
                 opcode,
