@@ -202,6 +202,40 @@ impl Micro {
         Ok(self.installed.get_mut(slot).and_then(|s| s.replace(new)))
     }
 
+    /// Takes `policy` and exactly the instructions `installed` (opcode, name, program), as
+    /// a reload does: an instruction whose name and program are unchanged keeps its run
+    /// count; the counters and the cache of inline programs are kept.
+    ///
+    /// # Errors
+    ///
+    /// [`InstallError`] for an opcode outside [`INSTALLED`]; nothing is changed then.
+    pub fn configure(
+        &mut self,
+        policy: InlinePolicy,
+        installed: &[(u8, String, Microcode)],
+    ) -> Result<(), InstallError> {
+        if let Some(&(opcode, _, _)) = installed.iter().find(|(op, _, _)| !INSTALLED.contains(op)) {
+            return Err(InstallError { opcode });
+        }
+        let mut old = core::mem::take(&mut self.installed);
+        for (opcode, name, microcode) in installed {
+            let runs = installed_slot(*opcode)
+                .and_then(|i| old.get_mut(i))
+                .and_then(Option::take)
+                .filter(|o| o.name == *name && o.microcode == *microcode)
+                .map_or(0, |o| o.runs);
+            self.install(*opcode, name.clone(), microcode.clone())?;
+            if let Some(entry) = installed_slot(*opcode)
+                .and_then(|i| self.installed.get_mut(i))
+                .and_then(Option::as_mut)
+            {
+                entry.runs = runs;
+            }
+        }
+        self.policy = policy;
+        Ok(())
+    }
+
     /// Removes the instruction under `opcode`.
     pub fn uninstall(&mut self, opcode: u8) -> Option<Installed> {
         installed_slot(opcode)

@@ -61,6 +61,20 @@ pub struct EspConfig {
     /// The contexts that run instructions: input ports, central, output ports (all three
     /// by default); a packet whose Loc selects only contexts switched off is skipped.
     pub sites: esp_proto::wire::Loc,
+    /// Instructions written in SNAP (ESP §8): inline microcode's policy and the installed
+    /// instructions.
+    pub microcode: MicrocodeConfig,
+}
+
+/// The node's ESP microcode ([`esp_micro`]): who may run inline programs, and the programs
+/// installed under opcodes 64–127.
+#[derive(Clone, Debug, Default)]
+pub struct MicrocodeConfig {
+    /// Where inline microcode (opcode 32) may come from: on (the default), off, or only
+    /// packets that arrived on some interfaces (by index).
+    pub inline: esp_micro::InlinePolicy,
+    /// Installed instructions: opcode, name, verified program.
+    pub installed: Vec<(u8, alloc::string::String, esp_micro::Microcode)>,
 }
 
 impl EspConfig {
@@ -143,6 +157,7 @@ impl EspConfig {
             clean_interval: Self::CLEAN_INTERVAL,
             clean_budget: Self::CLEAN_BUDGET,
             sites: esp_proto::wire::Loc::ALL,
+            microcode: MicrocodeConfig::default(),
         }
     }
 }
@@ -334,6 +349,15 @@ impl Config {
         if self.streams.is_some() && self.addrs.is_empty() {
             return Err(ConfigError::StreamsNeedAddress);
         }
+        if let Some(esp) = &self.esp
+            && let Some(&(opcode, _, _)) = esp
+                .microcode
+                .installed
+                .iter()
+                .find(|(op, _, _)| !esp_micro::INSTALLED.contains(op))
+        {
+            return Err(ConfigError::Install(esp_micro::InstallError { opcode }));
+        }
         Ok(())
     }
 }
@@ -387,6 +411,8 @@ pub enum ConfigError {
     RoutingTableFull,
     /// Stream handlers on, but the node has no address to receive streams on.
     StreamsNeedAddress,
+    /// An ESP instruction installed under an opcode outside 64–127.
+    Install(esp_micro::InstallError),
 }
 
 impl fmt::Display for ConfigError {
@@ -423,6 +449,7 @@ impl fmt::Display for ConfigError {
             ConfigError::RoutingTableFull => {
                 f.write_str("the routing table has no room for the prefixes to originate")
             }
+            ConfigError::Install(e) => write!(f, "ESP microcode: {e}"),
         }
     }
 }

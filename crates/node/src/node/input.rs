@@ -369,8 +369,9 @@ impl Node {
                 Header::Read(_, Some(found)) => found.clone(),
                 _ => Found::in_packet(packet),
             };
-            if !node.ingress_found(now, iface, packet, &self.esp_found)
-                || !node.egress_found(now, out, packet, &self.esp_found)
+            let gate = &mut self.micro.gate(Some(iface));
+            if !node.ingress_found_with(now, iface, packet, &self.esp_found, gate)
+                || !node.egress_found_with(now, out, packet, &self.esp_found, gate)
             {
                 return (Fate::Dropped(Reason::Esp), None);
             }

@@ -66,7 +66,8 @@ impl Node {
             return (taken, None);
         }
         // The ESP instruction is found at the packet's first ESP site (or was read with its
-        // frame) and kept for the others.
+        // frame) and kept for the others. Microcode's policy asks where the packet came in.
+        let input = (!originated).then_some(iface);
         if !originated {
             if rewrite::decrement_checked(packet, h) == 0 {
                 self.icmp_error(iface, IcmpError::TimeExceeded, packet);
@@ -74,7 +75,8 @@ impl Node {
             }
             if let Some(esp) = &mut self.esp {
                 self.esp_found = esp_found(read_esp, h, packet);
-                if !esp.ingress_found(now, iface, packet, &self.esp_found) {
+                let gate = &mut self.micro.gate(Some(iface));
+                if !esp.ingress_found_with(now, iface, packet, &self.esp_found, gate) {
                     return (Fate::Dropped(Reason::Esp), None);
                 }
             }
@@ -87,7 +89,7 @@ impl Node {
                 .map(|&i| usize::from(i))
                 .filter(|&i| i != iface || originated)
                 .collect();
-            return (self.send_copies(now, h, packet, &downstream), None);
+            return (self.send_copies(now, input, h, packet, &downstream), None);
         }
         let hash = self.source_hash(h, packet);
         let (out, found) = self.routes.lookup(&h.dst, &h.src, hash);
@@ -102,10 +104,16 @@ impl Node {
         };
         let mtu = self.config.ifaces.get(out).map_or(0, |f| f.mtu);
         if h.total_len > mtu {
-            return (self.too_big(now, iface, out, mtu, h, packet), None);
+            return (self.too_big(now, (iface, input), out, mtu, h, packet), None);
         }
         if let Some(esp) = &mut self.esp
-            && !esp.egress_found(now, out, packet, &self.esp_found)
+            && !esp.egress_found_with(
+                now,
+                out,
+                packet,
+                &self.esp_found,
+                &mut self.micro.gate(input),
+            )
         {
             self.stats.esp_copies_dropped += 1;
             return (Fate::Dropped(Reason::Esp), None);
@@ -139,6 +147,7 @@ impl Node {
     fn send_copies(
         &mut self,
         now: Instant,
+        input: Option<usize>,
         h: &IpHeader,
         packet: &[u8],
         downstream: &[usize],
@@ -151,7 +160,13 @@ impl Node {
             }
             let mut copy = packet.to_vec();
             if let Some(esp) = &mut self.esp
-                && !esp.egress_found(now, o, &mut copy, &self.esp_found)
+                && !esp.egress_found_with(
+                    now,
+                    o,
+                    &mut copy,
+                    &self.esp_found,
+                    &mut self.micro.gate(input),
+                )
             {
                 self.stats.esp_copies_dropped += 1;
                 continue;
@@ -175,7 +190,7 @@ impl Node {
     fn too_big(
         &mut self,
         now: Instant,
-        iface: usize,
+        (iface, input): (usize, Option<usize>),
         out: usize,
         mtu: usize,
         h: &IpHeader,
@@ -187,7 +202,13 @@ impl Node {
             return Fate::Dropped(Reason::TooBig);
         }
         if let Some(esp) = &mut self.esp
-            && !esp.egress_found(now, out, packet, &self.esp_found)
+            && !esp.egress_found_with(
+                now,
+                out,
+                packet,
+                &self.esp_found,
+                &mut self.micro.gate(input),
+            )
         {
             self.stats.esp_copies_dropped += 1;
             return Fate::Dropped(Reason::Esp);

@@ -94,6 +94,9 @@ pub struct Node {
     /// site (found there, or read with its frame), used by the others. A field, not a
     /// local, so that a node without ESP pays nothing for it per packet.
     pub(crate) esp_found: esp_proto::node::Found,
+    /// ESP instructions written in SNAP: inline microcode's policy, installed instructions
+    /// and their counters (idle without an ESP stage).
+    pub(crate) micro: esp_micro::Micro,
     /// The stream handlers, if on.
     pub(crate) streams: Option<streams::Streams>,
     /// Whether they take streams passing through ([`StreamsConfig::through`](crate::StreamsConfig::through)).
@@ -137,6 +140,12 @@ impl Node {
             esp.set_sites(e.sites);
             esp
         });
+        let mut micro = esp_micro::Micro::default();
+        if let Some(e) = &config.esp {
+            micro
+                .configure(e.microcode.inline.clone(), &e.microcode.installed)
+                .map_err(ConfigError::Install)?;
+        }
         let vm = snap::vm_for(&config);
         let mut dv = config.dv.map(|c| dv::Router::new(c, now));
         if let Some(r) = &mut dv {
@@ -165,6 +174,7 @@ impl Node {
             stats: Stats::default(),
             reads: Vec::new(),
             esp_found: esp_proto::node::Found::NotEsp,
+            micro,
             streams: None,
             streams_through: false,
         };
@@ -228,6 +238,11 @@ impl Node {
     /// The ESP contexts, mutably (to set interface load parameters).
     pub fn esp_mut(&mut self) -> Option<&mut EspNode> {
         self.esp.as_mut()
+    }
+
+    /// The node's ESP microcode: installed instructions and counters of runs and refusals.
+    pub fn micro(&self) -> &esp_micro::Micro {
+        &self.micro
     }
 
     /// The SNAP VM, if SNAP runs here (to register services).

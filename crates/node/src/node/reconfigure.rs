@@ -271,6 +271,12 @@ impl Node {
             esp.set_sites(e.sites);
             esp
         };
+        if let Some(e) = &config.esp {
+            // Validated with the config: every opcode is installable.
+            let _ = self
+                .micro
+                .configure(e.microcode.inline.clone(), &e.microcode.installed);
+        }
         match (&self.config.esp, &config.esp, &mut self.esp) {
             (None, None, _) => StoreFate::Absent,
             (Some(_), None, esp) => {
