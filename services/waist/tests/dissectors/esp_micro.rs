@@ -51,7 +51,10 @@ fn esp_microcode_inline_and_installed() {
     if !harness::have_tshark() {
         return;
     }
-    let count = assemble(include_str!("../../../../examples/esp-microcode/count.snap")).unwrap();
+    let count = assemble(include_str!(
+        "../../../../examples/esp-microcode/count.snap"
+    ))
+    .unwrap();
     let field = esp_micro::body::encode(&count, &[7, 2]).unwrap();
     let frames = vec![
         packet(32, &field),
@@ -106,7 +109,10 @@ fn esp_microcode_malformed_fields() {
     if !harness::have_tshark() {
         return;
     }
-    let count = assemble(include_str!("../../../../examples/esp-microcode/count.snap")).unwrap();
+    let count = assemble(include_str!(
+        "../../../../examples/esp-microcode/count.snap"
+    ))
+    .unwrap();
     let field = esp_micro::body::encode(&count, &[7, 2]).unwrap();
     let nine = esp_micro::body::encode(&count, &[]).unwrap();
     let nine: Vec<u8> = nine.into_iter().chain(words(&[1; 9])).collect();
@@ -121,7 +127,10 @@ fn esp_microcode_malformed_fields() {
     harness::verbose(&pcap);
     let rows = harness::fields(&pcap, &["_ws.col.Info", "_ws.expert.message"]);
     let want = [
-        ("ESP inline microcode malformed", "Inline microcode truncated: 2 of 3 prefix bytes".to_string()),
+        (
+            "ESP inline microcode malformed",
+            "Inline microcode truncated: 2 of 3 prefix bytes".to_string(),
+        ),
         (
             "ESP inline microcode malformed",
             format!(
@@ -135,7 +144,10 @@ fn esp_microcode_malformed_fields() {
             "ESP inline microcode malformed",
             "Inline microcode: 13 operand bytes are not whole 64-bit operands".to_string(),
         ),
-        ("ESP inline microcode malformed", "Inline microcode: 9 operands, at most 8".to_string()),
+        (
+            "ESP inline microcode malformed",
+            "Inline microcode: 9 operands, at most 8".to_string(),
+        ),
         (
             "ESP installed instruction 65 malformed",
             "installed instruction 65: 5 operand bytes are not whole 64-bit operands".to_string(),
