@@ -99,6 +99,7 @@ fn inline_off_is_refused_and_counted_then_on_runs() {
     let mut micro = Micro::new(InlinePolicy::Off);
     let mut s = store();
     let before = inline(COUNT, &[7, 5]);
+    assert_eq!(before.len(), 8 + 87, "the field size src/body.rs documents");
     let mut packet = before.clone();
     let p = process(&mut micro, Some(0), &mut s, &mut packet);
     assert_refused(p, &before, &packet);
