@@ -11,6 +11,13 @@
 -- followed by exactly "Operand len" operand bytes, decoded per opcode (tags and values are
 -- 64-bit big-endian; operators, parameters, k and w one byte; the robust limit two bytes;
 -- then w IDmap words), as crates/esp-proto/src/{wire/header.rs,codec.rs,instr.rs} define.
+-- Beyond the built-ins (opcodes 1-17):
+--   * opcode 32, inline microcode (crates/esp-micro/src/body.rs): [code words c: u8]
+--     [heap words h: u8][entry: u8][code: c 32-bit words][heap: h 32-bit words][operands:
+--     n 64-bit words, n <= 8], big-endian; each code word shown as the SNAP disassembler
+--     prints it (mnemonic and immediate, ".inst 0x..." for an unknown opcode);
+--   * opcodes 64-127, installed instructions: "installed instruction N", the operand field
+--     n 64-bit operands.
 --
 -- How it registers, one entry per carrier (crates/esp-proto/src/wire/ip.rs):
 --   * dedicated packets, IPv4 protocol / IPv6 next header 253: DissectorTable "ip.proto"
@@ -30,7 +37,9 @@
 -- Protocol filter name: "waist_esp" ("esp" is IPsec's). Field prefix: "esp." (esp.version,
 -- esp.loc, esp.loc.input/.central/.output, esp.err, esp.rb, esp.errcode, esp.opcode,
 -- esp.operand_len, esp.cid, esp.carrier, esp.tag, esp.value, esp.thresh, esp.cmp,
--- esp.combine, esp.param, esp.limit, esp.k, esp.words, esp.idmap; experts esp.malformed,
+-- esp.combine, esp.param, esp.limit, esp.k, esp.words, esp.idmap, esp.operand; inline
+-- microcode esp.micro.code_words, esp.micro.heap_words, esp.micro.entry, esp.micro.insn (its
+-- text), esp.micro.word, esp.micro.heap; experts esp.malformed,
 -- esp.unknown_opcode, esp.bad_operator, esp.aborted). None collides with IPsec's fields.
 --
 -- Install: copy this file into ~/.local/lib/wireshark/plugins/ (or run
@@ -50,7 +59,37 @@ local opcode_names = {
     [1] = "COUNT", [2] = "COMPARE", [3] = "COLLECT", [4] = "RCHLD", [5] = "RCOLLECT",
     [6] = "GET", [7] = "PUT", [8] = "UPDATE", [9] = "MARK", [10] = "LASTMARK",
     [11] = "SUBCAST", [12] = "PARAM", [13] = "PUTPARAM", [14] = "TEST", [15] = "EXISTS",
-    [16] = "ABSENT", [17] = "CSWAP",
+    [16] = "ABSENT", [17] = "CSWAP", [32] = "inline microcode",
+}
+-- Opcodes a router maps to instructions its operator installed (esp_proto::instr::INSTALLED).
+local INSTALLED_FIRST, INSTALLED_LAST = 64, 127
+for op = INSTALLED_FIRST, INSTALLED_LAST do
+    opcode_names[op] = "installed instruction " .. op
+end
+local OP_MICRO = 32
+local MICRO_MAX_OPERANDS = 8
+-- SNAP opcodes: mnemonic and immediate kind (None, Int, Branch, Count, Heap, Tag), the
+-- table of waist_snap.lua (from crates/snap-vm/src/op.rs), for inline microcode's code.
+local snap_ops = {
+    [1] = "exit N", [2] = "nop N", [3] = "ji B", [4] = "bez B", [5] = "bne B", [6] = "paj I",
+    [7] = "tpaj I", [8] = "forw N", [9] = "forwto N", [10] = "send N", [11] = "demux N",
+    [12] = "push I", [13] = "pushh H", [14] = "pop N", [15] = "popi C", [16] = "pull C",
+    [17] = "store C", [18] = "swap N", [19] = "rot N", [20] = "depth N", [21] = "getsrc N",
+    [22] = "getdst N", [23] = "getrb N", [24] = "getep N", [25] = "getport N", [26] = "here N",
+    [27] = "ishere N", [28] = "getifc N", [29] = "nifc N", [30] = "getlen N", [31] = "add N",
+    [32] = "addi I", [33] = "sub N", [34] = "subi I", [35] = "mul N", [36] = "muli I",
+    [37] = "div N", [38] = "divi I", [39] = "mod N", [40] = "modi I", [41] = "neg N",
+    [42] = "and N", [43] = "andi I", [44] = "or N", [45] = "ori I", [46] = "xor N",
+    [47] = "xori I", [48] = "not N", [49] = "lnot N", [50] = "lsl N", [51] = "lsli I",
+    [52] = "lsr N", [53] = "lsri I", [54] = "asr N", [55] = "asri I", [56] = "eq N",
+    [57] = "eqi I", [58] = "neq N", [59] = "neqi I", [60] = "lt N", [61] = "lti I",
+    [62] = "le N", [63] = "lei I", [64] = "gt N", [65] = "gti I", [66] = "ge N", [67] = "gei I",
+    [68] = "fadd N", [69] = "fsub N", [70] = "fmul N", [71] = "fdiv N", [72] = "flt N",
+    [73] = "feq N", [74] = "itof N", [75] = "ftoi N", [76] = "mkaddr N", [77] = "aeq N",
+    [78] = "snet N", [79] = "insnet N", [80] = "towide N", [81] = "wadd N", [82] = "wsub N",
+    [83] = "wmul N", [84] = "wlt N", [85] = "weq N", [86] = "narrow N", [87] = "mktup C",
+    [88] = "nth C", [89] = "length N", [90] = "bget N", [91] = "istag T", [92] = "gettag N",
+    [93] = "calls H", [94] = "min N", [95] = "max N", [96] = "abs N", [97] = "dup N",
 }
 local errcode_names = {
     [0] = "none", [1] = "store-full", [2] = "missing-state", [3] = "malformed",
@@ -87,12 +126,20 @@ local f = {
     k = ProtoField.uint8("esp.k", "IDmap k", base.DEC),
     words = ProtoField.uint8("esp.words", "IDmap words (w)", base.DEC),
     idmap = ProtoField.uint64("esp.idmap", "IDmap word", base.HEX),
+    operand = ProtoField.uint64("esp.operand", "Operand", base.DEC),
+    micro_code = ProtoField.uint8("esp.micro.code_words", "Code words", base.DEC),
+    micro_heap_len = ProtoField.uint8("esp.micro.heap_words", "Heap words", base.DEC),
+    micro_entry = ProtoField.uint8("esp.micro.entry", "Entry point", base.DEC),
+    micro_insn = ProtoField.string("esp.micro.insn", "Instruction"),
+    micro_word = ProtoField.uint32("esp.micro.word", "Instruction word", base.HEX),
+    micro_heap = ProtoField.uint32("esp.micro.heap", "Heap word", base.HEX),
     payload = ProtoField.bytes("esp.payload", "Payload"),
 }
 p_esp.fields = {
     f.version, f.loc, f.loc_input, f.loc_output, f.loc_central, f.err, f.rb, f.errcode,
     f.reserved, f.opcode, f.operand_len, f.cid, f.carrier, f.tag, f.value, f.thresh, f.cmp,
-    f.combine, f.param, f.limit, f.k, f.words, f.idmap, f.payload,
+    f.combine, f.param, f.limit, f.k, f.words, f.idmap, f.payload, f.operand, f.micro_code,
+    f.micro_heap_len, f.micro_entry, f.micro_insn, f.micro_word, f.micro_heap,
 }
 
 local ex = {
@@ -147,9 +194,96 @@ local function hex64(u)
     return "0x" .. h
 end
 
+-- A SNAP instruction word as snap_vm::asm::instruction prints it.
+local function snap_insn(w)
+    local code = bit32.rshift(w, 25)
+    local uimm = bit32.band(w, 0x1FFFFFF)
+    local o = snap_ops[code]
+    if not o then return string.format(".inst 0x%08x", w) end
+    local name, kind = o:match("^(%S+) (%S)$")
+    if kind == "N" and uimm == 0 then return name end
+    if (kind == "I" or kind == "B") and uimm >= 0x1000000 then uimm = uimm - 0x2000000 end
+    return name .. " " .. uimm
+end
+
+-- Adds the `count` 64-bit operands at `at` to `tree`; returns their text ("7,2").
+local function add_operands(tvb, at, count, tree)
+    local shown = {}
+    for i = 0, count - 1 do
+        local r = tvb(at + 8 * i, 8)
+        tree:add(f.operand, r):append_text(" (operand " .. i .. ")")
+        shown[#shown + 1] = tostring(r:uint64())
+    end
+    return table.concat(shown, ",")
+end
+
+-- Operands that must be whole 64-bit words, at most `max` (nil: no limit); their text or nil.
+local function dissect_words(what, tvb, at, n, max, tree)
+    if n % 8 ~= 0 then
+        tree:add_proto_expert_info(ex.malformed, string.format(
+            "%s: %d operand bytes are not whole 64-bit operands", what, n))
+        return nil
+    end
+    if max and n / 8 > max then
+        tree:add_proto_expert_info(ex.malformed, string.format(
+            "%s: %d operands, at most %d", what, n / 8, max))
+        return nil
+    end
+    return add_operands(tvb, at, n / 8, tree)
+end
+
+-- Inline microcode (opcode 32): prefix, code, heap, operands. Text or nil if malformed.
+local function dissect_micro(tvb, base, n, tree)
+    if n < 3 then
+        tree:add_proto_expert_info(ex.malformed, string.format(
+            "Inline microcode truncated: %d of 3 prefix bytes", n))
+        return nil
+    end
+    local c, h, entry = tvb(base, 1):uint(), tvb(base + 1, 1):uint(), tvb(base + 2, 1):uint()
+    tree:add(f.micro_code, tvb(base, 1))
+    tree:add(f.micro_heap_len, tvb(base + 1, 1))
+    local ei = tree:add(f.micro_entry, tvb(base + 2, 1))
+    local need = 3 + 4 * (c + h)
+    if need > n then
+        tree:add_proto_expert_info(ex.malformed, string.format(
+            "Inline microcode of %d code and %d heap words needs %d bytes, the field has %d",
+            c, h, need, n))
+        return nil
+    end
+    if entry >= c then
+        ei:add_proto_expert_info(ex.malformed, string.format(
+            "Entry point %d outside the code (%d words)", entry, c))
+    end
+    if c > 0 then
+        local code = tree:add(tvb(base + 3, 4 * c), string.format("Code: %d words", c))
+        for i = 0, c - 1 do
+            local r = tvb(base + 3 + 4 * i, 4)
+            local text = snap_insn(r:uint())
+            local it = code:add(f.micro_insn, r, text)
+            it:set_text(string.format("%d: %s%s", i, text, i == entry and "  <- entry" or ""))
+            it:add(f.micro_word, r)
+        end
+    end
+    if h > 0 then
+        local heap = tree:add(tvb(base + 3 + 4 * c, 4 * h), string.format("Heap: %d words", h))
+        for i = 0, h - 1 do
+            heap:add(f.micro_heap, tvb(base + 3 + 4 * (c + i), 4)):append_text(" (word " .. i .. ")")
+        end
+    end
+    local ops = dissect_words("Inline microcode", tvb, base + need, n - need, MICRO_MAX_OPERANDS, tree)
+    if ops == nil then return nil end
+    return string.format(" code=%d heap=%d entry=%d operands=%s", c, h, entry, ops)
+end
+
 -- Decodes the operands of `opcode`, the `n` bytes of `tvb` at `base`, into `tree`; returns
 -- the text after the mnemonic (e.g. " counter=0x5 thresh=10"), or nil if they are cut short.
 local function dissect_operands(opcode, tvb, base, n, pinfo, tree)
+    if opcode == OP_MICRO then return dissect_micro(tvb, base, n, tree) end
+    if opcode >= INSTALLED_FIRST and opcode <= INSTALLED_LAST then
+        local ops = dissect_words(opcode_names[opcode], tvb, base, n, MICRO_MAX_OPERANDS, tree)
+        if ops == nil then return nil end
+        return " operands=" .. ops
+    end
     local layout = layouts[opcode]
     if not layout then
         if n > 0 then tree:add(f.payload, tvb(base, n)):set_text("Operands (opcode unknown): " .. n .. " bytes") end

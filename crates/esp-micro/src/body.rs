@@ -14,7 +14,7 @@
 //! ([`snap_vm::wire`]); the operands are ESP's 64-bit tags and values, as the built-ins'
 //! are, and the bytes left after the heap must be a whole number of them. ESP's operand
 //! length is one byte, so the whole field is at most 255 bytes: room for a program of
-//! about 50 words beside 2 operands (`count.snap` takes 92 bytes with its operands). A
+//! about 50 words beside 2 operands (`count.snap` takes 87 bytes with its operands). A
 //! longer program is installed at the router under an opcode in
 //! [`INSTALLED`](esp_proto::instr::INSTALLED) instead, and packets carry only its operands.
 

@@ -47,11 +47,22 @@
 //! side; aggregation (§3.2) is COUNT then COLLECT, and its robust form (§4.3.3) RCHLD then
 //! RCOLLECT.
 //!
-//! Beyond the table, [`OP_MICRO`] (32) carries a SNAP program and its operands, and
-//! opcodes in [`INSTALLED`] (64–127) name programs a router's operator installed; both run
-//! through an [`Extension`](crate::exec::Extension) (the `esp-micro` crate) and are
-//! reported as the built-ins are. A router without one aborts them as
-//! [`Malformed`](crate::exec::Abort::Malformed).
+//! Beyond the table, two opcode ranges run SNAP programs as instructions (§8: new
+//! instructions without a new router release), through an
+//! [`Extension`](crate::exec::Extension) (the `esp-micro` crate, whose docs give the ABI),
+//! and are reported as the built-ins are:
+//!
+//! | op | name | operands (bytes) | runs |
+//! |---:|---|---|---|
+//! | 32 ([`OP_MICRO`]) | inline microcode | c, h, entry (1 each), code (4c), heap (4h), n operands (8n, n ≤ 8); 255 at most | the packet's own program, verified at the router |
+//! | 64–127 ([`INSTALLED`]) | installed instruction | n operands (8n, n ≤ 8) | the program the router's operator installed under the opcode |
+//!
+//! Code and heap words are SNAP's 32-bit words, as in a SNAP packet; everything is
+//! big-endian. A router without an extension, with inline microcode switched off (or not
+//! allowed on the interface the packet came in by), with nothing installed under the
+//! opcode, or whose verifier refuses the program aborts the instruction with
+//! [`Malformed`](crate::exec::Abort::Malformed) (Err code 3), as for an unknown opcode; so
+//! does a program that faults. A program's own aborts are MissingState and StoreFull.
 //!
 //! Which fit a piggybacked IPv4 option (26 operand bytes, see
 //! [`MAX_IPV4_OPTION_OPERANDS`](crate::consts::MAX_IPV4_OPTION_OPERANDS)): every

@@ -20,7 +20,7 @@
 
 use alloc::vec::Vec;
 
-use ess::{DefaultTables, EssConfig, HashKey, Instant, ShardedEss};
+use ess::{DefaultTables, Ess, EssConfig, HashKey, Instant, ShardedEss};
 
 use crate::exec::{Context, Env, Extension, NoExtension, Processed, Verdict, process_with};
 use crate::instr::Instruction;
@@ -283,6 +283,18 @@ impl EspNode {
     /// Running totals.
     pub fn stats(&self) -> NodeStats {
         self.stats
+    }
+
+    /// The store in which packets of computation `cid` run at `site` (the context's shard
+    /// for that CID), to inspect what instructions left there; `None` for a port the node
+    /// does not have.
+    pub fn store(&self, site: Site, cid: u32) -> Option<&Ess> {
+        let cid = u64::from(cid);
+        match site {
+            Site::Central => Some(self.central.shard(cid)),
+            Site::Input(i) => self.ports.get(i).map(|p| p.input.shard(cid)),
+            Site::Output(i) => self.ports.get(i).map(|p| p.output.shard(cid)),
+        }
     }
 
     /// Sets interface `iface`'s load and queue length (the

@@ -24,6 +24,20 @@
 //!   same store context.
 //! * Operand len counts the operand bytes exactly; nothing may follow them. An explicit length
 //!   lets a router that does not know an opcode still check and skip the instruction.
+//! * Opcode 1–17 are the built-in instructions ([`instr`](crate::instr)). Opcode 32
+//!   ([`OP_MICRO`](crate::instr::OP_MICRO)) is inline microcode: the operands are a SNAP
+//!   program (its words as in a SNAP packet) followed by the instruction's operands,
+//!
+//!   ```text
+//!   [code words c: u8][heap words h: u8][entry: u8][code: 4c bytes][heap: 4h bytes][operands: 8n bytes, n ≤ 8]
+//!   ```
+//!
+//!   at most 255 bytes in all. Opcodes 64–127 ([`INSTALLED`](crate::instr::INSTALLED)) name
+//!   instructions a router's operator installed; their operands are n 64-bit words, n ≤ 8.
+//!   Both run only where the router has microcode (the `esp-micro` crate). A router
+//!   without it, with inline microcode off (or not allowed on the interface the packet came
+//!   in by), or with nothing installed under the opcode aborts the instruction as it does
+//!   an unknown opcode: Err set, Code 3 (Malformed), Loc cleared, packet forwarded.
 //!
 //! All multi-byte fields are big-endian. Processing en route may change only the Loc, Err
 //! and RB bits and the operands: the view has setters for those alone.

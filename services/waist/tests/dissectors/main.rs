@@ -11,6 +11,7 @@
 mod harness;
 
 mod esp;
+mod esp_micro;
 mod shim;
 mod snap;
 mod stream;
