@@ -243,7 +243,7 @@ pub fn plan(
 }
 
 /// One line on an installed instruction and the verifier's bounds on one run:
-/// ``ESP instruction 64 `count`: at most 11 instructions, stack depth 5, 3 heap words``
+/// ``ESP instruction 64 `count`: at most 10 instructions, stack depth 5, 9 heap words``
 /// (operands not counted: each adds a stack value and three heap words).
 pub fn describe(opcode: u8, name: &str, microcode: &Microcode) -> String {
     let b = microcode.bounds();
