@@ -100,6 +100,10 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> anyhow::Result<()> {
             plan.node.routes.len(),
             plan.node.groups.len()
         )?;
+        // The verifier's bounds on each installed instruction's run.
+        for (opcode, name, m) in plan.node.esp.iter().flat_map(|e| &e.microcode.installed) {
+            writeln!(out, "  {}", crate::microcode::describe(*opcode, name, m))?;
+        }
         return Ok(());
     }
     let (trigger, shutdown) = netio::shutdown::Shutdown::new();

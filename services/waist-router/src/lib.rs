@@ -27,6 +27,7 @@ pub mod daemon;
 pub mod embed;
 pub mod events;
 mod metrics;
+pub mod microcode;
 pub mod reload;
 pub mod status;
 pub mod streams;
@@ -116,6 +117,9 @@ impl Router {
         let links = Links::open(&plan.links, source, clock.origin()).await?;
         let mut node = Node::new(plan.node.clone(), Instant::ZERO)
             .map_err(|e| anyhow::anyhow!("{}: {e}", source.file().display()))?;
+        if let Some(e) = &plan.node.esp {
+            microcode::log_installed(&plan.name, &e.microcode.installed, "installed");
+        }
         // The config's streams are admitted now, timed like every handler run.
         if node.streams().is_some() {
             node.run_streams(Instant::ZERO, &mut meter(clock.origin()));

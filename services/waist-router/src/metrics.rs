@@ -6,7 +6,10 @@
 //! emulation, and the routing table as `waist_route` samples (one per route, labelled by
 //! prefix, link and source; the value is the cost). A static prefix has one sample per
 //! link it lists, with `rank` (0 = first choice) and `state` (`active`: carrying it,
-//! `backup`: up but not first, `down`).
+//! `backup`: up but not first, `down`). With ESP, the microcode's counters
+//! (`waist_esp_microcode_*`: runs by kind, refusals by reason, aborts, failures,
+//! instructions executed) and each installed instruction's runs
+//! (`waist_esp_installed_runs{opcode,name}`).
 //!
 //! The JSON view (`GET /api/status`): the same routes, links and counters as a
 //! [`Status`], which `waist route show` and `waist status` read.
@@ -63,6 +66,7 @@ pub(crate) fn snapshot(r: &Router) -> Snapshot {
         out.extend(l.samples("waist"));
     }
     stream_samples(r, &mut out);
+    micro_samples(r, &mut out);
     for route in routes(r) {
         let mut sample = Sample::gauge(
             "waist_route",
@@ -113,6 +117,69 @@ fn stream_samples(r: &Router, out: &mut Vec<Sample>) {
             .with_label("stream", st.stream.to_string())
             .with_label("placement", placement)
             .with_label("mode", mode),
+        );
+    }
+}
+
+/// The ESP microcode's counters (with ESP on): runs by kind, refusals by reason, aborts,
+/// failures, SNAP instructions executed, and each installed instruction's runs.
+fn micro_samples(r: &Router, out: &mut Vec<Sample>) {
+    if r.node().config().esp.is_none() {
+        return;
+    }
+    let micro = r.node().micro();
+    let s = micro.stats();
+    for (kind, v) in [("inline", s.inline_runs), ("installed", s.installed_runs)] {
+        out.push(
+            counter(
+                "waist_esp_microcode_runs",
+                "ESP microcode runs (to a verdict or an abort), inline or installed",
+                v,
+            )
+            .with_label("kind", kind),
+        );
+    }
+    for (reason, v) in [
+        ("off", s.refused_off),
+        ("iface", s.refused_iface),
+        ("malformed", s.refused_malformed),
+        ("verify", s.refused_verify),
+        ("operands", s.refused_operands),
+        ("unknown_opcode", s.unknown_opcode),
+    ] {
+        out.push(
+            counter(
+                "waist_esp_microcode_refused",
+                "ESP microcode refused, by reason (the packet goes on with Err)",
+                v,
+            )
+            .with_label("reason", reason),
+        );
+    }
+    out.push(counter(
+        "waist_esp_microcode_aborted",
+        "ESP microcode runs that aborted (missing state, store full)",
+        s.aborted,
+    ));
+    out.push(counter(
+        "waist_esp_microcode_failed",
+        "ESP microcode runs that broke a rule as they ran (fault, short stack, bad verdict)",
+        s.failed,
+    ));
+    out.push(counter(
+        "waist_esp_microcode_instructions",
+        "SNAP instructions executed by ESP microcode, all runs together",
+        s.instructions,
+    ));
+    for (opcode, i) in micro.installed() {
+        out.push(
+            counter(
+                "waist_esp_installed_runs",
+                "runs of an installed ESP instruction since it was installed",
+                i.runs,
+            )
+            .with_label("opcode", opcode.to_string())
+            .with_label("name", i.name.clone()),
         );
     }
 }

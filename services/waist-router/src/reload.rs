@@ -10,7 +10,8 @@
 //!    │                 other settings ─ reopened (counters and capture carry on)
 //!    │                 added ─ opened │ removed ─ closed, capture flushed
 //!    ├─ Node::reconfigure: routes, groups, originate, ESP, SNAP, DV (ESS kept if its
-//!    │                     size and key are unchanged)
+//!    │                     size and key are unchanged), ESP microcode (its policy and
+//!    │                     installed instructions; counters kept)
 //!    └─ one line: `reloaded: +1 link, -1 link, 1 route changed`
 //! ```
 //!
@@ -111,12 +112,20 @@ fn section_words(old: &RouterFile, new: &RouterFile, out: &mut Vec<String>) {
             ..d.get_ref().clone()
         })
     };
+    // The microcode has words of its own (`crate::microcode::reload_words`).
+    let esp = |f: &RouterFile| {
+        f.esp.as_ref().map(|e| crate::config::EspSection {
+            microcode: None,
+            instruction: Vec::new(),
+            ..e.clone()
+        })
+    };
     let changed = [
         (
             "[node]",
             (&old.node.addresses, old.node.icmp) != (&new.node.addresses, new.node.icmp),
         ),
-        ("[esp]", old.esp != new.esp),
+        ("[esp]", esp(old) != esp(new)),
         ("[snap]", old.snap != new.snap),
         ("[route_cache]", old.route_cache != new.route_cache),
         ("[dv]", dv(old) != dv(new)),
@@ -320,6 +329,7 @@ impl Router {
             warn!(router = %self.name, "after the reload: {e:#}");
         }
         let (_, now) = self.now();
+        let esp_before = self.node.config().esp.clone();
         let done = match self.node.reconfigure(now, plan.node, &from) {
             Ok(d) => Some(d),
             Err(e) => {
@@ -347,6 +357,15 @@ impl Router {
         summary.append(&mut words);
         if let Some(d) = done {
             self.node_words(d, &mut summary);
+            let esp_now = self.node.config().esp.as_ref();
+            let links = &file.link;
+            crate::microcode::reload_words(
+                &self.name,
+                esp_before.as_ref(),
+                esp_now,
+                links,
+                &mut summary,
+            );
         }
         let line = if summary.is_empty() {
             "no change".to_string()

@@ -130,7 +130,67 @@ fn cases() -> Vec<(
             "device = ",
             "1 to 15 characters",
         ),
+        (
+            "inline microcode from a link there is not",
+            format!("{good}\n[esp]\nrate = 100\nmicrocode = [\"a\", \"nowhere\"]\n"),
+            "microcode",
+            "microcode = ",
+            "no [[link]] named `nowhere`",
+        ),
+        (
+            "inline microcode neither on nor off",
+            format!("{good}\n[esp]\nrate = 100\nmicrocode = \"sometimes\"\n"),
+            "microcode",
+            "microcode = ",
+            "expected \"on\", \"off\" or a list of link names",
+        ),
+        (
+            "an instruction under a built-in opcode",
+            format!(
+                "{good}\n[esp]\nrate = 100\n{}",
+                instruction("5", "count.snap")
+            ),
+            "esp.instruction[0].opcode",
+            "opcode = 5",
+            "opcode 5 is not installable",
+        ),
+        (
+            "an instruction whose program is not there",
+            format!(
+                "{good}\n[esp]\nrate = 100\n{}",
+                instruction("64", "missing.snap")
+            ),
+            "esp.instruction[0].program",
+            "program = ",
+            "cannot read",
+        ),
+        (
+            "an instruction whose program does not assemble",
+            format!(
+                "{good}\n[esp]\nrate = 100\n{}{}",
+                instruction("64", "count.snap"),
+                instruction("65", "bad.snap")
+            ),
+            "esp.instruction[1].program",
+            "program = \"bad.snap\"",
+            "bad.snap: assembly: ",
+        ),
     ]
+}
+
+/// An `[[esp.instruction]]` named `count` under `opcode`, its program `program` (beside the
+/// config: [`tempdir`] holds `count.snap` and `bad.snap`).
+fn instruction(opcode: &str, program: &str) -> String {
+    format!("\n[[esp.instruction]]\nopcode = {opcode}\nname = \"count\"\nprogram = \"{program}\"\n")
+}
+
+/// The shipped COUNT microcode's text.
+fn count_snap() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/esp-microcode/count.snap"
+    ))
+    .unwrap()
 }
 
 /// Runs the binary with `args` until it exits (a start that does not fail is stopped after
@@ -144,9 +204,12 @@ fn run(config: &Path, check: bool) -> (bool, String) {
     netio::process::run_to_exit(cmd, Duration::from_secs(30)).unwrap()
 }
 
+/// This process's directory of configs, with the programs they install.
 fn tempdir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("waist-router-check-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("count.snap"), count_snap()).unwrap();
+    std::fs::write(d.join("bad.snap"), "pull 1\nfrobnicate\n").unwrap();
     d
 }
 
@@ -188,4 +251,37 @@ fn check_and_start_refuse_each_bad_config_with_the_same_located_error() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn check_prints_the_bounds_of_each_installed_instruction() {
+    let dir = tempdir().join("bounds");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("count.snap"), count_snap()).unwrap();
+    let path = dir.join("r.toml");
+    let text = format!(
+        "{GOOD}\n[esp]\nrate = 100\n{}",
+        instruction("64", "count.snap")
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new(BIN)
+        .args(["--check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let b = esp_micro::Microcode::assemble(&count_snap())
+        .unwrap()
+        .bounds();
+    let want = format!(
+        ": ok (1 links, 1 routes, 0 groups)\n  ESP instruction 64 `count`: at most {} \
+         instructions, stack depth {}, {} heap words\n",
+        b.instructions, b.stack_depth, b.heap_words
+    );
+    assert!(
+        stdout.ends_with(&want),
+        "{stdout:?} does not end with {want:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

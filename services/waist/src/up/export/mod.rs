@@ -14,6 +14,7 @@
 //! DIR/NAME.clab.yml                 one kind: linux node per router, replica and host
 //! DIR/NAME-MACHINE.clab.yml         instead, one per machine when nodes span [[machine]]s
 //! DIR/NAME/r1/router.toml           bound read-only at /etc/waist in node r1
+//! DIR/NAME/r1/esp-64.snap           its ESP instructions' programs, named so in router.toml
 //! DIR/NAME/web-1/web.key            a server's key file, the same in each replica
 //! DIR/NAME/site-web/                the server's root, copied, bound at /srv/web
 //! DIR/NAME/h1/host.env              a host's WAIST_VIA and WAIST_SRC, as its env sets them
@@ -54,6 +55,7 @@ use super::topology::{self, Addressing, Plan, TopologyFile};
 mod checks;
 pub mod clab;
 pub mod lab;
+mod programs;
 mod site;
 
 /// The one format: containerlab.
@@ -193,7 +195,14 @@ pub fn export(file: &Path, dir: &Path) -> anyhow::Result<Written> {
     let node_dir = |node: &str| PathBuf::from(&name).join(node);
     for p in &plan.processes {
         if let Some(config) = &p.config {
-            put(node_dir(&p.name).join("router.toml"), config)?;
+            let (config, programs) = programs::beside(config)?;
+            for (file, from) in programs {
+                let text = std::fs::read_to_string(&from).with_context(|| {
+                    format!("router `{}`: cannot read {}", p.name, from.display())
+                })?;
+                put(node_dir(&p.name).join(file), &text)?;
+            }
+            put(node_dir(&p.name).join("router.toml"), &config)?;
         }
     }
     for h in &plan.hosts {

@@ -34,6 +34,11 @@
 //! config = "r1-extra.toml"          # optional waist-router config to start from
 //! esp = { rate = 5000 }             # any waist-router section, inline: esp, snap, dv,
 //!                                   #   route_cache
+//! # ESP microcode (waist-router's `[esp] microcode` and `[[esp.instruction]]`): inline
+//! # programs only from h1's link, COUNT installed under opcode 64 (the program's path
+//! # relative to this file); or `[router.esp]` and `[[router.esp.instruction]]` tables.
+//! # esp = { rate = 5000, microcode = ["h1"], instruction = [
+//! #     { opcode = 64, name = "count", program = "../esp-microcode/count.snap" } ] }
 //!
 //! [[link]]
 //! between = ["r1", "r2"]            # two routers
@@ -515,6 +520,8 @@ pub use capture::Capture;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_microcode;
 #[cfg(test)]
 mod tests_netns;
 #[cfg(test)]

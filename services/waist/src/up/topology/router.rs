@@ -6,7 +6,10 @@
 //! TOML fragments, so they are merged as tables and read as a [`RouterFile`] by the
 //! router's own parser. Everything `waist up` adds is typed: the node's name and address,
 //! the links, the routes to attached hosts and servers (and, without distance vector, to
-//! everything else) and the prefixes it announces.
+//! everything else) and the prefixes it announces. The programs of ESP instructions
+//! (`esp = { instruction = [{ opcode, name, program }] }`) are written with absolute paths:
+//! a relative one is read from the directory of the file that names it (the topology, or
+//! the router's `config` file).
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -211,15 +214,23 @@ fn given_sections(
             let text = std::fs::read_to_string(&full).map_err(|e| {
                 source.error_for(path, format!("cannot read {}: {e}", full.display()))
             })?;
-            text.parse::<Table>().map_err(|e| {
+            let mut t = text.parse::<Table>().map_err(|e| {
                 let m = format!("{} is not TOML: {}", full.display(), e.message());
                 source.error_for(path, m)
-            })?
+            })?;
+            if let Some(esp) = t.get_mut("esp") {
+                absolute_programs(esp, full.parent().unwrap_or(base));
+            }
+            t
         }
         None => Table::new(),
     };
     for (k, v) in file.defaults.router.iter().flat_map(|t| t.get_ref()) {
-        t.insert(k.clone(), v.clone());
+        let mut v = v.clone();
+        if k == "esp" {
+            absolute_programs(&mut v, base);
+        }
+        t.insert(k.clone(), v);
     }
     let inline = [
         &section.esp,
@@ -230,10 +241,30 @@ fn given_sections(
     ];
     for (k, v) in ROUTER_SECTIONS.iter().zip(inline) {
         if let Some(v) = v {
-            t.insert((*k).to_string(), Value::Table(v.get_ref().clone()));
+            let mut v = Value::Table(v.get_ref().clone());
+            if *k == "esp" {
+                absolute_programs(&mut v, base);
+            }
+            t.insert((*k).to_string(), v);
         }
     }
     Ok(t)
+}
+
+/// Makes the `program` of each of an `esp` section's instructions (`instruction = [{
+/// opcode, name, program }]`, waist-router's `[[esp.instruction]]`) absolute, read from
+/// `dir` (where the file that names it is): the generated config is read from elsewhere.
+fn absolute_programs(esp: &mut Value, dir: &Path) {
+    let Some(list) = esp.get_mut("instruction").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for i in list {
+        if let Some(Value::String(p)) = i.get_mut("program") {
+            let joined = dir.join(&*p);
+            let full = std::path::absolute(&joined).unwrap_or(joined);
+            *p = full.to_string_lossy().into_owned();
+        }
+    }
 }
 
 /// `f` as the text of router `section`'s config file, with a header saying where it came
