@@ -33,6 +33,12 @@ const COUNT_SNAP: &str = concat!(
     "/../../examples/esp-microcode/count.snap"
 );
 
+/// COUNT in PLAN.
+const COUNT_PLAN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../examples/esp-microcode/count.plan"
+);
+
 /// `[tag, _] -> [tag, count(tag)]`, forward: operand 1 comes back as the router's count.
 const COUNTER: &str = "pull 1\ncalls \"ess.count\"\nstore 1\npush 0\n";
 
@@ -177,7 +183,7 @@ fn waist(via: &str, args: &[&str]) -> Output {
 }
 
 #[tokio::test]
-async fn the_waist_binary_sends_count_snap_inline_forwarded_then_dropped() {
+async fn the_waist_binary_sends_count_snap_and_count_plan_inline_forwarded_then_dropped() {
     let chain = Chain::start().await;
     let via = chain.via_arg();
     let count = [
@@ -235,6 +241,23 @@ async fn the_waist_binary_sends_count_snap_inline_forwarded_then_dropped() {
     assert_eq!(json["operands"], serde_json::json!([8, 1]));
     assert_eq!(json["verdict"], "delivered");
 
+    // COUNT written in PLAN, compiled by the tool: the same answers as count.snap's.
+    let plan = ["--plan", COUNT_PLAN, "--operand", "11", "--operand", "1"];
+    let out = waist(&via, &plan);
+    let text = String::from_utf8(out.stdout).unwrap();
+    println!(
+        "$ waist esp send --via … --dst 10.0.0.2 {}\n{text}",
+        plan.join(" ")
+    );
+    assert_eq!(out.status.code(), Some(EXIT_ANSWER.into()), "{text}");
+    assert_eq!(
+        text,
+        "answer from 10.0.0.2: count.plan (inline microcode, opcode 32) delivered \
+         operands=[11, 1] loc=input,central,output\n"
+    );
+    let out = waist(&via, &[&plan[..], &["--timeout-ms", "500"]].concat());
+    assert_eq!(out.status.code(), Some(EXIT_TIMEOUT.into()));
+
     // An abort is exit code 1, naming the Err code.
     let dir = tempdir();
     let missing = dir.join("missing.snap");
@@ -249,8 +272,14 @@ async fn the_waist_binary_sends_count_snap_inline_forwarded_then_dropped() {
     );
     let _ = std::fs::remove_dir_all(&dir);
     let s = chain.stop();
-    // First query 3 contexts, the second dropped at the first, the third 3, the abort 1.
-    assert_eq!(s[0].node.esp_executed, 3 + 1 + 3 + 1, "{:?}", s[0].node);
+    // count.snap: 3 contexts, then dropped at the first, then 3 (another counter); as
+    // much for count.plan; the abort 1.
+    assert_eq!(
+        s[0].node.esp_executed,
+        3 + 1 + 3 + 3 + 1 + 1,
+        "{:?}",
+        s[0].node
+    );
 }
 
 /// A directory of this process's own under the system's temporary directory.

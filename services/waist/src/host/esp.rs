@@ -8,8 +8,8 @@
 //! read by the same endpoint; an abort is reported precisely (instruction and code).
 //!
 //! The instruction is a built-in (a subcommand) or SNAP microcode ([`micro`]: `--microcode
-//! FILE.snap` inline, `--opcode N` installed at the routers, each with `--operand`s); a
-//! microcode answer reports the operands the routers returned.
+//! FILE.snap` or `--plan FILE.plan` inline, `--opcode N` installed at the routers, each
+//! with `--operand`s); a microcode answer reports the operands the routers returned.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
@@ -41,7 +41,8 @@ pub enum EspCommand {
     /// Send one ESP query through a router and print the answer.
     ///
     /// The instruction is a subcommand (a built-in), or SNAP microcode: `--microcode
-    /// FILE.snap` (inline) or `--opcode N` (installed at the routers), with `--operand`s.
+    /// FILE.snap` or `--plan FILE.plan` (inline) or `--opcode N` (installed at the
+    /// routers), with `--operand`s.
     ///
     /// Exit code 0 on an answer (or once sent, with --no-reflect), 1 if the computation
     /// aborted in the network, 2 if no answer came in time.
@@ -91,7 +92,7 @@ pub struct SendArgs {
     /// Microcode instead of a built-in instruction.
     #[command(flatten)]
     pub micro: MicroArgs,
-    /// The instruction (or give --microcode or --opcode).
+    /// The instruction (or give --microcode, --plan or --opcode).
     #[command(subcommand)]
     pub instr: Option<InstrArgs>,
 }
@@ -370,13 +371,13 @@ impl Query {
             (None, Some(m)) => QueryInstr::Micro(m),
             (Some(_), _) => {
                 return Err(anyhow!(
-                    "give either an instruction subcommand or --microcode/--opcode, not both"
+                    "give either an instruction subcommand or --microcode/--plan/--opcode, not both"
                 ));
             }
             (None, None) => {
                 return Err(anyhow!(
                     "no instruction: give a subcommand (count, compare, collect, mark, \
-                     lastmark, get, put) or --microcode FILE.snap or --opcode N"
+                     lastmark, get, put), --microcode FILE.snap, --plan FILE.plan or --opcode N"
                 ));
             }
         };
@@ -771,6 +772,27 @@ mod tests {
         assert!(q.reflect);
     }
 
+    const COUNT_PLAN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/esp-microcode/count.plan"
+    );
+
+    #[test]
+    fn plan_file_and_operands_build_an_inline_packet() {
+        let q = micro_query(&["--plan", COUNT_PLAN, "--operand", "7", "--operand", "2"]);
+        let q = q.unwrap_or_else(|e| panic!("{e}"));
+        let p = q.packet().unwrap_or_default();
+        let got = q
+            .endpoint()
+            .receive_raw(&p)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(got.opcode, 32);
+        let body = esp_micro::body::Body::parse(&got.operands).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(body.operand_words().collect::<Vec<_>>(), [7, 2]);
+        // The program is the compiled PLAN, verified as a router verifies it.
+        assert!(esp_micro::Microcode::new(&body.to_program()).is_ok());
+    }
+
     #[test]
     fn opcode_and_operands_build_an_installed_packet() {
         let q = micro_query(&[
@@ -807,6 +829,8 @@ mod tests {
         assert!(stray.is_err_and(|e| e.contains("--operand goes with")));
         assert!(micro_query(&["--opcode", "32"]).is_err());
         assert!(micro_query(&["--opcode", "64", "--microcode", COUNT_SNAP]).is_err());
+        assert!(micro_query(&["--plan", COUNT_PLAN, "--microcode", COUNT_SNAP]).is_err());
+        assert!(micro_query(&["--plan", COUNT_PLAN, "--opcode", "64"]).is_err());
         let nine = ["--operand", "1"].repeat(9);
         assert!(micro_query(&[&["--opcode", "64"][..], &nine].concat()).is_err());
         let missing = micro_query(&["--microcode", "/nonexistent/x.snap"]);

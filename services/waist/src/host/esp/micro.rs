@@ -1,8 +1,9 @@
-//! `waist esp send --microcode FILE.snap | --opcode N [--operand VALUE]…`: an ESP query
-//! whose instruction is SNAP microcode — inline (the program rides in the packet, opcode
-//! 32) or installed at the routers under an opcode 64–127 (the packet carries only the
-//! operands). The instruction is built, and the returned operands read, by
-//! `esp_micro::endpoint`; this module reads files and prints.
+//! `waist esp send --microcode FILE.snap | --plan FILE.plan | --opcode N [--operand
+//! VALUE]…`: an ESP query whose instruction is SNAP microcode — inline (the program rides
+//! in the packet, opcode 32: SNAP assembly, or PLAN compiled by
+//! `snap_vm::plan::compile_micro`) or installed at the routers under an opcode 64–127 (the
+//! packet carries only the operands). The instruction is built, and the returned operands
+//! read, by `esp_micro::endpoint`; this module reads files and prints.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -14,6 +15,7 @@ use esp_micro::endpoint::{MicroInstruction, operands};
 use esp_proto::endpoint::RawReceived;
 use esp_proto::instr::INSTALLED;
 use esp_proto::wire::{ErrCode, Loc};
+use snap_vm::plan;
 
 use super::parse_u64;
 
@@ -23,8 +25,13 @@ pub struct MicroArgs {
     /// Inline microcode: run this SNAP assembly file as the instruction (opcode 32; the
     /// program rides in the packet, so it must fit ESP's 255-byte operand field beside
     /// its operands). Instead of an instruction subcommand.
-    #[arg(long, value_name = "FILE.snap", conflicts_with = "opcode")]
+    #[arg(long, value_name = "FILE.snap", conflicts_with_all = ["opcode", "plan"])]
     pub microcode: Option<PathBuf>,
+    /// Inline microcode written in PLAN: compile this file's last function (its `word`
+    /// parameters are the operands, its int or bool result the verdict) and send it as
+    /// --microcode does. Instead of an instruction subcommand.
+    #[arg(long, value_name = "FILE.plan", conflicts_with = "opcode")]
+    pub plan: Option<PathBuf>,
     /// An instruction the routers' operator installed under opcode N (64–127): the packet
     /// carries only its operands. Instead of an instruction subcommand.
     #[arg(long, value_name = "N", value_parser = parse_opcode)]
@@ -53,7 +60,10 @@ fn parse_opcode(s: &str) -> Result<u8, String> {
 impl MicroArgs {
     /// Whether any microcode option was given.
     pub fn given(&self) -> bool {
-        self.microcode.is_some() || self.opcode.is_some() || !self.operands.is_empty()
+        self.microcode.is_some()
+            || self.plan.is_some()
+            || self.opcode.is_some()
+            || !self.operands.is_empty()
     }
 
     /// The microcode query the options describe, `None` if none was asked for.
@@ -68,11 +78,18 @@ impl MicroArgs {
                 .with_context(|| format!("reading {}", path.display()))?;
             return MicroQuery::inline(path, &text, &self.operands).map(Some);
         }
+        if let Some(path) = &self.plan {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            return MicroQuery::plan(path, &text, &self.operands).map(Some);
+        }
         if let Some(opcode) = self.opcode {
             return MicroQuery::installed(opcode, &self.operands).map(Some);
         }
         if !self.operands.is_empty() {
-            return Err(anyhow!("--operand goes with --microcode or --opcode"));
+            return Err(anyhow!(
+                "--operand goes with --microcode, --plan or --opcode"
+            ));
         }
         Ok(None)
     }
@@ -100,6 +117,42 @@ impl MicroQuery {
             || path.display().to_string(),
             |n| n.to_string_lossy().into(),
         );
+        Ok(MicroQuery { name, instr })
+    }
+
+    /// Inline microcode compiled from PLAN `text` (read from `path`): its last function,
+    /// with `operands`.
+    ///
+    /// # Errors
+    ///
+    /// If it does not compile as microcode ([`plan::compile_micro`]), takes another number
+    /// of operands, or does not fit the packet; the error names `path` (and the line and
+    /// column of a compile error).
+    pub fn plan(path: &Path, text: &str, operands: &[u64]) -> anyhow::Result<MicroQuery> {
+        let at = path.display();
+        let entry = plan::functions(text)
+            .map_err(|e| anyhow!("{at}:{e}"))?
+            .pop()
+            .ok_or_else(|| anyhow!("{at}: no `fun` definition"))?;
+        let opts = plan::Options {
+            fold_bound: 4,
+            services: plan::ServiceSig::esp_micro(),
+            entry,
+        };
+        let compiled = plan::compile_micro(text, &opts).map_err(|e| anyhow!("{at}:{e}"))?;
+        if compiled.entry_params.len() != operands.len() {
+            return Err(anyhow!(
+                "{at}: `{}` takes {} operands, given {}",
+                opts.entry,
+                compiled.entry_params.len(),
+                operands.len()
+            ));
+        }
+        let instr = MicroInstruction::inline(&compiled.program, operands)
+            .map_err(|e| anyhow!("{at}: {e}"))?;
+        let name = path
+            .file_name()
+            .map_or_else(|| at.to_string(), |n| n.to_string_lossy().into());
         Ok(MicroQuery { name, instr })
     }
 
@@ -191,6 +244,25 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("opcode 64-127"), "{text}");
+    }
+
+    const COUNT_PLAN: &str = include_str!("../../../../../examples/esp-microcode/count.plan");
+
+    #[test]
+    fn plan_compiles_to_inline_microcode_of_its_operands() {
+        let q = MicroQuery::plan(Path::new("x/count.plan"), COUNT_PLAN, &[7, 2]);
+        let q = q.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((q.name.as_str(), q.instr.opcode()), ("count.plan", 32));
+        assert_eq!(q.instr.operands(), [7, 2]);
+        let few = MicroQuery::plan(Path::new("count.plan"), COUNT_PLAN, &[7]);
+        let e = few.err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(e, "count.plan: `count` takes 2 operands, given 1");
+        let bad = MicroQuery::plan(Path::new("b.plan"), "fun f(a: int) = 0", &[1]);
+        let e = bad.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            e.starts_with("b.plan:1:1: type error: microcode operand `a` is int"),
+            "{e}"
+        );
     }
 
     #[test]
