@@ -7,8 +7,9 @@
 //!  tool 10.1.0.1 ─ host [R1 10.0.0.1] ── [R2 10.0.0.2] far ─ (nobody)
 //! ```
 //!
-//! Installed instructions need the router's config to install them (not yet there): their
-//! packets are checked byte for byte by the unit tests of `host::esp`.
+//! Installing instructions needs the router's config (not yet there): an installed opcode's
+//! query is checked end to end only as far as a router that does not know it (an abort,
+//! operands as sent); its packet is checked byte for byte by the unit tests of `host::esp`.
 
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -166,9 +167,24 @@ async fn inline_microcode_returns_the_routers_operands_and_aborts_precisely() {
     };
     assert_eq!((a.err, a.loc), (Some(ErrCode::MissingState), Loc::NONE));
     assert_eq!(o.exit_code(), EXIT_ABORT);
+    // Opcode 64, installed nowhere: R1 aborts it as an unknown opcode, operands as sent.
+    let mut q = Query::new(
+        TOOL.into(),
+        R2.into(),
+        MicroQuery::installed(64, &[7, 1]).unwrap(),
+    );
+    q.loc = Loc::CENTRAL;
+    let o = chain.query(&q).await;
+    let Outcome::Micro(a) = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(
+        (a.opcode, &a.operands, a.err),
+        (64, &vec![7, 1], Some(ErrCode::Malformed))
+    );
     let s = chain.stop();
     // Only R1 ran them (R2, addressed, reflects without running).
-    assert_eq!(s[0].node.esp_executed, 3, "{:?}", s[0].node);
+    assert_eq!(s[0].node.esp_executed, 4, "{:?}", s[0].node);
     assert_eq!(s[1].node.esp_executed, 0, "{:?}", s[1].node);
 }
 
