@@ -125,9 +125,12 @@ impl Chain {
         }
     }
 
-    async fn query(&self, q: &Query) -> Outcome {
-        let mut link = HostLink::open(self.via, q.answer_protocol()).await.unwrap();
-        esp::send(&mut link, q).await.unwrap()
+    /// The tool's side of the link, for every query of a test (one bind, so no other
+    /// process on a loaded machine can take the port between queries).
+    async fn link(&self) -> HostLink {
+        HostLink::open(self.via, esp_proto::consts::IP_PROTOCOL)
+            .await
+            .unwrap()
     }
 
     fn stop(self) -> Vec<waist_router::Summary> {
@@ -149,8 +152,11 @@ fn inline(text: &str, operands: &[u64], loc: Loc) -> Query {
 #[tokio::test]
 async fn inline_microcode_returns_the_routers_operands_and_aborts_precisely() {
     let chain = Chain::start().await;
+    let mut link = chain.link().await;
     for count in 1..=2 {
-        let o = chain.query(&inline(COUNTER, &[9, 0], Loc::CENTRAL)).await;
+        let o = esp::send(&mut link, &inline(COUNTER, &[9, 0], Loc::CENTRAL))
+            .await
+            .unwrap();
         let Outcome::Micro(a) = &o else {
             panic!("{o:?}")
         };
@@ -161,7 +167,9 @@ async fn inline_microcode_returns_the_routers_operands_and_aborts_precisely() {
         );
         assert_eq!(o.exit_code(), EXIT_ANSWER);
     }
-    let o = chain.query(&inline(MISSING, &[], Loc::CENTRAL)).await;
+    let o = esp::send(&mut link, &inline(MISSING, &[], Loc::CENTRAL))
+        .await
+        .unwrap();
     let Outcome::Micro(a) = &o else {
         panic!("{o:?}")
     };
@@ -174,7 +182,7 @@ async fn inline_microcode_returns_the_routers_operands_and_aborts_precisely() {
         MicroQuery::installed(64, &[7, 1]).unwrap(),
     );
     q.loc = Loc::CENTRAL;
-    let o = chain.query(&q).await;
+    let o = esp::send(&mut link, &q).await.unwrap();
     let Outcome::Micro(a) = &o else {
         panic!("{o:?}")
     };
