@@ -98,6 +98,7 @@
 extern crate alloc;
 
 pub mod body;
+pub mod endpoint;
 mod ext;
 mod journal;
 

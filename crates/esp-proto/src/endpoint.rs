@@ -17,6 +17,11 @@
 //! assert!(got.error().is_none());
 //! # Ok::<(), esp_proto::endpoint::EndpointError>(())
 //! ```
+//!
+//! Opcodes that are not built in — inline microcode ([`OP_MICRO`](crate::instr::OP_MICRO)),
+//! instructions a router's operator installed ([`INSTALLED`](crate::instr::INSTALLED)) —
+//! have no [`Instruction`]: [`Endpoint::raw_instruction`], [`Endpoint::raw_packet_to`] and
+//! [`Endpoint::receive_raw`] carry their operand field as bytes.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -51,6 +56,13 @@ pub enum EndpointError {
     NoDestination,
     /// Source and destination are of different IP versions.
     AddressFamily,
+    /// A raw operand field longer than ESP's one-byte operand length allows.
+    OperandsTooLong {
+        /// The opcode.
+        opcode: u8,
+        /// The field's length in bytes.
+        len: usize,
+    },
 }
 
 impl fmt::Display for EndpointError {
@@ -65,6 +77,10 @@ impl fmt::Display for EndpointError {
             EndpointError::AddressFamily => {
                 f.write_str("source and destination are different IP versions")
             }
+            EndpointError::OperandsTooLong { opcode, len } => write!(
+                f,
+                "opcode {opcode}: {len} operand bytes; ESP's operand field holds at most 255"
+            ),
         }
     }
 }
@@ -134,6 +150,22 @@ impl Received {
             code,
         })
     }
+}
+
+/// An ESP packet as its receiver sees it, its operand field as bytes
+/// ([`Endpoint::receive_raw`]): for opcodes that are not built in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawReceived {
+    /// The IP source.
+    pub from: IpAddr,
+    /// The opcode.
+    pub opcode: u8,
+    /// The operand field as the last router left it.
+    pub operands: Vec<u8>,
+    /// The Loc bits (cleared by an abort).
+    pub loc: Loc,
+    /// Err and its code, if a router aborted.
+    pub err: Option<ErrCode>,
 }
 
 /// What a host's ESP layer does with an arriving packet.
@@ -233,21 +265,62 @@ impl Endpoint {
     /// [`EndpointError::Instr`] if the operands cannot be encoded.
     pub fn instruction(&self, instr: &Instruction) -> Result<Vec<u8>, EndpointError> {
         let operand_len = instr.operand_len();
-        let repr = HeaderRepr {
-            loc: self.loc,
-            err: false,
-            rb: self.reflect,
-            opcode: instr.opcode(),
-            cid: self.cid,
-            operand_len: u8::try_from(operand_len).map_err(|_| InstrError::Length {
+        let mut buf = self.header(
+            instr.opcode(),
+            u8::try_from(operand_len).map_err(|_| InstrError::Length {
                 opcode: instr.opcode(),
                 expected: operand_len,
                 actual: 255,
             })?,
+        )?;
+        instr.emit(buf.get_mut(HEADER_LEN..).unwrap_or(&mut []))?;
+        Ok(buf)
+    }
+
+    /// The ESP instruction bytes (header, then `operands` as they are) for `opcode`: for
+    /// opcodes that are not built in, whose operand field only the sender and the routers
+    /// running it understand. Nothing checks the field against the opcode.
+    ///
+    /// ```
+    /// use core::net::Ipv4Addr;
+    /// use esp_proto::endpoint::Endpoint;
+    /// use esp_proto::wire::Header;
+    ///
+    /// let ep = Endpoint::new(7, Ipv4Addr::new(10, 0, 0, 1).into());
+    /// let bytes = ep.raw_instruction(64, &[0, 0, 0, 0, 0, 0, 0, 9])?;
+    /// let header = Header::new_checked(&bytes[..])?;
+    /// assert_eq!((header.opcode(), header.cid()), (64, 7));
+    /// assert_eq!(header.operands(), [0, 0, 0, 0, 0, 0, 0, 9]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`EndpointError::OperandsTooLong`] past 255 bytes.
+    pub fn raw_instruction(&self, opcode: u8, operands: &[u8]) -> Result<Vec<u8>, EndpointError> {
+        let len = u8::try_from(operands.len()).map_err(|_| EndpointError::OperandsTooLong {
+            opcode,
+            len: operands.len(),
+        })?;
+        let mut buf = self.header(opcode, len)?;
+        if let Some(field) = buf.get_mut(HEADER_LEN..) {
+            field.copy_from_slice(operands);
+        }
+        Ok(buf)
+    }
+
+    /// A header for `opcode` with `operand_len` zeroed operand bytes after it.
+    fn header(&self, opcode: u8, operand_len: u8) -> Result<Vec<u8>, EndpointError> {
+        let repr = HeaderRepr {
+            loc: self.loc,
+            err: false,
+            rb: self.reflect,
+            opcode,
+            cid: self.cid,
+            operand_len,
         };
         let mut buf = vec![0u8; repr.buffer_len()];
         repr.emit(&mut buf)?;
-        instr.emit(buf.get_mut(HEADER_LEN..).unwrap_or(&mut []))?;
         Ok(buf)
     }
 
@@ -272,16 +345,53 @@ impl Endpoint {
         instr: &Instruction,
         payload: &[u8],
     ) -> Result<Vec<u8>, EndpointError> {
-        let esp = self.instruction(instr)?;
+        self.dedicated(dest, &self.instruction(instr)?, payload)
+    }
+
+    /// A dedicated packet carrying opcode `opcode` with the operand field `operands`
+    /// ([`raw_instruction`](Self::raw_instruction)), then `payload`, to `dest`.
+    ///
+    /// ```
+    /// use core::net::Ipv4Addr;
+    /// use esp_proto::endpoint::Endpoint;
+    ///
+    /// let ep = Endpoint::new(7, Ipv4Addr::new(10, 0, 0, 1).into());
+    /// let packet = ep.raw_packet_to(Ipv4Addr::new(10, 0, 0, 9).into(), 64, &[1; 16], b"")?;
+    /// let got = ep.receive_raw(&packet)?;
+    /// assert_eq!((got.opcode, got.operands), (64, vec![1; 16]));
+    /// # Ok::<(), esp_proto::endpoint::EndpointError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`raw_instruction`](Self::raw_instruction) and [`packet_to`](Self::packet_to).
+    pub fn raw_packet_to(
+        &self,
+        dest: IpAddr,
+        opcode: u8,
+        operands: &[u8],
+        payload: &[u8],
+    ) -> Result<Vec<u8>, EndpointError> {
+        self.dedicated(dest, &self.raw_instruction(opcode, operands)?, payload)
+    }
+
+    /// A dedicated packet (protocol 253) carrying the instruction bytes `esp`, then
+    /// `payload`, to `dest`.
+    fn dedicated(
+        &self,
+        dest: IpAddr,
+        esp: &[u8],
+        payload: &[u8],
+    ) -> Result<Vec<u8>, EndpointError> {
         match (self.local, dest) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
                 let mut out = vec![0u8; dedicated_ipv4_len(esp.len(), payload.len())];
-                emit_dedicated_ipv4(s.octets(), d.octets(), self.ttl, &esp, payload, &mut out)?;
+                emit_dedicated_ipv4(s.octets(), d.octets(), self.ttl, esp, payload, &mut out)?;
                 Ok(out)
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 let mut out = vec![0u8; dedicated_ipv6_len(esp.len(), payload.len())];
-                emit_dedicated_ipv6(s.octets(), d.octets(), self.ttl, &esp, payload, &mut out)?;
+                emit_dedicated_ipv6(s.octets(), d.octets(), self.ttl, esp, payload, &mut out)?;
                 Ok(out)
             }
             _ => Err(EndpointError::AddressFamily),
@@ -306,19 +416,160 @@ impl Endpoint {
     ///
     /// [`EndpointError`] if it is malformed, not ESP, or of another computation.
     pub fn receive(&self, packet: &[u8]) -> Result<Received, EndpointError> {
-        let located = locate(packet)?.ok_or(EndpointError::NotEsp)?;
-        let bytes = packet.get(located.range).ok_or(EndpointError::NotEsp)?;
-        let header = Header::new_checked(bytes)?;
-        if header.cid() != self.cid {
-            return Err(EndpointError::WrongCid { got: header.cid() });
-        }
+        let (from, header) = self.header_of(packet)?;
         let instr = Instruction::parse(header.opcode(), header.operands())?;
-        let (from, _) = addresses(packet)?;
         Ok(Received {
             from,
             instr,
             loc: header.loc(),
             err: header.err().then(|| header.err_code()),
         })
+    }
+
+    /// Parses an ESP packet of this computation whatever its opcode, the operand field as
+    /// bytes (for opcodes that are not built in; see
+    /// [`raw_packet_to`](Self::raw_packet_to) for an example).
+    ///
+    /// # Errors
+    ///
+    /// [`EndpointError`] if it is malformed, not ESP, or of another computation.
+    pub fn receive_raw(&self, packet: &[u8]) -> Result<RawReceived, EndpointError> {
+        let (from, header) = self.header_of(packet)?;
+        Ok(RawReceived {
+            from,
+            opcode: header.opcode(),
+            operands: header.operands().to_vec(),
+            loc: header.loc(),
+            err: header.err().then(|| header.err_code()),
+        })
+    }
+
+    /// The source and the ESP header of a packet of this computation.
+    fn header_of<'p>(&self, packet: &'p [u8]) -> Result<(IpAddr, Header<&'p [u8]>), EndpointError> {
+        let located = locate(packet)?.ok_or(EndpointError::NotEsp)?;
+        let bytes = packet.get(located.range).ok_or(EndpointError::NotEsp)?;
+        let header = Header::new_checked(bytes)?;
+        if header.cid() != self.cid {
+            return Err(EndpointError::WrongCid { got: header.cid() });
+        }
+        let (from, _) = addresses(packet)?;
+        Ok((from, header))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::net::{Ipv4Addr, Ipv6Addr};
+
+    const A: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+    const B: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9));
+
+    #[test]
+    fn raw_instruction_bytes_are_header_then_field() {
+        let ep = Endpoint::new(0x0102_0304, A)
+            .with_loc(Loc::CENTRAL)
+            .with_reflect(true);
+        let bytes = ep
+            .raw_instruction(32, &[0xAA, 0xBB, 0xCC])
+            .unwrap_or_default();
+        let header = Header::new_checked(&bytes[..]).ok();
+        let repr = header.as_ref().map(HeaderRepr::parse);
+        assert_eq!(
+            repr,
+            Some(HeaderRepr {
+                loc: Loc::CENTRAL,
+                err: false,
+                rb: true,
+                opcode: 32,
+                cid: 0x0102_0304,
+                operand_len: 3,
+            })
+        );
+        assert_eq!(bytes.get(HEADER_LEN..), Some(&[0xAA, 0xBB, 0xCC][..]));
+        // The same header a built-in gets: only the field differs.
+        let mark = Instruction::Mark { tag: ess::Tag(5) };
+        let built = ep.instruction(&mark).unwrap_or_default();
+        let raw = ep
+            .raw_instruction(mark.opcode(), built.get(HEADER_LEN..).unwrap_or_default())
+            .unwrap_or_default();
+        assert_eq!(raw, built);
+    }
+
+    #[test]
+    fn raw_fields_past_255_bytes_are_refused() {
+        let ep = Endpoint::new(1, A);
+        assert_eq!(
+            ep.raw_instruction(64, &[0; 256]),
+            Err(EndpointError::OperandsTooLong {
+                opcode: 64,
+                len: 256
+            })
+        );
+        assert_eq!(
+            ep.raw_instruction(64, &[0; 255]).map(|b| b.len()),
+            Ok(HEADER_LEN + 255)
+        );
+        assert!(ep.raw_packet_to(B, 64, &[0; 300], b"").is_err());
+    }
+
+    #[test]
+    fn raw_packets_round_trip_on_both_families() {
+        let field: Vec<u8> = (0u8..24).collect();
+        let v4 = Endpoint::new(9, A).with_reflect(true);
+        let p = v4.raw_packet_to(B, 70, &field, b"tail").unwrap_or_default();
+        assert_eq!(p.get(9), Some(&crate::consts::IP_PROTOCOL));
+        let got = v4.receive_raw(&p);
+        assert_eq!(
+            got,
+            Ok(RawReceived {
+                from: A,
+                opcode: 70,
+                operands: field.clone(),
+                loc: Loc::ALL,
+                err: None,
+            })
+        );
+        assert!(p.ends_with(b"tail"));
+        // No Instruction for opcode 70: the typed receive refuses, the raw one does not.
+        assert!(matches!(v4.receive(&p), Err(EndpointError::Instr(_))));
+        let (s6, d6) = (
+            Ipv6Addr::LOCALHOST.into(),
+            Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2).into(),
+        );
+        let v6 = Endpoint::new(9, s6);
+        let p6 = v6.raw_packet_to(d6, 32, &field, b"").unwrap_or_default();
+        assert_eq!(
+            v6.receive_raw(&p6).map(|r| (r.from, r.opcode, r.operands)),
+            Ok((s6, 32, field))
+        );
+        assert_eq!(
+            v4.raw_packet_to(d6, 32, &[], b""),
+            Err(EndpointError::AddressFamily)
+        );
+    }
+
+    #[test]
+    fn receive_raw_reports_err_and_refuses_other_computations() {
+        let ep = Endpoint::new(9, A);
+        let mut p = ep.raw_packet_to(B, 64, &[7; 8], b"").unwrap_or_default();
+        assert_eq!(
+            Endpoint::new(10, A).receive_raw(&p).map(|r| r.opcode),
+            Err(EndpointError::WrongCid { got: 9 })
+        );
+        // As a router's abort leaves it: Err, its code, Loc cleared.
+        if let Ok(Some(l)) = locate(&p)
+            && let Ok(mut h) = l.header_mut(&mut p)
+        {
+            h.set_err(true);
+            h.set_err_code(ErrCode::MissingState);
+            h.set_loc(Loc::NONE);
+        }
+        let got = ep.receive_raw(&p);
+        assert_eq!(
+            got.map(|r| (r.err, r.loc)),
+            Ok((Some(ErrCode::MissingState), Loc::NONE))
+        );
+        assert!(ep.receive_raw(&[0x45, 0, 0]).is_err());
     }
 }

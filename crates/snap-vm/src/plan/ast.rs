@@ -33,6 +33,9 @@ pub enum Ty {
     Tuple(Vec<Ty>),
     /// The element type of `[]`, compatible with every type.
     Any,
+    /// A 64-bit unsigned word (a SNAP wide integer): an ESP tag or value, as microcode's
+    /// operands and the `ess.*` services carry them ([`compile_micro`](super::compile_micro)).
+    Word,
 }
 
 impl fmt::Display for Ty {
@@ -55,6 +58,7 @@ impl fmt::Display for Ty {
                 f.write_str(")")
             }
             Ty::Any => f.write_str("'a"),
+            Ty::Word => f.write_str("word"),
         }
     }
 }
@@ -94,6 +98,55 @@ pub enum BinOp {
     Or,
     /// `::`
     Cons,
+    /// An arithmetic or comparison operator on words (the type checker rewrites `+`, `-`,
+    /// `*`, `=`, `<>`, `<`, `<=`, `>`, `>=` on words to it).
+    Word(WordOp),
+}
+
+/// An operator on 64-bit words: arithmetic wraps (mod 2^64), comparisons are unsigned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WordOp {
+    /// `+` (`wadd`)
+    Add,
+    /// `-` (`wsub`)
+    Sub,
+    /// `*` (`wmul`)
+    Mul,
+    /// `=` (`weq`)
+    Eq,
+    /// `<>`
+    Ne,
+    /// `<` (`wlt` on both sides biased by 2^63: unsigned)
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl WordOp {
+    /// The word operator for `op` on words, if there is one.
+    pub fn of(op: BinOp) -> Option<WordOp> {
+        Some(match op {
+            BinOp::Add => WordOp::Add,
+            BinOp::Sub => WordOp::Sub,
+            BinOp::Mul => WordOp::Mul,
+            BinOp::Eq => WordOp::Eq,
+            BinOp::Ne => WordOp::Ne,
+            BinOp::Lt => WordOp::Lt,
+            BinOp::Le => WordOp::Le,
+            BinOp::Gt => WordOp::Gt,
+            BinOp::Ge => WordOp::Ge,
+            _ => return None,
+        })
+    }
+
+    /// Whether it compares (a bool result) rather than computes (a word).
+    pub fn compares(self) -> bool {
+        !matches!(self, WordOp::Add | WordOp::Sub | WordOp::Mul)
+    }
 }
 
 impl BinOp {
@@ -114,6 +167,17 @@ impl BinOp {
             BinOp::And => "andalso",
             BinOp::Or => "orelse",
             BinOp::Cons => "::",
+            BinOp::Word(w) => match w {
+                WordOp::Add => "+",
+                WordOp::Sub => "-",
+                WordOp::Mul => "*",
+                WordOp::Eq => "=",
+                WordOp::Ne => "<>",
+                WordOp::Lt => "<",
+                WordOp::Le => "<=",
+                WordOp::Gt => ">",
+                WordOp::Ge => ">=",
+            },
         }
     }
 }

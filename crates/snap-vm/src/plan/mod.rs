@@ -45,6 +45,10 @@
 //! * Any other call names a service ([`Options::services`], each with its
 //!   [`ServiceSig`]): its arguments are checked against the signature and pushed, the
 //!   service pops them all and pushes one result of the signature's type.
+//! * ESP microcode ([`compile_micro`]): a type `word` (64-bit unsigned,
+//!   a SNAP wide integer; `+ - *` wrap, comparisons unsigned, `toWord(int)`), and one
+//!   function compiled to a bare program whose parameters are the instruction's operands
+//!   and whose int or bool result is its verdict.
 //! * Left out: exceptions, `real`, chunks as values, polymorphic functions, routing
 //!   functions that (even indirectly) send with themselves (reported as recursion).
 //!
@@ -90,6 +94,7 @@ pub mod ast;
 mod codegen;
 mod error;
 mod lex;
+mod micro;
 mod parse;
 mod types;
 
@@ -97,6 +102,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 pub use error::PlanError;
+pub use micro::{MICRO_OPERANDS, compile_micro};
 
 use crate::asm;
 use crate::program::Program;
@@ -189,7 +195,7 @@ pub struct Compiled {
 pub fn compile(source: &str, opts: &Options) -> Result<Compiled, PlanError> {
     let mut funs = parse::parse(source)?;
     types::check(&mut funs, opts)?;
-    let g = codegen::generate(&funs, opts)?;
+    let g = codegen::generate(&funs, opts, false)?;
     let entry_params = funs
         .iter()
         .find(|f| f.name == opts.entry)

@@ -233,6 +233,7 @@ impl Parser {
                 "host" => Ty::Host,
                 "blob" | "string" => Ty::Blob,
                 "unit" => Ty::Unit,
+                "word" => Ty::Word,
                 _ => return Err(syntax(pos, format!("unknown type `{s}`"))),
             },
             t => {

@@ -4,7 +4,8 @@
 //!
 //! Functions are checked callees first (the call graph is acyclic), so each function's
 //! result type is known where it is called. The checker also rewrites `=` / `<>` on hosts
-//! to [`BinOp::HostEq`] / [`BinOp::HostNe`], which compile to `aeq`.
+//! to [`BinOp::HostEq`] / [`BinOp::HostNe`], which compile to `aeq`, and arithmetic and
+//! comparisons on words to [`BinOp::Word`].
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -13,7 +14,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::Options;
-use super::ast::{BinOp, Expr, ExprKind, FunDef, Pos, Ty};
+use super::ast::{BinOp, Expr, ExprKind, FunDef, Pos, Ty, WordOp};
 use super::error::{PlanError, type_err};
 use crate::value::{INT_MAX, INT_MIN};
 
@@ -23,6 +24,7 @@ pub(crate) fn primitive(name: &str) -> Option<Option<(Vec<Ty>, Ty)>> {
     Some(match name {
         "getSrc" | "getDst" | "thisHost" => Some((Vec::new(), Ty::Host)),
         "getRB" => Some((Vec::new(), Ty::Int)),
+        "toWord" => Some((alloc::vec![Ty::Int], Ty::Word)),
         "hd" | "tl" | "null" | "deliverUDP" => None,
         _ => return None,
     })
@@ -285,7 +287,16 @@ impl Checker<'_> {
                     | BinOp::Gt
                     | BinOp::Ge => {
                         let what = format!("an operand of `{}`", op0.symbol());
-                        self.want(l, &Ty::Int, &what)?;
+                        let left = self.expr(l)?;
+                        if let (Ty::Word, Some(w)) = (&left, WordOp::of(op0)) {
+                            let what = format!("the right operand of `{}` on words", op0.symbol());
+                            self.want(r, &Ty::Word, &what)?;
+                            *op = BinOp::Word(w);
+                            return Ok(if w.compares() { Ty::Bool } else { Ty::Word });
+                        }
+                        unify(&left, &Ty::Int).ok_or_else(|| {
+                            type_err(l.pos, format!("{what} must be int, found {left}"))
+                        })?;
                         self.want(r, &Ty::Int, &what)?;
                         if matches!(
                             op0,
@@ -311,18 +322,27 @@ impl Checker<'_> {
                         let eq = matches!(op0, BinOp::Eq | BinOp::HostEq);
                         match t {
                             Ty::Int | Ty::Bool => {}
+                            Ty::Word => {
+                                *op = BinOp::Word(if eq { WordOp::Eq } else { WordOp::Ne });
+                            }
                             Ty::Host => *op = if eq { BinOp::HostEq } else { BinOp::HostNe },
                             t => {
                                 return Err(type_err(
                                     pos,
                                     format!(
-                                        "`{}` on {t} is not supported (only int, bool, host)",
+                                        "`{}` on {t} is not supported (only int, bool, host, word)",
                                         op0.symbol()
                                     ),
                                 ));
                             }
                         }
                         Ty::Bool
+                    }
+                    // Only the checker makes these, from the operators above.
+                    BinOp::Word(w) => {
+                        self.want(l, &Ty::Word, "an operand")?;
+                        self.want(r, &Ty::Word, "an operand")?;
+                        if w.compares() { Ty::Bool } else { Ty::Word }
                     }
                     BinOp::Cons => {
                         let h = self.expr(l)?;

@@ -6,6 +6,10 @@
 //! routers untouched, its destination reflects it (a router addressed directly, or an end
 //! host's ESP layer), and the routers run it on the way back (ESP §2.5). The answer is
 //! read by the same endpoint; an abort is reported precisely (instruction and code).
+//!
+//! The instruction is a built-in (a subcommand) or SNAP microcode ([`micro`]: `--microcode
+//! FILE.snap` or `--plan FILE.plan` inline, `--opcode N` installed at the routers, each
+//! with `--operand`s); a microcode answer reports the operands the routers returned.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
@@ -22,6 +26,10 @@ use tokio::time::Instant;
 use super::link::{HostLink, buffer};
 use super::{DEFAULT_SRC, EXIT_ABORT, EXIT_ANSWER, EXIT_TIMEOUT, Via};
 
+pub mod micro;
+
+pub use micro::{MicroAnswer, MicroArgs, MicroQuery};
+
 /// UDP ports of the datagram a piggybacked query rides on (discard, both ways).
 const PIGGYBACK_PORT: u16 = 9;
 /// The datagram's data.
@@ -31,6 +39,10 @@ const PIGGYBACK_DATA: &[u8] = b"waist esp";
 #[derive(Debug, Subcommand)]
 pub enum EspCommand {
     /// Send one ESP query through a router and print the answer.
+    ///
+    /// The instruction is a subcommand (a built-in), or SNAP microcode: `--microcode
+    /// FILE.snap` or `--plan FILE.plan` (inline) or `--opcode N` (installed at the
+    /// routers), with `--operand`s.
     ///
     /// Exit code 0 on an answer (or once sent, with --no-reflect), 1 if the computation
     /// aborted in the network, 2 if no answer came in time.
@@ -77,9 +89,12 @@ pub struct SendArgs {
     /// Print one JSON object per answer instead of a line of text.
     #[arg(long)]
     pub json: bool,
-    /// The instruction.
+    /// Microcode instead of a built-in instruction.
+    #[command(flatten)]
+    pub micro: MicroArgs,
+    /// The instruction (or give --microcode, --plan or --opcode).
     #[command(subcommand)]
-    pub instr: InstrArgs,
+    pub instr: Option<InstrArgs>,
 }
 
 /// The instruction to send, with its operands. Tags and values take decimal or 0x hex.
@@ -277,8 +292,38 @@ fn parse_loc(s: &str) -> Result<Loc, String> {
     Ok(loc)
 }
 
+/// The instruction a query carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueryInstr {
+    /// A built-in instruction.
+    Builtin(Instruction),
+    /// Microcode, inline or installed.
+    Micro(MicroQuery),
+}
+
+impl From<Instruction> for QueryInstr {
+    fn from(i: Instruction) -> QueryInstr {
+        QueryInstr::Builtin(i)
+    }
+}
+
+impl From<MicroQuery> for QueryInstr {
+    fn from(m: MicroQuery) -> QueryInstr {
+        QueryInstr::Micro(m)
+    }
+}
+
+impl std::fmt::Display for QueryInstr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueryInstr::Builtin(i) => write!(f, "{i}"),
+            QueryInstr::Micro(m) => write!(f, "{m}"),
+        }
+    }
+}
+
 /// One query, ready to send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Query {
     /// Our address.
     pub src: IpAddr,
@@ -293,14 +338,15 @@ pub struct Query {
     /// Piggybacked on a UDP datagram rather than a dedicated packet.
     pub option: bool,
     /// The instruction.
-    pub instr: Instruction,
+    pub instr: QueryInstr,
     /// How long to wait for the answer.
     pub timeout: Duration,
 }
 
 impl Query {
-    /// A reflected, dedicated query of `instr` from `src` to `dst` (CID 1, Loc all, 2 s).
-    pub fn new(src: IpAddr, dst: IpAddr, instr: Instruction) -> Query {
+    /// A reflected, dedicated query of `instr` (a built-in [`Instruction`] or a
+    /// [`MicroQuery`]) from `src` to `dst` (CID 1, Loc all, 2 s).
+    pub fn new(src: IpAddr, dst: IpAddr, instr: impl Into<QueryInstr>) -> Query {
         Query {
             src,
             dst,
@@ -308,23 +354,43 @@ impl Query {
             loc: Loc::ALL,
             reflect: true,
             option: false,
-            instr,
+            instr: instr.into(),
             timeout: Duration::from_secs(2),
         }
     }
 
     /// The query the options describe.
-    pub fn from_args(a: &SendArgs) -> Query {
-        Query {
+    ///
+    /// # Errors
+    ///
+    /// If there is no instruction or more than one (a subcommand and microcode), or the
+    /// microcode cannot be read, verified or carried ([`MicroArgs::query`]).
+    pub fn from_args(a: &SendArgs) -> anyhow::Result<Query> {
+        let instr = match (a.instr, a.micro.query()?) {
+            (Some(i), None) if !a.micro.given() => QueryInstr::Builtin(i.into()),
+            (None, Some(m)) => QueryInstr::Micro(m),
+            (Some(_), _) => {
+                return Err(anyhow!(
+                    "give either an instruction subcommand or --microcode/--plan/--opcode, not both"
+                ));
+            }
+            (None, None) => {
+                return Err(anyhow!(
+                    "no instruction: give a subcommand (count, compare, collect, mark, \
+                     lastmark, get, put), --microcode FILE.snap, --plan FILE.plan or --opcode N"
+                ));
+            }
+        };
+        Ok(Query {
             src: a.src,
             dst: a.dst,
             cid: a.cid,
             loc: a.loc,
             reflect: !a.no_reflect,
             option: a.option,
-            instr: a.instr.into(),
+            instr,
             timeout: Duration::from_millis(a.timeout_ms),
-        }
+        })
     }
 
     fn endpoint(&self) -> Endpoint {
@@ -342,7 +408,10 @@ impl Query {
     pub fn packet(&self) -> Result<Vec<u8>, EndpointError> {
         let ep = self.endpoint();
         if !self.option {
-            return ep.packet_to(self.dst, &self.instr, &[]);
+            return match &self.instr {
+                QueryInstr::Builtin(i) => ep.packet_to(self.dst, i, &[]),
+                QueryInstr::Micro(m) => m.instr.packet_to(&ep, self.dst, &[]),
+            };
         }
         let mut udp = vec![0u8; 40 + 8 + PIGGYBACK_DATA.len()];
         let n = waist_ip::udp::emit_datagram(
@@ -356,7 +425,13 @@ impl Query {
         )
         .map_err(|_| EndpointError::AddressFamily)?;
         udp.truncate(n);
-        ep.piggyback(&udp, &self.instr)
+        match &self.instr {
+            QueryInstr::Builtin(i) => ep.piggyback(&udp, i),
+            QueryInstr::Micro(m) => Ok(esp_proto::wire::piggyback(
+                &udp,
+                &m.instr.instruction(&ep)?,
+            )?),
+        }
     }
 
     /// The IP protocol the answer arrives with (for a raw link).
@@ -370,7 +445,7 @@ impl Query {
 }
 
 /// What came of a query.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Sent without RB: nothing to wait for.
     Sent,
@@ -378,6 +453,8 @@ pub enum Outcome {
     Answer(Received),
     /// The answer, with Err set: the computation aborted on the way.
     Abort(Received),
+    /// The answer to microcode (an abort if its `err` is set).
+    Micro(MicroAnswer),
     /// Nothing of ours came back in time.
     Timeout,
 }
@@ -388,6 +465,8 @@ impl Outcome {
         match self {
             Outcome::Sent | Outcome::Answer(_) => EXIT_ANSWER,
             Outcome::Abort(_) => EXIT_ABORT,
+            Outcome::Micro(a) if a.err.is_some() => EXIT_ABORT,
+            Outcome::Micro(_) => EXIT_ANSWER,
             Outcome::Timeout => EXIT_TIMEOUT,
         }
     }
@@ -409,7 +488,21 @@ pub async fn send(link: &mut HostLink, q: &Query) -> anyhow::Result<Outcome> {
     let deadline = Instant::now() + q.timeout;
     let mut buf = buffer();
     while let Some(r) = link.recv_until(&mut buf, deadline).await? {
-        let Some(Ok(got)) = buf.get(r).map(|p| ep.receive(p)) else {
+        let Some(packet) = buf.get(r) else {
+            continue;
+        };
+        if let QueryInstr::Micro(m) = &q.instr {
+            let opcode = m.instr.opcode();
+            match ep
+                .receive_raw(packet)
+                .ok()
+                .and_then(|g| MicroAnswer::read(opcode, g))
+            {
+                Some(a) => return Ok(Outcome::Micro(a)),
+                None => continue,
+            }
+        }
+        let Ok(got) = ep.receive(packet) else {
             continue;
         };
         return Ok(match got.err {
@@ -442,9 +535,25 @@ pub fn report(q: &Query, o: &Outcome, json: bool, out: &mut dyn Write) -> anyhow
             Outcome::Sent => serde_json::json!({
                 "status": "sent", "dst": q.dst.to_string(), "instruction": q.instr.to_string(),
             }),
-            Outcome::Timeout => serde_json::json!({
-                "status": "timeout", "dst": q.dst.to_string(),
-                "timeout_ms": q.timeout.as_millis() as u64,
+            Outcome::Timeout => {
+                let mut v = serde_json::json!({
+                    "status": "timeout", "dst": q.dst.to_string(),
+                    "timeout_ms": q.timeout.as_millis() as u64,
+                });
+                if matches!(q.instr, QueryInstr::Micro(_)) {
+                    v["verdict"] = "dropped".into();
+                }
+                v
+            }
+            Outcome::Micro(a) => serde_json::json!({
+                "status": if a.err.is_some() { "abort" } else { "answer" },
+                "verdict": if a.err.is_some() { "aborted" } else { "delivered" },
+                "from": a.from.to_string(),
+                "instruction": micro_label(q),
+                "opcode": a.opcode,
+                "operands": a.operands,
+                "loc": a.loc.to_string(),
+                "error": a.err.map(|c| c.to_string()),
             }),
             Outcome::Answer(r) | Outcome::Abort(r) => {
                 let mut v = serde_json::json!({
@@ -468,12 +577,33 @@ pub fn report(q: &Query, o: &Outcome, json: bool, out: &mut dyn Write) -> anyhow
     }
     match o {
         Outcome::Sent => writeln!(out, "sent {} to {} (no reflection)", q.instr, q.dst)?,
-        Outcome::Timeout => writeln!(
-            out,
-            "no answer from {} within {} ms",
-            q.dst,
-            q.timeout.as_millis()
-        )?,
+        Outcome::Timeout => {
+            write!(
+                out,
+                "no answer from {} within {} ms",
+                q.dst,
+                q.timeout.as_millis()
+            )?;
+            if matches!(q.instr, QueryInstr::Micro(_)) {
+                write!(out, ": dropped (or lost)")?;
+            }
+            writeln!(out)?;
+        }
+        Outcome::Micro(a) => {
+            let name = micro_label(q);
+            match a.err {
+                None => writeln!(
+                    out,
+                    "answer from {}: {name} delivered operands={:?} loc={}",
+                    a.from, a.operands, a.loc
+                )?,
+                Some(code) => writeln!(
+                    out,
+                    "abort from {}: {name} operands={:?} error={code}",
+                    a.from, a.operands
+                )?,
+            }
+        }
         Outcome::Answer(r) => {
             write!(out, "answer from {}: {} loc={}", r.from, r.instr, r.loc)?;
             if matches!(r.instr, Instruction::LastMark { .. }) {
@@ -497,6 +627,15 @@ pub fn report(q: &Query, o: &Outcome, json: bool, out: &mut dyn Write) -> anyhow
     Ok(())
 }
 
+/// What a microcode query's report calls it (without the operands sent: the answer
+/// prints those returned).
+fn micro_label(q: &Query) -> String {
+    match &q.instr {
+        QueryInstr::Micro(m) => m.label(),
+        QueryInstr::Builtin(i) => i.to_string(),
+    }
+}
+
 /// `waist esp send`: opens the link, sends, prints; returns the exit code.
 ///
 /// # Errors
@@ -504,7 +643,7 @@ pub fn report(q: &Query, o: &Outcome, json: bool, out: &mut dyn Write) -> anyhow
 /// If the link cannot be opened, the query built or the report written.
 pub fn run(command: EspCommand, out: &mut dyn Write) -> anyhow::Result<u8> {
     let EspCommand::Send(args) = command;
-    let q = Query::from_args(&args);
+    let q = Query::from_args(&args)?;
     let o = super::block_on(async {
         let mut link = HostLink::open(args.via, q.answer_protocol()).await?;
         send(&mut link, &q).await
@@ -538,7 +677,7 @@ mod tests {
             match crate::Cli::try_parse_from(args).map(|c| c.command) {
                 Ok(crate::Command::Esp {
                     command: EspCommand::Send(a),
-                }) => Some(Query::from_args(&a)),
+                }) => Query::from_args(&a).ok(),
                 _ => None,
             }
         };
@@ -547,7 +686,7 @@ mod tests {
             base,
             Some((
                 true,
-                Instruction::Mark { tag: Tag(16) },
+                QueryInstr::Builtin(Instruction::Mark { tag: Tag(16) }),
                 IpAddr::V4(DEFAULT_SRC)
             ))
         );
@@ -573,7 +712,195 @@ mod tests {
         let p = q.packet().unwrap_or_default();
         assert_eq!(p.get(9), Some(&17));
         let got = q.endpoint().receive(&p);
-        assert_eq!(got.map(|r| r.instr), Ok(q.instr));
+        assert_eq!(
+            got.map(|r| QueryInstr::Builtin(r.instr)),
+            Ok(q.instr.clone())
+        );
         assert_eq!(q.answer_protocol(), 17);
+    }
+
+    const COUNT_SNAP: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/esp-microcode/count.snap"
+    );
+
+    /// `waist esp send --via raw --dst 10.0.0.2 ARGS…` parsed, and the query built.
+    fn micro_query(extra: &[&str]) -> Result<Query, String> {
+        use clap::Parser;
+        let mut args = vec!["waist", "esp", "send", "--via", "raw", "--dst", "10.0.0.2"];
+        args.extend_from_slice(extra);
+        match crate::Cli::try_parse_from(args)
+            .map_err(|e| e.to_string())?
+            .command
+        {
+            crate::Command::Esp {
+                command: EspCommand::Send(a),
+            } => Query::from_args(&a).map_err(|e| e.to_string()),
+            _ => Err(String::from("not esp send")),
+        }
+    }
+
+    #[test]
+    fn microcode_file_and_operands_build_an_inline_packet() {
+        let q = micro_query(&[
+            "--microcode",
+            COUNT_SNAP,
+            "--operand",
+            "7",
+            "--operand",
+            "0x10",
+        ]);
+        let q = q.unwrap_or_else(|e| panic!("{e}"));
+        let text = std::fs::read_to_string(COUNT_SNAP).unwrap_or_default();
+        let want = esp_micro::endpoint::MicroInstruction::inline_assembly(&text, &[7, 16]);
+        assert_eq!(
+            q.instr,
+            QueryInstr::Micro(MicroQuery {
+                name: "count.snap".into(),
+                instr: want.unwrap_or_else(|e| panic!("{e}")),
+            })
+        );
+        // The packet: opcode 32, the body (program, then the operands) in the field.
+        let p = q.packet().unwrap_or_default();
+        let got = q
+            .endpoint()
+            .receive_raw(&p)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((got.opcode, got.operands.len()), (32, 87));
+        assert_eq!(got.operands.get(71..79), Some(&7u64.to_be_bytes()[..]));
+        assert_eq!(got.operands.get(79..), Some(&16u64.to_be_bytes()[..]));
+        assert!(q.reflect);
+    }
+
+    const COUNT_PLAN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/esp-microcode/count.plan"
+    );
+
+    #[test]
+    fn plan_file_and_operands_build_an_inline_packet() {
+        let q = micro_query(&["--plan", COUNT_PLAN, "--operand", "7", "--operand", "2"]);
+        let q = q.unwrap_or_else(|e| panic!("{e}"));
+        let p = q.packet().unwrap_or_default();
+        let got = q
+            .endpoint()
+            .receive_raw(&p)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(got.opcode, 32);
+        let body = esp_micro::body::Body::parse(&got.operands).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(body.operand_words().collect::<Vec<_>>(), [7, 2]);
+        // The program is the compiled PLAN, verified as a router verifies it.
+        assert!(esp_micro::Microcode::new(&body.to_program()).is_ok());
+    }
+
+    #[test]
+    fn opcode_and_operands_build_an_installed_packet() {
+        let q = micro_query(&[
+            "--opcode",
+            "64",
+            "--operand",
+            "5",
+            "--operand",
+            "10",
+            "--loc",
+            "central",
+        ]);
+        let q = q.unwrap_or_else(|e| panic!("{e}"));
+        let p = q.packet().unwrap_or_default();
+        let mut field = 5u64.to_be_bytes().to_vec();
+        field.extend_from_slice(&10u64.to_be_bytes());
+        // IPv4 (20) + the ESP header: version 1 and Loc central, RB, opcode 64, 16 operand bytes, CID 1; then the field.
+        assert_eq!(p.get(20..28), Some(&[0x12u8, 0x80, 64, 16, 0, 0, 0, 1][..]));
+        assert_eq!(p.get(28..), Some(&field[..]));
+        // Piggybacked: an installed instruction fits the IPv4 option space.
+        let mut q = q;
+        q.option = true;
+        let p = q.packet().unwrap_or_default();
+        assert_eq!(q.endpoint().receive_raw(&p).map(|r| r.operands), Ok(field));
+    }
+
+    #[test]
+    fn instructions_must_be_exactly_one() {
+        let both = micro_query(&["--opcode", "64", "mark", "--tag", "1"]);
+        assert!(both.is_err_and(|e| e.contains("not both")));
+        let none = micro_query(&[]);
+        assert!(none.is_err_and(|e| e.contains("no instruction")));
+        let stray = micro_query(&["--operand", "1", "mark", "--tag", "1"]);
+        assert!(stray.is_err_and(|e| e.contains("--operand goes with")));
+        assert!(micro_query(&["--opcode", "32"]).is_err());
+        assert!(micro_query(&["--opcode", "64", "--microcode", COUNT_SNAP]).is_err());
+        assert!(micro_query(&["--plan", COUNT_PLAN, "--microcode", COUNT_SNAP]).is_err());
+        assert!(micro_query(&["--plan", COUNT_PLAN, "--opcode", "64"]).is_err());
+        let nine = ["--operand", "1"].repeat(9);
+        assert!(micro_query(&[&["--opcode", "64"][..], &nine].concat()).is_err());
+        let missing = micro_query(&["--microcode", "/nonexistent/x.snap"]);
+        assert!(missing.is_err_and(|e| e.contains("reading /nonexistent/x.snap")));
+    }
+
+    #[test]
+    fn microcode_answers_report_the_returned_operands() {
+        let q = micro_query(&[
+            "--microcode",
+            COUNT_SNAP,
+            "--operand",
+            "7",
+            "--operand",
+            "1",
+        ]);
+        let q = q.unwrap_or_else(|e| panic!("{e}"));
+        let text = |o: &Outcome, json| {
+            let mut out = Vec::new();
+            report(&q, o, json, &mut out).map(|()| String::from_utf8_lossy(&out).into_owned())
+        };
+        let answer = Outcome::Micro(MicroAnswer {
+            from: Ipv4Addr::new(10, 0, 0, 2).into(),
+            opcode: 32,
+            operands: vec![7, 9],
+            loc: Loc::ALL,
+            err: None,
+        });
+        assert_eq!(answer.exit_code(), EXIT_ANSWER);
+        assert_eq!(
+            text(&answer, false).ok().as_deref(),
+            Some(
+                "answer from 10.0.0.2: count.snap (inline microcode, opcode 32) delivered \
+                 operands=[7, 9] loc=input,central,output\n"
+            )
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&text(&answer, true).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(json["operands"], serde_json::json!([7, 9]));
+        assert_eq!(
+            (&json["status"], &json["verdict"]),
+            (&"answer".into(), &"delivered".into())
+        );
+        assert_eq!(json["opcode"], 32);
+        let abort = Outcome::Micro(MicroAnswer {
+            err: Some(esp_proto::wire::ErrCode::Malformed),
+            loc: Loc::NONE,
+            ..match answer {
+                Outcome::Micro(a) => a,
+                _ => unreachable!(),
+            }
+        });
+        assert_eq!(abort.exit_code(), EXIT_ABORT);
+        assert_eq!(
+            text(&abort, false).ok().as_deref(),
+            Some(
+                "abort from 10.0.0.2: count.snap (inline microcode, opcode 32) \
+                 operands=[7, 9] error=malformed\n"
+            )
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&text(&abort, true).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(
+            (&json["status"], &json["error"]),
+            (&"abort".into(), &"malformed".into())
+        );
+        assert_eq!(
+            text(&Outcome::Timeout, false).ok().as_deref(),
+            Some("no answer from 10.0.0.2 within 2000 ms: dropped (or lost)\n")
+        );
+        assert_eq!(Outcome::Timeout.exit_code(), EXIT_TIMEOUT);
     }
 }

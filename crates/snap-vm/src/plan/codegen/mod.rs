@@ -29,7 +29,14 @@
 //!   jump to labels emitted after them.
 //!
 //! Values: ints and bools are small integers (bools 0 and 1, unit 0); hosts and blobs are
-//! boxed; the empty list is 0 and a cell `h :: t` the tuple `(h, t)`.
+//! boxed; the empty list is 0 and a cell `h :: t` the tuple `(h, t)`; words are wide
+//! integers, `+ - *` on them `wadd wsub wmul`, `=` `weq`, and `<` `wlt` on both sides
+//! biased by 2^63 (one `.wide` heap constant), which makes SNAP's signed order unsigned.
+//!
+//! Microcode ([`compile_micro`](super::compile_micro)) is the entry function's block alone,
+//! entered directly: no routing preamble (a bare run has no packet to forward), its
+//! arguments the operands already on the stack, its result the verdict left on top of
+//! them (sends and deliveries are refused before code is generated).
 
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -38,7 +45,7 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 
 use super::Options;
-use super::ast::{BinOp, Expr, ExprKind, FunDef, Pos};
+use super::ast::{BinOp, Expr, ExprKind, FunDef, Pos, WordOp};
 use super::error::PlanError;
 use crate::asm::bytes_literal;
 
@@ -56,8 +63,13 @@ pub(crate) struct Generated {
     pub(crate) entry_index: u16,
 }
 
-/// Compiles the checked `funs`, entering at `opts.entry`.
-pub(crate) fn generate(funs: &[FunDef], opts: &Options) -> Result<Generated, PlanError> {
+/// Compiles the checked `funs`, entering at `opts.entry`: a packet program, or with
+/// `micro` the entry function's block alone (see the module docs).
+pub(crate) fn generate(
+    funs: &[FunDef],
+    opts: &Options,
+    micro: bool,
+) -> Result<Generated, PlanError> {
     let fns: BTreeMap<&str, &FunDef> = funs.iter().map(|f| (f.name.as_str(), f)).collect();
     let entry = *fns
         .get(opts.entry.as_str())
@@ -78,26 +90,13 @@ pub(crate) fn generate(funs: &[FunDef], opts: &Options) -> Result<Generated, Pla
         nest: 0,
         blocks: Vec::new(),
         routes: BTreeMap::new(),
+        bias: false,
     };
-    g.code.push_str(
-        "        .entry defaultRoute\n\
-         defaultRoute:                   ; per-hop preamble: forward until at dest,\n\
-         \x20       forw\n\
-         \x20       paj -1                  ; then jump to the block whose index is on top\n",
-    );
-    g.count = 2;
-    // Routing blocks next, before every function block, so their `paj` jumps forward.
-    let mut routes = Vec::new();
-    for f in funs {
-        route_names(&f.body, &mut routes);
-    }
-    routes.retain(|r| r != "defaultRoute" && fns.contains_key(r.as_str()));
-    routes.sort();
-    routes.dedup();
-    for r in routes {
-        if let Some(f) = fns.get(r.as_str()).copied() {
-            g.route_block(f)?;
-        }
+    if micro {
+        let label = g.block_label(entry.name.as_str());
+        let _ = writeln!(g.code, "        .entry {label}");
+    } else {
+        g.preamble(funs)?;
     }
     g.block_label(entry.name.as_str());
     let mut entry_index = 0;
@@ -153,6 +152,8 @@ struct Gen<'a> {
     blocks: Vec<(String, String)>,
     /// Routing functions' per-hop blocks: function to label.
     routes: BTreeMap<String, String>,
+    /// Whether the 2^63 bias of unsigned word comparisons is in the heap yet.
+    bias: bool,
 }
 
 /// Every routing function named by an `OnRemote` in `e`.
@@ -164,6 +165,31 @@ fn route_names(e: &Expr, out: &mut Vec<String>) {
 }
 
 impl Gen<'_> {
+    /// The per-hop routing preamble at index 0, then the routing blocks, before every
+    /// function block so their `paj` jumps forward.
+    fn preamble(&mut self, funs: &[FunDef]) -> Result<(), PlanError> {
+        self.code.push_str(
+            "        .entry defaultRoute\n\
+             defaultRoute:                   ; per-hop preamble: forward until at dest,\n\
+             \x20       forw\n\
+             \x20       paj -1                  ; then jump to the block whose index is on top\n",
+        );
+        self.count = 2;
+        let mut routes = Vec::new();
+        for f in funs {
+            route_names(&f.body, &mut routes);
+        }
+        routes.retain(|r| r != "defaultRoute" && self.fns.contains_key(r.as_str()));
+        routes.sort();
+        routes.dedup();
+        for r in routes {
+            if let Some(f) = self.fns.get(r.as_str()).copied() {
+                self.route_block(f)?;
+            }
+        }
+        Ok(())
+    }
+
     fn op(&mut self, mnemonic: &str, imm: impl core::fmt::Display) {
         let imm = format!("{imm}");
         if mnemonic == "mktup" {
@@ -388,6 +414,9 @@ impl Gen<'_> {
 
     #[inline(never)]
     fn bin(&mut self, op: BinOp, l: &Expr, r: &Expr) -> Result<(), PlanError> {
+        if let BinOp::Word(w) = op {
+            return self.word(w, l, r);
+        }
         let (mnemonic, imm_form) = match op {
             BinOp::And | BinOp::Or => {
                 let (l_other, l_end) = (self.label(), self.label());
@@ -427,6 +456,8 @@ impl Gen<'_> {
                 self.depth -= 1;
                 return Ok(());
             }
+            // Compiled above.
+            BinOp::Word(_) => return Ok(()),
             BinOp::Add => ("add", true),
             BinOp::Sub => ("sub", true),
             BinOp::Mul => ("mul", true),
@@ -453,6 +484,47 @@ impl Gen<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `l w r` on words (see the module docs).
+    #[inline(never)]
+    fn word(&mut self, w: WordOp, l: &Expr, r: &Expr) -> Result<(), PlanError> {
+        let unsigned = matches!(w, WordOp::Lt | WordOp::Le | WordOp::Gt | WordOp::Ge);
+        self.expr(l)?;
+        if unsigned {
+            self.bias();
+        }
+        self.expr(r)?;
+        if unsigned {
+            self.bias();
+        }
+        let ops: &[&str] = match w {
+            WordOp::Add => &["wadd"],
+            WordOp::Sub => &["wsub"],
+            WordOp::Mul => &["wmul"],
+            WordOp::Eq => &["weq"],
+            WordOp::Ne => &["weq", "lnot"],
+            WordOp::Lt => &["wlt"],
+            WordOp::Gt => &["swap", "wlt"],
+            WordOp::Le => &["swap", "wlt", "lnot"],
+            WordOp::Ge => &["wlt", "lnot"],
+        };
+        for op in ops {
+            self.op(op, "");
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Adds 2^63 (mod 2^64) to the word on top.
+    fn bias(&mut self) {
+        if !self.bias {
+            self.data
+                .push_str(".wide wbias 0x8000000000000000 ; 2^63\n");
+            self.bias = true;
+        }
+        self.op("pushh", "@wbias");
+        self.op("wadd", "");
     }
 
     /// Compiles `f`'s body with its parameters in the top `params.len()` slots, then
@@ -488,6 +560,7 @@ impl Gen<'_> {
             "getDst" => ("getdst", String::new()),
             "thisHost" => ("here", String::new()),
             "getRB" => ("getrb", String::new()),
+            "toWord" => ("towide", String::new()),
             "hd" => ("nth", String::from("0")),
             "tl" => ("nth", String::from("1")),
             "null" => {

@@ -67,7 +67,7 @@ fn tuple_type_errors_say_what_is_wrong() {
         ),
         (
             "fun main(x:int) = (1, 2) = (1, 2)",
-            "1:19: type error: `=` on (int * int) is not supported (only int, bool, host)",
+            "1:19: type error: `=` on (int * int) is not supported (only int, bool, host, word)",
         ),
         (
             "fun f(p: int * bool) = 1\nfun main(x:int) = f((true, 1))",

@@ -222,7 +222,7 @@ fn type_errors_carry_positions() {
         ),
         (
             "fun f(x:blob) = x = x",
-            "1:17: type error: `=` on blob is not supported (only int, bool, host)",
+            "1:17: type error: `=` on blob is not supported (only int, bool, host, word)",
         ),
         (
             "fun f(x:int) = hd(x)",
