@@ -49,14 +49,16 @@
 //!
 //! `examples/esp-microcode/` in the repository holds the paper's instructions in SNAP
 //! assembly, each proven equal to the built-in by a differential property test
-//! (`tests/count.rs`, `tests/compare.rs`, `tests/collect.rs`: verdicts, aborts, operands and
-//! the store left behind):
+//! (`tests/count.rs`, `tests/compare.rs`, `tests/collect.rs`, `tests/mark.rs`,
+//! `tests/lastmark.rs`: verdicts, aborts, operands and the store left behind):
 //!
 //! | file | operands | instruction |
 //! |---|---|---|
 //! | `count.snap` | `[counter, thresh]` | COUNT (Fig. 3) |
 //! | `compare.snap` | `[value, current, op]` | COMPARE (Fig. 6); `op` indexes [`CompareOp::ALL`](esp_proto::instr::CompareOp::ALL) |
 //! | `collect.snap` | `[value, val, counter, op]` | COLLECT (Fig. 6); `op` indexes [`CombineOp::ALL`](esp_proto::instr::CombineOp::ALL) |
+//! | `mark.snap` | `[tag]` | MARK (Fig. 1): `tag` ← the node id (`esp.param` 0) |
+//! | `lastmark.snap` | `[tag, node]` | LASTMARK (Fig. 1): `node` ← the node id if `tag` is bound |
 //!
 //! An `op` outside 0..=5 ends with verdict 4, reported as [`Abort::Malformed`].
 //!
