@@ -116,7 +116,8 @@ fn wrong_microcode_is_caught() {
     assert!(differ(&inverted, &Vec::new(), &stream).is_err());
     let param = "    push 0              ; [t, n, 0]";
     assert!(LASTMARK.contains(param));
-    let iface = Microcode::assemble(&LASTMARK.replace(param, &param.replace("push 0", "push 1"))).unwrap();
+    let iface =
+        Microcode::assemble(&LASTMARK.replace(param, &param.replace("push 0", "push 1"))).unwrap();
     assert!(differ(&iface, &Vec::new(), &stream).is_err());
 }
 

@@ -77,7 +77,8 @@ fn wrong_microcode_is_caught() {
     let param = "    push 0              ; [t, t, 0]";
     assert!(MARK.contains(param));
     // Param 1 is the interface, not the node id.
-    let wrong = Microcode::assemble(&MARK.replace(param, &param.replace("push 0", "push 1"))).unwrap();
+    let wrong =
+        Microcode::assemble(&MARK.replace(param, &param.replace("push 0", "push 1"))).unwrap();
     assert!(differ(&wrong, &Vec::new(), &stream).is_err());
     // Writes nothing: the journal is never committed.
     let put = "calls \"ess.put\"";
