@@ -341,3 +341,140 @@ fn decode(opcode: u8, field: &[u8]) -> Result<Instruction, InstrError> {
         _ => return Err(InstrError::Opcode { opcode }),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    // Test harness: panics are the failure reports.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use core::net::Ipv4Addr;
+
+    use esp_proto::idmap::IdMap;
+    use esp_proto::instr::Robust;
+    use esp_proto::wire::Loc;
+
+    use super::*;
+
+    const SOURCES: Sources<'static> = Sources {
+        count: include_str!("../../../../../examples/esp-microcode/count.snap"),
+        compare: include_str!("../../../../../examples/esp-microcode/compare.snap"),
+        collect: include_str!("../../../../../examples/esp-microcode/collect.snap"),
+        mark: include_str!("../../../../../examples/esp-microcode/mark.snap"),
+        lastmark: include_str!("../../../../../examples/esp-microcode/lastmark.snap"),
+    };
+
+    fn instructions() -> [Instruction; 6] {
+        let robust = Robust {
+            thresh: 2,
+            k: 3,
+            idmap: IdMap::empty(1),
+        };
+        [
+            Instruction::Count {
+                counter: Tag(7),
+                thresh: u64::MAX,
+            },
+            Instruction::Compare {
+                value: Tag(1 << 63),
+                current: Value(5),
+                op: CompareOp::Ne,
+            },
+            Instruction::Collect {
+                value: Tag(2),
+                val: Value(u64::MAX),
+                counter: Tag(3),
+                op: CombineOp::Xor,
+            },
+            Instruction::Mark { tag: Tag(9) },
+            Instruction::LastMark {
+                tag: Tag(9),
+                node: Value(0x0A00_0001),
+            },
+            Instruction::Rchld {
+                children: Tag(4),
+                counter: Tag(5),
+                robust,
+            },
+        ]
+    }
+
+    /// The opcode `packet` carries.
+    fn opcode(packet: &[u8]) -> u8 {
+        let at = locate(packet).unwrap().unwrap().range;
+        Header::new_checked(&packet[at]).unwrap().opcode()
+    }
+
+    /// Every instruction goes out under its set's opcode and comes back as itself, with
+    /// the endpoint's Loc and the addresses.
+    #[test]
+    fn instructions_round_trip_under_each_set() {
+        let micro = Microcoded::assemble(&SOURCES).unwrap();
+        let sets = [
+            (InstructionSet::BuiltIn, [1, 2, 3, 9, 10, 4]),
+            (
+                InstructionSet::Microcoded(micro.clone()),
+                [OP_COUNT, OP_COMPARE, OP_COLLECT, OP_MARK, OP_LASTMARK, 4],
+            ),
+            (
+                InstructionSet::Microcoded(micro.with_inline_count(true)),
+                [OP_MICRO, OP_COMPARE, OP_COLLECT, OP_MARK, OP_LASTMARK, 4],
+            ),
+        ];
+        let (src, dst) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let ep = Endpoint::new(77, src.into()).with_loc(Loc::OUTPUT);
+        for (isa, opcodes) in sets {
+            for (instr, op) in instructions().iter().zip(opcodes) {
+                let p = isa.packet_to(&ep, dst.into(), instr).unwrap();
+                assert_eq!(opcode(&p), op, "{instr:?}");
+                let got = isa.receive(&Endpoint::new(77, dst.into()), &p).unwrap();
+                assert_eq!(got.instr, *instr);
+                assert_eq!(
+                    (got.from, got.loc, got.err),
+                    (src.into(), Loc::OUTPUT, None)
+                );
+                assert_eq!(p[8], 64, "the endpoint's TTL");
+            }
+        }
+    }
+
+    /// The installed operand field is the operands as big-endian words, the operator as
+    /// its index; a field of another length or operator is refused on the way back.
+    #[test]
+    fn installed_fields_are_words() {
+        let micro = Microcoded::assemble(&SOURCES).unwrap();
+        let compare = Instruction::Compare {
+            value: Tag(0x0102),
+            current: Value(3),
+            op: CompareOp::Ge,
+        };
+        let (op, field) = micro.field(&compare).unwrap().unwrap();
+        let mut want = Vec::new();
+        for w in [0x0102u64, 3, 3] {
+            want.extend_from_slice(&w.to_be_bytes());
+        }
+        assert_eq!((op, field.as_slice()), (OP_COMPARE, want.as_slice()));
+        assert_eq!(decode(OP_COMPARE, &want), Ok(compare));
+        assert!(matches!(
+            decode(OP_COMPARE, &want[..16]),
+            Err(InstrError::Length { .. })
+        ));
+        assert!(matches!(
+            decode(OP_COMPARE, &want[..23]),
+            Err(InstrError::Length { .. })
+        ));
+        want[23] = 6;
+        assert_eq!(
+            decode(OP_COMPARE, &want),
+            Err(InstrError::Operator { byte: 6 })
+        );
+        assert_eq!(decode(100, &[]), Err(InstrError::Opcode { opcode: 100 }));
+        // The routers get every program under its opcode.
+        let config = InstructionSet::Microcoded(micro).microcode();
+        let ops: Vec<u8> = config.installed.iter().map(|(op, _, _)| *op).collect();
+        assert_eq!(
+            ops,
+            [OP_COUNT, OP_COMPARE, OP_COLLECT, OP_MARK, OP_LASTMARK]
+        );
+        assert!(InstructionSet::BuiltIn.microcode().installed.is_empty());
+    }
+}
