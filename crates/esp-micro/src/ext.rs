@@ -114,9 +114,8 @@ struct Cached {
 }
 
 /// A router's microcode: its policy for inline programs, its installed instructions, and
-/// its counters. Hand [`Micro::gate`] to
-/// [`EspNode::ingress_found_with`](esp_proto::node::EspNode::ingress_found_with) and
-/// friends for each packet.
+/// its counters. Hand [`Micro::gate`] to `esp_proto::node::EspNode::ingress_found_with`
+/// (esp-proto's `alloc` feature) and friends for each packet.
 ///
 /// ```
 /// use esp_micro::{InlinePolicy, Micro, Microcode};

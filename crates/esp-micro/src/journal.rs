@@ -18,8 +18,7 @@ pub(crate) struct Journal<'s, T: Tables> {
     store: &'s Ess<T>,
     env: &'s Env,
     now: Instant,
-    /// Tags written and their latest values, in the order first written.
-    writes: Vec<(Tag, Value)>,
+    writes: Writes,
 }
 
 impl<'s, T: Tables> Journal<'s, T> {
@@ -28,28 +27,94 @@ impl<'s, T: Tables> Journal<'s, T> {
             store,
             env,
             now,
-            writes: Vec::new(),
+            writes: Writes::new(),
         }
     }
 
     /// The value `tag` has as the program sees it: its journaled write, else the store's.
     fn read(&self, tag: Tag) -> Option<Value> {
-        match self.writes.iter().find(|(t, _)| *t == tag) {
-            Some(&(_, v)) => Some(v),
+        match self.writes.get(tag) {
+            Some(v) => Some(v),
             None => self.store.get(self.now, tag),
         }
     }
 
     fn write(&mut self, tag: Tag, value: Value) {
-        match self.writes.iter_mut().find(|(t, _)| *t == tag) {
-            Some(slot) => slot.1 = value,
-            None => self.writes.push((tag, value)),
-        }
+        self.writes.set(tag, value);
     }
 
     /// The writes, to [`commit`].
-    pub(crate) fn into_writes(self) -> Vec<(Tag, Value)> {
+    pub(crate) fn into_writes(self) -> Writes {
         self.writes
+    }
+}
+
+/// Writes kept in place before any goes to the heap: the paper's instructions write one
+/// or two tags, so a run allocates nothing for its journal.
+const INLINE: usize = 4;
+
+/// One journaled write.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    tag: Tag,
+    value: Value,
+    /// Whether the tag was unbound when the journal was committed.
+    fresh: bool,
+}
+
+/// Tags written and their latest values, in the order first written: the first
+/// [`INLINE`] in place, the rest on the heap.
+pub(crate) struct Writes {
+    inline: [Entry; INLINE],
+    len: usize,
+    spill: Vec<Entry>,
+}
+
+impl Writes {
+    fn new() -> Writes {
+        let empty = Entry {
+            tag: Tag(0),
+            value: Value(0),
+            fresh: false,
+        };
+        Writes {
+            inline: [empty; INLINE],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
+        let here = self.inline.get(..self.len).unwrap_or_default();
+        here.iter().chain(self.spill.iter())
+    }
+
+    fn entries_mut(&mut self) -> impl Iterator<Item = &mut Entry> {
+        let here = self.inline.get_mut(..self.len).unwrap_or_default();
+        here.iter_mut().chain(self.spill.iter_mut())
+    }
+
+    fn get(&self, tag: Tag) -> Option<Value> {
+        self.entries().find(|e| e.tag == tag).map(|e| e.value)
+    }
+
+    fn set(&mut self, tag: Tag, value: Value) {
+        if let Some(e) = self.entries_mut().find(|e| e.tag == tag) {
+            e.value = value;
+            return;
+        }
+        let e = Entry {
+            tag,
+            value,
+            fresh: false,
+        };
+        match self.inline.get_mut(self.len) {
+            Some(slot) => {
+                *slot = e;
+                self.len += 1;
+            }
+            None => self.spill.push(e),
+        }
     }
 }
 
@@ -123,21 +188,77 @@ impl<T: Tables> ServiceSet for Journal<'_, T> {
 pub(crate) fn commit<T: Tables>(
     store: &mut Ess<T>,
     now: Instant,
-    writes: &[(Tag, Value)],
+    writes: &mut Writes,
 ) -> Result<(), Abort> {
-    let fresh: Vec<bool> = writes
-        .iter()
-        .map(|(t, _)| store.find(now, *t).is_none())
-        .collect();
-    let need = fresh.iter().filter(|f| **f).count();
+    let here = writes.inline.get(..writes.len).unwrap_or_default();
+    if let ([one], []) = (here, writes.spill.as_slice()) {
+        // One binding: its own room check, nothing to order.
+        let h = store.find_create(now, one.tag)?;
+        store.write(h, one.value);
+        return Ok(());
+    }
+    let mut need = 0;
+    for e in writes.entries_mut() {
+        e.fresh = store.find(now, e.tag).is_none();
+        need += usize::from(e.fresh);
+    }
     if need > 1 {
         store.reserve(now, need)?;
     }
-    let creations = writes.iter().zip(&fresh).filter(|(_, f)| **f);
-    let updates = writes.iter().zip(&fresh).filter(|(_, f)| !**f);
-    for (&(tag, value), _) in creations.chain(updates) {
-        let h = store.find_create(now, tag)?;
-        store.write(h, value);
+    let creations = writes.entries().filter(|e| e.fresh);
+    let updates = writes.entries().filter(|e| !e.fresh);
+    for e in creations.chain(updates) {
+        let h = store.find_create(now, e.tag)?;
+        store.write(h, e.value);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    // Test harness: panics are the failure reports.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    extern crate std;
+
+    use alloc::format;
+    use alloc::string::String;
+
+    use ess::{EssConfig, HashKey};
+
+    use crate::Microcode;
+    use esp_proto::exec::{Context, Verdict};
+
+    use super::*;
+
+    /// More writes than fit in place: the ones on the heap are read back, rewritten and
+    /// committed like the others, in one piece.
+    #[test]
+    fn writes_beyond_the_inline_ones_spill_and_commit() {
+        let n = INLINE as u64 + 3;
+        // Bind tags 1..=n to 10 × tag, then rewrite the last one to its own read + 1
+        // and the first to the last's new value; forward.
+        let mut text = String::new();
+        for t in 1..=n {
+            text += &format!("push {t}\npush {}\ncalls \"ess.put\"\npop\n", 10 * t);
+        }
+        text += &format!(
+            "push {n}\npush {n}\ncalls \"ess.get\"\npush 1\nwadd\ncalls \"ess.put\"\npop\n"
+        );
+        text += &format!("push 1\npush {n}\ncalls \"ess.get\"\ncalls \"ess.put\"\npop\n");
+        text += "push 0\n";
+        let code = Microcode::assemble(&text).unwrap();
+        let mut store = Ess::new(EssConfig::new(5, 100, 1, HashKey::from_seed(3)).unwrap());
+        let env = Env::new(1, HashKey::from_seed(9));
+        let now = Instant::from_ticks(1);
+        let verdict = code.run(&mut Context::new(&mut store, &env, 1), now, &mut []);
+        assert_eq!(verdict, Ok(Verdict::Forward));
+        let last = 10 * n + 1;
+        assert_eq!(store.get(now, Tag(1)), Some(Value(last)));
+        for t in 2..n {
+            assert_eq!(store.get(now, Tag(t)), Some(Value(10 * t)), "tag {t}");
+        }
+        assert_eq!(store.get(now, Tag(n)), Some(Value(last)));
+        assert_eq!(store.counters().created, n);
+    }
 }

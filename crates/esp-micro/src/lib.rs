@@ -49,14 +49,16 @@
 //!
 //! `examples/esp-microcode/` in the repository holds the paper's instructions in SNAP
 //! assembly, each proven equal to the built-in by a differential property test
-//! (`tests/count.rs`, `tests/compare.rs`, `tests/collect.rs`: verdicts, aborts, operands and
-//! the store left behind):
+//! (`tests/count.rs`, `tests/compare.rs`, `tests/collect.rs`, `tests/mark.rs`,
+//! `tests/lastmark.rs`: verdicts, aborts, operands and the store left behind):
 //!
 //! | file | operands | instruction |
 //! |---|---|---|
 //! | `count.snap` | `[counter, thresh]` | COUNT (Fig. 3) |
 //! | `compare.snap` | `[value, current, op]` | COMPARE (Fig. 6); `op` indexes [`CompareOp::ALL`](esp_proto::instr::CompareOp::ALL) |
 //! | `collect.snap` | `[value, val, counter, op]` | COLLECT (Fig. 6); `op` indexes [`CombineOp::ALL`](esp_proto::instr::CombineOp::ALL) |
+//! | `mark.snap` | `[tag]` | MARK (Fig. 1): `tag` ← the node id (`esp.param` 0) |
+//! | `lastmark.snap` | `[tag, node]` | LASTMARK (Fig. 1): `node` ← the node id if `tag` is bound |
 //!
 //! An `op` outside 0..=5 ends with verdict 4, reported as [`Abort::Malformed`].
 //!
@@ -293,20 +295,20 @@ impl Microcode {
         }
         let mut journal = Journal::new(&*ctx.store, ctx.env, now);
         let limits = Limits::from_bounds(&self.bounds, n);
+        // The operands and the verdict: all of the stack a run's result is read from.
+        let mut top = [0i64; MAX_OPERANDS + 1];
+        let kept = top.get_mut(..=n).unwrap_or_default();
         let out = self
             .program
-            .run(scratch, &mut journal, now.ticks(), operands, limits);
-        let writes = journal.into_writes();
-        let result = finish(out.end, &out.stack, operands).and_then(|verdict| {
-            commit(ctx.store, now, &writes).map_err(Failure::Abort)?;
+            .run_top(scratch, &mut journal, now.ticks(), operands, limits, kept);
+        let mut writes = journal.into_writes();
+        let stack = top.get(..out.depth.min(n + 1)).unwrap_or_default();
+        let result = finish(out.end, stack, operands).and_then(|verdict| {
+            commit(ctx.store, now, &mut writes).map_err(Failure::Abort)?;
             Ok(verdict)
         });
         if result.is_ok() {
-            let updated = out
-                .stack
-                .get(out.stack.len().saturating_sub(n + 1)..)
-                .unwrap_or_default();
-            for (slot, &v) in operands.iter_mut().zip(updated) {
+            for (slot, &v) in operands.iter_mut().zip(stack) {
                 *slot = v as u64;
             }
         }
@@ -327,7 +329,8 @@ pub struct Run {
     pub executed: u32,
 }
 
-/// The verdict of a run that ended as `end` with `stack`, for `operands` operands.
+/// The verdict of a run that ended as `end` with `stack` on top of its stack (the top
+/// `operands.len() + 1` values, or all if fewer), for `operands` operands.
 fn finish(end: End, stack: &[i64], operands: &[u64]) -> Result<Verdict, Failure> {
     match end {
         End::Exit => {}

@@ -7,6 +7,9 @@
 //! * `node/<case>`: copy the case's frame, `Node::handle_packet`, drain `poll_transmit`.
 //!
 //! Cases: `ipv4_lpm` (plain forwarding), `esp_count` (ESP COUNT, central context),
+//! `esp_count_installed` (the same COUNT as microcode installed under opcode 64:
+//! `examples/esp-microcode/count.snap`), `esp_count_inline` (the same program carried in
+//! the packet, opcode 32),
 //! `snap_ping` (SNAP ping in transit), `source_hash_hit` (route cache hit), `threaded_label`.
 //! Tables: 256 /24s and a default. Time stands still.
 //!
@@ -33,6 +36,7 @@ fn per_packet(c: &mut Criterion) {
     for case in Case::ALL {
         let mut f = PerPacket::new(case);
         assert!(f.forward() > 0, "{case:?} forwards nothing");
+        f.check(case, 1);
         g.bench_function(BenchmarkId::new("node", case.name()), |b| {
             b.iter(|| f.forward())
         });

@@ -5,9 +5,9 @@
 //! valgrind --tool=callgrind target/release/examples/node_per_packet <case> <n>
 //! ```
 //!
-//! Runs `n` frames of `<case>` (`baseline`, `ipv4_lpm`, `esp_count`, `snap_ping`,
-//! `source_hash_hit`, `threaded_label`); the per-frame count is
-//! `(Ir(2n) − Ir(n)) / n`, which cancels set-up.
+//! Runs `n` frames of `<case>` (`baseline`, `ipv4_lpm`, `esp_count`, `esp_count_installed`,
+//! `esp_count_inline`, `snap_ping`, `source_hash_hit`, `threaded_label`); the per-frame
+//! count is `(Ir(2n) − Ir(n)) / n`, which cancels set-up.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)] // measurement driver
 
 #[path = "../benches/support/mod.rs"]
@@ -35,7 +35,7 @@ fn main() {
         for _ in 0..n {
             total += f.forward();
         }
-        assert!(f.node().stats().balanced());
+        f.check(c, n as u64);
     }
     println!("{case} {n} {total}");
 }

@@ -96,7 +96,9 @@ pub mod routes;
 pub mod sim;
 mod stats;
 
-pub use config::{Config, ConfigError, EspConfig, IfaceConfig, SnapEss, StreamsConfig};
+pub use config::{
+    Config, ConfigError, EspConfig, IfaceConfig, MicrocodeConfig, SnapEss, StreamsConfig,
+};
 pub use node::snap;
 pub use node::{
     Delivery, Diff, InPlace, MAX_DELIVERIES, MAX_FRAME, Node, Reconfigured, RoutingFate, StoreFate,

@@ -11,7 +11,9 @@
 use netsim::Rng;
 use waist_node::MILLIS as MS;
 use waist_node::sim::esp::aggregate::{AggTree, Scheme, TreeSpec};
+use waist_node::sim::esp::isa::InstructionSet;
 use waist_node::sim::esp::paths::Fig1;
+use waist_node::sim::esp::thinning::Feedback;
 
 fn small_tree(seed: u64) -> AggTree {
     AggTree::build(TreeSpec {
@@ -55,7 +57,7 @@ fn aggregation_counts_every_leaf_without_loss() {
 
 use core::net::{IpAddr, Ipv4Addr};
 use esp_proto::endpoint::Endpoint;
-use esp_proto::instr::{CompareOp, Instruction};
+use esp_proto::instr::Instruction;
 use esp_proto::wire::Loc;
 use ess::{Tag, Value};
 use netsim::{Instant, LinkConfig, NodeId, Simulator};
@@ -96,83 +98,20 @@ fn path_intersection_finds_the_branch_point() {
     assert_eq!(path_intersection(&[3, 4]), None, "no common ESP node");
 }
 
-/// A two-level tree toward `root_host`: R0 with `fan` routers, each with `leaves` hosts.
-/// Returns (sim, source, receivers, routers).
-fn feedback_tree(
-    fan: usize,
-    leaves: usize,
-) -> (Simulator<SimNode>, NodeId, Vec<NodeId>, Vec<NodeId>) {
-    let mut sim = Simulator::new(3);
-    let link = LinkConfig::with_delay(MS).jitter(MS);
-    let src = host(&mut sim);
-    let r0 = router(&mut sim);
-    // Jitter may reorder packets on a link; the last hop is FIFO, as real links are, so
-    // the order R0 forwards in is the order the source sees.
-    sim.connect(src, r0, LinkConfig::with_delay(MS));
-    let mut routers = vec![r0];
-    let mut receivers = Vec::new();
-    for _ in 0..fan {
-        let r = router(&mut sim);
-        sim.connect(r0, r, link);
-        routers.push(r);
-        for _ in 0..leaves {
-            let h = host(&mut sim);
-            sim.connect(r, h, link);
-            receivers.push(h);
-        }
-    }
-    install_host_routes(&mut sim).unwrap();
-    (sim, src, receivers, routers)
-}
-
 #[test]
 fn feedback_thinning_delivers_an_increasing_thinned_sequence() {
-    let (mut sim, src, receivers, routers) = feedback_tree(4, 25);
-    enable_esp(&mut sim, &routers, 8, 9).unwrap();
+    let mut net = Feedback::build(4, 25, 3, InstructionSet::BuiltIn).unwrap();
     let mut rng = Rng::new(5);
-    let rounds = 10;
-    let mut delivered = 0;
-    for round in 0..rounds {
-        let tag = Tag(rng.next_u64());
-        let start = sim.now().ticks() + 11_000 * MS;
-        let mut max = 0;
-        for &h in &receivers {
-            let u = rng.below(1_000_000);
-            max = max.max(u);
-            let ep = Endpoint::new(round, ip(h)).with_loc(Loc::OUTPUT);
-            let p = ep
-                .packet_to(
-                    ip(src),
-                    &Instruction::Compare {
-                        value: tag,
-                        current: Value(u),
-                        op: CompareOp::Lt,
-                    },
-                    &[],
-                )
-                .unwrap();
-            send_from(
-                &mut sim,
-                h,
-                Instant::from_ticks(start + rng.below(100 * MS)),
-                p,
-            );
-        }
-        sim.run_until(Instant::from_ticks(start + 100 * MS + waist_node::SECONDS));
-        let got: Vec<u64> = inbox(&mut sim, src)
-            .iter()
-            .map(
-                |p| match Endpoint::new(round, ip(src)).receive(p).unwrap().instr {
-                    Instruction::Compare { current, .. } => current.0,
-                    other => panic!("{other:?}"),
-                },
-            )
-            .collect();
+    let (mut delivered, mut sent) = (0, 0);
+    for _ in 0..10 {
+        let round = net.round(&mut rng).unwrap();
+        let got = &round.delivered;
         assert!(got.windows(2).all(|w| w[0] < w[1]), "increasing: {got:?}");
-        assert_eq!(got.last(), Some(&max), "the maximum always arrives");
+        assert_eq!(got.last(), Some(&round.max), "the maximum always arrives");
+        assert_eq!(round.errors, 0);
         delivered += got.len();
+        sent += round.sent;
     }
-    let sent = rounds as usize * receivers.len();
     println!(
         "feedback thinning: {delivered} of {sent} reports reached the source ({} saved)",
         sent - delivered

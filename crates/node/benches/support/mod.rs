@@ -4,15 +4,45 @@
 
 use std::hint::black_box;
 
+use esp_micro::Microcode;
 use esp_proto::endpoint::Endpoint;
 use esp_proto::instr::Instruction;
-use esp_proto::wire::Loc;
+use esp_proto::wire::{HeaderRepr, Loc, dedicated_ipv4_len, emit_dedicated_ipv4};
 use ess::{HashKey, Tag};
 use fastpath::lpm::{CompiledLpm, LpmTable, Prefix};
 use fastpath::threaded::Label;
 use waist_node::frame::emit_label_frame;
 use waist_node::routes::prefix;
 use waist_node::{Config, EspConfig, IfaceConfig, Instant, Node};
+
+/// The shipped microcoded COUNT (`examples/esp-microcode/count.snap`).
+pub(crate) const COUNT_SNAP: &str = include_str!("../../../../examples/esp-microcode/count.snap");
+
+/// The opcode the microcoded COUNT is installed under (the first of `INSTALLED`).
+pub(crate) const OP_COUNT: u8 = 64;
+
+/// The counter and threshold every COUNT case carries (never over its threshold).
+const COUNT_OPERANDS: [u64; 2] = [0xC0FFEE, u64::MAX];
+
+/// A dedicated ESP packet 10.1.0.1 → 10.2.7.7 (computation 7, central context) with
+/// `opcode` and `operands`, 16 bytes of payload.
+fn esp_packet(opcode: u8, operands: &[u8]) -> Vec<u8> {
+    let repr = HeaderRepr {
+        loc: Loc::CENTRAL,
+        err: false,
+        rb: false,
+        opcode,
+        cid: 7,
+        operand_len: u8::try_from(operands.len()).unwrap(),
+    };
+    let mut esp = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut esp).unwrap();
+    esp[esp_proto::consts::HEADER_LEN..].copy_from_slice(operands);
+    let payload = [0u8; 16];
+    let mut out = vec![0u8; dedicated_ipv4_len(esp.len(), payload.len())];
+    emit_dedicated_ipv4([10, 1, 0, 1], [10, 2, 7, 7], 64, &esp, &payload, &mut out).unwrap();
+    out
+}
 
 /// Prefixes in every table (a small ISP edge: 256 /24s and a default).
 pub(crate) const ROUTES: u8 = 255;
@@ -102,6 +132,10 @@ pub(crate) enum Case {
     Ipv4,
     /// ESP COUNT (dedicated IPv4, central context, never over its threshold).
     EspCount,
+    /// The same COUNT as installed microcode (`count.snap` under opcode 64).
+    EspCountInstalled,
+    /// The same COUNT as inline microcode (opcode 32, the program in the packet).
+    EspCountInline,
     /// SNAP ping in transit (one `forw`: runs, re-framed, routed, queued).
     SnapPing,
     /// A source-hash cache hit (IPv4 option 94).
@@ -111,9 +145,11 @@ pub(crate) enum Case {
 }
 
 impl Case {
-    pub(crate) const ALL: [Case; 5] = [
+    pub(crate) const ALL: [Case; 7] = [
         Case::Ipv4,
         Case::EspCount,
+        Case::EspCountInstalled,
+        Case::EspCountInline,
         Case::SnapPing,
         Case::SourceHashHit,
         Case::Label,
@@ -123,6 +159,8 @@ impl Case {
         match self {
             Case::Ipv4 => "ipv4_lpm",
             Case::EspCount => "esp_count",
+            Case::EspCountInstalled => "esp_count_installed",
+            Case::EspCountInline => "esp_count_inline",
             Case::SnapPing => "snap_ping",
             Case::SourceHashHit => "source_hash_hit",
             Case::Label => "threaded_label",
@@ -141,8 +179,14 @@ impl PerPacket {
     pub(crate) fn new(case: Case) -> PerPacket {
         let mut c = Config::router([10, 0, 0, 254].into(), 2);
         match case {
-            Case::EspCount => {
+            Case::EspCount | Case::EspCountInline => {
                 c.esp = Some(EspConfig::new(1, 16, HashKey::from_seed(5)).unwrap());
+            }
+            Case::EspCountInstalled => {
+                let mut esp = EspConfig::new(1, 16, HashKey::from_seed(5)).unwrap();
+                let count = Microcode::assemble(COUNT_SNAP).unwrap();
+                esp.microcode.installed = vec![(OP_COUNT, "count".into(), count)];
+                c.esp = Some(esp);
             }
             Case::SnapPing => c.snap = true,
             Case::SourceHashHit => c.route_cache_log2 = Some(12),
@@ -159,11 +203,23 @@ impl PerPacket {
             Case::EspCount => {
                 let ep = Endpoint::new(7, [10, 1, 0, 1].into()).with_loc(Loc::CENTRAL);
                 let count = Instruction::Count {
-                    counter: Tag(0xC0FFEE),
-                    thresh: u64::MAX,
+                    counter: Tag(COUNT_OPERANDS[0]),
+                    thresh: COUNT_OPERANDS[1],
                 };
                 ep.packet_to([10, 2, 7, 7].into(), &count, &[0; 16])
                     .unwrap()
+            }
+            Case::EspCountInstalled => {
+                let operands: Vec<u8> = COUNT_OPERANDS
+                    .iter()
+                    .flat_map(|w| w.to_be_bytes())
+                    .collect();
+                esp_packet(OP_COUNT, &operands)
+            }
+            Case::EspCountInline => {
+                let program = snap_vm::asm::assemble(COUNT_SNAP).unwrap();
+                let body = esp_micro::body::encode(&program, &COUNT_OPERANDS).unwrap();
+                esp_packet(esp_micro::OP_MICRO, &body)
             }
             Case::SnapPing => {
                 let ping =
@@ -231,5 +287,31 @@ impl PerPacket {
 
     pub(crate) fn node(&self) -> &Node {
         &self.node
+    }
+
+    /// Panics unless the frames forwarded so far ran as `case` means them to: ESP cases
+    /// executed their instruction every time, the microcoded ones as microcode that never
+    /// failed nor was refused.
+    pub(crate) fn check(&self, case: Case, frames: u64) {
+        let s = self.node.stats();
+        assert!(s.balanced(), "{s:?}");
+        let m = self.node.micro().stats();
+        let (inline, installed) = match case {
+            Case::EspCountInstalled => (0, frames),
+            Case::EspCountInline => (frames, 0),
+            _ => (0, 0),
+        };
+        assert_eq!(
+            (m.inline_runs, m.installed_runs),
+            (inline, installed),
+            "{m:?}"
+        );
+        assert_eq!(m.aborted + m.failed + m.unknown_opcode, 0, "{m:?}");
+        if matches!(
+            case,
+            Case::EspCount | Case::EspCountInstalled | Case::EspCountInline
+        ) {
+            assert_eq!(s.esp_executed, frames, "{s:?}");
+        }
     }
 }

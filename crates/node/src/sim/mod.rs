@@ -13,7 +13,8 @@
 //! routes. Node `id` has address [`addr_of`] `id`.
 //!
 //! * [`esp`]: ESP configs, host routes, the end [`Host`], and the paper's applications
-//!   ([`esp::aggregate`], [`esp::paths`]).
+//!   ([`esp::aggregate`], [`esp::paths`], [`esp::thinning`]), each speaking the built-in
+//!   instructions or the same ones as microcode ([`esp::isa`]).
 //! * [`snap`]: SNAP routers and hosts, routes between all nodes.
 //!
 //! Routers with ESP sweep their stores on a timer, so a simulator holding them is never

@@ -129,14 +129,71 @@ impl MicroProgram {
         operands: &[u64],
         limits: Limits,
     ) -> MicroOutcome {
+        let mut stack = Vec::new();
+        let sink = &mut stack;
+        let (end, executed) = self.run_each(scratch, services, now, operands, limits, |n| {
+            sink.reserve_exact(n);
+            |_, x| sink.push(x)
+        });
+        MicroOutcome {
+            end,
+            stack,
+            executed,
+        }
+    }
+
+    /// [`run`](Self::run) keeping only the top of the stack it leaves: the highest
+    /// `top.len()` values (or all, if fewer) go to the start of `top`, bottom first, and
+    /// nothing is allocated. The end is the same as `run`'s: every value left is still
+    /// read.
+    pub fn run_top(
+        &self,
+        scratch: &mut Scratch,
+        services: &mut dyn ServiceSet,
+        now: u64,
+        operands: &[u64],
+        limits: Limits,
+        top: &mut [i64],
+    ) -> MicroTop {
+        let mut depth = 0;
+        let left = &mut depth;
+        let (end, executed) = self.run_each(scratch, services, now, operands, limits, |n| {
+            *left = n;
+            let skip = n.saturating_sub(top.len());
+            move |i: usize, x| {
+                if let Some(slot) = i.checked_sub(skip).and_then(|j| top.get_mut(j)) {
+                    *slot = x;
+                }
+            }
+        });
+        MicroTop {
+            end,
+            depth,
+            executed,
+        }
+    }
+
+    /// The run behind [`run`](Self::run) and [`run_top`](Self::run_top): how it ended and
+    /// the instructions it executed; `visit` is told the depth of the stack left, and the
+    /// sink it returns gets each value (index from the bottom, value), bottom first.
+    fn run_each<V, S>(
+        &self,
+        scratch: &mut Scratch,
+        services: &mut dyn ServiceSet,
+        now: u64,
+        operands: &[u64],
+        limits: Limits,
+        visit: V,
+    ) -> (End, u32)
+    where
+        V: FnOnce(usize) -> S,
+        S: FnMut(usize, i64),
+    {
         scratch.stack.clear();
         let span = self.code.len().saturating_sub(usize::from(self.entry));
         if span > limits.instructions as usize {
-            return MicroOutcome {
-                end: End::Fault(Fault::ResourceBound),
-                stack: Vec::new(),
-                executed: 0,
-            };
+            visit(0);
+            return (End::Fault(Fault::ResourceBound), 0);
         }
         let frame_limits = FrameLimits {
             stack: limits.stack as usize,
@@ -146,7 +203,7 @@ impl MicroProgram {
         let none = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
         let mut frame = Frame::new(&self.code, &self.heap, scratch, frame_limits, 0, none, 0);
         let mut out = Outcome::ended(End::Exit);
-        let end = match push_operands(&mut frame, operands) {
+        let mut end = match push_operands(&mut frame, operands) {
             Err(fault) => End::Fault(fault),
             Ok(()) => {
                 let config = NodeConfig {
@@ -170,25 +227,31 @@ impl MicroProgram {
                 }
             }
         };
-        let mut stack = Vec::with_capacity(frame.stack.len());
-        let mut end = end;
-        for &w in frame.stack.iter() {
+        let mut sink = visit(frame.stack.len());
+        for (i, &w) in frame.stack.iter().enumerate() {
             match frame.read_wide(Value(w)) {
-                Ok(x) => stack.push(x),
+                Ok(x) => sink(i, x),
                 Err(fault) => {
                     if !matches!(end, End::Fault(_)) {
                         end = End::Fault(fault);
                     }
-                    stack.push(i64::from(Value(w).as_int()));
+                    sink(i, i64::from(Value(w).as_int()));
                 }
             }
         }
-        MicroOutcome {
-            end,
-            stack,
-            executed: out.stats.executed,
-        }
+        (end, out.stats.executed)
     }
+}
+
+/// What [`MicroProgram::run_top`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MicroTop {
+    /// How it ended, as [`MicroOutcome::end`].
+    pub end: End,
+    /// Values left on the stack (at most `top.len()` of them were kept).
+    pub depth: usize,
+    /// Instructions executed.
+    pub executed: u32,
 }
 
 /// Pushes each operand as a wide integer, the first deepest.
@@ -198,4 +261,71 @@ fn push_operands(frame: &mut Frame<'_>, operands: &[u64]) -> Result<(), Fault> {
         frame.push(v)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    // Test harness: panics are the failure reports.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::asm::assemble;
+    use crate::vm::Services;
+
+    const ROOMY: Limits = Limits {
+        instructions: 64,
+        stack: 64,
+        heap_words: 256,
+    };
+
+    /// `run_top` ends as `run` does and keeps the top of the stack `run` returns.
+    #[test]
+    fn run_top_keeps_the_top_of_run() {
+        let programs = [
+            // a b -> a, b, a - b, 7
+            "pull 1\npull 1\nwsub\npush 7",
+            // Leaves the operands alone.
+            "push 0\npop",
+            // Pops everything: an empty stack.
+            "pop\npop",
+            // Faults (a wide subtraction of too few values) with the operands left.
+            "pop\nwsub",
+            // Exits early under what it leaves.
+            "push 3\nexit\npush 4",
+        ];
+        for text in programs {
+            // Unverified: the faulting one runs too.
+            let p = MicroProgram::unverified(&assemble(text).unwrap());
+            let full = p.run(
+                &mut Scratch::new(),
+                &mut Services::new(),
+                0,
+                &[10, 1 << 40],
+                ROOMY,
+            );
+            for k in 0..6 {
+                let mut top = [-1i64; 6];
+                let mut scratch = Scratch::new();
+                let kept = &mut top[..k];
+                let got = p.run_top(
+                    &mut scratch,
+                    &mut Services::new(),
+                    0,
+                    &[10, 1 << 40],
+                    ROOMY,
+                    kept,
+                );
+                assert_eq!(got.end, full.end, "{text:?}");
+                assert_eq!(got.executed, full.executed, "{text:?}");
+                assert_eq!(got.depth, full.stack.len(), "{text:?}");
+                let n = full.stack.len().min(k);
+                assert_eq!(
+                    top[..n],
+                    full.stack[full.stack.len() - n..],
+                    "{text:?} k={k}"
+                );
+                assert!(top[n..].iter().all(|&x| x == -1), "{text:?} k={k}: {top:?}");
+            }
+        }
+    }
 }

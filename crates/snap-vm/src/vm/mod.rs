@@ -28,7 +28,7 @@ use frame::FrameLimits;
 pub(crate) use frame::header as frame_header;
 pub(crate) use frame::payload_words as payload_words_of;
 pub use frame::{Frame, Scratch};
-pub use micro::{Limits, MicroOutcome, MicroProgram};
+pub use micro::{Limits, MicroOutcome, MicroProgram, MicroTop};
 pub use services::{Service, ServiceSet, Services};
 
 use crate::op::Op;

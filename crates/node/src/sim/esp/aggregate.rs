@@ -4,7 +4,8 @@
 //! [`AggTree::build`] makes the tree from a [`TreeSpec`]; [`AggTree::run`] runs one
 //! computation — plain (COUNT, then COLLECT) or robust (RCHLD, then RCOLLECT, each leaf
 //! sending `limit` copies) — with some links made lossy for the run, and reports whether a
-//! result reached the collector and whether it was right.
+//! result reached the collector and whether it was right. The instructions travel as
+//! built-ins or as microcode ([`AggTree::build_with`], [`InstructionSet`]).
 
 use alloc::vec::Vec;
 
@@ -16,7 +17,8 @@ use ess::HashKey;
 use ess::{Tag, Value};
 use netsim::{Instant, LinkConfig, LinkId, NodeId, Rng, Simulator};
 
-use super::{Host, add_host, enable_esp, set_default};
+use super::isa::InstructionSet;
+use super::{Host, add_host, enable_esp_with, set_default};
 use crate::sim::{BuildError, SimNode, add_router, addr_of};
 use crate::{MILLIS as MS, SECONDS as SECOND};
 
@@ -163,6 +165,7 @@ pub struct AggTree {
     pub depth: usize,
     spec: TreeSpec,
     runs: u64,
+    isa: InstructionSet,
 }
 
 impl AggTree {
@@ -173,6 +176,15 @@ impl AggTree {
     ///
     /// [`BuildError`] if the store size is out of range.
     pub fn build(spec: TreeSpec) -> Result<AggTree, BuildError> {
+        AggTree::build_with(spec, InstructionSet::BuiltIn)
+    }
+
+    /// [`build`](Self::build), its packets and routers speaking `isa`.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    pub fn build_with(spec: TreeSpec, isa: InstructionSet) -> Result<AggTree, BuildError> {
         let mut rng = Rng::new(spec.seed);
         let mut sim = Simulator::new(spec.seed ^ 0x51u64);
         let link = LinkConfig::with_delay(spec.hop_delay);
@@ -223,7 +235,7 @@ impl AggTree {
         }
         // Now the links are known: build the routers with their ESP contexts, default
         // routes up the tree.
-        enable_esp(&mut sim, &routers, spec.store_log2, spec.seed)?;
+        enable_esp_with(&mut sim, &routers, spec.store_log2, spec.seed, &isa)?;
         for &r in &routers {
             set_default(&mut sim, r, 0);
         }
@@ -237,6 +249,7 @@ impl AggTree {
             depth: depth + 1,
             spec,
             runs: 0,
+            isa,
         })
     }
 
@@ -278,7 +291,7 @@ impl AggTree {
             };
             let (first, second, copies) = leaf_instructions(scheme, &tags, cid, &key);
             for (phase, instr) in [(0, first), (gap, second)] {
-                let Ok(packet) = ep.packet(&instr) else {
+                let Ok(packet) = self.isa.packet_to(&ep, dest, &instr) else {
                     continue;
                 };
                 for c in 0..copies {
@@ -317,7 +330,9 @@ impl AggTree {
             errors: 0,
         };
         for (_, p) in inbox {
-            let Ok(got) = ep.receive(&p) else { continue };
+            let Ok(got) = self.isa.receive(&ep, &p) else {
+                continue;
+            };
             out.deliveries += 1;
             if got.err.is_some() {
                 out.errors += 1;

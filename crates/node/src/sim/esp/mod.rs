@@ -16,7 +16,9 @@
 //! ```
 
 pub mod aggregate;
+pub mod isa;
 pub mod paths;
+pub mod thinning;
 
 use alloc::vec::Vec;
 
@@ -27,6 +29,7 @@ use netsim::{Instant, NodeId, Outbox, Routes, Simulator};
 use super::{BuildError, SimNode, addr_of, fit_routers, rebuild_router};
 use crate::config::{ConfigError, EspConfig};
 use crate::routes::prefix;
+use isa::InstructionSet;
 
 /// The ESP config every simulated router uses by default ([`EspConfig::new`]: τ = 10 s at
 /// 1 ms resolution, one shard): stores of 2^`log2` bindings, node id [`addr_of`] `id`,
@@ -163,11 +166,54 @@ pub fn enable_esp(
     log2: u8,
     seed: u64,
 ) -> Result<(), BuildError> {
+    enable_esp_with(sim, routers, log2, seed, &InstructionSet::BuiltIn)
+}
+
+/// [`enable_esp`] with the microcode `isa` needs installed on every router
+/// ([`InstructionSet::microcode`]).
+///
+/// # Errors
+///
+/// As [`enable_esp`].
+pub fn enable_esp_with(
+    sim: &mut Simulator<SimNode>,
+    routers: &[NodeId],
+    log2: u8,
+    seed: u64,
+    isa: &InstructionSet,
+) -> Result<(), BuildError> {
     for &r in routers {
-        let esp = esp_config(r, log2, seed)?;
+        let mut esp = esp_config(r, log2, seed)?;
+        esp.microcode = isa.microcode();
         rebuild_router(sim, r, |c| c.esp = Some(esp))?;
     }
     Ok(())
+}
+
+/// What a router's ESP did, as far as it shows from outside: the node's packet totals, its
+/// ESP layer's (instructions executed, dropped, aborted, …) and the bindings its stores
+/// created. Two runs of an application that match here left the same state behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tally {
+    /// The node's totals.
+    pub node: crate::Stats,
+    /// Its ESP layer's totals (zero without ESP).
+    pub esp: esp_proto::node::NodeStats,
+    /// Bindings its ESP stores created.
+    pub created: u64,
+}
+
+/// The [`Tally`] of every router in `routers` (hosts and unknown nodes are skipped).
+pub fn tally(sim: &Simulator<SimNode>, routers: &[NodeId]) -> Vec<Tally> {
+    routers
+        .iter()
+        .filter_map(|&r| sim.node(r).router())
+        .map(|n| Tally {
+            node: n.stats(),
+            esp: n.esp().map(|e| e.stats()).unwrap_or_default(),
+            created: n.esp().map_or(0, |e| e.created()),
+        })
+        .collect()
 }
 
 /// Schedules `packet` at host `host` at `at`.

@@ -1,7 +1,8 @@
 //! Path intersection (paper §1, Fig. 1): which routers do the paths from a source to two
 //! receivers share? The source marks its path to A with MARK, then sends LASTMARK toward B;
 //! B learns the last marked node its packet passed: where the paths part. With partial
-//! deployment (§4.1) the answer is the last *ESP-capable* common node.
+//! deployment (§4.1) the answer is the last *ESP-capable* common node. The instructions
+//! travel as built-ins or as microcode ([`Fig1::build_with`], [`InstructionSet`]).
 //!
 //! The network ([`Fig1::build`]):
 //!
@@ -19,7 +20,8 @@ use esp_proto::wire::Loc;
 use ess::{Tag, Value};
 use netsim::{Instant, LinkConfig, NodeId, Simulator};
 
-use super::{add_host, enable_esp, install_host_routes, send_from};
+use super::isa::InstructionSet;
+use super::{add_host, enable_esp_with, install_host_routes, send_from};
 use crate::sim::{BuildError, SimNode, add_router, addr_of};
 use crate::{MILLIS as MS, SECONDS};
 
@@ -36,6 +38,7 @@ pub struct Fig1 {
     pub b: NodeId,
     /// R0 … R4.
     pub routers: Vec<NodeId>,
+    isa: InstructionSet,
 }
 
 /// What B learned.
@@ -55,6 +58,15 @@ impl Fig1 {
     ///
     /// [`BuildError`] only if the store constants were invalid.
     pub fn build(esp: &[usize], seed: u64) -> Result<Fig1, BuildError> {
+        Fig1::build_with(esp, seed, InstructionSet::BuiltIn)
+    }
+
+    /// [`build`](Self::build), its packets and routers speaking `isa`.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    pub fn build_with(esp: &[usize], seed: u64, isa: InstructionSet) -> Result<Fig1, BuildError> {
         let mut sim = Simulator::new(seed);
         let link = LinkConfig::with_delay(MS);
         let s = add_host(&mut sim);
@@ -72,13 +84,14 @@ impl Fig1 {
             .iter()
             .filter_map(|&i| routers.get(i).copied())
             .collect();
-        enable_esp(&mut sim, &esp, 8, seed)?;
+        enable_esp_with(&mut sim, &esp, 8, seed, &isa)?;
         Ok(Fig1 {
             sim,
             s,
             a,
             b,
             routers,
+            isa,
         })
     }
 
@@ -91,12 +104,14 @@ impl Fig1 {
     pub fn query(&mut self, tag: Tag) -> Result<Option<Answer>, EndpointError> {
         let ip = |n: NodeId| -> IpAddr { addr_of(n).into() };
         let ep = Endpoint::new(1, ip(self.s)).with_loc(Loc::CENTRAL);
-        let mark = ep.packet_to(ip(self.a), &Instruction::Mark { tag }, &[])?;
+        let mark = self
+            .isa
+            .packet_to(&ep, ip(self.a), &Instruction::Mark { tag })?;
         let ask = Instruction::LastMark {
             tag,
             node: Value(0),
         };
-        let ask = ep.packet_to(ip(self.b), &ask, &[])?;
+        let ask = self.isa.packet_to(&ep, ip(self.b), &ask)?;
         let t = self.sim.now().ticks();
         send_from(&mut self.sim, self.s, Instant::from_ticks(t), mark);
         send_from(&mut self.sim, self.s, Instant::from_ticks(t + 50 * MS), ask);
@@ -112,7 +127,7 @@ impl Fig1 {
         let Some((_, packet)) = inbox.last() else {
             return Ok(None);
         };
-        let got = Endpoint::new(1, ip(self.b)).receive(packet)?;
+        let got = self.isa.receive(&Endpoint::new(1, ip(self.b)), packet)?;
         let Instruction::LastMark { node, .. } = got.instr else {
             return Err(EndpointError::NotEsp);
         };
