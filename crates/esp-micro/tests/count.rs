@@ -10,65 +10,20 @@
 mod support;
 
 use esp_micro::Microcode;
-use esp_proto::exec::{Context, Env, execute};
-use esp_proto::instr::Instruction;
+use esp_proto::exec::{Context, Env};
 use ess::{HashKey, Instant, Tag, Value};
 use proptest::prelude::*;
-use support::{Pre, TAGS, populated, pre, same_contents, store, value};
+use support::{Packets, Pre, TAGS, count_differs, count_packets, pre, store};
 
 const COUNT: &str = include_str!("../../../examples/esp-microcode/count.snap");
-
-/// (tag index, threshold, ticks since the last packet).
-type Packets = Vec<(usize, u64, u64)>;
-
-/// Runs `packets` through the built-in COUNT and through `micro` on two stores pre-populated
-/// by `pre`; the first difference, if any.
-fn differ(micro: &Microcode, pre: &Pre, packets: &Packets) -> Result<(), String> {
-    let (mut a, mut b, mut now) = populated(pre);
-    let env = Env::new(1, HashKey::from_seed(9));
-    for (i, &(t, thresh, dt)) in packets.iter().enumerate() {
-        now += dt;
-        let at = Instant::from_ticks(now);
-        let counter = Tag(TAGS[t]);
-        let mut instr = Instruction::Count { counter, thresh };
-        let built_in = execute(&mut Context::new(&mut a, &env, 5), at, &mut instr);
-        let mut operands = [counter.0, thresh];
-        let microcoded = micro.run(&mut Context::new(&mut b, &env, 5), at, &mut operands);
-        if built_in != microcoded {
-            return Err(format!(
-                "packet {i} (tag {:#x}, thresh {thresh}): built-in {built_in:?}, microcode {microcoded:?}",
-                counter.0
-            ));
-        }
-        let Instruction::Count {
-            counter: c,
-            thresh: h,
-        } = instr
-        else {
-            unreachable!()
-        };
-        if [c.0, h] != operands {
-            return Err(format!(
-                "packet {i}: operands {:?} vs {operands:?}",
-                [c.0, h]
-            ));
-        }
-        same_contents(i, &mut a, &mut b, at)?;
-    }
-    Ok(())
-}
-
-fn packets() -> impl Strategy<Value = Packets> {
-    proptest::collection::vec((0..TAGS.len(), value(6), 0u64..12), 1..40)
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn microcoded_count_is_the_built_in(pre in pre(6), packets in packets()) {
+    fn microcoded_count_is_the_built_in(pre in pre(6), packets in count_packets()) {
         let micro = Microcode::assemble(COUNT).unwrap();
-        prop_assert_eq!(differ(&micro, &pre, &packets), Ok(()));
+        prop_assert_eq!(count_differs(&micro, &pre, &packets), Ok(()));
     }
 }
 
@@ -77,18 +32,18 @@ proptest! {
 fn wrong_microcode_is_caught() {
     let stream: Packets = (0..6).map(|_| (3, 2, 1)).collect();
     let right = Microcode::assemble(COUNT).unwrap();
-    assert_eq!(differ(&right, &Vec::new(), &stream), Ok(()));
+    assert_eq!(count_differs(&right, &Vec::new(), &stream), Ok(()));
     // Off by one: forward while count < thresh (drop when thresh <= count).
     let compare = "    swap                ; [c, t, t', n']\n    wlt ";
     assert!(COUNT.contains(compare));
     let off_by_one = COUNT.replace(compare, "    wlt\n    lnot ");
     let wrong = Microcode::assemble(&off_by_one).unwrap();
-    assert!(differ(&wrong, &Vec::new(), &stream).is_err());
+    assert!(count_differs(&wrong, &Vec::new(), &stream).is_err());
     // Signed compare: right for small thresholds, wrong for thresholds from 2^63 on.
     let signed = COUNT.replace("    pushh @bias\n    wadd", "");
     let wrong = Microcode::assemble(&signed).unwrap();
-    assert_eq!(differ(&wrong, &Vec::new(), &stream), Ok(()));
-    assert!(differ(&wrong, &Vec::new(), &vec![(3, u64::MAX, 1)]).is_err());
+    assert_eq!(count_differs(&wrong, &Vec::new(), &stream), Ok(()));
+    assert!(count_differs(&wrong, &Vec::new(), &vec![(3, u64::MAX, 1)]).is_err());
 }
 
 /// A full store: both abort with StoreFull and leave the store as it was.
@@ -98,7 +53,7 @@ fn store_full_aborts_alike() {
     let micro = Microcode::assemble(COUNT).unwrap();
     // Tags 8 and 9 find no room until the pre-populated bindings expire at tick 40.
     let stream: Packets = vec![(8, 5, 1), (9, 5, 1), (0, 5, 1), (8, 5, 40)];
-    assert_eq!(differ(&micro, &pre, &stream), Ok(()));
+    assert_eq!(count_differs(&micro, &pre, &stream), Ok(()));
     let mut b = store();
     for &t in &TAGS[..8] {
         b.put(Instant::from_ticks(0), Tag(t), Value(1)).unwrap();

@@ -11,12 +11,9 @@ mod support;
 
 use esp_micro::Microcode;
 use esp_micro::body::{MAX_BODY_LEN, encode};
-use esp_proto::exec::{Context, Env, execute};
-use esp_proto::instr::Instruction;
-use ess::{HashKey, Instant, Tag};
 use proptest::prelude::*;
 use snap_vm::plan::{Options, ServiceSig, compile_micro};
-use support::{Pre, TAGS, populated, pre, same_contents, value};
+use support::{Packets, count_differs, count_packets, pre};
 
 const COUNT_PLAN: &str = include_str!("../../../examples/esp-microcode/count.plan");
 
@@ -30,49 +27,15 @@ fn compile(source: &str) -> Microcode {
     Microcode::new(&compiled.program).unwrap()
 }
 
-/// (tag index, threshold, ticks since the last packet).
-type Packets = Vec<(usize, u64, u64)>;
-
-/// The first difference between the built-in COUNT and `micro` on `packets`.
-fn differ(micro: &Microcode, pre: &Pre, packets: &Packets) -> Result<(), String> {
-    let (mut a, mut b, mut now) = populated(pre);
-    let env = Env::new(1, HashKey::from_seed(9));
-    for (i, &(t, thresh, dt)) in packets.iter().enumerate() {
-        now += dt;
-        let at = Instant::from_ticks(now);
-        let counter = Tag(TAGS[t]);
-        let mut instr = Instruction::Count { counter, thresh };
-        let built_in = execute(&mut Context::new(&mut a, &env, 5), at, &mut instr);
-        let mut operands = [counter.0, thresh];
-        let plan = micro.run(&mut Context::new(&mut b, &env, 5), at, &mut operands);
-        if built_in != plan {
-            return Err(format!(
-                "packet {i} (tag {:#x}, thresh {thresh}): built-in {built_in:?}, PLAN {plan:?}",
-                counter.0
-            ));
-        }
-        if instr
-            != (Instruction::Count {
-                counter: Tag(operands[0]),
-                thresh: operands[1],
-            })
-        {
-            return Err(format!("packet {i}: operands {instr:?} vs {operands:?}"));
-        }
-        same_contents(i, &mut a, &mut b, at)?;
-    }
-    Ok(())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn plan_count_is_the_built_in(
         pre in pre(6),
-        packets in proptest::collection::vec((0..TAGS.len(), value(6), 0u64..12), 1..40),
+        packets in count_packets(),
     ) {
-        prop_assert_eq!(differ(&compile(COUNT_PLAN), &pre, &packets), Ok(()));
+        prop_assert_eq!(count_differs(&compile(COUNT_PLAN), &pre, &packets), Ok(()));
     }
 }
 
@@ -92,19 +55,25 @@ fn plan_count_fits_inline() {
 #[test]
 fn wrong_plan_count_is_caught() {
     let stream: Packets = (0..6).map(|_| (3, 2, 1)).collect();
-    assert_eq!(differ(&compile(COUNT_PLAN), &Vec::new(), &stream), Ok(()));
+    assert_eq!(
+        count_differs(&compile(COUNT_PLAN), &Vec::new(), &stream),
+        Ok(())
+    );
     let body = "ess.count(counter) > thresh";
     assert!(COUNT_PLAN.contains(body));
     // Off by one: drop from count = thresh on.
     let off_by_one = compile(&COUNT_PLAN.replace(body, "ess.count(counter) >= thresh"));
-    assert!(differ(&off_by_one, &Vec::new(), &stream).is_err());
+    assert!(count_differs(&off_by_one, &Vec::new(), &stream).is_err());
     // Counting twice.
     let twice = COUNT_PLAN.replace(
         body,
         "ess.count(counter) > thresh andalso ess.count(counter) > thresh",
     );
-    assert!(differ(&compile(&twice), &Vec::new(), &stream).is_err());
+    assert!(count_differs(&compile(&twice), &Vec::new(), &stream).is_err());
     // A threshold from 2^63 on: caught only if `>` on words were signed; it is not.
     let top: Packets = vec![(3, u64::MAX, 1), (3, 1 << 63, 1)];
-    assert_eq!(differ(&compile(COUNT_PLAN), &Vec::new(), &top), Ok(()));
+    assert_eq!(
+        count_differs(&compile(COUNT_PLAN), &Vec::new(), &top),
+        Ok(())
+    );
 }

@@ -1,32 +1,27 @@
 //! `waist esp send` with SNAP microcode against real routers: two `waist-router`s on
-//! loopback UDP links (as `host_tools.rs` runs them), the tool as the far end of R1's host
-//! link. The query is reflected by R2 and run by R1 on the way back (ESP §2.5), inline
-//! microcode being on by default at a router.
+//! loopback UDP links (`chain`, as `host_tools.rs` runs them), both with the shipped COUNT
+//! installed under opcode 64, the tool as the far end of R1's host link. The query is
+//! reflected by R2 and run by R1 on the way back (ESP §2.5), inline microcode being on by
+//! default at a router.
 //!
 //! ```text
 //!  tool 10.1.0.1 ─ host [R1 10.0.0.1] ── [R2 10.0.0.2] far ─ (nobody)
 //! ```
-//!
-//! Installing instructions needs the router's config (not yet there): an installed opcode's
-//! query is checked end to end only as far as a router that does not know it (an abort,
-//! operands as sent); its packet is checked byte for byte by the unit tests of `host::esp`.
 
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
 use esp_proto::wire::{ErrCode, Loc};
 use waist::host::esp::{self, MicroQuery, Outcome, Query};
-use waist::host::{EXIT_ABORT, EXIT_ANSWER, EXIT_TIMEOUT, HostLink, Via};
-use waist_router::embed::Embedded;
+use waist::host::{EXIT_ABORT, EXIT_ANSWER, EXIT_TIMEOUT};
 
-const TOOL: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
-const R1: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const R2: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+mod chain;
+
+use chain::{Chain, R2, TOOL};
 
 /// The shipped COUNT microcode.
 const COUNT_SNAP: &str = concat!(
@@ -46,99 +41,12 @@ const COUNTER: &str = "pull 1\ncalls \"ess.count\"\nstore 1\npush 0\n";
 /// Verdict 2: abort with MissingState.
 const MISSING: &str = "push 2\n";
 
-fn free() -> SocketAddr {
-    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
-}
-
-fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) -> String {
-    let cost = if cost { "cost = 1\n" } else { "" };
-    format!(
-        "[[link]]\nname = \"{name}\"\nkind = \"udp\"\nlocal = \"{local}\"\npeer = \"{peer}\"\n{cost}\n"
-    )
-}
-
-/// R1 and R2 running, and the tool's side of R1's host link.
-struct Chain {
-    via: Via,
-    routers: Vec<Embedded>,
-}
-
-impl Chain {
-    async fn start() -> Chain {
-        let (tool, r1h, r1b, r2a, r2f, far) = (free(), free(), free(), free(), free(), free());
-        let common =
-            "[esp]\nrate = 1000\nkey_seed = 7\n[snap]\n[dv]\ntriggered_ms = 20\nupdate_ms = 200\n";
-        let r1 = format!(
-            "[node]\nname = \"r1\"\naddresses = [\"{R1}\"]\n{common}originate = [\"10.1.0.0/16\"]\n{}{}[[route]]\nprefix = \"10.1.0.0/16\"\nlink = \"host\"\n",
-            link("host", r1h, tool, false),
-            link("r2", r1b, r2a, true)
-        );
-        let r2 = format!(
-            "[node]\nname = \"r2\"\naddresses = [\"{R2}\"]\n{common}originate = [\"10.2.0.0/16\"]\n{}{}[[route]]\nprefix = \"10.2.0.0/16\"\nlink = \"far\"\n",
-            link("r1", r2a, r1b, true),
-            link("far", r2f, far, false)
-        );
-        let start = |text| Embedded::start("test.toml", text, false).unwrap();
-        let chain = Chain {
-            via: Via::Udp {
-                local: tool,
-                peer: r1h,
-            },
-            routers: vec![start(r1), start(r2)],
-        };
-        chain.converged().await;
-        chain
-    }
-
-    /// Waits until R2 answers an ICMP echo from the tool (routes converged both ways).
-    async fn converged(&self) {
-        let mut link = HostLink::open(self.via, 1).await.unwrap();
-        let mut buf = waist::host::link::buffer();
-        for seq in 0..50 {
-            let mut ping = [0u8; 40];
-            let n = waist_ip::icmp::emit_echo_request(
-                TOOL.into(),
-                R2.into(),
-                1,
-                seq,
-                b"up?",
-                &mut ping,
-            )
-            .unwrap();
-            link.send(&ping[..n]).await.unwrap();
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
-            while let Some(r) = link.recv_until(&mut buf, deadline).await.unwrap() {
-                if waist_ip::icmp::read(&buf[r])
-                    .is_ok_and(|(ip, m)| ip.src == IpAddr::from(R2) && m.kind == 0)
-                {
-                    return;
-                }
-            }
-        }
-        panic!("the chain did not converge");
-    }
-
-    fn via_arg(&self) -> String {
-        match self.via {
-            Via::Udp { local, peer } => format!("udp:{local}={peer}"),
-            Via::Raw => unreachable!(),
-        }
-    }
-
-    /// The tool's side of the link, for every query of a test (one bind, so no other
-    /// process on a loaded machine can take the port between queries).
-    async fn link(&self) -> HostLink {
-        HostLink::open(self.via, esp_proto::consts::IP_PROTOCOL)
-            .await
-            .unwrap()
-    }
-
-    fn stop(self) -> Vec<waist_router::Summary> {
-        self.routers
-            .into_iter()
-            .map(|r| r.stop().unwrap())
-            .collect()
-    }
+/// Both routers with the shipped COUNT installed under opcode 64.
+async fn chain() -> Chain {
+    Chain::start_with(&format!(
+        "[[esp.instruction]]\nopcode = 64\nname = \"count\"\nprogram = \"{COUNT_SNAP}\"\n"
+    ))
+    .await
 }
 
 fn inline(text: &str, operands: &[u64], loc: Loc) -> Query {
@@ -151,8 +59,8 @@ fn inline(text: &str, operands: &[u64], loc: Loc) -> Query {
 
 #[tokio::test]
 async fn inline_microcode_returns_the_routers_operands_and_aborts_precisely() {
-    let chain = Chain::start().await;
-    let mut link = chain.link().await;
+    let chain = chain().await;
+    let mut link = chain.link(esp_proto::consts::IP_PROTOCOL).await;
     for count in 1..=2 {
         let o = esp::send(&mut link, &inline(COUNTER, &[9, 0], Loc::CENTRAL))
             .await
@@ -175,24 +83,36 @@ async fn inline_microcode_returns_the_routers_operands_and_aborts_precisely() {
     };
     assert_eq!((a.err, a.loc), (Some(ErrCode::MissingState), Loc::NONE));
     assert_eq!(o.exit_code(), EXIT_ABORT);
-    // Opcode 64, installed nowhere: R1 aborts it as an unknown opcode, operands as sent.
-    let mut q = Query::new(
-        TOOL.into(),
-        R2.into(),
-        MicroQuery::installed(64, &[7, 1]).unwrap(),
-    );
-    q.loc = Loc::CENTRAL;
-    let o = esp::send(&mut link, &q).await.unwrap();
+    // Opcode 64, the installed COUNT: forwarded with its operands, then dropped at R1 over
+    // its threshold. Opcode 65, installed nowhere: R1 aborts it as an unknown opcode.
+    let installed = |opcode: u8| {
+        let mut q = Query::new(
+            TOOL.into(),
+            R2.into(),
+            MicroQuery::installed(opcode, &[7, 1]).unwrap(),
+        );
+        q.loc = Loc::CENTRAL;
+        q.timeout = Duration::from_millis(600);
+        q
+    };
+    let o = esp::send(&mut link, &installed(64)).await.unwrap();
+    let Outcome::Micro(a) = &o else {
+        panic!("{o:?}")
+    };
+    assert_eq!((a.opcode, &a.operands, a.err), (64, &vec![7, 1], None));
+    let o = esp::send(&mut link, &installed(64)).await.unwrap();
+    assert_eq!(o.exit_code(), EXIT_TIMEOUT, "{o:?}");
+    let o = esp::send(&mut link, &installed(65)).await.unwrap();
     let Outcome::Micro(a) = &o else {
         panic!("{o:?}")
     };
     assert_eq!(
         (a.opcode, &a.operands, a.err),
-        (64, &vec![7, 1], Some(ErrCode::Malformed))
+        (65, &vec![7, 1], Some(ErrCode::Malformed))
     );
     let s = chain.stop();
     // Only R1 ran them (R2, addressed, reflects without running).
-    assert_eq!(s[0].node.esp_executed, 4, "{:?}", s[0].node);
+    assert_eq!(s[0].node.esp_executed, 6, "{:?}", s[0].node);
     assert_eq!(s[1].node.esp_executed, 0, "{:?}", s[1].node);
 }
 
@@ -208,7 +128,7 @@ fn waist(via: &str, args: &[&str]) -> Output {
 
 #[tokio::test]
 async fn the_waist_binary_sends_count_snap_and_count_plan_inline_forwarded_then_dropped() {
-    let chain = Chain::start().await;
+    let chain = chain().await;
     let via = chain.via_arg();
     let count = [
         "--microcode",

@@ -1,16 +1,9 @@
-//! The host tools against real routers: two `waist-router`s on loopback UDP links, each on
-//! its own thread and runtime (as `services/waist-router/tests/udp_chain.rs` runs them), and
-//! the tool as the far end of R1's host link.
-//!
-//! ```text
-//!  tool 10.1.0.1 ─ host [R1 10.0.0.1] ── [R2 10.0.0.2] far ─ (nobody; 10.2.0.0/16)
-//!                  ESP + SNAP, distance vector (R1 originates 10.1/16, R2 10.2/16)
-//! ```
+//! The host tools against real routers: two `waist-router`s on loopback UDP links and the
+//! tool as the far end of R1's host link (`chain`).
 
 // Test harness: panics are the failure reports.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use clap::Parser;
@@ -20,114 +13,12 @@ use esp_proto::wire::{ErrCode, Loc};
 use ess::{Tag, Value};
 use waist::host::esp::{self, Outcome, Query};
 use waist::host::snap::{self, Ping};
-use waist::host::{EXIT_ABORT, EXIT_ANSWER, EXIT_TIMEOUT, HostLink, Via};
+use waist::host::{EXIT_ABORT, EXIT_ANSWER, EXIT_TIMEOUT};
 use waist_router::embed::Embedded;
 
-const TOOL: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
-const R1: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const R2: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-/// Behind R2's far link, where nobody listens.
-const NOBODY: Ipv4Addr = Ipv4Addr::new(10, 2, 0, 9);
+mod chain;
 
-/// A free loopback UDP address, never the same one twice in this process.
-fn free() -> SocketAddr {
-    netio::ports::udp([127, 0, 0, 1].into()).unwrap()
-}
-
-fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) -> String {
-    let cost = if cost { "cost = 1\n" } else { "" };
-    format!(
-        "[[link]]\nname = \"{name}\"\nkind = \"udp\"\nlocal = \"{local}\"\npeer = \"{peer}\"\n{cost}\n"
-    )
-}
-
-type Running = Embedded;
-
-/// Runs a router from `text` on its own thread and runtime (as a process would).
-fn start(text: String) -> Running {
-    Embedded::start("test.toml", text, false).unwrap()
-}
-
-/// R1 and R2 running, and the tool's side of R1's host link.
-struct Chain {
-    via: Via,
-    routers: Vec<Running>,
-}
-
-impl Chain {
-    async fn start() -> Chain {
-        let (tool, r1h, r1b, r2a, r2f, far) = (free(), free(), free(), free(), free(), free());
-        let common =
-            "[esp]\nrate = 1000\nkey_seed = 7\n[snap]\n[dv]\ntriggered_ms = 20\nupdate_ms = 200\n";
-        let r1 = format!(
-            "[node]\nname = \"r1\"\naddresses = [\"{R1}\"]\n{common}originate = [\"10.1.0.0/16\"]\n{}{}[[route]]\nprefix = \"10.1.0.0/16\"\nlink = \"host\"\n",
-            link("host", r1h, tool, false),
-            link("r2", r1b, r2a, true)
-        );
-        let r2 = format!(
-            "[node]\nname = \"r2\"\naddresses = [\"{R2}\"]\n{common}originate = [\"10.2.0.0/16\"]\n{}{}[[route]]\nprefix = \"10.2.0.0/16\"\nlink = \"far\"\n",
-            link("r1", r2a, r1b, true),
-            link("far", r2f, far, false)
-        );
-        let chain = Chain {
-            via: Via::Udp {
-                local: tool,
-                peer: r1h,
-            },
-            routers: vec![start(r1), start(r2)],
-        };
-        chain.converged().await;
-        chain
-    }
-
-    async fn link(&self, protocol: u8) -> HostLink {
-        HostLink::open(self.via, protocol).await.unwrap()
-    }
-
-    /// Waits until R2 answers an ICMP echo from the tool (distance vector has converged
-    /// both ways).
-    async fn converged(&self) {
-        let mut link = self.link(1).await;
-        let mut buf = waist::host::link::buffer();
-        for seq in 0..50 {
-            let mut ping = [0u8; 40];
-            let n = waist_ip::icmp::emit_echo_request(
-                TOOL.into(),
-                R2.into(),
-                1,
-                seq,
-                b"up?",
-                &mut ping,
-            )
-            .unwrap();
-            link.send(&ping[..n]).await.unwrap();
-            // Until then R1 answers with ICMP unreachable: wait out the 100 ms regardless.
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
-            while let Some(r) = link.recv_until(&mut buf, deadline).await.unwrap() {
-                if waist_ip::icmp::read(&buf[r])
-                    .is_ok_and(|(ip, m)| ip.src == IpAddr::from(R2) && m.kind == 0)
-                {
-                    return;
-                }
-            }
-        }
-        panic!("the chain did not converge");
-    }
-
-    fn via_arg(&self) -> String {
-        match self.via {
-            Via::Udp { local, peer } => format!("udp:{local}={peer}"),
-            Via::Raw => unreachable!(),
-        }
-    }
-
-    fn stop(self) -> Vec<waist_router::Summary> {
-        self.routers
-            .into_iter()
-            .map(|r| r.stop().unwrap())
-            .collect()
-    }
-}
+use chain::{Chain, NOBODY, R1, R2, TOOL, free, link};
 
 async fn query(chain: &Chain, q: &Query) -> Outcome {
     let mut link = chain.link(q.answer_protocol()).await;

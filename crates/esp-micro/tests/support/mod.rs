@@ -4,6 +4,9 @@
 // Each test file uses its own part of the support.
 #![allow(dead_code)]
 
+use esp_micro::Microcode;
+use esp_proto::exec::{Context, Env, execute};
+use esp_proto::instr::Instruction;
 use ess::{Ess, EssConfig, HashKey, Instant, Tag, Value};
 use proptest::prelude::*;
 
@@ -65,4 +68,49 @@ pub(crate) fn value(small: u64) -> impl Strategy<Value = u64> + Clone {
 /// Pre-populations of up to 12 puts.
 pub(crate) fn pre(small: u64) -> impl Strategy<Value = Pre> {
     proptest::collection::vec((0..TAGS.len(), value(small), 0u64..30), 0..12)
+}
+
+/// (tag index, threshold, ticks since the last packet).
+pub(crate) type Packets = Vec<(usize, u64, u64)>;
+
+/// COUNT's differential: runs `packets` through the built-in COUNT and through `micro` on
+/// two stores pre-populated by `pre`; the first difference, if any.
+pub(crate) fn count_differs(micro: &Microcode, pre: &Pre, packets: &Packets) -> Result<(), String> {
+    let (mut a, mut b, mut now) = populated(pre);
+    let env = Env::new(1, HashKey::from_seed(9));
+    for (i, &(t, thresh, dt)) in packets.iter().enumerate() {
+        now += dt;
+        let at = Instant::from_ticks(now);
+        let counter = Tag(TAGS[t]);
+        let mut instr = Instruction::Count { counter, thresh };
+        let built_in = execute(&mut Context::new(&mut a, &env, 5), at, &mut instr);
+        let mut operands = [counter.0, thresh];
+        let microcoded = micro.run(&mut Context::new(&mut b, &env, 5), at, &mut operands);
+        if built_in != microcoded {
+            return Err(format!(
+                "packet {i} (tag {:#x}, thresh {thresh}): built-in {built_in:?}, microcode {microcoded:?}",
+                counter.0
+            ));
+        }
+        let Instruction::Count {
+            counter: c,
+            thresh: h,
+        } = instr
+        else {
+            unreachable!()
+        };
+        if [c.0, h] != operands {
+            return Err(format!(
+                "packet {i}: operands {:?} vs {operands:?}",
+                [c.0, h]
+            ));
+        }
+        same_contents(i, &mut a, &mut b, at)?;
+    }
+    Ok(())
+}
+
+/// Packets for [`count_differs`]: tags, thresholds near the edges of u64, time steps.
+pub(crate) fn count_packets() -> impl Strategy<Value = Packets> {
+    proptest::collection::vec((0..TAGS.len(), value(6), 0u64..12), 1..40)
 }
