@@ -25,13 +25,10 @@ use alloc::vec::Vec;
 use core::net::IpAddr;
 
 use esp_micro::Microcode;
-use esp_proto::consts::HEADER_LEN;
+use esp_micro::endpoint::MicroInstruction;
 use esp_proto::endpoint::{Endpoint, EndpointError, Received};
 use esp_proto::instr::{CombineOp, CompareOp, InstrError, Instruction, OP_MICRO};
-use esp_proto::wire::{
-    Header, HeaderRepr, addresses, dedicated_ipv4_len, dedicated_ipv6_len, emit_dedicated_ipv4,
-    emit_dedicated_ipv6, locate, piggyback,
-};
+use esp_proto::wire::piggyback;
 use ess::{Tag, Value};
 use snap_vm::program::Program;
 
@@ -105,18 +102,15 @@ impl Microcoded {
         self
     }
 
-    /// The operand field of `instr`, and its opcode, if it has microcode.
-    fn field(&self, instr: &Instruction) -> Result<Option<(u8, Vec<u8>)>, EndpointError> {
-        let Some((opcode, words)) = words(instr) else {
-            return Ok(None);
+    /// `instr` as microcode (installed, or COUNT inline), if it has a shipped program.
+    fn micro(&self, instr: &Instruction) -> Option<Result<MicroInstruction, EndpointError>> {
+        let (opcode, words) = words(instr)?;
+        let micro = if opcode == OP_COUNT && self.inline_count {
+            MicroInstruction::inline(&self.count, &words)
+        } else {
+            MicroInstruction::installed(opcode, &words)
         };
-        if opcode == OP_COUNT && self.inline_count {
-            let body = esp_micro::body::encode(&self.count, &words)
-                .map_err(|_| InstrError::Opcode { opcode: OP_MICRO })?;
-            return Ok(Some((OP_MICRO, body)));
-        }
-        let bytes = words.iter().flat_map(|w| w.to_be_bytes()).collect();
-        Ok(Some((opcode, bytes)))
+        Some(micro.map_err(|_| InstrError::Opcode { opcode }.into()))
     }
 }
 
@@ -143,6 +137,14 @@ impl InstructionSet {
         }
     }
 
+    /// `instr` as this set's microcode, if it is microcoded here.
+    fn micro(&self, instr: &Instruction) -> Option<Result<MicroInstruction, EndpointError>> {
+        match self {
+            InstructionSet::BuiltIn => None,
+            InstructionSet::Microcoded(m) => m.micro(instr),
+        }
+    }
+
     /// The ESP bytes (header and operands) `ep` sends for `instr`.
     ///
     /// # Errors
@@ -154,29 +156,10 @@ impl InstructionSet {
         ep: &Endpoint,
         instr: &Instruction,
     ) -> Result<Vec<u8>, EndpointError> {
-        let built_in = ep.instruction(instr)?;
-        let InstructionSet::Microcoded(m) = self else {
-            return Ok(built_in);
-        };
-        let Some((opcode, field)) = m.field(instr)? else {
-            return Ok(built_in);
-        };
-        let header = Header::new_checked(&built_in[..])?;
-        let repr = HeaderRepr {
-            opcode,
-            operand_len: u8::try_from(field.len()).map_err(|_| InstrError::Length {
-                opcode,
-                expected: usize::from(u8::MAX),
-                actual: field.len(),
-            })?,
-            ..HeaderRepr::parse(&header)
-        };
-        let mut out = vec![0u8; repr.buffer_len()];
-        repr.emit(&mut out)?;
-        if let Some(operands) = out.get_mut(HEADER_LEN..) {
-            operands.copy_from_slice(&field);
+        match self.micro(instr) {
+            Some(micro) => micro?.instruction(ep),
+            None => ep.instruction(instr),
         }
-        Ok(out)
     }
 
     /// A dedicated packet carrying `instr` from `ep` to `dest` (as
@@ -191,27 +174,9 @@ impl InstructionSet {
         dest: IpAddr,
         instr: &Instruction,
     ) -> Result<Vec<u8>, EndpointError> {
-        // The built-in packet checks the addresses and carries the endpoint's TTL (at
-        // byte 8 of an IPv4 header, 7 of an IPv6 one: it is a whole header).
-        let built_in = ep.packet_to(dest, instr, &[])?;
-        if matches!(self, InstructionSet::BuiltIn) {
-            return Ok(built_in);
-        }
-        let esp = self.instruction(ep, instr)?;
-        match (ep.local(), dest) {
-            (IpAddr::V4(s), IpAddr::V4(d)) => {
-                let ttl = built_in.get(8).copied().unwrap_or_default();
-                let mut out = vec![0u8; dedicated_ipv4_len(esp.len(), 0)];
-                emit_dedicated_ipv4(s.octets(), d.octets(), ttl, &esp, &[], &mut out)?;
-                Ok(out)
-            }
-            (IpAddr::V6(s), IpAddr::V6(d)) => {
-                let hops = built_in.get(7).copied().unwrap_or_default();
-                let mut out = vec![0u8; dedicated_ipv6_len(esp.len(), 0)];
-                emit_dedicated_ipv6(s.octets(), d.octets(), hops, &esp, &[], &mut out)?;
-                Ok(out)
-            }
-            _ => Err(EndpointError::AddressFamily),
+        match self.micro(instr) {
+            Some(micro) => micro?.packet_to(ep, dest, &[]),
+            None => ep.packet_to(dest, instr, &[]),
         }
     }
 
@@ -240,19 +205,19 @@ impl InstructionSet {
         let InstructionSet::Microcoded(_) = self else {
             return ep.receive(packet);
         };
-        let located = locate(packet)?.ok_or(EndpointError::NotEsp)?;
-        let bytes = packet.get(located.range).ok_or(EndpointError::NotEsp)?;
-        let header = Header::new_checked(bytes)?;
-        if header.cid() != ep.cid() {
-            return Err(EndpointError::WrongCid { got: header.cid() });
-        }
-        let instr = decode(header.opcode(), header.operands())?;
-        let (from, _) = addresses(packet)?;
+        let raw = ep.receive_raw(packet)?;
+        let instr = if esp_proto::instr::is_builtin(raw.opcode) {
+            Instruction::parse(raw.opcode, &raw.operands)?
+        } else {
+            let words = esp_micro::endpoint::operands(raw.opcode, &raw.operands)
+                .map_err(|_| InstrError::Opcode { opcode: raw.opcode })?;
+            decode(raw.opcode, &words)?
+        };
         Ok(Received {
-            from,
+            from: raw.from,
             instr,
-            loc: header.loc(),
-            err: header.err().then(|| header.err_code()),
+            loc: raw.loc,
+            err: raw.err,
         })
     }
 }
@@ -281,35 +246,16 @@ fn words(instr: &Instruction) -> Option<(u8, Vec<u64>)> {
     })
 }
 
-/// The instruction an operand field under `opcode` stands for: microcode (installed, or
-/// inline COUNT) read back, a built-in parsed.
-fn decode(opcode: u8, field: &[u8]) -> Result<Instruction, InstrError> {
-    let words: Vec<u64> = if opcode == OP_MICRO {
-        let body =
-            esp_micro::body::Body::parse(field).map_err(|_| InstrError::Opcode { opcode })?;
-        body.operand_words().collect()
-    } else if esp_proto::instr::INSTALLED.contains(&opcode) {
-        if !field.len().is_multiple_of(8) {
-            return Err(InstrError::Length {
-                opcode,
-                expected: field.len() / 8 * 8,
-                actual: field.len(),
-            });
-        }
-        field
-            .chunks_exact(8)
-            .map(|c| c.iter().fold(0u64, |w, &b| (w << 8) | u64::from(b)))
-            .collect()
-    } else {
-        return Instruction::parse(opcode, field);
-    };
+/// The instruction the microcode `opcode` with operand `words` stands for (installed, or
+/// inline COUNT).
+fn decode(opcode: u8, words: &[u64]) -> Result<Instruction, InstrError> {
     let op_byte = |i: u64| u8::try_from(i).unwrap_or(u8::MAX);
     let length = |expected: usize| InstrError::Length {
         opcode,
         expected: 8 * expected,
         actual: 8 * words.len(),
     };
-    Ok(match (opcode, words.as_slice()) {
+    Ok(match (opcode, words) {
         (OP_COUNT | OP_MICRO, &[counter, thresh]) => Instruction::Count {
             counter: Tag(counter),
             thresh,
@@ -400,8 +346,10 @@ mod tests {
 
     /// The opcode `packet` carries.
     fn opcode(packet: &[u8]) -> u8 {
-        let at = locate(packet).unwrap().unwrap().range;
-        Header::new_checked(&packet[at]).unwrap().opcode()
+        let at = esp_proto::wire::locate(packet).unwrap().unwrap().range;
+        esp_proto::wire::Header::new_checked(&packet[at])
+            .unwrap()
+            .opcode()
     }
 
     /// Every instruction goes out under its set's opcode and comes back as itself, with
@@ -447,24 +395,34 @@ mod tests {
             current: Value(3),
             op: CompareOp::Ge,
         };
-        let (op, field) = micro.field(&compare).unwrap().unwrap();
+        let m = micro.micro(&compare).unwrap().unwrap();
         let mut want = Vec::new();
         for w in [0x0102u64, 3, 3] {
             want.extend_from_slice(&w.to_be_bytes());
         }
-        assert_eq!((op, field.as_slice()), (OP_COMPARE, want.as_slice()));
-        assert_eq!(decode(OP_COMPARE, &want), Ok(compare));
+        assert_eq!((m.opcode(), m.field()), (OP_COMPARE, want.as_slice()));
+        assert_eq!(decode(OP_COMPARE, &[0x0102, 3, 3]), Ok(compare));
         assert!(matches!(
-            decode(OP_COMPARE, &want[..16]),
+            decode(OP_COMPARE, &[0x0102, 3]),
             Err(InstrError::Length { .. })
         ));
-        assert!(matches!(
-            decode(OP_COMPARE, &want[..23]),
-            Err(InstrError::Length { .. })
-        ));
-        want[23] = 6;
+        // A field that is not whole words is refused on the way back.
+        let ep = Endpoint::new(77, Ipv4Addr::new(10, 0, 0, 2).into());
+        let p = ep
+            .raw_packet_to(
+                Ipv4Addr::new(10, 0, 0, 2).into(),
+                OP_COMPARE,
+                &want[..23],
+                &[],
+            )
+            .unwrap();
+        assert!(
+            InstructionSet::Microcoded(micro.clone())
+                .receive(&ep, &p)
+                .is_err()
+        );
         assert_eq!(
-            decode(OP_COMPARE, &want),
+            decode(OP_COMPARE, &[0x0102, 3, 6]),
             Err(InstrError::Operator { byte: 6 })
         );
         assert_eq!(decode(100, &[]), Err(InstrError::Opcode { opcode: 100 }));
