@@ -41,7 +41,10 @@
 //! * **Safety.** The program is verified at [`Microcode::new`]
 //!   ([`snap_vm::verify::verify_micro`]: forward branches only, no sends or deliveries,
 //!   bounded stack and heap) and at most [`MAX_INSTRUCTIONS`] long, so one run executes
-//!   at most that many instructions. A program that faults, leaves too short a stack or a
+//!   at most that many instructions. Every store access is a `calls` instruction, so
+//!   accesses count against the same bound (at most one per instruction, each a bounded
+//!   lookup), and a program reaches no store but its context's: the services are lent
+//!   the context's store alone. A program that faults, leaves too short a stack or a
 //!   verdict outside 0..=3 fails ([`Failure`]); [`Microcode::run`] reports that as
 //!   [`Abort::Malformed`], the abort a malformed built-in gets.
 //!
