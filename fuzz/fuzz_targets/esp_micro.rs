@@ -43,7 +43,7 @@ use snap_vm::op::{Imm, Op};
 use snap_vm::program::Program;
 use snap_vm::value::Word;
 
-const COUNT: &str = include_str!("../../examples/esp-microcode/count.snap");
+const COUNT: &str = esp_micro::shipped::COUNT;
 
 /// Tags (and operand values) the inputs draw from, and the values the checks read.
 const TAGS: [u64; 28] = [

@@ -6,7 +6,7 @@ use esp_proto::{Ess, EssConfig, HashKey, Instant, Tag};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // COUNT (Fig. 3) with the full unsigned range: examples/esp-microcode/count.snap.
-    let count = Microcode::assemble(include_str!("../../../examples/esp-microcode/count.snap"))?;
+    let count = Microcode::assemble(esp_micro::shipped::COUNT)?;
     let mut store = Ess::new(EssConfig::new(6, 1000, 1, HashKey::from_seed(7))?);
     let env = Env::new(1, HashKey::from_seed(9));
     let now = Instant::from_ticks(0);

@@ -18,7 +18,7 @@
 //! use esp_micro::endpoint::{MicroInstruction, operands};
 //! use esp_proto::endpoint::Endpoint;
 //!
-//! let count = include_str!("../../../examples/esp-microcode/count.snap");
+//! let count = esp_micro::shipped::COUNT;
 //! let instr = MicroInstruction::inline_assembly(count, &[7, 2])?; // counter 7, threshold 2
 //! assert_eq!((instr.opcode(), instr.field().len()), (32, 87)); // 71 of program, 16 of operands
 //!
@@ -236,7 +236,7 @@ mod tests {
     use esp_proto::wire::ErrCode;
     use esp_proto::{EssConfig, HashKey, Instant};
 
-    const COUNT: &str = include_str!("../../../examples/esp-microcode/count.snap");
+    const COUNT: &str = include_str!("../microcode/count.snap");
 
     #[test]
     fn inline_field_is_the_body_and_reads_back() {

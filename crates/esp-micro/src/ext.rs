@@ -124,7 +124,7 @@ struct Cached {
 /// use esp_proto::{Ess, EssConfig, HashKey, Instant};
 ///
 /// let mut micro = Micro::new(InlinePolicy::Off);
-/// let count = Microcode::assemble(include_str!("../../../examples/esp-microcode/count.snap"))?;
+/// let count = Microcode::assemble(esp_micro::shipped::COUNT)?;
 /// micro.install(64, "count", count)?;
 ///
 /// // A packet naming opcode 64 carries COUNT's operands only: counter 7, threshold 1.

@@ -50,8 +50,9 @@
 //!
 //! # Shipped microcode
 //!
-//! `examples/esp-microcode/` in the repository holds the paper's instructions in SNAP
-//! assembly, each proven equal to the built-in by a differential property test
+//! The crate's `microcode/` directory (`examples/esp-microcode/` in the repository; the
+//! constants of [`shipped`]) holds the paper's instructions in SNAP assembly, each proven
+//! equal to the built-in by a differential property test
 //! (`tests/count.rs`, `tests/compare.rs`, `tests/collect.rs`, `tests/mark.rs`,
 //! `tests/lastmark.rs`: verdicts, aborts, operands and the store left behind):
 //!
@@ -106,6 +107,7 @@ pub mod body;
 pub mod endpoint;
 mod ext;
 mod journal;
+pub mod shipped;
 
 pub use ext::{Gate, INLINE_CACHE, InlinePolicy, InstallError, Installed, Micro, MicroStats};
 

@@ -18,7 +18,7 @@ use ess::{HashKey, Instant, Tag, Value};
 use proptest::prelude::*;
 use support::{Pre, TAGS, populated, pre, same_contents, store, value};
 
-const COLLECT: &str = include_str!("../../../examples/esp-microcode/collect.snap");
+const COLLECT: &str = include_str!("../microcode/collect.snap");
 
 /// (value tag index, val, counter tag index, operator index, ticks since the last packet).
 type Packets = Vec<(usize, u64, usize, usize, u64)>;

@@ -17,7 +17,7 @@ use ess::{HashKey, Instant, Tag, Value};
 use proptest::prelude::*;
 use support::{Pre, TAGS, populated, pre, same_contents, store, value};
 
-const COMPARE: &str = include_str!("../../../examples/esp-microcode/compare.snap");
+const COMPARE: &str = include_str!("../microcode/compare.snap");
 
 /// (tag index, current, operator index, ticks since the last packet).
 type Packets = Vec<(usize, u64, usize, u64)>;

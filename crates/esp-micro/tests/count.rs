@@ -15,7 +15,7 @@ use ess::{HashKey, Instant, Tag, Value};
 use proptest::prelude::*;
 use support::{Packets, Pre, TAGS, count_differs, count_packets, pre, store};
 
-const COUNT: &str = include_str!("../../../examples/esp-microcode/count.snap");
+const COUNT: &str = include_str!("../microcode/count.snap");
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]

@@ -19,7 +19,7 @@ use snap_vm::value::Word;
 const NOW: Instant = Instant::from_ticks(10);
 const CID: u32 = 9;
 
-const COUNT: &str = include_str!("../../../examples/esp-microcode/count.snap");
+const COUNT: &str = include_str!("../microcode/count.snap");
 
 /// Operands [tag, value]: binds them, sets operand 0 to 99, then ends with `verdict`.
 fn put_then(verdict: i32) -> String {

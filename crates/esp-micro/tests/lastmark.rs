@@ -16,7 +16,7 @@ use ess::{HashKey, Instant, Tag, Value};
 use proptest::prelude::*;
 use support::{Pre, TAGS, populated, pre, same_contents, value};
 
-const LASTMARK: &str = include_str!("../../../examples/esp-microcode/lastmark.snap");
+const LASTMARK: &str = include_str!("../microcode/lastmark.snap");
 
 /// (a MARK rather than a LASTMARK, tag index, node operand, node id, ticks since the last
 /// packet).

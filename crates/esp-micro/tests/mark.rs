@@ -17,7 +17,7 @@ use ess::{HashKey, Instant, Tag, Value};
 use proptest::prelude::*;
 use support::{Pre, TAGS, populated, pre, same_contents, value};
 
-const MARK: &str = include_str!("../../../examples/esp-microcode/mark.snap");
+const MARK: &str = include_str!("../microcode/mark.snap");
 
 /// (tag index, node id, ticks since the last packet).
 type Packets = Vec<(usize, u64, u64)>;

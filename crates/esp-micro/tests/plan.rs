@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use snap_vm::plan::{Options, ServiceSig, compile_micro};
 use support::{Packets, count_differs, count_packets, pre};
 
-const COUNT_PLAN: &str = include_str!("../../../examples/esp-microcode/count.plan");
+const COUNT_PLAN: &str = include_str!("../microcode/count.plan");
 
 fn compile(source: &str) -> Microcode {
     let opts = Options {

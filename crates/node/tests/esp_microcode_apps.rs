@@ -16,13 +16,7 @@ use waist_node::sim::esp::paths::{Answer, Fig1};
 use waist_node::sim::esp::thinning::{Feedback, Round};
 use waist_node::sim::esp::{Tally, tally};
 
-const SOURCES: Sources<'static> = Sources {
-    count: include_str!("../../../examples/esp-microcode/count.snap"),
-    compare: include_str!("../../../examples/esp-microcode/compare.snap"),
-    collect: include_str!("../../../examples/esp-microcode/collect.snap"),
-    mark: include_str!("../../../examples/esp-microcode/mark.snap"),
-    lastmark: include_str!("../../../examples/esp-microcode/lastmark.snap"),
-};
+const SOURCES: Sources<'static> = Sources::SHIPPED;
 
 /// The built-ins, the installed microcode, and the installed microcode with COUNT inline.
 fn sets() -> [(&'static str, InstructionSet); 3] {

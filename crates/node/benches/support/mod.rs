@@ -16,7 +16,7 @@ use waist_node::routes::prefix;
 use waist_node::{Config, EspConfig, IfaceConfig, Instant, Node};
 
 /// The shipped microcoded COUNT (`examples/esp-microcode/count.snap`).
-pub(crate) const COUNT_SNAP: &str = include_str!("../../../../examples/esp-microcode/count.snap");
+pub(crate) const COUNT_SNAP: &str = esp_micro::shipped::COUNT;
 
 /// The opcode the microcoded COUNT is installed under (the first of `INSTALLED`).
 pub(crate) const OP_COUNT: u8 = 64;

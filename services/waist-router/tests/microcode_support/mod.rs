@@ -12,7 +12,7 @@ use esp_proto::wire::{ErrCode, Header, HeaderRepr, Loc};
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 /// The shipped COUNT microcode (`[counter, thresh]`).
-pub(crate) const COUNT: &str = include_str!("../../../../examples/esp-microcode/count.snap");
+pub(crate) const COUNT: &str = esp_micro::shipped::COUNT;
 
 /// Where [`COUNT`] is.
 pub(crate) fn count_path() -> String {

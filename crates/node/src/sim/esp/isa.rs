@@ -61,6 +61,17 @@ pub struct Sources<'a> {
     pub lastmark: &'a str,
 }
 
+impl Sources<'static> {
+    /// The microcode shipped with `esp_micro` ([`esp_micro::shipped`]).
+    pub const SHIPPED: Sources<'static> = Sources {
+        count: esp_micro::shipped::COUNT,
+        compare: esp_micro::shipped::COMPARE,
+        collect: esp_micro::shipped::COLLECT,
+        mark: esp_micro::shipped::MARK,
+        lastmark: esp_micro::shipped::LASTMARK,
+    };
+}
+
 /// The microcoded instruction set: the verified programs, and how COUNT travels.
 #[derive(Clone, Debug)]
 pub struct Microcoded {
@@ -301,13 +312,7 @@ mod tests {
 
     use super::*;
 
-    const SOURCES: Sources<'static> = Sources {
-        count: include_str!("../../../../../examples/esp-microcode/count.snap"),
-        compare: include_str!("../../../../../examples/esp-microcode/compare.snap"),
-        collect: include_str!("../../../../../examples/esp-microcode/collect.snap"),
-        mark: include_str!("../../../../../examples/esp-microcode/mark.snap"),
-        lastmark: include_str!("../../../../../examples/esp-microcode/lastmark.snap"),
-    };
+    const SOURCES: Sources<'static> = Sources::SHIPPED;
 
     fn instructions() -> [Instruction; 6] {
         let robust = Robust {

@@ -246,7 +246,7 @@ mod tests {
         assert!(text.contains("opcode 64-127"), "{text}");
     }
 
-    const COUNT_PLAN: &str = include_str!("../../../../../examples/esp-microcode/count.plan");
+    const COUNT_PLAN: &str = esp_micro::shipped::COUNT_PLAN;
 
     #[test]
     fn plan_compiles_to_inline_microcode_of_its_operands() {

@@ -44,7 +44,7 @@ mod tests {
     use netio::config::Source;
 
     /// The shipped COUNT microcode.
-    const COUNT: &str = include_str!("../../../../../examples/esp-microcode/count.snap");
+    const COUNT: &str = esp_micro::shipped::COUNT;
 
     #[test]
     fn a_lab_router_reads_its_programs_beside_its_config() {

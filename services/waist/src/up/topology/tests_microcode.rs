@@ -7,7 +7,7 @@ use waist_router::config::RouterFile;
 use super::*;
 
 /// The shipped COUNT microcode.
-const COUNT: &str = include_str!("../../../../../examples/esp-microcode/count.snap");
+const COUNT: &str = esp_micro::shipped::COUNT;
 
 /// A directory of this process's own (removed when dropped) holding `progs/count.snap`,
 /// `conf/count.snap` and `progs/bad.snap`.
