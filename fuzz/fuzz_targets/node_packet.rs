@@ -339,6 +339,20 @@ fuzz_target!(|input: Input| {
             clean_interval: 1_000_000,
             clean_budget: 8,
             sites: esp_proto::wire::Loc::from_bits(log2 >> 3 | 1),
+            // Microcode too: COUNT installed under 64, inline programs on or off.
+            microcode: waist_node::MicrocodeConfig {
+                inline: if log2 & 0x40 == 0 {
+                    esp_micro::InlinePolicy::On
+                } else {
+                    esp_micro::InlinePolicy::Off
+                },
+                installed: vec![(
+                    64,
+                    "count".into(),
+                    esp_micro::Microcode::assemble(esp_micro::shipped::COUNT)
+                        .expect("the shipped COUNT verifies"),
+                )],
+            },
         }
     });
     let config = Config {
