@@ -540,17 +540,20 @@ pub fn print_table(
     if !hosts.is_empty() {
         writeln!(
             out,
-            "\n{:<10} {:<12} {:<8} host tools' link",
+            "\n{:<10} {:<12} {:<8} host tools' options",
             "host", "address", "router"
         )?;
+        // `--src` too: the tools' default source (10.1.0.1) is no host's address here, and
+        // an answer to it would find no route back.
         for h in hosts {
             writeln!(
                 out,
-                "{:<10} {:<12} {:<8} --via {}",
+                "{:<10} {:<12} {:<8} --via {} --src {}",
                 h.name,
                 h.address,
                 h.router,
-                h.via()
+                h.via(),
+                h.address
             )?;
         }
     }
