@@ -17,7 +17,7 @@ use esp_proto::instr::INSTALLED;
 use esp_proto::wire::{ErrCode, Loc};
 use snap_vm::plan;
 
-use super::parse_u64;
+use super::args::parse_u64;
 
 /// The microcode options of `waist esp send` (instead of an instruction subcommand).
 #[derive(Clone, Debug, Default, Args)]
