@@ -30,8 +30,8 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-pub use args::{CmpOp, CombOp, EspCommand, InstrArgs, SendArgs};
-pub use micro::{MicroAnswer, MicroArgs, MicroQuery};
+pub use args::{CmpOp, CombOp, EspCommand, InstrArgs, MicroArgs, SendArgs};
+pub use micro::{MicroAnswer, MicroQuery};
 pub use report::{last_mark, report};
 
 /// UDP ports of the datagram a piggybacked query rides on (discard, both ways).

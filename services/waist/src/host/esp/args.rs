@@ -2,13 +2,13 @@
 //! instructions as subcommands, and their parsers.
 
 use clap::{Args, Subcommand, ValueEnum};
-use esp_proto::instr::{CombineOp, CompareOp, Instruction};
+use esp_proto::instr::{CombineOp, CompareOp, INSTALLED, Instruction};
 use esp_proto::wire::Loc;
 use ess::{Tag, Value};
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 use super::super::{DEFAULT_SRC, Via};
-use super::micro::MicroArgs;
 
 /// `waist esp …`.
 #[derive(Debug, Subcommand)]
@@ -265,4 +265,52 @@ pub(super) fn parse_loc(s: &str) -> Result<Loc, String> {
             };
     }
     Ok(loc)
+}
+
+/// The microcode options of `waist esp send` (instead of an instruction subcommand).
+#[derive(Clone, Debug, Default, Args)]
+pub struct MicroArgs {
+    /// Inline microcode: run this SNAP assembly file as the instruction (opcode 32; the
+    /// program rides in the packet, so it must fit ESP's 255-byte operand field beside
+    /// its operands). Instead of an instruction subcommand.
+    #[arg(long, value_name = "FILE.snap", conflicts_with_all = ["opcode", "plan"])]
+    pub microcode: Option<PathBuf>,
+    /// Inline microcode written in PLAN: compile this file's last function (its `word`
+    /// parameters are the operands, its int or bool result the verdict) and send it as
+    /// --microcode does. Instead of an instruction subcommand.
+    #[arg(long, value_name = "FILE.plan", conflicts_with = "opcode")]
+    pub plan: Option<PathBuf>,
+    /// An instruction the routers' operator installed under opcode N (64–127): the packet
+    /// carries only its operands. Instead of an instruction subcommand.
+    #[arg(long, value_name = "N", value_parser = parse_opcode)]
+    pub opcode: Option<u8>,
+    /// An operand of the microcode (repeat, operand 0 first; at most 8): a 64-bit tag or
+    /// value, decimal or 0x hex.
+    #[arg(long = "operand", value_name = "VALUE", value_parser = parse_u64)]
+    pub operands: Vec<u64>,
+}
+
+/// An opcode an operator may install under (64–127).
+pub(super) fn parse_opcode(s: &str) -> Result<u8, String> {
+    let n = parse_u64(s)?;
+    u8::try_from(n)
+        .ok()
+        .filter(|o| INSTALLED.contains(o))
+        .ok_or_else(|| {
+            format!(
+                "`{s}`: installed instructions take opcodes {}..={}",
+                INSTALLED.start(),
+                INSTALLED.end()
+            )
+        })
+}
+
+impl MicroArgs {
+    /// Whether any microcode option was given.
+    pub fn given(&self) -> bool {
+        self.microcode.is_some()
+            || self.plan.is_some()
+            || self.opcode.is_some()
+            || !self.operands.is_empty()
+    }
 }

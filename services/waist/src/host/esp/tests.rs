@@ -2,7 +2,7 @@ use ess::Tag;
 use std::net::Ipv4Addr;
 
 use super::super::DEFAULT_SRC;
-use super::args::{parse_loc, parse_u64};
+use super::args::{parse_loc, parse_opcode, parse_u64};
 use super::*;
 
 #[test]
@@ -14,6 +14,15 @@ fn operands_parse() {
     assert_eq!(parse_loc("output,input"), Ok(Loc::INPUT | Loc::OUTPUT));
     assert_eq!(parse_loc("none"), Ok(Loc::NONE));
     assert!(parse_loc("middle").is_err());
+}
+
+#[test]
+fn opcodes_outside_64_to_127_are_refused() {
+    assert_eq!(parse_opcode("64"), Ok(64));
+    assert_eq!(parse_opcode("0x7f"), Ok(127));
+    for bad in ["63", "128", "32", "1", "300", "x"] {
+        assert!(parse_opcode(bad).is_err(), "{bad}");
+    }
 }
 
 #[test]
