@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn shipped_count_fits_inline_and_round_trips() {
-        let program = snap_vm::asm::assemble(include_str!("../microcode/count.snap")).unwrap();
+        let program = snap_vm::asm::assemble(crate::shipped::COUNT).unwrap();
         let field = encode(&program, &[7, u64::MAX]).unwrap();
         assert!(field.len() <= MAX_BODY_LEN, "{}", field.len());
         let body = Body::parse(&field).unwrap();
