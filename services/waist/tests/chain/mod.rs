@@ -10,7 +10,7 @@
 // Each test file uses its own part of it.
 #![allow(dead_code)]
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use waist::host::{HostLink, Via};
@@ -39,9 +39,10 @@ pub(crate) fn link(name: &str, local: SocketAddr, peer: SocketAddr, cost: bool) 
 
 pub(crate) type Running = Embedded;
 
-/// Runs a router from `text` on its own thread and runtime (as a process would).
+/// Runs a router from `text` on its own thread and runtime (as a process would), serving
+/// metrics.
 pub(crate) fn start(text: String) -> Running {
-    Embedded::start("test.toml", text, false).unwrap()
+    Embedded::start("test.toml", text, true).unwrap()
 }
 
 /// R1 and R2 running, and the tool's side of R1's host link.
@@ -89,32 +90,35 @@ impl Chain {
         HostLink::open(self.via, protocol).await.unwrap()
     }
 
-    /// Waits until R2 answers an ICMP echo from the tool (distance vector has converged
-    /// both ways).
+    /// Waits until distance vector has converged both ways: R1 routes to R2 and to 10.2/16,
+    /// R2 to R1 and to 10.1/16, as their metrics pages show.
+    ///
+    /// It reads the routers' tables rather than pinging through the tool's link, so the
+    /// tool's address is bound once, by the test: a socket closed to be reopened can stay
+    /// bound for a moment in a child another test is spawning (forked, not yet exec'd), and
+    /// the reopen then fails with `AddrInUse`.
     pub(crate) async fn converged(&self) {
-        let mut link = self.link(1).await;
-        let mut buf = waist::host::link::buffer();
-        for seq in 0..50 {
-            let mut ping = [0u8; 40];
-            let n = waist_ip::icmp::emit_echo_request(
-                TOOL.into(),
-                R2.into(),
-                1,
-                seq,
-                b"up?",
-                &mut ping,
-            )
-            .unwrap();
-            link.send(&ping[..n]).await.unwrap();
-            // Until then R1 answers with ICMP unreachable: wait out the 100 ms regardless.
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
-            while let Some(r) = link.recv_until(&mut buf, deadline).await.unwrap() {
-                if waist_ip::icmp::read(&buf[r])
-                    .is_ok_and(|(ip, m)| ip.src == IpAddr::from(R2) && m.kind == 0)
-                {
-                    return;
-                }
+        let wanted = [
+            (0, ["10.0.0.2/32", "10.2.0.0/16"]),
+            (1, ["10.0.0.1/32", "10.1.0.0/16"]),
+        ];
+        let has_routes = |r: usize, prefixes: [&str; 2]| {
+            let metrics = self.routers[r].metrics().expect("started with metrics");
+            let Ok(page) = waist::host::scrape::fetch(metrics, Duration::from_secs(1)) else {
+                return false;
+            };
+            let routes = waist::host::scrape::parse(&page);
+            prefixes.iter().all(|p| {
+                routes
+                    .iter()
+                    .any(|s| s.name == "waist_route" && s.label("prefix") == Some(p))
+            })
+        };
+        for _ in 0..100 {
+            if wanted.iter().all(|&(r, prefixes)| has_routes(r, prefixes)) {
+                return;
             }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("the chain did not converge");
     }
