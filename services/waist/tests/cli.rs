@@ -294,21 +294,26 @@ fn snap_table2_prints_per_packet_and_per_byte_costs_beside_the_papers() {
         progress: Default::default(),
     };
     let mut out = Vec::new();
-    // Few round trips per point: this checks the plumbing and the signs, not the figures.
+    // Few round trips per point: this checks the plumbing, not the figures. Measured times
+    // are only checked to be times: their slopes (per node, per byte) are what the command
+    // reports, and on a loaded machine a slope of a few nanoseconds can come out negative
+    // (a debug run measured SNAP's per-byte slope at -0.011 ns/B), so no sign is asserted.
     let t = snap_table2::run(&opts, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert_eq!(t.round_trips, 1024);
     assert_eq!(t.rows.len(), snap_table2::PAYLOADS.len());
     for (r, p) in t.rows.iter().zip(snap_table2::PAYLOADS) {
         assert_eq!(r.payload, p);
-        // Every hop adds work: the per-node costs (per-hop slopes) are positive.
-        assert!(r.ip_node > 0.0 && r.snap_node > 0.0, "{r:?}");
+        assert!(
+            r.ip_rtt.iter().chain(&r.snap_rtt).all(|&ns| ns > 0.0),
+            "{r:?}"
+        );
+        assert!(r.ip_node.is_finite() && r.snap_node.is_finite(), "{r:?}");
         let row = format!("{p:>8} ");
         assert!(text.lines().any(|l| l.starts_with(&row)), "{text}");
     }
-    // Regressed on payload: positive per-packet costs, non-negative per-byte slopes.
     for c in [t.ip, t.snap] {
-        assert!(c.per_packet > 0.0 && c.per_byte >= 0.0, "{t:?}");
+        assert!(c.per_packet.is_finite() && c.per_byte.is_finite(), "{t:?}");
     }
     for label in [
         "per packet",
