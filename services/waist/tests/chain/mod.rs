@@ -107,11 +107,9 @@ impl Chain {
             let Ok(page) = waist::host::scrape::fetch(metrics, Duration::from_secs(1)) else {
                 return false;
             };
-            let routes = waist::host::scrape::parse(&page);
+            let samples = waist::host::scrape::parse(&page);
             prefixes.iter().all(|p| {
-                routes
-                    .iter()
-                    .any(|s| s.name == "waist_route" && s.label("prefix") == Some(p))
+                waist::host::scrape::sum(&samples, "waist_route", &[("prefix", p)]).is_some()
             })
         };
         for _ in 0..100 {
